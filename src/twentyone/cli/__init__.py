@@ -1,0 +1,1 @@
+"""The ``twentyone`` command: one verb per job."""

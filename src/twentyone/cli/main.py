@@ -1,0 +1,161 @@
+"""``twentyone``: variants, replay and terminal play.
+
+Every user error (bad input, bad rules file, illegal decision) ends with a
+one-line message on standard error and exit code 2, never a traceback.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+from typing import Annotated, NoReturn
+
+import typer
+from rich.console import Console
+
+from twentyone.core.rules import Rules, RulesError
+from twentyone.scenario import ScenarioError, run_scenario
+from twentyone.variants import VARIANTS, builtin_rules, resolve_rules
+
+app = typer.Typer(
+    name="twentyone",
+    help="A blackjack platform: play, replay and inspect the published casino games.",
+    no_args_is_help=True,
+    add_completion=False,
+    pretty_exceptions_enable=False,
+)
+
+
+def fail(message: str) -> NoReturn:
+    """Print a one-line error and exit with code 2."""
+    typer.echo(f"error: {message}", err=True)
+    raise typer.Exit(2)
+
+
+def rules_summary(rules: Rules) -> dict[str, object]:
+    """The key rules of a game as plain data, one entry per fact a player compares."""
+    return {
+        "id": rules.id,
+        "name": rules.name,
+        "seed": rules.seed,
+        "decks": rules.shoe.decks,
+        "removed_ranks": sorted(rules.shoe.removed_ranks),
+        "cards": rules.shoe.composition.size,
+        "reshuffle": rules.shoe.reshuffle,
+        "dealer": "hits soft 17" if rules.dealer.hits_soft_17 else "stands on all 17s",
+        "hole_card": rules.deal.hole_card,
+        "peek": rules.dealer.peek,
+        "no_peek_blackjack_takes": rules.dealer.no_peek_blackjack_takes,
+        "double": rules.double.totals,
+        "double_multipliers": list(rules.double.multipliers),
+        "double_after_split": rules.double.after_split,
+        "max_hands_after_split": rules.split.max_hands,
+        "surrender": rules.surrender,
+        "blackjack_pays": str(rules.blackjack_payout),
+        "insurance": rules.insurance.offered,
+        "even_money": rules.insurance.even_money,
+        "cash_out": rules.cash_out.enabled,
+        "side_bets": sorted(rules.side_bets),
+        "hands_per_player": rules.deal.hands_per_player,
+        "seats": rules.deal.seats or "unlimited",
+        "common_draw": rules.deal.common_draw,
+        "rules": describe(rules),
+    }
+
+
+def describe(rules: Rules) -> str:
+    """One line of a game's key rules.
+
+    >>> describe(builtin_rules("single-deck"))
+    '1 deck · S17 · no hole card · double 9-11 · no DAS · no resplit · BJ 3:2 · insurance · even money'
+    """
+    shoe = rules.shoe
+    decks = f"{shoe.decks} deck{'s' if shoe.decks > 1 else ''}"
+    if shoe.removed_ranks:
+        decks += f" without {'/'.join(sorted(shoe.removed_ranks))} ({shoe.composition.size} cards)"
+    parts = [decks, "H17" if rules.dealer.hits_soft_17 else "S17"]
+    if not rules.deal.hole_card:
+        parts.append("no hole card")
+    else:
+        parts.append("no peek" if rules.dealer.peek == "none" else f"peek {rules.dealer.peek}")
+    doubles = "/".join(f"x{m}" for m in rules.double.multipliers)
+    parts.append(f"double {rules.double.totals}" if doubles == "x2" else f"{doubles} {rules.double.totals}")
+    parts.append("DAS" if rules.double.after_split else "no DAS")
+    parts.append("no resplit" if rules.split.max_hands <= 2 else f"split to {rules.split.max_hands}")
+    if rules.surrender != "none":
+        parts.append(f"{rules.surrender} surrender")
+    parts.append(f"BJ {rules.blackjack_payout}")
+    if rules.insurance.offered:
+        parts.append("insurance")
+    if rules.insurance.even_money:
+        parts.append("even money")
+    if rules.cash_out.enabled:
+        parts.append("cash out")
+    if rules.deal.common_draw:
+        parts.append("common draw")
+    if rules.side_bets:
+        parts.append("side bets " + ", ".join(rules.side_bets))
+    return " · ".join(parts)
+
+
+@app.command()
+def variants(
+    as_json: Annotated[bool, typer.Option("--json", help="Machine-readable output.")] = False,
+) -> None:
+    """List the five games with their key rules, a line each."""
+    rows = [rules_summary(builtin_rules(variant)) for variant in VARIANTS]
+    if as_json:
+        typer.echo(json.dumps(rows, indent=2))
+        return
+    console = Console()
+    for variant in VARIANTS:
+        console.print(f"[bold green]{variant:<13}[/] {describe(builtin_rules(variant))}", highlight=False)
+
+
+@app.command()
+def replay(
+    file: Annotated[str, typer.Argument(help="Scenario JSON file, or - for standard input.")],
+) -> None:
+    """Play a stacked-shoe scenario through the real engine and print the result as JSON."""
+    try:
+        text = sys.stdin.read() if file == "-" else Path(file).read_text("utf-8")
+    except OSError as error:
+        fail(f"cannot read {file!r} ({error.strerror}).")
+    try:
+        scenario = json.loads(text)
+    except json.JSONDecodeError as error:
+        fail(f"the scenario is not valid JSON ({error.msg} at line {error.lineno} column {error.colno}).")
+    try:
+        result = run_scenario(scenario)
+    except ScenarioError as error:
+        fail(str(error))
+    typer.echo(json.dumps(result, indent=2))
+
+
+@app.command()
+def play(
+    variant: Annotated[str, typer.Argument(help=f"One of: {', '.join(VARIANTS)}.")] = "first-person",
+    balance: Annotated[int, typer.Option(help="Starting balance in whole currency units.")] = 1000,
+    seed: Annotated[int | None, typer.Option(help="Seed the shuffle (repeatable games).")] = None,
+    rules_file: Annotated[Path | None, typer.Option("--rules", help="Play a rules file instead.")] = None,
+) -> None:
+    """Sit at a game in the terminal: bet, deal, decide with single keys."""
+    from twentyone.ui.terminal import play as play_terminal
+
+    if balance < 1:
+        fail(f"--balance must be at least 1, got {balance}.")
+    try:
+        rules = resolve_rules(variant, rules_file)
+    except RulesError as error:
+        fail(str(error))
+    play_terminal(rules, balance * 100, seed)
+
+
+def main() -> None:
+    """Console-script entry point."""
+    app()
+
+
+if __name__ == "__main__":
+    main()

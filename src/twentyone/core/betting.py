@@ -1,0 +1,150 @@
+"""Bet controls as the sheets describe them: chips, bet spots, UNDO, x2, REBET, TOTAL BET.
+
+A :class:`BetSlip` holds the bets a player is building before DEAL. It checks
+each bet type's limits and the balance as it goes, so that what it hands to
+:meth:`~twentyone.core.round.Round.place_bets` is always valid. The server and
+the terminal both use it; amounts are minor units.
+
+>>> slip = BetSlip(BetLimits({"main": (100, 30000)}), chips=(100, 500), balance=1000, spots=3)
+>>> slip.select_chip(500)
+>>> slip.place(1)
+>>> slip.place(2)
+>>> slip.total
+1000
+>>> slip.double_all()
+Traceback (most recent call last):
+...
+twentyone.core.betting.BetSlipError: Doubling every bet needs 2000 but the balance is 1000.
+>>> slip.undo()
+>>> slip.hand_bets()
+[HandBet(bet=500, side_bets={})]
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+
+from twentyone.core.round import HandBet
+
+MAIN = "main"
+
+
+class BetSlipError(ValueError):
+    """A bet control refused; the message says why and changes nothing."""
+
+
+@dataclass(frozen=True)
+class BetLimits:
+    """Minimum and maximum per bet type (``main`` and each side bet's name), minor units."""
+
+    per_type: Mapping[str, tuple[int, int]]
+
+    def of(self, bet_type: str) -> tuple[int, int]:
+        if bet_type in self.per_type:
+            return self.per_type[bet_type]
+        if MAIN not in self.per_type:
+            raise BetSlipError("No limits are set for the main bet.")
+        return self.per_type[MAIN]
+
+
+class BetSlip:
+    """The bets on each spot of one player before the deal."""
+
+    def __init__(self, limits: BetLimits, chips: Sequence[int], balance: int, spots: int,
+                 side_bets: Sequence[str] = ()) -> None:
+        self.limits = limits
+        self.chips = tuple(sorted(chips))
+        self.balance = balance
+        self.spots = spots
+        self.side_bet_names = tuple(side_bets)
+        self.chip = self.chips[0] if self.chips else 0
+        self.bets: dict[tuple[int, str], int] = {}
+        self._history: list[dict[tuple[int, str], int]] = []
+
+    @property
+    def total(self) -> int:
+        """TOTAL BET: everything on the table for this round."""
+        return sum(self.bets.values())
+
+    def enabled_chips(self) -> tuple[int, ...]:
+        """Only chips that the balance left over can cover are enabled."""
+        return tuple(chip for chip in self.chips if chip <= self.balance - self.total)
+
+    def select_chip(self, value: int) -> None:
+        if value not in self.chips:
+            raise BetSlipError(f"There is no {value} chip; chips are {', '.join(map(str, self.chips))}.")
+        if value not in self.enabled_chips():
+            raise BetSlipError(f"The balance does not cover a {value} chip.")
+        self.chip = value
+
+    def place(self, spot: int, bet_type: str = MAIN) -> None:
+        """Add the selected chip to a bet spot, up to that bet's maximum."""
+        if not 1 <= spot <= self.spots:
+            raise BetSlipError(f"Spot {spot} does not exist; spots are 1 to {self.spots}.")
+        if bet_type != MAIN and bet_type not in self.side_bet_names:
+            raise BetSlipError(f"This game has no side bet {bet_type!r}.")
+        if bet_type != MAIN and (spot, MAIN) not in self.bets:
+            raise BetSlipError("A side bet needs a main bet on the same hand first.")
+        _, high = self.limits.of(bet_type)
+        current = self.bets.get((spot, bet_type), 0)
+        if current >= high:
+            raise BetSlipError(f"The maximum bet of {high} is reached on this spot.")
+        amount = min(self.chip, high - current)
+        if amount > self.balance - self.total:
+            raise BetSlipError(f"The balance does not cover another {amount}.")
+        self._remember()
+        self.bets[(spot, bet_type)] = current + amount
+
+    def undo(self) -> None:
+        """UNDO: take back the last change to the bets."""
+        if not self._history:
+            raise BetSlipError("There is no bet to undo.")
+        self.bets = self._history.pop()
+
+    def clear(self) -> None:
+        self._remember()
+        self.bets = {}
+
+    def double_all(self) -> None:
+        """x2: double every bet, each capped at its maximum, if the balance covers doubling all."""
+        if not self.bets:
+            raise BetSlipError("Place a bet before doubling.")
+        doubled = {key: min(2 * amount, self.limits.of(key[1])[1]) for key, amount in self.bets.items()}
+        needed = sum(doubled.values())
+        if needed > self.balance:
+            raise BetSlipError(f"Doubling every bet needs {needed} but the balance is {self.balance}.")
+        self._remember()
+        self.bets = doubled
+
+    def rebet(self, previous: Mapping[tuple[int, str], int]) -> None:
+        """REBET: repeat the previous round's bets (when the balance still covers them)."""
+        if not previous:
+            raise BetSlipError("There is no previous round to repeat.")
+        if sum(previous.values()) > self.balance:
+            raise BetSlipError("The balance does not cover the previous round's bets.")
+        self._remember()
+        self.bets = dict(previous)
+
+    def hand_bets(self) -> list[HandBet]:
+        """The bets ready for the deal, spot by spot; below-minimum bets are refused."""
+        result = []
+        for spot in range(1, self.spots + 1):
+            if (spot, MAIN) not in self.bets:
+                continue
+            sides = {}
+            for (bet_spot, bet_type), amount in self.bets.items():
+                if bet_spot != spot:
+                    continue
+                low, _ = self.limits.of(bet_type)
+                if amount < low:
+                    raise BetSlipError(f"The {bet_type} bet on spot {spot} is below the minimum of {low}.")
+                if bet_type != MAIN:
+                    sides[bet_type] = amount
+            result.append(HandBet(self.bets[(spot, MAIN)], sides))
+        if not result:
+            raise BetSlipError("Place a main bet before dealing.")
+        return result
+
+    def _remember(self) -> None:
+        self._history.append(dict(self.bets))

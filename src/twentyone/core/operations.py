@@ -1,0 +1,91 @@
+"""The operation log: immutable records of everything that happened in a round.
+
+A round is fully described by its rules, its shoe order and the actions taken;
+the operation log is what the engine did with them, in order, for display,
+history and audit. Replaying the actions reproduces the same log.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from enum import StrEnum
+
+from twentyone.core.cards import Card
+
+
+class Action(StrEnum):
+    """Every decision a player can be asked for; the values are the scenario-replay words."""
+
+    HIT = "hit"
+    STAND = "stand"
+    DOUBLE = "double"
+    TRIPLE = "triple"
+    QUADRUPLE = "quadruple"
+    SPLIT = "split"
+    SURRENDER = "surrender"
+    CASH_OUT = "cash-out"
+    INSURANCE = "insurance"
+    NO_INSURANCE = "no-insurance"
+    EVEN_MONEY = "even-money"
+    NO_EVEN_MONEY = "no-even-money"
+    NO_SURRENDER = "no-surrender"
+
+
+# Bet multiplier of each doubling action.
+MULTIPLIER_OF = {Action.DOUBLE: 2, Action.TRIPLE: 3, Action.QUADRUPLE: 4}
+ACTION_OF_MULTIPLIER = {value: key for key, value in MULTIPLIER_OF.items()}
+
+
+@dataclass(frozen=True, slots=True)
+class BetsPlaced:
+    player: str
+    seat: int
+    bet: int
+    side_bets: tuple[tuple[str, int], ...]
+
+
+@dataclass(frozen=True, slots=True)
+class CardDealt:
+    """A card leaving the shoe. ``seat`` 0 means the dealer; ``hand`` 0 a card shared by all hands."""
+
+    card: Card
+    seat: int
+    hand: int
+    face_up: bool = True
+
+
+@dataclass(frozen=True, slots=True)
+class ActionTaken:
+    action: Action
+    player: str
+    seat: int
+    hand: int
+    amount: int = 0  # money added to the table by the action (double, split, insurance)
+
+
+@dataclass(frozen=True, slots=True)
+class DealerChecked:
+    """The dealer peeked at the hole card for blackjack."""
+
+    blackjack: bool
+
+
+@dataclass(frozen=True, slots=True)
+class HoleCardRevealed:
+    card: Card
+
+
+@dataclass(frozen=True, slots=True)
+class Settled:
+    """One stake paid, pushed or taken. ``item`` is ``hand``, ``insurance`` or a side bet's name."""
+
+    item: str
+    player: str
+    seat: int
+    hand: int
+    stake: int
+    result: str
+    returned: int
+
+
+Operation = BetsPlaced | CardDealt | ActionTaken | DealerChecked | HoleCardRevealed | Settled

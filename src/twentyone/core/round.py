@@ -1,0 +1,832 @@
+"""The round: a pure state machine from bets to settlement.
+
+It deals in the game's own order, asks for one decision at a time
+(:meth:`Round.legal_actions`), validates each action (``verify_x`` raises with
+a full sentence, ``can_x`` answers yes or no, ``x`` acts), and keeps an
+immutable log of operations. No clocks, no randomness, no I/O: the shoe's
+order is the only chance, decided before the round starts.
+
+Conventions every game shares (documented in ``docs/variants.md``):
+
+* Hands act in dealing order: player by player, hand by hand.
+* On a split, both new hands get their second card at once, first hand then
+  second; then the first hand is played, then the second.
+* In a common-draw game (power) every player has the same first two cards;
+  a player's k-th drawn card is the k-th card of one common sequence, and the
+  dealer draws after the longest player's use of it.
+
+>>> from twentyone.core.rules import rules_from_toml
+>>> from twentyone.core.shoe import Shoe
+>>> rules = rules_from_toml('id = "demo"\\nname = "Demo"\\n[shoe]\\ndecks = 8')
+>>> game = Round(rules, Shoe.stacked(["TS", "6H", "TD", "TC", "7C"]))
+>>> game.place_bets("you", [HandBet(1000)])
+>>> game.deal()
+>>> [str(a) for a in game.legal_actions()]
+['hit', 'stand', 'double', 'split']
+>>> game.stand()
+>>> game.phase, game.hands[0].outcome, game.hands[0].returned
+(<Phase.SETTLED: 'settled'>, 'win', 2000)
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from enum import StrEnum
+from fractions import Fraction
+from typing import NamedTuple
+
+from twentyone.core.cards import Card
+from twentyone.core.hand import HandValue, hand_value, is_natural
+from twentyone.core.operations import (
+    ACTION_OF_MULTIPLIER,
+    MULTIPLIER_OF,
+    Action,
+    ActionTaken,
+    BetsPlaced,
+    CardDealt,
+    DealerChecked,
+    HoleCardRevealed,
+    Operation,
+    Settled,
+)
+from twentyone.core.rules import Rules
+from twentyone.core.shoe import Shoe
+from twentyone.core.sidebets import DEAL_TIME_EVALUATORS, DEALER_TIME_KINDS, bust_it
+
+
+class IllegalActionError(ValueError):
+    """An action that the round does not allow now; the message says what is allowed."""
+
+
+class BetError(ValueError):
+    """Bets that cannot be placed (no main bet, unknown side bet, too many hands)."""
+
+
+class Phase(StrEnum):
+    BETS = "bets"
+    OFFERS = "offers"  # insurance, even money, early surrender
+    PLAYER_TURNS = "player-turns"
+    SETTLED = "settled"
+
+
+@dataclass(frozen=True)
+class HandBet:
+    """The stakes on one betting spot: the main bet and any side bets, in minor units."""
+
+    bet: int
+    side_bets: Mapping[str, int] = field(default_factory=dict)
+
+
+class Decision(NamedTuple):
+    """Who must decide what: an ``offer`` (insurance, even money, surrender) or a ``play``."""
+
+    kind: str
+    player: str
+    seat: int
+    hand: int
+
+
+@dataclass(frozen=True)
+class HandState:
+    """A snapshot of one hand for display and records."""
+
+    player: str
+    seat: int
+    hand: int
+    cards: tuple[Card, ...]
+    value: HandValue
+    stake: int
+    bet: int
+    status: str
+    from_split: bool
+    outcome: str | None
+    returned: int | None
+
+    @property
+    def is_blackjack(self) -> bool:
+        return self.status == "blackjack" or self.outcome in ("blackjack", "even-money")
+
+
+@dataclass
+class _Hand:
+    player: str
+    seat: int
+    bet: int
+    stake: int
+    cards: list[Card] = field(default_factory=list)
+    from_split: bool = False
+    split_aces: bool = False
+    holds_original: bool = True
+    # playing, stood, doubled, bust, blackjack, surrendered, cashed-out, even-money
+    status: str = "playing"
+    outcome: str | None = None
+    returned: int | None = None
+
+    @property
+    def value(self) -> HandValue:
+        return hand_value(self.cards)
+
+    @property
+    def is_blackjack(self) -> bool:
+        return not self.from_split and is_natural(self.cards)
+
+
+@dataclass
+class _Spot:
+    player: str
+    seat: int
+    bet: int
+    side_bets: dict[str, int]
+    hands: list[_Hand]
+    insurance: int = 0
+    insurance_settled: bool = False
+    pending_side_bets: dict[str, int] = field(default_factory=dict)
+    side_bet_results: list[Settled] = field(default_factory=list)
+
+
+_OFFER_ACTIONS = {
+    "surrender": (Action.SURRENDER, Action.NO_SURRENDER),
+    "insurance": (Action.INSURANCE, Action.NO_INSURANCE),
+    "even-money": (Action.EVEN_MONEY, Action.NO_EVEN_MONEY),
+}
+_LIVE = ("stood", "doubled", "blackjack")
+
+
+class Round:
+    """One round of blackjack at one table, from bets to settlement."""
+
+    def __init__(self, rules: Rules, shoe: Shoe) -> None:
+        self.rules = rules
+        self.shoe = shoe
+        self.phase = Phase.BETS
+        self.operations: list[Operation] = []
+        self.actions: list[Action] = []
+        self._spots: list[_Spot] = []
+        self._players: list[str] = []
+        self._dealer: list[Card] = []
+        self._hole_revealed = False
+        self._checked_blackjack = False
+        self._offers: list[tuple[str, _Hand]] = []
+        self._common: list[Card] = []
+        self._draws: dict[str, int] = {}
+
+    # ----------------------------------------------------------------- bets
+    def verify_place_bets(self, player: str, hand_bets: Sequence[HandBet]) -> None:
+        """Raise :class:`BetError` unless ``player`` may place ``hand_bets`` now."""
+        rules = self.rules
+        if self.phase is not Phase.BETS:
+            raise BetError(f"Bets are closed: the round is in the {self.phase} phase.")
+        if not player:
+            raise BetError("A player needs a name.")
+        if player in self._players:
+            raise BetError(f"Player {player!r} has already placed bets this round.")
+        if rules.deal.seats and len(self._players) >= rules.deal.seats:
+            raise BetError(f"The table is full: {rules.deal.seats} players at most.")
+        if not 1 <= len(hand_bets) <= rules.deal.hands_per_player:
+            raise BetError(
+                f"Player {player!r} bet on {len(hand_bets)} hands; "
+                f"this game allows 1 to {rules.deal.hands_per_player}."
+            )
+        for number, hand_bet in enumerate(hand_bets, 1):
+            if not isinstance(hand_bet.bet, int) or isinstance(hand_bet.bet, bool) or hand_bet.bet < 1:
+                raise BetError(
+                    f"Hand {number}: the main bet must be a whole number of minor units "
+                    f"of at least 1 (side bets need a main bet), got {hand_bet.bet!r}."
+                )
+            for name, amount in hand_bet.side_bets.items():
+                if name not in rules.side_bets:
+                    offered = ", ".join(rules.side_bets) or "none"
+                    raise BetError(f"Hand {number}: no side bet {name!r} in this game (offered: {offered}).")
+                if not isinstance(amount, int) or isinstance(amount, bool) or amount < 0:
+                    raise BetError(f"Hand {number}: side bet {name!r} must be a whole amount >= 0, got {amount!r}.")
+
+    def can_place_bets(self, player: str, hand_bets: Sequence[HandBet]) -> bool:
+        try:
+            self.verify_place_bets(player, hand_bets)
+        except BetError:
+            return False
+        return True
+
+    def place_bets(self, player: str, hand_bets: Sequence[HandBet]) -> None:
+        """Seat ``player`` with a bet on each of ``hand_bets`` (one spot each)."""
+        self.verify_place_bets(player, hand_bets)
+        self._players.append(player)
+        self._draws[player] = 0
+        for hand_bet in hand_bets:
+            seat = len(self._spots) + 1
+            sides = {name: amount for name, amount in hand_bet.side_bets.items() if amount > 0}
+            hand = _Hand(player, seat, hand_bet.bet, hand_bet.bet)
+            self._spots.append(_Spot(player, seat, hand_bet.bet, sides, [hand]))
+            self._log(BetsPlaced(player, seat, hand_bet.bet, tuple(sorted(sides.items()))))
+
+    # ----------------------------------------------------------------- deal
+    def verify_deal(self) -> None:
+        if self.phase is not Phase.BETS:
+            raise IllegalActionError(f"Cannot deal: the round is already in the {self.phase} phase.")
+        if not self._spots:
+            raise IllegalActionError("Cannot deal: no bets have been placed.")
+
+    def can_deal(self) -> bool:
+        return self.phase is Phase.BETS and bool(self._spots)
+
+    def deal(self) -> None:
+        """Deal the initial cards in the game's order, then run to the first decision."""
+        self.verify_deal()
+        for step in self.rules.deal.order:
+            if step == "hands":
+                self._deal_hands_card()
+            elif step == "dealer-up":
+                self._deal_dealer(face_up=True)
+            else:
+                self._deal_dealer(face_up=False)
+        for hand in self._all_hands():
+            if hand.is_blackjack:
+                hand.status = "blackjack"
+        self._settle_deal_time_side_bets()
+        self._offers = self._initial_offers()
+        self.phase = Phase.OFFERS
+        self._advance()
+
+    def _deal_hands_card(self) -> None:
+        if self.rules.deal.common_draw:
+            card = self.shoe.draw()
+            self._log(CardDealt(card, seat=-1, hand=0))
+            for hand in self._all_hands():
+                hand.cards.append(card)
+            return
+        for hand in self._all_hands():
+            card = self.shoe.draw()
+            hand.cards.append(card)
+            self._log(CardDealt(card, hand.seat, 1))
+
+    def _deal_dealer(self, face_up: bool) -> None:
+        card = self.shoe.draw()
+        self._dealer.append(card)
+        self._log(CardDealt(card, 0, 0, face_up))
+
+    # ------------------------------------------------------------ queries
+    @property
+    def dealer_up(self) -> Card:
+        """The dealer's face-up card (the first or second dealt, as the deal order says)."""
+        if not self._dealer:
+            raise IllegalActionError("The dealer has no cards before the deal.")
+        index = self._dealer_up_index()
+        return self._dealer[index]
+
+    def _dealer_up_index(self) -> int:
+        order = [step for step in self.rules.deal.order if step != "hands"]
+        return order.index("dealer-up")
+
+    @property
+    def dealer_cards(self) -> tuple[Card, ...]:
+        """The dealer's cards as a player sees them: the hole card only once revealed."""
+        if self._hole_revealed or not self.rules.deal.hole_card:
+            return tuple(self._dealer)
+        return (self.dealer_up,) if self._dealer else ()
+
+    @property
+    def dealer_value(self) -> HandValue:
+        return hand_value(self.dealer_cards)
+
+    @property
+    def dealer_blackjack(self) -> bool:
+        return self._hole_revealed_or_final() and is_natural(self._dealer)
+
+    def _hole_revealed_or_final(self) -> bool:
+        return self._hole_revealed or (not self.rules.deal.hole_card and len(self._dealer) >= 2)
+
+    @property
+    def hands(self) -> tuple[HandState, ...]:
+        """Every hand in playing order (split hands in place of the hand they came from)."""
+        result = []
+        for spot in self._spots:
+            for number, hand in enumerate(spot.hands, 1):
+                result.append(HandState(
+                    hand.player, hand.seat, number, tuple(hand.cards), hand.value, hand.stake,
+                    hand.bet, hand.status, hand.from_split, hand.outcome, hand.returned,
+                ))
+        return tuple(result)
+
+    @property
+    def players(self) -> tuple[str, ...]:
+        return tuple(self._players)
+
+    @property
+    def settlements(self) -> tuple[Settled, ...]:
+        return tuple(op for op in self.operations if isinstance(op, Settled))
+
+    @property
+    def staked(self) -> int:
+        """Everything the players put on the table this round, in minor units."""
+        total = 0
+        for op in self.operations:
+            if isinstance(op, BetsPlaced):
+                total += op.bet + sum(amount for _, amount in op.side_bets)
+            elif isinstance(op, ActionTaken):
+                total += op.amount
+        return total
+
+    @property
+    def returned(self) -> int:
+        """Everything paid back to the players (stakes included)."""
+        return sum(op.returned for op in self.settlements)
+
+    def offer_amount(self, action: Action) -> int:
+        """The money an offer would pay back (cash out) or cost (insurance) right now."""
+        decision = self.decision()
+        if decision is None:
+            return 0
+        hand = self._hand_at(decision)
+        if action is Action.CASH_OUT:
+            return self._cash_out_amount(hand) or 0
+        if action is Action.INSURANCE:
+            return self._spot_of(hand).bet // 2
+        return 0
+
+    def cost_of(self, action: Action | str) -> int:
+        """Money ``action`` would add to the table now (double, split, insurance), else 0.
+
+        The engine does not know balances; callers check this against the wallet.
+        """
+        decision = self.decision()
+        if decision is None:
+            return 0
+        action = Action(action)
+        hand = self._hand_at(decision)
+        if action in MULTIPLIER_OF:
+            return hand.stake * (MULTIPLIER_OF[action] - 1)
+        if action is Action.SPLIT:
+            return hand.bet
+        if action is Action.INSURANCE:
+            return self._spot_of(hand).bet // 2
+        return 0
+
+    # --------------------------------------------------------- decisions
+    def decision(self) -> Decision | None:
+        """The decision the round waits for, or None before the deal and after settlement."""
+        if self.phase is Phase.OFFERS and self._offers:
+            kind, hand = self._offers[0]
+            return Decision(kind, hand.player, hand.seat, self._number_of(hand))
+        if self.phase is Phase.PLAYER_TURNS:
+            current = self._current_hand()
+            if current is not None:
+                return Decision("play", current.player, current.seat, self._number_of(current))
+        return None
+
+    def legal_actions(self) -> tuple[Action, ...]:
+        """The actions allowed now, in a fixed order (empty when nothing is asked)."""
+        decision = self.decision()
+        if decision is None:
+            return ()
+        if decision.kind != "play":
+            return _OFFER_ACTIONS[decision.kind]
+        hand = self._hand_at(decision)
+        return tuple(action for action in self._play_actions() if self._play_refusal(hand, action) is None)
+
+    @staticmethod
+    def _play_actions() -> tuple[Action, ...]:
+        return (Action.HIT, Action.STAND, Action.DOUBLE, Action.TRIPLE, Action.QUADRUPLE,
+                Action.SPLIT, Action.SURRENDER, Action.CASH_OUT)
+
+    def verify(self, action: Action | str) -> None:
+        """Raise :class:`IllegalActionError` unless ``action`` is allowed now."""
+        try:
+            action = Action(action)
+        except ValueError:
+            raise IllegalActionError(
+                f"Unknown action {action!r}; legal actions: {self._legal_text()}."
+            ) from None
+        decision = self.decision()
+        if decision is None:
+            raise IllegalActionError(f"Cannot {action}: no decision is pending (phase {self.phase}).")
+        where = f"seat {decision.seat} hand {decision.hand} (player {decision.player!r})"
+        if decision.kind != "play":
+            if action not in _OFFER_ACTIONS[decision.kind]:
+                raise IllegalActionError(
+                    f"Cannot {action} at {where}: the {decision.kind} offer must be answered first; "
+                    f"legal actions: {self._legal_text()}."
+                )
+            return
+        reason = self._play_refusal(self._hand_at(decision), action)
+        if reason is not None:
+            raise IllegalActionError(
+                f"Cannot {action} at {where}: {reason}; legal actions: {self._legal_text()}."
+            )
+
+    def can(self, action: Action | str) -> bool:
+        try:
+            self.verify(action)
+        except IllegalActionError:
+            return False
+        return True
+
+    def act(self, action: Action | str) -> None:
+        """Take ``action`` for the pending decision and run to the next one."""
+        self.verify(action)
+        action = Action(action)
+        decision = self.decision()
+        assert decision is not None
+        hand = self._hand_at(decision)
+        self.actions.append(action)
+        if decision.kind == "play":
+            self._play(hand, action)
+        else:
+            self._answer_offer(hand, action)
+        self._advance()
+
+    # One verify_x / can_x / x triple per action, as every layer above expects.
+    def verify_hit(self) -> None: self.verify(Action.HIT)
+    def can_hit(self) -> bool: return self.can(Action.HIT)
+    def hit(self) -> None: self.act(Action.HIT)
+    def verify_stand(self) -> None: self.verify(Action.STAND)
+    def can_stand(self) -> bool: return self.can(Action.STAND)
+    def stand(self) -> None: self.act(Action.STAND)
+    def verify_double(self) -> None: self.verify(Action.DOUBLE)
+    def can_double(self) -> bool: return self.can(Action.DOUBLE)
+    def double(self) -> None: self.act(Action.DOUBLE)
+    def verify_triple(self) -> None: self.verify(Action.TRIPLE)
+    def can_triple(self) -> bool: return self.can(Action.TRIPLE)
+    def triple(self) -> None: self.act(Action.TRIPLE)
+    def verify_quadruple(self) -> None: self.verify(Action.QUADRUPLE)
+    def can_quadruple(self) -> bool: return self.can(Action.QUADRUPLE)
+    def quadruple(self) -> None: self.act(Action.QUADRUPLE)
+    def verify_split(self) -> None: self.verify(Action.SPLIT)
+    def can_split(self) -> bool: return self.can(Action.SPLIT)
+    def split(self) -> None: self.act(Action.SPLIT)
+    def verify_surrender(self) -> None: self.verify(Action.SURRENDER)
+    def can_surrender(self) -> bool: return self.can(Action.SURRENDER)
+    def surrender(self) -> None: self.act(Action.SURRENDER)
+    def verify_cash_out(self) -> None: self.verify(Action.CASH_OUT)
+    def can_cash_out(self) -> bool: return self.can(Action.CASH_OUT)
+    def cash_out(self) -> None: self.act(Action.CASH_OUT)
+    def verify_insurance(self) -> None: self.verify(Action.INSURANCE)
+    def can_insurance(self) -> bool: return self.can(Action.INSURANCE)
+    def insurance(self) -> None: self.act(Action.INSURANCE)
+    def decline_insurance(self) -> None: self.act(Action.NO_INSURANCE)
+    def verify_even_money(self) -> None: self.verify(Action.EVEN_MONEY)
+    def can_even_money(self) -> bool: return self.can(Action.EVEN_MONEY)
+    def even_money(self) -> None: self.act(Action.EVEN_MONEY)
+    def decline_even_money(self) -> None: self.act(Action.NO_EVEN_MONEY)
+    def decline_surrender(self) -> None: self.act(Action.NO_SURRENDER)
+
+    def _legal_text(self) -> str:
+        return ", ".join(self.legal_actions()) or "none"
+
+    def _play_refusal(self, hand: _Hand, action: Action) -> str | None:
+        """Why ``action`` is not allowed on ``hand`` now, or None if it is."""
+        rules = self.rules
+        value = hand.value
+        two_cards = len(hand.cards) == 2
+        if action is Action.STAND:
+            return None
+        if action is Action.HIT:
+            if hand.split_aces and rules.split.aces_one_card:
+                return "split aces receive one card each"
+            return None
+        if action in MULTIPLIER_OF:
+            multiplier = MULTIPLIER_OF[action]
+            if multiplier not in rules.double.multipliers:
+                allowed = ", ".join(ACTION_OF_MULTIPLIER[m] for m in rules.double.multipliers)
+                return f"this game offers only {allowed}"
+            if not two_cards:
+                return "only the first two cards of a hand can be doubled"
+            if hand.split_aces and rules.split.aces_one_card:
+                return "split aces receive one card each"
+            if hand.from_split and not rules.double.after_split:
+                return "this game has no double after split"
+            if not rules.double.allows_total(value.total, value.soft):
+                return f"doubling is allowed only on totals {rules.double.totals}, not {value.total}"
+            return None
+        if action is Action.SPLIT:
+            if not two_cards:
+                return "only a two-card hand can be split"
+            first, second = hand.cards
+            same = first.rank == second.rank if rules.split.match == "rank" else first.value == second.value
+            if not same:
+                kind = "identical ranks" if rules.split.match == "rank" else "cards of equal value"
+                return f"only a pair of {kind} can be split"
+            if len(self._spot_of(hand).hands) >= rules.split.max_hands:
+                return f"this game allows at most {rules.split.max_hands} hands from one spot (no resplit)"
+            if hand.split_aces and not rules.split.resplit_aces:
+                return "split aces cannot be split again"
+            return None
+        if action is Action.SURRENDER:
+            if rules.surrender != "late":
+                return "this game has no late surrender"
+            if not two_cards or hand.from_split:
+                return "surrender is only allowed as the first decision on the original two cards"
+            return None
+        if action is Action.CASH_OUT:
+            if not rules.cash_out.enabled:
+                return "this game has no cash out"
+            if hand.from_split:
+                return "cash out is not offered on split hands"
+            if value.total >= 21:
+                return "cash out is not offered on a total of 21"
+            if self._cash_out_amount(hand) is None:
+                return "the cash-out table has no offer for this hand"
+            return None
+        return f"{action} answers an offer, and no offer is pending"
+
+    # ------------------------------------------------------------ offers
+    def _initial_offers(self) -> list[tuple[str, _Hand]]:
+        rules = self.rules
+        offers: list[tuple[str, _Hand]] = []
+        hands = self._all_hands()
+        if rules.surrender == "early":
+            offers += [("surrender", hand) for hand in hands if hand.status == "playing"]
+        if self.dealer_up.is_ace:
+            for hand in hands:
+                if hand.status == "blackjack":
+                    if rules.insurance.even_money:
+                        offers.append(("even-money", hand))
+                    elif rules.insurance.offered and rules.insurance.to_blackjack and hand.bet // 2 > 0:
+                        offers.append(("insurance", hand))
+                elif rules.insurance.offered and hand.bet // 2 > 0:
+                    offers.append(("insurance", hand))
+        return offers
+
+    def _answer_offer(self, hand: _Hand, action: Action) -> None:
+        self._offers.pop(0)
+        spot = self._spot_of(hand)
+        if action is Action.INSURANCE:
+            spot.insurance = spot.bet // 2
+            self._log(ActionTaken(action, hand.player, hand.seat, 1, spot.insurance))
+            return
+        self._log(ActionTaken(action, hand.player, hand.seat, 1))
+        if action is Action.EVEN_MONEY:
+            hand.status = "even-money"
+            self._settle_hand(hand, "even-money", hand.stake + hand.stake)
+        elif action is Action.SURRENDER:
+            hand.status = "surrendered"
+            self._settle_hand(hand, "surrender", hand.stake // 2)
+            self._offers = [(kind, other) for kind, other in self._offers if other is not hand]
+
+    # -------------------------------------------------------------- play
+    def _play(self, hand: _Hand, action: Action) -> None:
+        number = self._number_of(hand)
+        if action is Action.STAND:
+            hand.status = "stood"
+            self._log(ActionTaken(action, hand.player, hand.seat, number))
+        elif action is Action.HIT:
+            self._log(ActionTaken(action, hand.player, hand.seat, number))
+            self._draw_to(hand)
+            self._after_card(hand)
+        elif action in MULTIPLIER_OF:
+            extra = hand.stake * (MULTIPLIER_OF[action] - 1)
+            hand.stake += extra
+            self._log(ActionTaken(action, hand.player, hand.seat, number, extra))
+            self._draw_to(hand)
+            hand.status = "bust" if hand.value.bust else "doubled"
+        elif action is Action.SPLIT:
+            self._split(hand, number)
+        elif action is Action.SURRENDER:
+            self._log(ActionTaken(action, hand.player, hand.seat, number))
+            hand.status = "surrendered"
+            self._settle_hand(hand, "surrender", hand.stake // 2)
+        elif action is Action.CASH_OUT:
+            amount = self._cash_out_amount(hand)
+            assert amount is not None
+            self._log(ActionTaken(action, hand.player, hand.seat, number))
+            hand.status = "cashed-out"
+            self._settle_hand(hand, "cash-out", amount)
+
+    def _split(self, hand: _Hand, number: int) -> None:
+        spot = self._spot_of(hand)
+        aces = hand.cards[0].is_ace
+        self._log(ActionTaken(Action.SPLIT, hand.player, hand.seat, number, hand.bet))
+        first = _Hand(hand.player, hand.seat, hand.bet, hand.bet, [hand.cards[0]], True, aces, hand.holds_original)
+        second = _Hand(hand.player, hand.seat, hand.bet, hand.bet, [hand.cards[1]], True, aces, False)
+        index = spot.hands.index(hand)
+        spot.hands[index:index + 1] = [first, second]
+        for new in (first, second):
+            self._draw_to(new)
+        for new in (first, second):
+            if aces and self.rules.split.aces_one_card:
+                # One card each: the hand is finished unless it may be split again.
+                if self._play_refusal(new, Action.SPLIT) is not None:
+                    new.status = "stood"
+            else:
+                self._after_card(new)
+
+    def _after_card(self, hand: _Hand) -> None:
+        value = hand.value
+        if value.bust:
+            hand.status = "bust"
+        elif value.total == 21 and (
+            self.rules.auto_stand == "21" or (self.rules.auto_stand == "soft-21" and value.soft)
+        ):
+            hand.status = "stood"
+
+    def _draw_to(self, hand: _Hand) -> None:
+        if self.rules.deal.common_draw:
+            index = self._draws[hand.player]
+            if index == len(self._common):
+                self._common.append(self.shoe.draw())
+            card = self._common[index]
+            self._draws[hand.player] = index + 1
+        else:
+            card = self.shoe.draw()
+        hand.cards.append(card)
+        self._log(CardDealt(card, hand.seat, self._number_of(hand)))
+
+    def _cash_out_amount(self, hand: _Hand) -> int | None:
+        """Floor of ``factor × main bet`` for a hand that may cash out, or None."""
+        rules = self.rules
+        if not rules.cash_out.enabled or hand.from_split or hand.stake != hand.bet:
+            return None
+        value = hand.value
+        factor = rules.cash_out.factor(value.soft, value.total, self.dealer_up.value)
+        if factor is None:
+            return None
+        # Fraction of the decimal text keeps 1.77 exact, so the floor is the true one.
+        return int(Fraction(str(factor)) * hand.bet)
+
+    # --------------------------------------------------------- advancing
+    def _advance(self) -> None:
+        """Run every automatic step until a decision is needed or the round is settled."""
+        if self.phase is Phase.OFFERS:
+            if self._offers:
+                return
+            if self._dealer_check():
+                return
+            self.phase = Phase.PLAYER_TURNS
+        if self.phase is Phase.PLAYER_TURNS:
+            if self._current_hand() is not None:
+                return
+            self._dealer_turn()
+            self._settle_remaining()
+            self.phase = Phase.SETTLED
+
+    def _current_hand(self) -> _Hand | None:
+        for hand in self._all_hands():
+            if hand.status == "playing":
+                return hand
+        return None
+
+    def _dealer_check(self) -> bool:
+        """Peek under the up card when the rules say so; a blackjack ends the round at once.
+
+        Returns True when the peek found a blackjack and the round is settled.
+        """
+        if not self.rules.deal.hole_card or not self.rules.dealer.peeks_under(self.dealer_up.rank):
+            return False
+        blackjack = is_natural(self._dealer)
+        self._checked_blackjack = True
+        self._log(DealerChecked(blackjack))
+        self._settle_insurance(blackjack)
+        if blackjack:
+            self._reveal_hole()
+            self._settle_bust_it()
+            self._settle_remaining()
+            self.phase = Phase.SETTLED
+        return blackjack
+
+    def _dealer_turn(self) -> None:
+        hands = self._all_hands()
+        live = [hand for hand in hands if hand.status in _LIVE]
+        bust_it_pending = any(
+            name for spot in self._spots for name in spot.pending_side_bets
+        )
+        insurance_pending = any(spot.insurance and not spot.insurance_settled for spot in self._spots)
+        if self.rules.deal.hole_card:
+            self._reveal_hole()
+        elif live or bust_it_pending or insurance_pending:
+            self._deal_dealer(face_up=True)
+        drawing = bust_it_pending or any(hand.status != "blackjack" for hand in live)
+        if len(self._dealer) >= 2 and drawing and not is_natural(self._dealer):
+            while self._dealer_draws_to(hand_value(self._dealer)):
+                self._deal_dealer(face_up=True)
+        if len(self._dealer) >= 2:
+            self._settle_insurance(is_natural(self._dealer))
+        self._settle_bust_it()
+
+    def _dealer_draws_to(self, value: HandValue) -> bool:
+        if value.total < 17:
+            return True
+        return value.total == 17 and value.soft and self.rules.dealer.hits_soft_17
+
+    def _reveal_hole(self) -> None:
+        if not self._hole_revealed and len(self._dealer) >= 2:
+            self._hole_revealed = True
+            hole_index = 1 - self._dealer_up_index()
+            self._log(HoleCardRevealed(self._dealer[hole_index]))
+
+    # -------------------------------------------------------- settlement
+    def _settle_deal_time_side_bets(self) -> None:
+        up = self.dealer_up
+        for spot in self._spots:
+            first, second = spot.hands[0].cards[:2]
+            for name, amount in spot.side_bets.items():
+                side = self.rules.side_bets[name]
+                if side.kind in DEALER_TIME_KINDS:
+                    if spot.hands[0].is_blackjack:
+                        self._settle_side(spot, name, amount, "push", amount)
+                    else:
+                        spot.pending_side_bets[name] = amount
+                    continue
+                line = DEAL_TIME_EVALUATORS[side.kind](first, second, up)
+                self._settle_side_line(spot, name, amount, line)
+
+    def _settle_side_line(self, spot: _Spot, name: str, amount: int, line: str | None) -> None:
+        pays = self.rules.side_bets[name].paytable.get(line or "", None)
+        if line is None or pays is None:
+            self._settle_side(spot, name, amount, "lose", 0)
+        else:
+            self._settle_side(spot, name, amount, line, amount * (1 + pays))
+
+    def _settle_side(self, spot: _Spot, name: str, stake: int, result: str, returned: int) -> None:
+        record = Settled(name, spot.player, spot.seat, 1, stake, result, returned)
+        spot.side_bet_results.append(record)
+        self._log(record)
+
+    def _settle_bust_it(self) -> None:
+        for spot in self._spots:
+            for name, amount in list(spot.pending_side_bets.items()):
+                line = bust_it(self._dealer) if len(self._dealer) >= 2 else None
+                self._settle_side_line(spot, name, amount, line)
+                del spot.pending_side_bets[name]
+
+    def _settle_insurance(self, dealer_blackjack: bool) -> None:
+        for spot in self._spots:
+            if spot.insurance and not spot.insurance_settled:
+                spot.insurance_settled = True
+                if dealer_blackjack:
+                    returned = spot.insurance + self.rules.insurance.payout.winnings(spot.insurance)
+                    self._log(Settled("insurance", spot.player, spot.seat, 1, spot.insurance, "win", returned))
+                else:
+                    self._log(Settled("insurance", spot.player, spot.seat, 1, spot.insurance, "lose", 0))
+
+    def _settle_hand(self, hand: _Hand, outcome: str, returned: int) -> None:
+        hand.outcome = outcome
+        hand.returned = returned
+        self._log(Settled("hand", hand.player, hand.seat, self._number_of(hand), hand.stake, outcome, returned))
+
+    def _settle_remaining(self) -> None:
+        dealer = hand_value(self._dealer)
+        dealer_blackjack = is_natural(self._dealer)
+        rules = self.rules
+        for hand in self._all_hands():
+            if hand.outcome is not None:
+                continue
+            value = hand.value
+            if hand.status == "bust":
+                self._settle_hand(hand, "bust", 0)
+            elif hand.status == "blackjack":
+                if dealer_blackjack:
+                    self._settle_hand(hand, "push", hand.stake)
+                else:
+                    self._settle_hand(hand, "blackjack", hand.stake + rules.blackjack_payout.winnings(hand.stake))
+            elif dealer_blackjack:
+                kept = 0
+                if not self._checked_blackjack and rules.dealer.no_peek_blackjack_takes == "original":
+                    kept = hand.stake - (hand.bet if hand.holds_original else 0)
+                self._settle_hand(hand, "lose", kept)
+            elif dealer.bust or value.total > dealer.total:
+                self._settle_hand(hand, "win", hand.stake + rules.win_payout.winnings(hand.stake))
+            elif value.total == dealer.total:
+                self._settle_hand(hand, "push", hand.stake)
+            else:
+                self._settle_hand(hand, "lose", 0)
+
+    # ----------------------------------------------------------- helpers
+    def _all_hands(self) -> list[_Hand]:
+        return [hand for spot in self._spots for hand in spot.hands]
+
+    def _spot_of(self, hand: _Hand) -> _Spot:
+        return self._spots[hand.seat - 1]
+
+    def _number_of(self, hand: _Hand) -> int:
+        return self._spot_of(hand).hands.index(hand) + 1
+
+    def _hand_at(self, decision: Decision) -> _Hand:
+        return self._spots[decision.seat - 1].hands[decision.hand - 1]
+
+    def _log(self, operation: Operation) -> None:
+        self.operations.append(operation)
+
+    def side_bet_results(self, seat: int) -> tuple[Settled, ...]:
+        return tuple(self._spots[seat - 1].side_bet_results)
+
+    def insurance_of(self, seat: int) -> int:
+        return self._spots[seat - 1].insurance
+
+
+def replay(rules: Rules, shoe: Shoe, bets: Sequence[tuple[str, Sequence[HandBet]]],
+           actions: Sequence[Action | str]) -> Round:
+    """Rebuild a round from its record: rules, shoe order, bets and actions in order.
+
+    >>> from twentyone.core.rules import rules_from_toml
+    >>> rules = rules_from_toml('id = "demo"\\nname = "Demo"\\n[shoe]\\ndecks = 8')
+    >>> game = replay(rules, Shoe.stacked(["5S", "6H", "5D", "TC", "KC", "2C"]), [("you", [HandBet(10)])], ["double"])
+    >>> game.hands[0].outcome, game.hands[0].stake, game.hands[0].returned
+    ('win', 20, 40)
+    """
+    game = Round(rules, shoe)
+    for player, hand_bets in bets:
+        game.place_bets(player, hand_bets)
+    game.deal()
+    for action in actions:
+        game.act(action)
+    return game

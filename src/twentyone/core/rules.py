@@ -1,0 +1,414 @@
+"""Rules: everything that makes one blackjack game differ from another, as data.
+
+A :class:`Rules` is built from a mapping (a parsed TOML rules file) by
+:func:`rules_from_mapping`; a wrong field raises :class:`RulesError` naming it.
+Reading files is left to :mod:`twentyone.variants`, so this module stays pure.
+
+>>> rules = rules_from_toml('''
+... id = "tiny"
+... name = "Tiny"
+... [shoe]
+... decks = 1
+... ''')
+>>> rules.shoe.decks, rules.blackjack_payout, rules.dealer.peek
+(1, Payout(numerator=3, denominator=2), 'ace-ten')
+>>> rules_from_toml('id = "x"\\nname = "X"\\n[shoe]\\ndecks = 0')
+Traceback (most recent call last):
+...
+twentyone.core.rules.RulesError: shoe.decks: must be an integer from 1 to 16, got 0.
+"""
+
+from __future__ import annotations
+
+import tomllib
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any, Literal, NamedTuple
+
+from twentyone.core.cards import RANKS
+from twentyone.core.shoe import ShoeComposition
+
+Peek = Literal["none", "ace", "ace-ten", "ace-face"]
+DealStep = Literal["hands", "dealer-up", "dealer-hole"]
+PEEK_POLICIES: tuple[str, ...] = ("none", "ace", "ace-ten", "ace-face")
+DEAL_STEPS: tuple[str, ...] = ("hands", "dealer-up", "dealer-hole")
+DOUBLE_TOTALS: tuple[str, ...] = ("any", "9-11", "10-11")
+SURRENDER: tuple[str, ...] = ("none", "late", "early")
+AUTO_STAND: tuple[str, ...] = ("21", "soft-21", "none")
+BLACKJACK_TAKES: tuple[str, ...] = ("all", "original")
+SPLIT_MATCH: tuple[str, ...] = ("value", "rank")
+RESHUFFLE: tuple[str, ...] = ("every-round", "cut-card")
+
+
+class RulesError(ValueError):
+    """A rules file is invalid; the message starts with the dotted name of the field."""
+
+
+class Payout(NamedTuple):
+    """Winnings per unit staked, as ``numerator:denominator`` (3:2 for blackjack)."""
+
+    numerator: int
+    denominator: int
+
+    def winnings(self, stake: int) -> int:
+        """Winnings on ``stake`` minor units, rounded down to a whole minor unit.
+
+        >>> Payout(3, 2).winnings(25)
+        37
+        """
+        return stake * self.numerator // self.denominator
+
+    def __str__(self) -> str:
+        return f"{self.numerator}:{self.denominator}"
+
+
+EVEN = Payout(1, 1)
+TWO_TO_ONE = Payout(2, 1)
+THREE_TO_TWO = Payout(3, 2)
+
+
+@dataclass(frozen=True)
+class ShoeRules:
+    decks: int
+    removed_ranks: frozenset[str] = frozenset()
+    reshuffle: str = "every-round"
+    penetration: float = 0.75
+
+    @property
+    def composition(self) -> ShoeComposition:
+        return ShoeComposition(self.decks, self.removed_ranks)
+
+    @property
+    def cut_card(self) -> int | None:
+        """Cards dealt before a reshuffle is due, or None when every round is reshuffled."""
+        if self.reshuffle == "every-round":
+            return None
+        return int(self.composition.size * self.penetration)
+
+
+@dataclass(frozen=True)
+class DealerRules:
+    hits_soft_17: bool = False
+    peek: str = "ace-ten"
+    no_peek_blackjack_takes: str = "all"
+
+    def peeks_under(self, up_rank: str) -> bool:
+        """Whether the dealer checks the hole card for blackjack with this up card.
+
+        >>> DealerRules(peek="ace-face").peeks_under("T"), DealerRules(peek="ace-face").peeks_under("K")
+        (False, True)
+        """
+        if self.peek == "none":
+            return False
+        if up_rank == "A":
+            return True
+        if self.peek == "ace-ten":
+            return up_rank in "TJQK"
+        if self.peek == "ace-face":
+            return up_rank in "JQK"
+        return False
+
+
+@dataclass(frozen=True)
+class DealRules:
+    order: tuple[str, ...] = ("hands", "dealer-up", "hands", "dealer-hole")
+    common_draw: bool = False
+    hands_per_player: int = 1
+    seats: int = 1  # players at one table; 0 means unlimited
+
+    @property
+    def hole_card(self) -> bool:
+        """False for the European no-hole-card game: the dealer's second card comes last."""
+        return "dealer-hole" in self.order
+
+
+@dataclass(frozen=True)
+class DoubleRules:
+    totals: str = "any"
+    multipliers: tuple[int, ...] = (2,)
+    after_split: bool = False
+
+    def allows_total(self, total: int, soft: bool) -> bool:
+        """Whether a two-card hand of this total may be doubled.
+
+        Restricted totals (9-11, 10-11) are the best total of the hand, so a soft
+        19 (A-8) is not a 9.
+
+        >>> DoubleRules(totals="9-11").allows_total(9, False), DoubleRules(totals="9-11").allows_total(19, True)
+        (True, False)
+        """
+        if self.totals == "any":
+            return True
+        low = 9 if self.totals == "9-11" else 10
+        return low <= total <= 11
+
+
+@dataclass(frozen=True)
+class SplitRules:
+    match: str = "value"
+    max_hands: int = 2
+    aces_one_card: bool = True
+    resplit_aces: bool = False
+
+
+@dataclass(frozen=True)
+class InsuranceRules:
+    offered: bool = True
+    payout: Payout = TWO_TO_ONE
+    to_blackjack: bool = False  # a player blackjack may take insurance (instead of even money)
+    even_money: bool = False  # a player blackjack is offered even money
+
+
+@dataclass(frozen=True)
+class SideBetRules:
+    """One side bet: its kind (which evaluator), its paytable (line -> x to 1) and limits."""
+
+    name: str
+    kind: str
+    paytable: Mapping[str, int]
+
+
+@dataclass(frozen=True)
+class CashOutRules:
+    """Cash out: a factor of the main bet per (soft, total, dealer up value)."""
+
+    enabled: bool = False
+    table_name: str = ""
+    source: str = ""
+    factors: Mapping[tuple[bool, int, int], float] = field(default_factory=dict)
+
+    def factor(self, soft: bool, total: int, up_value: int) -> float | None:
+        return self.factors.get((soft, total, up_value))
+
+
+@dataclass(frozen=True)
+class Rules:
+    """A whole game, frozen; the engine, analyser and UI all read this one object."""
+
+    id: str
+    name: str
+    shoe: ShoeRules
+    dealer: DealerRules = DealerRules()
+    deal: DealRules = DealRules()
+    double: DoubleRules = DoubleRules()
+    split: SplitRules = SplitRules()
+    insurance: InsuranceRules = InsuranceRules()
+    surrender: str = "none"
+    blackjack_payout: Payout = THREE_TO_TWO
+    win_payout: Payout = EVEN
+    auto_stand: str = "21"
+    cash_out: CashOutRules = CashOutRules()
+    side_bets: Mapping[str, SideBetRules] = field(default_factory=dict)
+    seed: str = ""
+    summary: str = ""
+
+
+# Every paytable line each side-bet kind can pay, best first.
+SIDE_BET_LINES: dict[str, tuple[str, ...]] = {
+    "perfect_pairs": ("perfect", "colored", "mixed"),
+    "21+3": ("suited_trips", "straight_flush", "three_of_a_kind", "straight", "flush"),
+    "any_pair": ("suited_pair", "any_pair"),
+    "hot_3": ("seven_seven_seven", "suited_21", "21", "20", "19"),
+    "bust_it": ("bust_8_plus", "bust_7", "bust_6", "bust_5", "bust_4", "bust_3"),
+}
+
+
+def _get(table: Mapping[str, Any], key: str, kind: type | tuple[type, ...], where: str,
+         default: Any = None) -> Any:
+    name = f"{where}.{key}" if where else key
+    if key not in table:
+        if default is None:
+            raise RulesError(f"{name}: missing.")
+        return default
+    value = table[key]
+    if kind is int and isinstance(value, bool):
+        raise RulesError(f"{name}: expected an integer, got {value!r}.")
+    if not isinstance(value, kind):
+        expected = kind.__name__ if isinstance(kind, type) else " or ".join(k.__name__ for k in kind)
+        raise RulesError(f"{name}: expected {expected}, got {value!r}.")
+    return value
+
+
+def _choice(table: Mapping[str, Any], key: str, choices: tuple[str, ...], where: str,
+            default: str) -> str:
+    value: str = _get(table, key, str, where, default)
+    if value not in choices:
+        raise RulesError(f"{where}.{key}: must be one of {', '.join(choices)}, got {value!r}.")
+    return value
+
+
+def _section(data: Mapping[str, Any], key: str) -> Mapping[str, Any]:
+    value = data.get(key, {})
+    if not isinstance(value, Mapping):
+        raise RulesError(f"{key}: expected a table, got {value!r}.")
+    return value
+
+
+def _int_range(table: Mapping[str, Any], key: str, where: str, low: int, high: int,
+               default: int | None = None) -> int:
+    value: int = _get(table, key, int, where, default)
+    if not low <= value <= high:
+        raise RulesError(f"{where}.{key}: must be an integer from {low} to {high}, got {value}.")
+    return value
+
+
+def parse_payout(text: Any, name: str) -> Payout:
+    """Parse ``"3:2"`` (or ``"6:5"``, ``"1:1"``) into a :class:`Payout`.
+
+    >>> parse_payout("6:5", "blackjack_pays")
+    Payout(numerator=6, denominator=5)
+    """
+    if isinstance(text, str) and text.count(":") == 1:
+        left, right = text.split(":")
+        if left.strip().isdigit() and right.strip().isdigit() and int(right) > 0:
+            return Payout(int(left), int(right))
+    raise RulesError(f"{name}: expected a payout like '3:2', got {text!r}.")
+
+
+def _parse_side_bets(data: Mapping[str, Any]) -> dict[str, SideBetRules]:
+    result: dict[str, SideBetRules] = {}
+    for name, table in _section(data, "side_bets").items():
+        where = f"side_bets.{name}"
+        if not isinstance(table, Mapping):
+            raise RulesError(f"{where}: expected a table, got {table!r}.")
+        kind = _choice(table, "kind", tuple(SIDE_BET_LINES), where, "")
+        paytable = _get(table, "paytable", Mapping, where)
+        lines = SIDE_BET_LINES[kind]
+        for line, pays in paytable.items():
+            if line not in lines:
+                raise RulesError(
+                    f"{where}.paytable.{line}: not a line of {kind}; lines are {', '.join(lines)}."
+                )
+            if isinstance(pays, bool) or not isinstance(pays, int) or pays < 0:
+                raise RulesError(f"{where}.paytable.{line}: expected a whole x-to-1 payout, got {pays!r}.")
+        result[name] = SideBetRules(name, kind, dict(paytable))
+    return result
+
+
+def _parse_cash_out(data: Mapping[str, Any], tables: Mapping[str, Mapping[str, Any]]) -> CashOutRules:
+    section = _section(data, "cash_out")
+    enabled = _get(section, "enabled", bool, "cash_out", False)
+    if not enabled:
+        return CashOutRules()
+    table_name = _get(section, "table", str, "cash_out")
+    if table_name not in tables:
+        raise RulesError(f"cash_out.table: no cash-out table named {table_name!r}.")
+    table = tables[table_name]
+    factors: dict[tuple[bool, int, int], float] = {}
+    for kind in ("hard", "soft"):
+        rows = _get(table, kind, Mapping, "cash_out.table")
+        for total_text, row in rows.items():
+            if not str(total_text).isdigit() or not isinstance(row, list) or len(row) != 10:
+                raise RulesError(f"cash_out.table.{kind}.{total_text}: expected 10 factors (up 2..A).")
+            for up_index, factor in enumerate(row):
+                if not isinstance(factor, int | float) or factor < 0:
+                    raise RulesError(f"cash_out.table.{kind}.{total_text}: bad factor {factor!r}.")
+                up_value = up_index + 2 if up_index < 9 else 1  # columns 2..10 then Ace
+                factors[(kind == "soft", int(total_text), up_value)] = float(factor)
+    source = str(table.get("source", ""))
+    return CashOutRules(True, table_name, source, factors)
+
+
+def rules_from_mapping(
+    data: Mapping[str, Any], tables: Mapping[str, Mapping[str, Any]] | None = None
+) -> Rules:
+    """Build :class:`Rules` from a parsed rules file; ``tables`` resolves cash-out tables."""
+    tables = tables or {}
+    known = {"id", "name", "seed", "summary", "shoe", "dealer", "deal", "double", "split",
+             "insurance", "player", "cash_out", "side_bets"}
+    for key in data:
+        if key not in known:
+            raise RulesError(f"{key}: unknown field; known fields are {', '.join(sorted(known))}.")
+    shoe_t = _section(data, "shoe")
+    removed = _get(shoe_t, "removed_ranks", list, "shoe", [])
+    for rank in removed:
+        if not isinstance(rank, str) or rank not in RANKS or len(rank) != 1:
+            raise RulesError(f"shoe.removed_ranks: unknown rank {rank!r}.")
+    reshuffle = _choice(shoe_t, "reshuffle", RESHUFFLE, "shoe", "every-round")
+    penetration = _get(shoe_t, "penetration", (int, float), "shoe", 0.75)
+    if not 0 < penetration < 1:
+        raise RulesError(f"shoe.penetration: must be between 0 and 1, got {penetration}.")
+    shoe = ShoeRules(_int_range(shoe_t, "decks", "shoe", 1, 16), frozenset(removed),
+                     reshuffle, float(penetration))
+    if len(shoe.removed_ranks) > 8:
+        raise RulesError("shoe.removed_ranks: too many ranks removed to play blackjack.")
+
+    dealer_t = _section(data, "dealer")
+    dealer = DealerRules(
+        hits_soft_17=_get(dealer_t, "hits_soft_17", bool, "dealer", False),
+        peek=_choice(dealer_t, "peek", PEEK_POLICIES, "dealer", "ace-ten"),
+        no_peek_blackjack_takes=_choice(dealer_t, "no_peek_blackjack_takes", BLACKJACK_TAKES,
+                                        "dealer", "all"),
+    )
+
+    deal_t = _section(data, "deal")
+    order = tuple(_get(deal_t, "order", list, "deal", ["hands", "dealer-up", "hands", "dealer-hole"]))
+    for step in order:
+        if step not in DEAL_STEPS:
+            raise RulesError(f"deal.order: unknown step {step!r}; steps are {', '.join(DEAL_STEPS)}.")
+    if order.count("hands") != 2 or order.count("dealer-up") != 1 or order.count("dealer-hole") > 1:
+        raise RulesError("deal.order: needs 'hands' twice, 'dealer-up' once and 'dealer-hole' at most once.")
+    deal = DealRules(
+        order=order,
+        common_draw=_get(deal_t, "common_draw", bool, "deal", False),
+        hands_per_player=_int_range(deal_t, "hands_per_player", "deal", 1, 10, 1),
+        seats=_int_range(deal_t, "seats", "deal", 0, 100, 1),
+    )
+    if deal.common_draw and deal.hands_per_player != 1:
+        raise RulesError("deal.hands_per_player: a common-draw game gives each player one hand.")
+
+    double_t = _section(data, "double")
+    multipliers = tuple(_get(double_t, "multipliers", list, "double", [2]))
+    if not multipliers or any(m not in (2, 3, 4) for m in multipliers) or len(set(multipliers)) != len(multipliers):
+        raise RulesError(f"double.multipliers: a list drawn from 2, 3, 4, got {list(multipliers)}.")
+    double = DoubleRules(
+        totals=_choice(double_t, "totals", DOUBLE_TOTALS, "double", "any"),
+        multipliers=tuple(sorted(multipliers)),
+        after_split=_get(double_t, "after_split", bool, "double", False),
+    )
+
+    split_t = _section(data, "split")
+    split = SplitRules(
+        match=_choice(split_t, "match", SPLIT_MATCH, "split", "value"),
+        max_hands=_int_range(split_t, "max_hands", "split", 1, 8, 2),
+        aces_one_card=_get(split_t, "aces_one_card", bool, "split", True),
+        resplit_aces=_get(split_t, "resplit_aces", bool, "split", False),
+    )
+
+    insurance_t = _section(data, "insurance")
+    insurance = InsuranceRules(
+        offered=_get(insurance_t, "offered", bool, "insurance", True),
+        payout=parse_payout(insurance_t.get("pays", "2:1"), "insurance.pays"),
+        to_blackjack=_get(insurance_t, "to_blackjack", bool, "insurance", False),
+        even_money=_get(insurance_t, "even_money", bool, "insurance", False),
+    )
+
+    player_t = _section(data, "player")
+    rules = Rules(
+        id=_get(data, "id", str, ""),
+        name=_get(data, "name", str, ""),
+        seed=str(data.get("seed", "")),
+        summary=str(data.get("summary", "")),
+        shoe=shoe,
+        dealer=dealer,
+        deal=deal,
+        double=double,
+        split=split,
+        insurance=insurance,
+        surrender=_choice(player_t, "surrender", SURRENDER, "player", "none"),
+        blackjack_payout=parse_payout(player_t.get("blackjack_pays", "3:2"), "player.blackjack_pays"),
+        win_payout=parse_payout(player_t.get("win_pays", "1:1"), "player.win_pays"),
+        auto_stand=_choice(player_t, "auto_stand", AUTO_STAND, "player", "21"),
+        cash_out=_parse_cash_out(data, tables),
+        side_bets=_parse_side_bets(data),
+    )
+    return rules
+
+
+def rules_from_toml(text: str, tables: Mapping[str, Mapping[str, Any]] | None = None) -> Rules:
+    """Parse a TOML rules file's text; syntax errors become :class:`RulesError`."""
+    try:
+        data = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as error:
+        raise RulesError(f"rules file: not valid TOML ({error}).") from None
+    return rules_from_mapping(data, tables)

@@ -1,0 +1,182 @@
+"""The shoe: a composition of decks, a shuffle, and the order cards leave it.
+
+Randomness enters the project only here, as the order of a shoe, produced by an
+injected random-bit source. Production uses :func:`system_rng`
+(``secrets.SystemRandom``); tests and simulations pass a seeded generator.
+
+>>> composition = ShoeComposition(decks=8, removed_ranks=frozenset("9T"))
+>>> composition.size
+352
+>>> shoe = Shoe.stacked(["AS", "KD"], composition)
+>>> str(shoe.draw()), shoe.remaining
+('AS', 1)
+"""
+
+from __future__ import annotations
+
+import secrets
+from collections import Counter
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from typing import Protocol
+
+from twentyone.core.cards import RANKS, Card, CardError, full_deck, parse_card
+
+
+class RandomBits(Protocol):
+    """Anything that yields uniform random bits: ``random.Random``, ``secrets.SystemRandom``."""
+
+    def getrandbits(self, k: int, /) -> int: ...
+
+
+class ShoeError(ValueError):
+    """A shoe cannot hold a card, or ran out of cards."""
+
+
+def system_rng() -> RandomBits:
+    """The production source: the operating system's CSPRNG."""
+    return secrets.SystemRandom()
+
+
+def uniform_below(rng: RandomBits, n: int) -> int:
+    """A uniform integer in ``[0, n)`` by rejection sampling, so there is no modulo bias.
+
+    Draw just enough bits to cover ``n - 1`` and retry on values ``>= n``; every
+    accepted value is equally likely and the expected number of draws is below 2.
+
+    >>> class Counting:
+    ...     def __init__(self): self.values = iter([7, 6, 2])
+    ...     def getrandbits(self, k): return next(self.values)
+    >>> uniform_below(Counting(), 5)   # 7 and 6 are rejected, 2 is kept
+    2
+    """
+    if n <= 0:
+        raise ValueError(f"uniform_below needs n >= 1, got {n}.")
+    if n == 1:
+        return 0
+    bits = (n - 1).bit_length()
+    while True:
+        value = rng.getrandbits(bits)
+        if value < n:
+            return value
+
+
+def shuffled(cards: Sequence[Card], rng: RandomBits) -> list[Card]:
+    """A Fisher–Yates shuffle of ``cards`` (a new list) driven by ``rng``.
+
+    >>> import random
+    >>> sorted(shuffled(full_deck(), random.Random(1))) == sorted(full_deck())
+    True
+    """
+    order = list(cards)
+    for i in range(len(order) - 1, 0, -1):
+        j = uniform_below(rng, i + 1)
+        order[i], order[j] = order[j], order[i]
+    return order
+
+
+@dataclass(frozen=True)
+class ShoeComposition:
+    """How many decks and which ranks are taken out of each (power: every 9 and 10)."""
+
+    decks: int
+    removed_ranks: frozenset[str] = field(default_factory=frozenset)
+
+    def __post_init__(self) -> None:
+        if self.decks < 1:
+            raise ShoeError(f"A shoe needs at least one deck, got {self.decks}.")
+        unknown = set(self.removed_ranks) - set(RANKS)
+        if unknown:
+            raise ShoeError(f"Unknown removed ranks {sorted(unknown)}.")
+
+    def cards(self) -> list[Card]:
+        """Every card of the shoe in a fixed, unshuffled order."""
+        deck = [card for card in full_deck() if card.rank not in self.removed_ranks]
+        return deck * self.decks
+
+    def counts(self) -> Counter[Card]:
+        """How many copies of each card the shoe holds."""
+        return Counter(self.cards())
+
+    @property
+    def size(self) -> int:
+        return (52 - 4 * len(self.removed_ranks)) * self.decks
+
+    def check_stack(self, cards: Sequence[Card]) -> None:
+        """Raise :class:`ShoeError` if ``cards`` could not all come out of this shoe.
+
+        >>> ShoeComposition(1).check_stack([Card("A", "S"), Card("A", "S")])
+        Traceback (most recent call last):
+        ...
+        twentyone.core.shoe.ShoeError: Card AS appears 2 times but a 1-deck shoe holds 1.
+        """
+        available = self.counts()
+        for card, count in Counter(cards).items():
+            if card.rank in self.removed_ranks:
+                raise ShoeError(f"Card {card} cannot be in this shoe: every {card.rank} is removed.")
+            if count > available[card]:
+                raise ShoeError(
+                    f"Card {card} appears {count} times but a {self.decks}-deck shoe "
+                    f"holds {available[card]}."
+                )
+
+
+class Shoe:
+    """Cards in the order they will be dealt, and how many have been dealt.
+
+    ``cut_card`` is the number of cards dealt after which the shoe should be
+    reshuffled before the next round (``None``: reshuffle every round).
+    """
+
+    def __init__(
+        self,
+        order: Sequence[Card],
+        composition: ShoeComposition | None = None,
+        cut_card: int | None = None,
+    ) -> None:
+        self.order: tuple[Card, ...] = tuple(order)
+        self.composition = composition
+        self.cut_card = cut_card
+        self.position = 0
+
+    @classmethod
+    def shuffled(
+        cls, composition: ShoeComposition, rng: RandomBits, cut_card: int | None = None
+    ) -> Shoe:
+        """A freshly shuffled shoe of ``composition``."""
+        return cls(shuffled(composition.cards(), rng), composition, cut_card)
+
+    @classmethod
+    def stacked(
+        cls, cards: Iterable[Card | str], composition: ShoeComposition | None = None
+    ) -> Shoe:
+        """A shoe whose top cards are given, for scenario replay and tests.
+
+        With a composition the stack is checked against it: a 9 in a shoe without
+        nines, or more copies of a card than the decks hold, is an error.
+        """
+        try:
+            order = [card if isinstance(card, Card) else parse_card(card) for card in cards]
+        except CardError as error:
+            raise ShoeError(str(error)) from None
+        if composition is not None:
+            composition.check_stack(order)
+        return cls(order, composition)
+
+    @property
+    def remaining(self) -> int:
+        return len(self.order) - self.position
+
+    @property
+    def needs_shuffle(self) -> bool:
+        """True once the cut card has come out (always true for a reshuffle-every-round shoe)."""
+        return self.cut_card is None or self.position >= self.cut_card
+
+    def draw(self) -> Card:
+        if self.position >= len(self.order):
+            raise ShoeError(
+                f"The shoe ran out of cards after {len(self.order)}: the stacked shoe is too short."
+            )
+        card = self.order[self.position]
+        self.position += 1
+        return card

@@ -1,0 +1,118 @@
+"""Side bets: which paytable line a hand hits. Paytables themselves are rules data.
+
+Each evaluator returns the name of the line hit (a key of
+:data:`~twentyone.core.rules.SIDE_BET_LINES`) or ``None`` for a losing bet.
+
+>>> from twentyone.core.cards import parse_cards
+>>> perfect_pairs(*parse_cards(["QH", "QD"]))
+'colored'
+>>> twenty_one_plus_three(*parse_cards(["QH", "KH", "AH"]))
+'straight_flush'
+>>> hot_3(*parse_cards(["7H", "7C", "7D"]))
+'seven_seven_seven'
+>>> bust_it(parse_cards(["TS", "6D", "9C"]))
+'bust_3'
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+
+from twentyone.core.cards import RANKS, Card
+from twentyone.core.hand import hand_value
+
+# Rank order for poker straights: Ace low (1) and high (14), Jack 11, Queen 12, King 13.
+_STRAIGHT_RANK = {rank: index + 1 for index, rank in enumerate(RANKS)}
+
+
+def perfect_pairs(first: Card, second: Card) -> str | None:
+    """Perfect (same suit), colored (same colour) or mixed pair of identical ranks."""
+    if first.rank != second.rank:
+        return None
+    if first.suit == second.suit:
+        return "perfect"
+    if first.is_red == second.is_red:
+        return "colored"
+    return "mixed"
+
+
+def any_pair(first: Card, second: Card) -> str | None:
+    """Suited pair (identical cards) or any pair of identical ranks.
+
+    >>> from twentyone.core.cards import parse_cards
+    >>> any_pair(*parse_cards(["AS", "AS"])), any_pair(*parse_cards(["8C", "8H"])), any_pair(*parse_cards(["QC", "KC"]))
+    ('suited_pair', 'any_pair', None)
+    """
+    if first.rank != second.rank:
+        return None
+    return "suited_pair" if first.suit == second.suit else "any_pair"
+
+
+def is_straight(cards: Sequence[Card]) -> bool:
+    """Three consecutive ranks, Ace high or low (Q-K-A and A-2-3, not K-A-2).
+
+    Ranks are consecutive in the full deck's order: with nines and tens removed,
+    8-J-Q is not a straight.
+
+    >>> from twentyone.core.cards import parse_cards
+    >>> is_straight(parse_cards(["QS", "KD", "AC"])), is_straight(parse_cards(["KS", "AD", "2C"]))
+    (True, False)
+    >>> is_straight(parse_cards(["8S", "JD", "QC"]))
+    False
+    """
+    low = sorted(_STRAIGHT_RANK[card.rank] for card in cards)
+    high = sorted(14 if rank == 1 else rank for rank in low)
+    return any(
+        len(set(ranks)) == len(ranks) and ranks[-1] - ranks[0] == len(ranks) - 1
+        for ranks in (low, high)
+    )
+
+
+def twenty_one_plus_three(first: Card, second: Card, up: Card) -> str | None:
+    """The poker hand made by the player's two cards and the dealer's up card."""
+    cards = (first, second, up)
+    suited = len({card.suit for card in cards}) == 1
+    trips = len({card.rank for card in cards}) == 1
+    if trips:
+        return "suited_trips" if suited else "three_of_a_kind"
+    straight = is_straight(cards)
+    if straight and suited:
+        return "straight_flush"
+    if straight:
+        return "straight"
+    if suited:
+        return "flush"
+    return None
+
+
+def hot_3(first: Card, second: Card, up: Card) -> str | None:
+    """Total of the three cards (an Ace counts 1 or 11, whichever is better): 19, 20 or 21."""
+    cards = (first, second, up)
+    if all(card.rank == "7" for card in cards):
+        return "seven_seven_seven"
+    total = hand_value(cards).total
+    if total == 21:
+        return "suited_21" if len({card.suit for card in cards}) == 1 else "21"
+    if total in (19, 20):
+        return str(total)
+    return None
+
+
+def bust_it(dealer_cards: Sequence[Card]) -> str | None:
+    """The dealer busts, and with how many cards (both initial cards count)."""
+    if hand_value(dealer_cards).total <= 21:
+        return None
+    count = len(dealer_cards)
+    return "bust_8_plus" if count >= 8 else f"bust_{count}"
+
+
+# Side bets settled from the first two cards and the dealer's up card.
+DEAL_TIME_EVALUATORS: dict[str, Callable[[Card, Card, Card], str | None]] = {
+    "perfect_pairs": lambda first, second, _up: perfect_pairs(first, second),
+    "any_pair": lambda first, second, _up: any_pair(first, second),
+    "21+3": twenty_one_plus_three,
+    "hot_3": hot_3,
+}
+
+# Side bets that wait for the dealer's final hand.
+DEALER_TIME_KINDS = frozenset({"bust_it"})

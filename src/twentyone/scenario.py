@@ -1,0 +1,172 @@
+"""Scenario replay: a stacked shoe and a list of decisions, played through the real engine.
+
+This is the contract certification labs use (see DESIGN.md and README.md): the
+input names a game, a shoe (top card first) and the bets; decisions are consumed
+in the order the game asks for them. :func:`run_scenario` returns the JSON-ready
+result; every problem raises :class:`ScenarioError` with a one-line message.
+
+>>> result = run_scenario({"variant": "classic", "shoe": ["8S", "5H", "6D", "TC", "KS", "9C"],
+...                        "hands": [{"bet": 1000}], "decisions": ["double"]})
+>>> result["hands"][0]["outcome"], result["hands"][0]["stake"], result["net"]
+('bust', 2000, -2000)
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from twentyone.core.cards import CardError
+from twentyone.core.hand import hand_value
+from twentyone.core.operations import Action
+from twentyone.core.round import BetError, HandBet, IllegalActionError, Round
+from twentyone.core.rules import Rules, RulesError
+from twentyone.core.shoe import Shoe, ShoeError
+from twentyone.variants import resolve_rules
+
+
+class ScenarioError(ValueError):
+    """The scenario cannot be played; the message is one line for the user."""
+
+
+def _require(condition: bool, message: str) -> None:
+    if not condition:
+        raise ScenarioError(message)
+
+
+def _hand_bets(hands: Any, where: str) -> list[HandBet]:
+    _require(isinstance(hands, list) and bool(hands), f"{where}: 'hands' must be a non-empty list.")
+    result = []
+    for index, hand in enumerate(hands):
+        _require(isinstance(hand, Mapping) and "bet" in hand,
+                 f"{where}: hands[{index}] must be an object with a 'bet'.")
+        sides = hand.get("side_bets", {})
+        _require(isinstance(sides, Mapping), f"{where}: hands[{index}].side_bets must be an object.")
+        result.append(HandBet(hand["bet"], dict(sides)))
+    return result
+
+
+def _decisions(values: Any, where: str) -> list[str]:
+    _require(isinstance(values, list) and all(isinstance(v, str) for v in values),
+             f"{where}: 'decisions' must be a list of words like \"hit\".")
+    return list(values)
+
+
+def _players(scenario: Mapping[str, Any]) -> list[tuple[str, list[HandBet], list[str]]]:
+    if "players" in scenario:
+        players = scenario["players"]
+        _require(isinstance(players, list) and bool(players), "'players' must be a non-empty list.")
+        result = []
+        for index, player in enumerate(players):
+            _require(isinstance(player, Mapping), f"players[{index}] must be an object.")
+            name = player.get("name", f"p{index + 1}")
+            _require(isinstance(name, str) and bool(name), f"players[{index}].name must be a string.")
+            where = f"players[{index}]"
+            result.append((name, _hand_bets(player.get("hands"), where),
+                           _decisions(player.get("decisions", []), where)))
+        return result
+    return [("player", _hand_bets(scenario.get("hands"), "scenario"),
+             _decisions(scenario.get("decisions", []), "scenario"))]
+
+
+def scenario_rules(scenario: Mapping[str, Any]) -> Rules:
+    """The rules a scenario names: ``"variant"`` or a ``"rules"`` file path."""
+    _require(isinstance(scenario, Mapping), "The scenario must be a JSON object.")
+    variant = scenario.get("variant")
+    rules_file = scenario.get("rules")
+    _require(variant is not None or rules_file is not None, "The scenario needs a 'variant'.")
+    try:
+        return resolve_rules(variant, rules_file)
+    except RulesError as error:
+        raise ScenarioError(str(error)) from None
+
+
+def play_scenario(scenario: Mapping[str, Any], rules: Rules | None = None) -> Round:
+    """Play a scenario through the engine and return the settled :class:`Round`."""
+    rules = rules or scenario_rules(scenario)
+    shoe_cards = scenario.get("shoe")
+    _require(isinstance(shoe_cards, list) and all(isinstance(c, str) for c in shoe_cards),
+             "'shoe' must be a list of cards like \"AS\".")
+    try:
+        shoe = Shoe.stacked(shoe_cards, rules.shoe.composition)
+    except (ShoeError, CardError) as error:
+        raise ScenarioError(f"shoe: {error}") from None
+    players = _players(scenario)
+    game = Round(rules, shoe)
+    queues: dict[str, list[str]] = {}
+    try:
+        for name, bets, decisions in players:
+            game.place_bets(name, bets)
+            queues[name] = decisions
+        game.deal()
+        used = dict.fromkeys(queues, 0)
+        while (decision := game.decision()) is not None:
+            queue, index = queues[decision.player], used[decision.player]
+            label = _label(decision.player, index, len(players) > 1)
+            if index >= len(queue):
+                raise ScenarioError(
+                    f"Missing {label}: the game waits at seat {decision.seat} hand {decision.hand} "
+                    f"({decision.kind}); legal actions: {', '.join(game.legal_actions())}."
+                )
+            word = queue[index]
+            used[decision.player] = index + 1
+            try:
+                game.act(word)
+            except IllegalActionError as error:
+                raise ScenarioError(f"{label} = {word!r} is illegal. {error}") from None
+        for name, queue in queues.items():
+            if used[name] < len(queue):
+                label = _label(name, used[name], len(players) > 1)
+                raise ScenarioError(
+                    f"Decisions left over: the round is settled but {len(queue) - used[name]} remain, "
+                    f"from {label} = {queue[used[name]]!r}."
+                )
+    except (BetError, ShoeError) as error:
+        raise ScenarioError(str(error)) from None
+    return game
+
+
+def _label(player: str, index: int, several: bool) -> str:
+    return f"player {player!r} decisions[{index}]" if several else f"decisions[{index}]"
+
+
+def round_result(game: Round) -> dict[str, Any]:
+    """The replay output: dealer, hands, side bets, insurance and money totals."""
+    dealer = game.dealer_cards
+    hands = [
+        {"seat": hand.seat, "player": hand.player, "hand": hand.hand,
+         "cards": [str(card) for card in hand.cards], "total": hand.value.total,
+         "soft": hand.value.soft, "stake": hand.stake, "outcome": hand.outcome,
+         "returned": hand.returned}
+        for hand in game.hands
+    ]
+    side_bets = [
+        {"seat": s.seat, "player": s.player, "name": s.item, "stake": s.stake,
+         "result": s.result, "returned": s.returned}
+        for s in game.settlements if s.item not in ("hand", "insurance")
+    ]
+    insurance = [
+        {"seat": s.seat, "player": s.player, "stake": s.stake, "result": s.result,
+         "returned": s.returned}
+        for s in game.settlements if s.item == "insurance"
+    ]
+    return {
+        "variant": game.rules.id,
+        "dealer": {"cards": [str(card) for card in dealer], "total": hand_value(dealer).total,
+                   "blackjack": game.dealer_blackjack},
+        "hands": hands,
+        "side_bets": side_bets,
+        "insurance": insurance,
+        "actions": [str(action) for action in game.actions],
+        "staked": game.staked,
+        "returned": game.returned,
+        "net": game.returned - game.staked,
+    }
+
+
+def run_scenario(scenario: Mapping[str, Any]) -> dict[str, Any]:
+    """Play a scenario and return its result as plain JSON-ready data."""
+    return round_result(play_scenario(scenario))
+
+
+__all__ = ["Action", "ScenarioError", "play_scenario", "round_result", "run_scenario", "scenario_rules"]

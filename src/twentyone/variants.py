@@ -1,0 +1,59 @@
+"""The built-in games and rules files on disk: the one place that reads rules from files.
+
+``twentyone.core`` stays pure by taking parsed data; this module finds the
+package's TOML files (and any user rules file) and hands them to it.
+
+>>> rules = builtin_rules("power")
+>>> rules.shoe.composition.size, rules.double.multipliers
+(352, (2, 3, 4))
+>>> VARIANTS
+('first-person', 'classic', 'single-deck', 'multiplayer', 'power')
+"""
+
+from __future__ import annotations
+
+import tomllib
+from functools import cache
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+from twentyone.core.rules import Rules, RulesError, rules_from_toml
+
+VARIANTS = ("first-person", "classic", "single-deck", "multiplayer", "power")
+_DATA = "twentyone.variants_data"
+
+
+@cache
+def _tables() -> dict[str, dict[str, Any]]:
+    """Every cash-out table shipped with the package, by name (file name less ``.toml``)."""
+    tables: dict[str, dict[str, Any]] = {}
+    for entry in resources.files(_DATA).iterdir():
+        if entry.name.endswith("-cash-out.toml"):
+            tables[entry.name.removesuffix(".toml")] = tomllib.loads(entry.read_text("utf-8"))
+    return tables
+
+
+@cache
+def builtin_rules(variant: str) -> Rules:
+    """The rules of one of the five built-in games."""
+    if variant not in VARIANTS:
+        raise RulesError(f"variant: unknown game {variant!r}; choose one of {', '.join(VARIANTS)}.")
+    text = resources.files(_DATA).joinpath(f"{variant}.toml").read_text("utf-8")
+    return rules_from_toml(text, _tables())
+
+
+def load_rules(path: str | Path) -> Rules:
+    """Read a rules file from disk; cash-out tables resolve against the built-in ones."""
+    try:
+        text = Path(path).read_text("utf-8")
+    except OSError as error:
+        raise RulesError(f"rules file: cannot read {str(path)!r} ({error.strerror}).") from None
+    return rules_from_toml(text, _tables())
+
+
+def resolve_rules(variant: str | None, rules_file: str | Path | None) -> Rules:
+    """A rules file when one is given, else the named built-in game."""
+    if rules_file is not None:
+        return load_rules(rules_file)
+    return builtin_rules(variant or "first-person")
