@@ -237,10 +237,26 @@ def _choice(table: Mapping[str, Any], key: str, choices: tuple[str, ...], where:
     return value
 
 
+_SECTION_KEYS = {
+    "shoe": ("decks", "removed_ranks", "reshuffle", "penetration"),
+    "dealer": ("hits_soft_17", "peek", "no_peek_blackjack_takes"),
+    "deal": ("order", "common_draw", "hands_per_player", "seats"),
+    "double": ("totals", "multipliers", "after_split"),
+    "split": ("match", "max_hands", "aces_one_card", "resplit_aces"),
+    "insurance": ("offered", "pays", "to_blackjack", "even_money"),
+    "player": ("surrender", "blackjack_pays", "win_pays", "auto_stand"),
+    "cash_out": ("enabled", "table"),
+}
+
+
 def _section(data: Mapping[str, Any], key: str) -> Mapping[str, Any]:
+    """A sub-table of the rules file; a misspelt key in it is an error, not a silent default."""
     value = data.get(key, {})
     if not isinstance(value, Mapping):
         raise RulesError(f"{key}: expected a table, got {value!r}.")
+    for name in value:
+        if key in _SECTION_KEYS and name not in _SECTION_KEYS[key]:
+            raise RulesError(f"{key}.{name}: unknown field; known: {', '.join(_SECTION_KEYS[key])}.")
     return value
 
 

@@ -1,0 +1,87 @@
+import re
+from pathlib import Path
+
+import pytest
+
+from twentyone.core.rules import RulesError, rules_from_toml
+from twentyone.variants import VARIANTS, builtin_rules, load_rules
+
+MINIMAL = 'id = "house"\nname = "House"\n[shoe]\ndecks = 6\n'
+
+
+def test_every_builtin_game_loads() -> None:
+    for variant in VARIANTS:
+        rules = builtin_rules(variant)
+        assert rules.id == variant
+        assert rules.seed
+
+
+def test_a_minimal_rules_file_gets_documented_defaults() -> None:
+    rules = rules_from_toml(MINIMAL)
+    assert rules.shoe.decks == 6
+    assert not rules.dealer.hits_soft_17
+    assert rules.surrender == "none"
+    assert str(rules.blackjack_payout) == "3:2"
+
+
+@pytest.mark.parametrize(
+    ("text", "field"),
+    [
+        ('name = "x"\n[shoe]\ndecks = 1', "id"),
+        (MINIMAL.replace("decks = 6", "decks = 0"), "shoe.decks"),
+        (MINIMAL.replace("decks = 6", 'decks = "six"'), "shoe.decks"),
+        (MINIMAL + 'removed_ranks = ["X"]', "shoe.removed_ranks"),
+        (MINIMAL + '[dealer]\npeek = "always"', "dealer.peek"),
+        (MINIMAL + '[dealer]\nhits_soft_17 = "yes"', "dealer.hits_soft_17"),
+        (MINIMAL + '[dealer]\nno_peek_blackjack_takes = "some"', "dealer.no_peek_blackjack_takes"),
+        (MINIMAL + '[deal]\norder = ["hands", "dealer-up"]', "deal.order"),
+        (MINIMAL + '[deal]\norder = ["hands", "dealer-up", "hands", "dealer-sideways"]', "deal.order"),
+        (MINIMAL + "[deal]\ncommon_draw = true\nhands_per_player = 3", "deal.hands_per_player"),
+        (MINIMAL + '[double]\ntotals = "8-11"', "double.totals"),
+        (MINIMAL + "[double]\nmultipliers = [5]", "double.multipliers"),
+        (MINIMAL + "[split]\nmax_hands = 0", "split.max_hands"),
+        (MINIMAL + '[split]\nmatch = "colour"', "split.match"),
+        (MINIMAL + '[player]\nsurrender = "sometimes"', "player.surrender"),
+        (MINIMAL + '[player]\nblackjack_pays = "three to two"', "player.blackjack_pays"),
+        (MINIMAL + '[insurance]\npays = "2-1"', "insurance.pays"),
+        (MINIMAL + '[cash_out]\nenabled = true\ntable = "nope"', "cash_out.table"),
+        (MINIMAL + '[side_bets.x]\nkind = "roulette"\npaytable = {}', "side_bets.x.kind"),
+        (MINIMAL + '[side_bets.x]\nkind = "21+3"\npaytable = { royal = 9 }', "side_bets.x.paytable.royal"),
+        (MINIMAL + '[side_bets.x]\nkind = "21+3"\npaytable = { flush = -1 }', "side_bets.x.paytable.flush"),
+        ("colour = 1\n" + MINIMAL, "colour"),
+        (MINIMAL + "colour = 1", "shoe.colour"),
+        (MINIMAL + "[split]\nresplit_ace = true", "split.resplit_ace"),
+        ("id = [", "rules file"),
+    ],
+)
+def test_invalid_rules_name_the_field(text: str, field: str) -> None:
+    with pytest.raises(RulesError) as raised:
+        rules_from_toml(text)
+    assert str(raised.value).startswith(field + ":"), str(raised.value)
+
+
+def test_rules_file_on_disk(tmp_path: Path) -> None:
+    path = tmp_path / "h17.toml"
+    path.write_text(MINIMAL + "[dealer]\nhits_soft_17 = true\n[player]\nsurrender = \"late\"\n")
+    rules = load_rules(path)
+    assert rules.dealer.hits_soft_17 and rules.surrender == "late"
+    with pytest.raises(RulesError, match="cannot read"):
+        load_rules(tmp_path / "missing.toml")
+
+
+def test_unknown_variant_is_a_rules_error() -> None:
+    with pytest.raises(RulesError, match="unknown game 'blackjack-switch'"):
+        builtin_rules("blackjack-switch")
+
+
+def test_no_rule_is_keyed_on_a_games_name() -> None:
+    source = Path(__file__).parents[1] / "src" / "twentyone"
+    pattern = re.compile(r"""(variant|\.id|name)\s*==\s*['"](first-person|classic|single-deck|multiplayer|power)""")
+    offenders = [str(path) for path in source.rglob("*.py") if pattern.search(path.read_text())]
+    assert offenders == []
+
+
+def test_core_imports_nothing_of_the_project_above_it() -> None:
+    core = Path(__file__).parents[1] / "src" / "twentyone" / "core"
+    pattern = re.compile(r"^\s*(from|import)\s+twentyone\.(?!core)", re.MULTILINE)
+    assert [path.name for path in core.rglob("*.py") if pattern.search(path.read_text())] == []

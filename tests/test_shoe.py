@@ -1,0 +1,90 @@
+import random
+import secrets
+from collections import Counter
+from itertools import permutations
+
+import pytest
+
+from twentyone.core.cards import parse_cards
+from twentyone.core.shoe import Shoe, ShoeComposition, ShoeError, shuffled, system_rng, uniform_below
+from twentyone.variants import builtin_rules
+
+
+def test_power_shoe_has_every_nine_and_ten_removed() -> None:
+    composition = builtin_rules("power").shoe.composition
+    cards = composition.cards()
+    assert len(cards) == composition.size == 352
+    assert not any(card.rank in "9T" for card in cards)
+    assert Counter(card.rank for card in cards)["J"] == 32
+
+
+@pytest.mark.parametrize(("variant", "size"), [("first-person", 416), ("classic", 312), ("single-deck", 52),
+                                                ("multiplayer", 416), ("power", 352)])
+def test_shoe_sizes(variant: str, size: int) -> None:
+    assert builtin_rules(variant).shoe.composition.size == size
+
+
+def test_stacked_shoe_rejects_cards_the_shoe_cannot_hold() -> None:
+    with pytest.raises(ShoeError, match="every 9 is removed"):
+        Shoe.stacked(["9S"], ShoeComposition(8, frozenset("9T")))
+    with pytest.raises(ShoeError, match="appears 2 times but a 1-deck shoe holds 1"):
+        Shoe.stacked(["AS", "AS"], ShoeComposition(1))
+    with pytest.raises(ShoeError, match="appears 9 times"):
+        Shoe.stacked(["AS"] * 9, ShoeComposition(8))
+    assert Shoe.stacked(["AS"] * 8, ShoeComposition(8)).remaining == 8
+
+
+def test_short_shoe_raises() -> None:
+    shoe = Shoe.stacked(["AS"])
+    shoe.draw()
+    with pytest.raises(ShoeError, match="ran out of cards"):
+        shoe.draw()
+
+
+def test_production_rng_is_the_system_csprng() -> None:
+    assert isinstance(system_rng(), secrets.SystemRandom)
+
+
+def test_uniform_below_rejects_instead_of_taking_a_modulo() -> None:
+    class Scripted:
+        def __init__(self, values: list[int]) -> None:
+            self.values = iter(values)
+            self.bits: list[int] = []
+
+        def getrandbits(self, k: int) -> int:
+            self.bits.append(k)
+            return next(self.values)
+
+    source = Scripted([5, 6, 7, 3])
+    assert uniform_below(source, 5) == 3  # 5, 6, 7 rejected rather than folded onto 0, 1, 2
+    assert source.bits == [3, 3, 3, 3]
+
+
+def test_fisher_yates_gives_every_permutation_equally_often() -> None:
+    cards = parse_cards(["AS", "KD", "7H", "2C"])
+    rng = random.Random(20261129)
+    trials = 48_000
+    counts = Counter(tuple(shuffled(cards, rng)) for _ in range(trials))
+    assert set(counts) == set(permutations(cards))
+    expected = trials / 24
+    chi_square = sum((count - expected) ** 2 / expected for count in counts.values())
+    assert chi_square < 49.7  # 99.9th percentile of chi-square with 23 degrees of freedom
+
+
+def test_shuffle_keeps_the_composition() -> None:
+    composition = ShoeComposition(8, frozenset("9T"))
+    shoe = Shoe.shuffled(composition, random.Random(1))
+    assert Counter(shoe.order) == composition.counts()
+
+
+def test_reshuffle_every_round_versus_cut_card() -> None:
+    every_round = builtin_rules("classic").shoe
+    assert every_round.cut_card is None
+    assert Shoe.shuffled(every_round.composition, random.Random(1), every_round.cut_card).needs_shuffle
+    power = builtin_rules("power").shoe
+    assert power.reshuffle == "cut-card" and power.cut_card == 264
+    live = Shoe.shuffled(power.composition, random.Random(1), power.cut_card)
+    assert not live.needs_shuffle
+    for _ in range(264):
+        live.draw()
+    assert live.needs_shuffle
