@@ -1,0 +1,193 @@
+"""Power Blackjack (seed 004): one test per rule of the sheet."""
+
+from typing import Any
+
+import pytest
+
+from conftest import play, side, start
+from twentyone.core.round import HandBet, IllegalActionError, Phase, Round
+from twentyone.core.shoe import Shoe
+from twentyone.scenario import ScenarioError, run_scenario
+from twentyone.variants import builtin_rules
+
+V = "power"
+
+
+def common(shoe: list[str], players: list[dict[str, Any]]) -> dict[str, Any]:
+    return run_scenario({"variant": V, "shoe": shoe, "players": players})
+
+
+def test_eight_decks_with_every_9_and_10_removed() -> None:
+    assert builtin_rules(V).shoe.composition.size == 352
+    with pytest.raises(ScenarioError, match="every 9 is removed"):
+        play(V, ["9S", "KH", "7D", "8C"], [100])
+    with pytest.raises(ScenarioError, match="every T is removed"):
+        play(V, ["TS", "KH", "7D", "8C"], [100])
+
+
+def test_live_shoe_with_a_cut_card() -> None:
+    shoe = builtin_rules(V).shoe
+    assert shoe.reshuffle == "cut-card" and shoe.cut_card is not None
+
+
+def test_double_triple_quadruple_any_two_initial_cards() -> None:
+    for action, stake in (("double", 200), ("triple", 300), ("quadruple", 400)):
+        result = play(V, ["5S", "7H", "6D", "8C", "KC", "JD"], [100], [action])
+        assert result["hands"][0]["stake"] == stake and len(result["hands"][0]["cards"]) == 3
+
+
+def test_double_triple_quadruple_after_split() -> None:
+    result = play(V, ["5S", "7H", "5D", "8C", "6C", "3H", "KC", "JD", "2S"], [100],
+                  ["split", "triple", "quadruple"])
+    assert [h["stake"] for h in result["hands"]] == [300, 400]
+    assert [h["cards"] for h in result["hands"]] == [["5S", "6C", "KC"], ["5D", "3H", "JD"]]
+
+
+def test_no_double_on_split_aces() -> None:
+    game = start(V, ["AS", "7H", "AD", "8C", "AC", "AH", "KS"], 100)
+    assert game.can_split()
+    game.split()
+    assert game.phase is Phase.SETTLED  # one card each, no decision
+
+
+def test_split_initial_cards_of_equal_value_only_once() -> None:
+    game = start(V, ["JS", "7H", "KD", "8C", "QC", "2H"], 100)
+    game.split()
+    assert not game.can_split()
+
+
+def test_single_card_dealt_to_each_split_ace() -> None:
+    result = play(V, ["AS", "7H", "AD", "8C", "5C", "6H", "3S"], [100], ["split"])
+    assert [len(h["cards"]) for h in result["hands"]] == [2, 2]
+
+
+def test_dealer_checks_for_blackjack_on_j_q_k_and_ace() -> None:
+    for up in ("JH", "QH", "KH"):
+        game = start(V, ["8S", up, "7D", "AC"], 100)
+        assert game.phase is Phase.SETTLED and game.dealer_blackjack, up
+    game = start(V, ["8S", "AH", "7D", "KC"], 100)
+    game.decline_insurance()
+    assert game.phase is Phase.SETTLED and game.dealer_blackjack
+
+
+def test_dealer_checks_face_card_and_play_continues_without_blackjack() -> None:
+    game = start(V, ["8S", "KH", "7D", "6C"], 100)
+    assert game.phase is Phase.PLAYER_TURNS
+
+
+def test_insurance_offered_under_an_ace_even_to_a_blackjack() -> None:
+    game = start(V, ["AS", "AH", "KD", "6C"], 100)
+    assert game.decision().kind == "insurance"  # type: ignore[union-attr]
+
+
+def test_both_blackjack_push() -> None:
+    result = play(V, ["AS", "KH", "KD", "AC"], [100])
+    assert result["hands"][0]["outcome"] == "push"
+
+
+def test_no_decision_offered_on_a_soft_21() -> None:
+    game = start(V, ["AS", "7H", "5D", "8C", "5C", "KD"], 100)
+    game.hit()
+    assert game.hands[0].value == (21, True)
+    assert game.phase is Phase.SETTLED
+
+
+def test_common_draw_every_player_has_the_same_first_two_cards_and_dealer() -> None:
+    result = common(["8S", "7H", "5D", "KC", "2C", "3C", "4C"],
+                    [{"name": "ann", "hands": [{"bet": 100}], "decisions": ["stand"]},
+                     {"name": "bob", "hands": [{"bet": 300}], "decisions": ["stand"]}])
+    assert [h["cards"][:2] for h in result["hands"]] == [["8S", "5D"], ["8S", "5D"]]
+    assert [h["seat"] for h in result["hands"]] == [1, 2]
+
+
+def test_common_draw_kth_drawn_card_is_the_kth_card_of_one_sequence() -> None:
+    result = common(["5S", "7H", "4D", "6C", "2C", "3C", "8C", "QS"],
+                    [{"name": "ann", "hands": [{"bet": 100}], "decisions": ["hit", "hit", "stand"]},
+                     {"name": "bob", "hands": [{"bet": 100}], "decisions": ["hit", "stand"]}])
+    assert result["hands"][0]["cards"] == ["5S", "4D", "2C", "3C"]
+    assert result["hands"][1]["cards"] == ["5S", "4D", "2C"]
+    # The dealer's draws come after the longest player's use of the sequence.
+    assert result["dealer"]["cards"] == ["7H", "6C", "8C"]
+
+
+def test_common_draw_counts_split_hands_in_the_order_drawn() -> None:
+    result = common(["6S", "7H", "6D", "5H", "2C", "3C", "4C", "5C", "QS"],
+                    [{"name": "ann", "hands": [{"bet": 100}], "decisions": ["split", "hit", "stand", "stand"]},
+                     {"name": "bob", "hands": [{"bet": 100}], "decisions": ["hit", "stand"]}])
+    ann = [h["cards"] for h in result["hands"] if h["player"] == "ann"]
+    assert ann == [["6S", "2C", "4C"], ["6D", "3C"]]
+    assert [h["cards"] for h in result["hands"] if h["player"] == "bob"] == [["6S", "6D", "2C"]]
+    assert result["dealer"]["cards"] == ["7H", "5H", "5C"]
+
+
+def test_unlimited_players() -> None:
+    rules = builtin_rules(V)
+    game = Round(rules, Shoe.stacked(["8S", "7H", "5D", "KC"]))
+    for index in range(200):
+        game.place_bets(f"p{index}", [HandBet(100)])
+    game.deal()
+    assert len(game.hands) == 200
+
+
+def test_any_pair_suited_20_to_1_any_7_to_1() -> None:
+    bet = {"bet": 100, "side_bets": {"any_pair": 10}}
+    for second, returned in (("8S", 210), ("8H", 80), ("7S", 0)):
+        assert side(play(V, ["8S", "KH", second, "7C"], [bet], ["stand"]), "any_pair")["returned"] == returned
+
+
+def test_21_plus_3_paytable_100_35_25_8_5_and_straights_do_not_jump_removed_ranks() -> None:
+    bet = {"bet": 100, "side_bets": {"21+3": 10}}
+    cases = {("QH", "QH", "QH"): 1010, ("JD", "QD", "KD"): 360, ("KS", "KH", "KD"): 260,
+             ("2S", "3C", "4H"): 90, ("2C", "6C", "8C"): 60, ("8S", "JC", "QH"): 0, ("QS", "KC", "AH"): 90}
+    for (first, up, second), returned in cases.items():
+        decisions = [] if {first[0], second[0]} == {"Q", "A"} else ["stand"]  # a blackjack has no decision
+        result = play(V, [first, up, second, "7S", "5S", "5H", "5D", "6C"], [bet], decisions)
+        assert side(result, "21+3")["returned"] == returned, (first, up, second)
+
+
+def test_hot_3_pays_777_100_suited_21_20_21_4_20_2_19_1() -> None:
+    bet = {"bet": 100, "side_bets": {"hot_3": 10}}
+    cases = {("7H", "7C", "7D"): 1010, ("8D", "KD", "3D"): 210, ("8H", "KS", "3D"): 50,
+             ("8H", "QS", "2D"): 30, ("JH", "7S", "2D"): 20, ("AH", "8S", "KD"): 20, ("5H", "6S", "3D"): 0}
+    for (first, up, second), returned in cases.items():
+        result = play(V, [first, up, second, "4S", "3S", "3H", "3C", "2C", "2S", "2H"], [bet],
+                      [] if first == "AH" else ["stand"])
+        assert side(result, "hot_3")["returned"] == returned, (first, up, second)
+
+
+def test_hot_3_aces_count_1_or_11_whichever_is_better() -> None:
+    result = play(V, ["AH", "KS", "QD", "4C"], [{"bet": 100, "side_bets": {"hot_3": 10}}], [])
+    assert side(result, "hot_3")["result"] == "21"  # A + K + Q = 21 with the Ace as 1
+
+
+def test_bust_it_pays_by_the_number_of_dealer_cards() -> None:
+    bet = {"bet": 100, "side_bets": {"bust_it": 10}}
+    three = play(V, ["8S", "6H", "KD", "JC", "QH"], [bet], ["stand"])
+    assert three["dealer"]["cards"] == ["6H", "JC", "QH"] and side(three, "bust_it")["result"] == "bust_3"
+    assert side(three, "bust_it")["returned"] == 20
+    five = play(V, ["8S", "2H", "KD", "3C", "2C", "4D", "KS"], [bet], ["stand"])
+    assert five["dealer"]["total"] == 21 and side(five, "bust_it")["result"] == "lose"
+    eight = play(V, ["8S", "2H", "KD", "2C", "2D", "2S", "3H", "3C", "2H", "KH"], [bet], ["stand"])
+    assert len(eight["dealer"]["cards"]) == 8 and side(eight, "bust_it")["result"] == "bust_8_plus"
+    assert side(eight, "bust_it")["returned"] == 2510
+
+
+def test_bust_it_is_pushed_when_the_player_has_blackjack() -> None:
+    result = play(V, ["AS", "6H", "KD", "JC", "QH"], [{"bet": 100, "side_bets": {"bust_it": 10}}])
+    assert side(result, "bust_it")["result"] == "push" and side(result, "bust_it")["returned"] == 10
+
+
+def test_bust_it_settled_even_when_every_main_hand_busted() -> None:
+    result = play(V, ["KS", "6H", "QD", "JC", "8S", "QH"], [{"bet": 100, "side_bets": {"bust_it": 10}}], ["hit"])
+    assert result["hands"][0]["outcome"] == "bust"
+    assert result["dealer"]["cards"] == ["6H", "JC", "QH"] and side(result, "bust_it")["result"] == "bust_3"
+
+
+def test_bust_it_loses_to_a_peeked_dealer_blackjack() -> None:
+    result = play(V, ["8S", "KH", "7D", "AC"], [{"bet": 100, "side_bets": {"bust_it": 10}}])
+    assert side(result, "bust_it")["result"] == "lose"
+
+
+def test_only_the_multipliers_of_the_rules_are_offered() -> None:
+    with pytest.raises(IllegalActionError, match="only double"):
+        start("classic", ["5S", "7H", "6D", "8C", "KC"], 100).triple()
