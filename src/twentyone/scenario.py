@@ -114,6 +114,8 @@ def play_scenario(scenario: Mapping[str, Any], rules: Rules | None = None) -> Ro
                 game.act(word)
             except IllegalActionError as error:
                 raise ScenarioError(f"{label} = {word!r} is illegal. {error}") from None
+            except ShoeError as error:
+                raise ScenarioError(f"shoe: {error} (while playing {label} = {word!r})") from None
         for name, queue in queues.items():
             if used[name] < len(queue):
                 label = _label(name, used[name], len(players) > 1)
@@ -121,8 +123,10 @@ def play_scenario(scenario: Mapping[str, Any], rules: Rules | None = None) -> Ro
                     f"Decisions left over: the round is settled but {len(queue) - used[name]} remain, "
                     f"from {label} = {queue[used[name]]!r}."
                 )
-    except (BetError, ShoeError) as error:
+    except BetError as error:
         raise ScenarioError(str(error)) from None
+    except ShoeError as error:
+        raise ScenarioError(f"shoe: {error}") from None
     return game
 
 

@@ -112,6 +112,8 @@ class TerminalTable:
     game: Round | None = None
     selected_spot: int = 1
     rounds: int = 0
+    shoe_source: Callable[[], Shoe] | None = None  # tests stack the shoe; play shuffles
+
 
     def __post_init__(self) -> None:
         side_limits = {name: (100, 10000) for name in self.rules.side_bets}
@@ -176,7 +178,10 @@ class TerminalTable:
     def _deal(self) -> None:
         hand_bets = self.slip.hand_bets()
         if self.shoe is None or self.shoe.needs_shuffle or self.shoe.remaining < 40:
-            self.shoe = Shoe.shuffled(self.rules.shoe.composition, self.rng, self.rules.shoe.cut_card)
+            if self.shoe_source is not None:
+                self.shoe = self.shoe_source()
+            else:
+                self.shoe = Shoe.shuffled(self.rules.shoe.composition, self.rng, self.rules.shoe.cut_card)
         self.last_bets = dict(self.slip.bets)
         self.game = Round(self.rules, self.shoe)
         self.game.place_bets("you", hand_bets)
@@ -248,7 +253,8 @@ class TerminalTable:
             shown = (*shown, None)
         dealer = Text("Dealer  ")
         dealer.append_text(cards_text(shown))
-        dealer.append(f"   {format_total(hand_value(game.dealer_cards))}")
+        dealer_value = hand_value(game.dealer_cards)
+        dealer.append(f"   {'BUST ' if dealer_value.bust else ''}{format_total(dealer_value)}")
         if game.dealer_blackjack:
             dealer.append("  BLACKJACK", style="bold red")
         table = Table(expand=True, show_edge=False, box=None, padding=(0, 1))
@@ -258,6 +264,8 @@ class TerminalTable:
         for hand in game.hands:
             active = decision is not None and decision.seat == hand.seat and decision.hand == hand.hand
             total = "BJ" if hand.status == "blackjack" else format_total(hand.value)
+            if hand.value.bust:
+                total = f"BUST {total}"
             result = ""
             if hand.outcome is not None:
                 result = f"{hand.outcome} {money(hand.returned or 0)}"
@@ -299,10 +307,11 @@ class TerminalTable:
     def _render_keys(self) -> Text:
         game = self.game
         if game is None or game.phase is Phase.SETTLED:
-            side = " ".join(f"[{key}]{SIDE_BET_TITLES[self.rules.side_bets[name].kind]}"
-                            for key, name in self._side_keys().items())
-            spots = f"[1-{self.slip.spots}]spot " if self.slip.spots > 1 else ""
-            return Text(f"{spots}[c]hip [b]et {side} [u]ndo [x]2 [r]ebet [d]eal [q]uit", style="bold")
+            side = "  ".join(f"[{key}] {SIDE_BET_TITLES[self.rules.side_bets[name].kind]}"
+                             for key, name in self._side_keys().items())
+            spots = f"[1-{self.slip.spots}] spot  " if self.slip.spots > 1 else ""
+            keys = f"{spots}[c] chip  [b] bet  [u] undo  [x] x2  [r] rebet  [d] deal  [q] quit"
+            return Text(keys + (f"\nSide bets on this spot: {side}" if side else ""), style="bold")
         decision = game.decision()
         assert decision is not None
         if decision.kind != "play":

@@ -1,0 +1,115 @@
+"""Terminal play driven key by key, and its screens measured against an 80x24 terminal."""
+
+import random
+
+import pytest
+from rich.console import Console
+
+from twentyone.core.shoe import Shoe
+from twentyone.ui.terminal import TerminalTable, money
+from twentyone.variants import VARIANTS, builtin_rules
+
+
+def table(variant: str, shoe: list[str] | None = None, balance: int = 100000) -> TerminalTable:
+    console = Console(width=80, height=24, record=True, color_system=None, force_terminal=False)
+    source = (lambda: Shoe.stacked(shoe)) if shoe else None
+    return TerminalTable(builtin_rules(variant), balance, random.Random(1), console, shoe_source=source)
+
+
+def press(game: TerminalTable, keys: str) -> None:
+    for key in keys:
+        assert game.press(key)
+
+
+def screen(game: TerminalTable) -> str:
+    game.console.print(game.render())
+    return game.console.export_text()
+
+
+def test_bet_deal_stand_and_the_balance_follows_the_round() -> None:
+    game = table("classic", ["TS", "6H", "9D", "TC", "8C"])
+    press(game, "bd")
+    assert game.balance == 100000 - 100
+    press(game, "s")
+    assert game.game is not None and game.game.hands[0].outcome == "win"
+    assert game.balance == 100000 + 100
+    assert "Round over: won 1.00" in screen(game)
+
+
+def test_illegal_key_is_refused_with_the_reason_and_changes_nothing() -> None:
+    game = table("classic", ["TS", "6H", "9D", "TC", "8C"])
+    press(game, "bd")
+    press(game, "p")
+    assert "Cannot split" in game.message and "legal actions: hit, stand, double" in game.message
+    assert game.balance == 100000 - 100
+
+
+def test_soft_totals_shown_as_two_numbers() -> None:
+    game = table("classic", ["AS", "6H", "6D", "TC", "8C"])
+    press(game, "bd")
+    assert "7/17" in screen(game)
+
+
+def test_insurance_offer_answered_with_y() -> None:
+    game = table("first-person", ["TS", "AH", "9D", "KC"])
+    press(game, "bd")
+    assert "Insurance for 0.50 on hand 1? [y]es [n]o" in screen(game)
+    press(game, "y")
+    assert game.game is not None and game.game.dealer_blackjack
+    assert game.balance == 100000  # lost 1.00, insurance paid 1.50 back on 0.50
+
+
+def test_cash_out_button_shows_its_amount() -> None:
+    game = table("first-person", ["TS", "8H", "4D", "7C"])
+    press(game, "bd")
+    assert game.game is not None
+    offer = game.game.offer_amount(game.game.legal_actions()[-1])
+    assert f"[c] cash-out {money(offer)}" in screen(game)
+    press(game, "c")
+    assert game.balance == 100000 - 100 + offer
+
+
+def test_a_double_the_balance_cannot_cover_is_refused() -> None:
+    game = table("classic", ["5S", "6H", "6D", "TC", "8C"], balance=150)
+    press(game, "bd")
+    press(game, "d")
+    assert "needs 1.00 and the balance is 0.50" in game.message
+    assert game.game is not None and game.game.hands[0].stake == 100
+
+
+def test_chips_side_bets_undo_x2_and_rebet() -> None:
+    game = table("first-person", ["TS", "6H", "9D", "TC", "8C"] * 2)
+    press(game, "bcb")  # 1.00 then a 5.00 chip on spot 1
+    assert game.slip.total == 600
+    press(game, "p")  # Perfect Pairs with the 5.00 chip
+    press(game, "u")
+    assert game.slip.total == 600
+    press(game, "x")
+    assert game.slip.total == 1200
+    press(game, "ds")
+    press(game, "r")
+    assert game.slip.total == 1200
+
+
+def test_side_bet_without_a_main_bet_is_refused() -> None:
+    game = table("first-person")
+    press(game, "p")
+    assert "needs a main bet" in game.message
+
+
+@pytest.mark.parametrize("variant", VARIANTS)
+def test_every_screen_fits_80_by_24(variant: str) -> None:
+    rules = builtin_rules(variant)
+    game = table(variant, balance=10**7)
+    for spot in range(1, rules.deal.hands_per_player + 1):
+        press(game, f"{spot}b")
+        for key in ("p", "a", "t", "o", "k"):
+            if key in game._side_keys():
+                press(game, key)
+    frames = [game.render()]
+    press(game, "d")
+    frames.append(game.render())
+    for frame in frames:
+        lines = game.console.render_lines(frame, game.console.options, pad=False)
+        assert len(lines) <= 23, variant  # one line left for the cursor
+        assert all(sum(segment.cell_length for segment in line) <= 80 for line in lines)
