@@ -152,6 +152,130 @@ def play(
     play_terminal(rules, balance * 100, seed)
 
 
+RulesOption = Annotated[Path | None, typer.Option("--rules", help="A rules file instead of a built-in game.")]
+JsonOption = Annotated[bool, typer.Option("--json", help="Machine-readable output.")]
+
+
+def _rules(variant: str | None, rules_file: Path | None) -> Rules:
+    if variant is None and rules_file is None:
+        fail(f"name a game ({', '.join(VARIANTS)}) or give --rules FILE.")
+    try:
+        return resolve_rules(variant, rules_file)
+    except RulesError as error:
+        fail(str(error))
+
+
+@app.command()
+def rtp(
+    variant: Annotated[str | None, typer.Argument(help="A built-in game.")] = None,
+    rules_file: RulesOption = None,
+    as_json: JsonOption = False,
+) -> None:
+    """Exact return to player: main game (optimal and basic), side bets, cash out, beside the published."""
+    from twentyone.analysis.report import comparison_rows, rtp_report
+
+    rules = _rules(variant, rules_file)
+    report = rtp_report(rules)
+    if as_json:
+        typer.echo(json.dumps(report, indent=2))
+        return
+    from rich.table import Table
+
+    table = Table(title=f"{rules.name}: return to player", title_justify="left")
+    for column in ("", "computed %", "published %", "difference"):
+        table.add_column(column, justify="right" if column else "left")
+    for label, value, published in comparison_rows(report):
+        difference = "" if published is None else f"{value - published:+.4f}"
+        table.add_row(label, f"{value:.4f}", "" if published is None else f"{published:.2f}", difference)
+    console = Console()
+    console.print(table)
+    by_up = report["main"]["by_up_optimal"]
+    console.print("Contribution of each dealer up card to the main game's expected value (optimal, %): "
+                  + ", ".join(f"{up} {value:+.4f}" for up, value in by_up.items()), highlight=False)
+
+
+@app.command()
+def strategy(
+    variant: Annotated[str | None, typer.Argument(help="A built-in game.")] = None,
+    rules_file: RulesOption = None,
+    png: Annotated[Path | None, typer.Option("--png", help="Also draw the chart to this PNG file.")] = None,
+    as_json: JsonOption = False,
+) -> None:
+    """The basic-strategy chart: hard totals, soft totals and pairs against each dealer up card."""
+    from twentyone.analysis.chart import save_png, strategy_chart, terminal_chart
+    from twentyone.analysis.game import GameAnalysis
+
+    rules = _rules(variant, rules_file)
+    chart = strategy_chart(GameAnalysis(rules).basic_strategy())
+    title = f"{rules.name}: basic strategy"
+    if png is not None:
+        try:
+            save_png(chart, title, png)
+        except OSError as error:
+            fail(f"cannot write {str(png)!r} ({error.strerror}).")
+    if as_json:
+        typer.echo(json.dumps(chart, indent=2))
+    else:
+        Console().print(terminal_chart(chart, title))
+        if png is not None:
+            typer.echo(f"chart written to {png}")
+
+
+@app.command()
+def hint(
+    variant: Annotated[str, typer.Argument(help="A built-in game, or any name with --rules.")],
+    cards: Annotated[list[str], typer.Argument(help="The player's cards, like 8S 3D.")],
+    dealer: Annotated[str, typer.Option("--dealer", help="The dealer's up card, like KH.")],
+    rules_file: RulesOption = None,
+    as_json: JsonOption = False,
+) -> None:
+    """The EV of every legal action for a hand against the dealer's up card, best first."""
+    from twentyone.analysis.hints import hint as rank_actions
+    from twentyone.core.cards import CardError, parse_card, parse_cards
+
+    rules = _rules(None if rules_file else variant, rules_file)
+    try:
+        hand = parse_cards(cards)
+        up = parse_card(dealer)
+        rules.shoe.composition.check_stack([*hand, up])
+    except (CardError, ValueError) as error:
+        fail(str(error))
+    if len(hand) < 2:
+        fail("give at least the player's two cards.")
+    try:
+        ranked = rank_actions(rules, hand, up)
+    except ValueError as error:
+        fail(str(error))
+    if as_json:
+        typer.echo(json.dumps([{"action": action, "ev": value} for action, value in ranked], indent=2))
+        return
+    for position, (action, value) in enumerate(ranked):
+        marker = "best" if position == 0 else ""
+        typer.echo(f"{action:<12}{value:+.4f}  {marker}".rstrip())
+
+
+@app.command("cash-out-table")
+def cash_out_table_command(
+    variant: Annotated[str, typer.Argument(help="A game with cash out.")] = "first-person",
+    rules_file: RulesOption = None,
+    output: Annotated[Path | None, typer.Option("--output", help="Write the table file here.")] = None,
+) -> None:
+    """Derive the cash-out offer table from the exact fair values (prints it, or writes --output)."""
+    from twentyone.analysis.cashout import cash_out_table
+
+    rules = _rules(None if rules_file else variant, rules_file)
+    try:
+        table = cash_out_table(rules)
+    except ValueError as error:
+        fail(str(error))
+    if output is None:
+        typer.echo(table.to_toml(), nl=False)
+        return
+    output.write_text(table.to_toml())
+    typer.echo(f"wrote {output}: margin {table.margin * 100:.4f} %, always cash out "
+               f"{table.always_cash_out * 100:.4f} %, offers {table.span[0]:.2f}-{table.span[1]:.2f}x")
+
+
 def main() -> None:
     """Console-script entry point."""
     app()

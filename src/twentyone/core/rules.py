@@ -176,6 +176,7 @@ class CashOutRules:
     table_name: str = ""
     source: str = ""
     factors: Mapping[tuple[bool, int, int], float] = field(default_factory=dict)
+    target_return: float | None = None  # what always taking the first offer should return
 
     def factor(self, soft: bool, total: int, up_value: int) -> float | None:
         return self.factors.get((soft, total, up_value))
@@ -201,6 +202,8 @@ class Rules:
     side_bets: Mapping[str, SideBetRules] = field(default_factory=dict)
     seed: str = ""
     summary: str = ""
+    # Returns the operator publishes (percent), kept only as references to compare computed ones with.
+    published: Mapping[str, float] = field(default_factory=dict)
 
 
 # Every paytable line each side-bet kind can pay, best first.
@@ -245,7 +248,7 @@ _SECTION_KEYS = {
     "split": ("match", "max_hands", "aces_one_card", "resplit_aces"),
     "insurance": ("offered", "pays", "to_blackjack", "even_money"),
     "player": ("surrender", "blackjack_pays", "win_pays", "auto_stand"),
-    "cash_out": ("enabled", "table"),
+    "cash_out": ("enabled", "table", "target_return"),
 }
 
 
@@ -322,7 +325,19 @@ def _parse_cash_out(data: Mapping[str, Any], tables: Mapping[str, Mapping[str, A
                 up_value = up_index + 2 if up_index < 9 else 1  # columns 2..10 then Ace
                 factors[(kind == "soft", int(total_text), up_value)] = float(factor)
     source = str(table.get("source", ""))
-    return CashOutRules(True, table_name, source, factors)
+    target = _get(section, "target_return", (int, float), "cash_out", -1.0)
+    if target != -1.0 and not 0 < target < 1.5:
+        raise RulesError(f"cash_out.target_return: must be a return like 0.968, got {target}.")
+    return CashOutRules(True, table_name, source, factors, None if target == -1.0 else float(target))
+
+
+def _parse_published(data: Mapping[str, Any]) -> dict[str, float]:
+    published = {}
+    for name, value in _section(data, "published").items():
+        if isinstance(value, bool) or not isinstance(value, int | float) or not 0 < value < 200:
+            raise RulesError(f"published.{name}: expected a percentage like 99.29, got {value!r}.")
+        published[name] = float(value)
+    return published
 
 
 def rules_from_mapping(
@@ -331,7 +346,7 @@ def rules_from_mapping(
     """Build :class:`Rules` from a parsed rules file; ``tables`` resolves cash-out tables."""
     tables = tables or {}
     known = {"id", "name", "seed", "summary", "shoe", "dealer", "deal", "double", "split",
-             "insurance", "player", "cash_out", "side_bets"}
+             "insurance", "player", "cash_out", "side_bets", "published"}
     for key in data:
         if key not in known:
             raise RulesError(f"{key}: unknown field; known fields are {', '.join(sorted(known))}.")
@@ -417,7 +432,11 @@ def rules_from_mapping(
         auto_stand=_choice(player_t, "auto_stand", AUTO_STAND, "player", "21"),
         cash_out=_parse_cash_out(data, tables),
         side_bets=_parse_side_bets(data),
+        published=_parse_published(data),
     )
+    for name in rules.published:
+        if name not in ("main", "cash_out") and name not in rules.side_bets:
+            raise RulesError(f"published.{name}: not the main game, cash_out or a side bet of this game.")
     return rules
 
 

@@ -1,0 +1,478 @@
+"""Expected values of every decision, optimal and basic strategy, and the main game's return.
+
+:class:`GameAnalysis` reads a :class:`~twentyone.core.rules.Rules` and a shoe
+composition (a fresh shoe by default) and computes, exactly:
+
+* the value of standing, hitting, doubling (x2, x3, x4), splitting and
+  surrendering every initial hand against every up card, with composition-
+  dependent play and finite-deck removal ("CDZ-": each split hand is played
+  with the best strategy for the composition left after the split, and the two
+  split hands are valued independently; resplits are not modelled);
+* a total-dependent basic strategy derived from those values, and its exact
+  return when followed;
+* the return of the main bet under each, with each up card's contribution.
+
+The dealer's peek, the European no-hole-card rule and "dealer blackjack takes
+all bets / original bets only" each change the numbers and are modelled as the
+rules say. docs/maths.md explains the method.
+
+>>> from twentyone.variants import builtin_rules
+>>> analysis = GameAnalysis(builtin_rules("single-deck"))
+>>> ev = analysis.hand_ev((10, 6), up=10)
+>>> ev.best, round(ev.actions["stand"], 4) < round(ev.actions["hit"], 4)
+('hit', True)
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from math import comb
+
+import numpy as np
+
+from twentyone.analysis.composition import Counts, remove, value_counts
+from twentyone.analysis.states import FloatArray, Hand, StateSpace
+from twentyone.core.operations import ACTION_OF_MULTIPLIER
+from twentyone.core.rules import Rules
+
+UP_VALUES = tuple(range(1, 11))
+STRATEGY_UPS = (2, 3, 4, 5, 6, 7, 8, 9, 10, 1)  # chart column order: 2..10 then Ace
+
+
+def policy_array(policy: dict[tuple[int, bool], int]) -> np.ndarray:
+    """A hit/stand policy by (total, soft) as an array indexed by ``total + 22 * soft``."""
+    array = np.zeros(44, dtype=np.int8)
+    for (total, soft), action in policy.items():
+        array[total + 22 * int(soft)] = action
+    return array
+
+
+def hand_of(*values: int) -> Hand:
+    """A hand as counts by value: ``hand_of(10, 6)``."""
+    counts = [0] * 10
+    for value in values:
+        counts[value - 1] += 1
+    return tuple(counts)
+
+
+def total_of(hand: Hand) -> tuple[int, bool]:
+    hard = sum((i + 1) * c for i, c in enumerate(hand))
+    if hand[0] and hard + 10 <= 21:
+        return hard + 10, True
+    return hard, False
+
+
+@dataclass(frozen=True)
+class HandEV:
+    """Expected value (per unit of the main bet) of each legal action, given what the player knows.
+
+    Where the dealer has peeked, values are conditional on the dealer having no
+    blackjack; ``dealer_blackjack`` is the chance of one before the peek.
+    """
+
+    actions: dict[str, float]
+    dealer_blackjack: float
+    peeked: bool
+
+    @property
+    def best(self) -> str:
+        return max(self.actions, key=lambda action: self.actions[action])
+
+    def ranked(self) -> list[tuple[str, float]]:
+        return sorted(self.actions.items(), key=lambda item: -item[1])
+
+
+@dataclass
+class UpVariant:
+    """One up card value as the dealer sees it: peeked or not, and its share of that value."""
+
+    up: int
+    peeked: bool
+    weight: float
+    space: StateSpace
+    split_spaces: dict[int, StateSpace] = field(default_factory=dict)
+    weights: FloatArray | None = None  # how often each state is dealt, for basic strategy
+
+
+@dataclass(frozen=True)
+class ReturnReport:
+    """Return to player of the main bet (1.0 = 100 %), overall and by dealer up card."""
+
+    optimal: float
+    basic: float
+    by_up_optimal: dict[int, float]
+    by_up_basic: dict[int, float]
+
+
+class GameAnalysis:
+    """Exact analysis of one rule set from one shoe composition."""
+
+    def __init__(self, rules: Rules, counts: Counts | None = None) -> None:
+        self.rules = rules
+        self.counts = value_counts(rules) if counts is None else np.asarray(counts, dtype=np.int64)
+        self.total_cards = int(self.counts.sum())
+        self._variants: dict[int, list[UpVariant]] = {}
+        self._ten_ranks = self._ten_rank_counts()
+        self._continuation_cache: dict[tuple[int, bool, int | None, int], tuple[FloatArray, FloatArray]] = {}
+
+    # ------------------------------------------------------------ structure
+    def _ten_rank_counts(self) -> dict[str, int]:
+        ranks = {rank: 0 for rank in "TJQK"}
+        for card in self.rules.shoe.composition.cards():
+            if card.rank in ranks:
+                ranks[card.rank] += 1
+        return ranks
+
+    def _peeks(self, rank: str) -> bool:
+        return self.rules.deal.hole_card and self.rules.dealer.peeks_under(rank)
+
+    def variants(self, up: int) -> list[UpVariant]:
+        """The up card's peek variants (a ten-valued up card may be a T or a face card)."""
+        if up not in self._variants:
+            base = remove(self.counts, [up])
+            if up == 10:
+                groups: dict[bool, int] = {}
+                for rank, count in self._ten_ranks.items():
+                    groups[self._peeks(rank)] = groups.get(self._peeks(rank), 0) + count
+                total = sum(groups.values())
+                shares = [(peeked, count / total) for peeked, count in groups.items() if count]
+            else:
+                shares = [(self._peeks("A" if up == 1 else str(up)), 1.0)]
+            self._variants[up] = [
+                UpVariant(up, peeked, share, StateSpace(base, up, self.rules.dealer.hits_soft_17, peeked))
+                for peeked, share in shares
+            ]
+        return self._variants[up]
+
+    def split_space(self, variant: UpVariant, pair: int) -> StateSpace:
+        if pair not in variant.split_spaces:
+            base = remove(variant.space.base, [pair])
+            variant.split_spaces[pair] = StateSpace(base, variant.up, self.rules.dealer.hits_soft_17,
+                                                    variant.peeked, must_contain=pair)
+        return variant.split_spaces[pair]
+
+    def _blackjack_loss(self, stake: float, split: bool) -> float:
+        """What a dealer blackjack revealed without a peek takes from a hand of ``stake`` units."""
+        if self.rules.dealer.no_peek_blackjack_takes == "all":
+            return stake
+        return 0.5 if split else 1.0
+
+    def _can_split(self, pair: int) -> bool:
+        return self.rules.split.max_hands >= 2 and (self.rules.split.match == "value" or pair != 10)
+
+    # ------------------------------------------------------------- values
+    def _continuation(self, variant: UpVariant, space: StateSpace, split: bool,
+                      policy: dict[tuple[int, bool], int] | None) -> tuple[FloatArray, FloatArray]:
+        """(value, hit value) at stake 1 with only hit and stand left, best or by ``policy``."""
+        loss = self._blackjack_loss(1.0, split)
+        key = (variant.up, variant.peeked, space.must_contain, id(policy) if policy is not None else 0)
+        if key not in self._continuation_cache:
+            per_state = None if policy is None else policy_array(policy)[space.key_id]
+            self._continuation_cache[key] = space.hit_stand(loss, per_state)
+        return self._continuation_cache[key]
+
+    def _two_card_values(self, variant: UpVariant, space: StateSpace, state: int, split: bool,
+                         policy: dict[tuple[int, bool], int] | None) -> dict[str, float]:
+        """Unnormalised values of every action open on a two-card hand (no split, no offers)."""
+        rules = self.rules
+        _, hit = self._continuation(variant, space, split, policy)
+        total, soft = int(space.total[state]), bool(space.soft[state])
+        values = {"stand": float(space.stand(1.0, self._blackjack_loss(1.0, split))[state]),
+                  "hit": float(hit[state])}
+        if total == 21:
+            return {"stand": values["stand"]}
+        if (not split or rules.double.after_split) and rules.double.allows_total(total, soft):
+            for multiplier in rules.double.multipliers:
+                name = str(ACTION_OF_MULTIPLIER[multiplier])
+                values[name] = float(space.one_card(float(multiplier),
+                                                    self._blackjack_loss(float(multiplier), split))[state])
+        if not split and rules.surrender in ("late", "early"):
+            values["surrender"] = float(-0.5 * space.mass[state])
+        return values
+
+    def _split_value(self, variant: UpVariant, pair: int, policy: dict[tuple[int, bool], int] | None,
+                     two_card_policy: dict[tuple[int, bool], str] | None) -> float:
+        """Unnormalised value of splitting a pair (both hands together, stake 2)."""
+        space = self.split_space(variant, pair)
+        one = space.state(hand_of(pair))
+        stand = space.stand(1.0, self._blackjack_loss(1.0, True))
+        aces_one_card = pair == 1 and self.rules.split.aces_one_card
+        result = 0.0
+        for v in range(10):
+            p = space.prob[one, v]
+            if p == 0.0:
+                continue
+            child = int(space.child[one, v])
+            if aces_one_card:
+                result += p * stand[child]
+                continue
+            values = self._two_card_values(variant, space, child, True, policy)
+            values.pop("surrender", None)
+            if two_card_policy is None:
+                result += p * max(values.values())
+            else:
+                result += p * values[self._follow(two_card_policy, space, child, values)]
+        return float(2.0 * result)
+
+    @staticmethod
+    def _follow(table: dict[tuple[int, bool], str], space: StateSpace, state: int, values: dict[str, float]) -> str:
+        """The basic-strategy action for a two-card hand, falling back when it is not open."""
+        if len(values) == 1:
+            return next(iter(values))
+        code = table.get((int(space.total[state]), bool(space.soft[state])), "H")
+        wanted = {"S": "stand", "H": "hit", "D": "double", "T": "triple", "Q": "quadruple", "R": "surrender"}
+        first = wanted[code[0]]
+        if first in values:
+            return first
+        return "stand" if code.endswith("s") or code == "S" else "hit"
+
+    # ------------------------------------------------------- initial hands
+    def hand_ev(self, cards: tuple[int, int], up: int) -> HandEV:
+        """EV of every action on an initial two-card hand (values 1..10) against ``up``, optimal play."""
+        return self._initial(cards, up, None)[0]
+
+    def later_ev(self, values: tuple[int, ...], up: int) -> HandEV:
+        """EV of standing and hitting for a hand past its first decision (three or more cards)."""
+        hand = hand_of(*values)
+        evs: dict[str, float] = {}
+        blackjack_chance = 0.0
+        peeked_any = False
+        for variant in self.variants(up):
+            space = variant.space
+            if hand not in space.index:
+                raise ValueError(f"A hand of values {list(values)} is over 21 or cannot come from this shoe.")
+            state = space.state(hand)
+            _, hit = self._continuation(variant, space, False, None)
+            mass = float(space.mass[state]) if variant.peeked else 1.0
+            stand = float(space.stand(1.0, self._blackjack_loss(1.0, False))[state])
+            for name, value in (("stand", stand), ("hit", float(hit[state]))):
+                evs[name] = evs.get(name, 0.0) + variant.weight * value / mass
+            blackjack_chance += variant.weight * float(space.blackjack[state])
+            peeked_any = peeked_any or variant.peeked
+        return HandEV(evs, blackjack_chance, peeked_any)
+
+    def _initial(self, cards: tuple[int, int], up: int, basic: BasicStrategy | None) -> tuple[HandEV, float]:
+        """(action EVs, EV of the chosen play) for an initial hand, optimal or by ``basic``."""
+        rules = self.rules
+        policy = basic.hit_by_up[up] if basic is not None else None
+        two_card = basic.two_card_by_up[up] if basic is not None else None
+        hand = hand_of(*cards)
+        total, _ = total_of(hand)
+        natural = total == 21
+        evs: dict[str, float] = {}
+        chosen = 0.0
+        blackjack_chance = 0.0
+        peeked_any = False
+        for variant in self.variants(up):
+            space = variant.space
+            state = space.state(hand)
+            bj = float(space.blackjack[state])
+            blackjack_chance += variant.weight * bj
+            peeked_any = peeked_any or variant.peeked
+            insurance = 1.5 * bj - 0.5 if up == 1 and rules.insurance.offered else None
+            if natural:
+                payout = rules.blackjack_payout.numerator / rules.blackjack_payout.denominator
+                values = {"stand": (1.0 - bj) * payout}
+                if up == 1 and rules.insurance.even_money:
+                    values["even-money"] = 1.0
+                play = values["stand"] if basic is not None else max(values.values())
+                insurable = rules.insurance.to_blackjack and not rules.insurance.even_money
+                if basic is None and insurance is not None and insurable:
+                    play += max(0.0, insurance)
+            else:
+                unnormalised = self._two_card_values(variant, space, state, False, policy)
+                pair = cards[0] == cards[1]
+                if pair and self._can_split(cards[0]):
+                    unnormalised["split"] = float(self._split_value(variant, cards[0], policy, two_card))
+                blackjack_cost = -bj if variant.peeked else 0.0
+                mass = float(space.mass[state])
+                values = {name: u / mass if variant.peeked else u for name, u in unnormalised.items()}
+                if basic is None:
+                    best = max(unnormalised.values())
+                else:
+                    best = unnormalised[basic.action_for(cards, up, unnormalised)]
+                play = best + blackjack_cost
+                if rules.surrender == "early":
+                    play = max(play, -0.5) if basic is None else play
+                if basic is None and insurance is not None:
+                    play += max(0.0, insurance)
+            if insurance is not None and (not natural or rules.insurance.to_blackjack):
+                values = {**values, "insurance": insurance}
+            for name, value in values.items():
+                evs[name] = evs.get(name, 0.0) + variant.weight * value
+            chosen += variant.weight * play
+        return HandEV(evs, blackjack_chance, peeked_any), chosen
+
+    # ------------------------------------------------------------- returns
+    def deals(self) -> Iterable[tuple[int, tuple[int, int], float]]:
+        """Every (up card, initial two cards, probability) of a single hand from this shoe."""
+        counts = self.counts
+        n = self.total_cards
+        for up in UP_VALUES:
+            if counts[up - 1] == 0:
+                continue
+            left = remove(counts, [up])
+            p_up = counts[up - 1] / n
+            for a in range(1, 11):
+                for b in range(a, 11):
+                    ways = left[a - 1] * (left[b - 1] - 1) if a == b else 2 * left[a - 1] * left[b - 1]
+                    if ways <= 0:
+                        continue
+                    yield up, (a, b), float(p_up * ways / ((n - 1) * (n - 2)))
+
+    def main_return(self, basic: BasicStrategy | None = None) -> ReturnReport:
+        """Return to player under optimal composition-dependent play and under basic strategy."""
+        basic = basic or self.basic_strategy()
+        by_up_opt: dict[int, float] = {}
+        by_up_basic: dict[int, float] = {}
+        for up, cards, p in self.deals():
+            by_up_opt[up] = by_up_opt.get(up, 0.0) + p * self._initial(cards, up, None)[1]
+            by_up_basic[up] = by_up_basic.get(up, 0.0) + p * self._initial(cards, up, basic)[1]
+        return ReturnReport(1.0 + sum(by_up_opt.values()), 1.0 + sum(by_up_basic.values()), by_up_opt, by_up_basic)
+
+    # ------------------------------------------------------- basic strategy
+    def basic_strategy(self) -> BasicStrategy:
+        """A total-dependent basic strategy: hit/stand by total, then two-card plays, then pairs.
+
+        Each decision compares the actions' values summed over every hand
+        composition with that total, weighted by how often it is dealt.
+        """
+        hit: dict[tuple[int, int, bool], int] = {}
+        for up in UP_VALUES:
+            if self.counts[up - 1] == 0:
+                continue
+            variants = self.variants(up)
+            decided = np.zeros(44, dtype=np.int8)
+            values = []
+            for variant in variants:
+                if variant.weights is None:
+                    variant.weights = self._occurrence(variant.space)
+                values.append(np.zeros(len(variant.space.states)))
+            for hard_sum in range(21, 0, -1):
+                gains = np.zeros(44)
+                hits = []
+                for variant, value in zip(variants, values, strict=True):
+                    space = variant.space
+                    group = np.nonzero(space.hard == hard_sum)[0]
+                    children = space.child[group]
+                    child_value = np.where(children >= 0, value[np.maximum(children, 0)], -space.bust_mass[group])
+                    hit_value = (space.prob[group] * child_value).sum(axis=1)
+                    stand = space.stand(1.0, self._blackjack_loss(1.0, False))[group]
+                    dealt = space.cards[group] >= 2
+                    assert variant.weights is not None
+                    weight = variant.weight * variant.weights[group] * dealt
+                    gains += np.bincount(space.key_id[group], weights=weight * (hit_value - stand), minlength=44)
+                    hits.append((group, hit_value, stand))
+                for key_id in np.nonzero(gains)[0]:
+                    total, soft = int(key_id % 22), bool(key_id // 22)
+                    decided[key_id] = 1 if gains[key_id] > 0 and total < 21 else 0
+                    hit[(up, total, soft)] = int(decided[key_id])
+                for variant, value, (group, hit_value, stand) in zip(variants, values, hits, strict=True):
+                    choose_hit = decided[variant.space.key_id[group]] == 1
+                    value[group] = np.where(choose_hit, hit_value, stand)
+        strategy = BasicStrategy(hit={}, two_card={}, pairs={})
+        for up in UP_VALUES:
+            if self.counts[up - 1] == 0:
+                continue
+            policy = {(t, s): a for (u, t, s), a in hit.items() if u == up}
+            strategy.hit_by_up[up] = policy
+            strategy.two_card_by_up[up] = self._two_card_table(up, policy)
+        for up in UP_VALUES:
+            if self.counts[up - 1] == 0:
+                continue
+            strategy.pairs_by_up[up] = self._pair_table(up, strategy)
+        return strategy
+
+    def _occurrence(self, space: StateSpace) -> FloatArray:
+        """Probability that the player's first cards are exactly each state's multiset."""
+        base = space.base
+        n = int(base.sum())
+        weights = np.zeros(len(space.states))
+        for i, state in enumerate(space.states):
+            ways = 1
+            for v, m in enumerate(state):
+                ways *= comb(int(base[v]), m)
+            weights[i] = ways / comb(n, int(space.cards[i]))
+        return weights
+
+    def _two_card_table(self, up: int, policy: dict[tuple[int, bool], int]) -> dict[tuple[int, bool], str]:
+        sums: dict[tuple[int, bool], dict[str, float]] = {}
+        pair_only: dict[tuple[int, bool], dict[str, float]] = {}
+        for variant in self.variants(up):
+            space = variant.space
+            for a in range(1, 11):
+                for b in range(a, 11):
+                    hand = hand_of(a, b)
+                    if hand not in space.index:
+                        continue
+                    state = space.state(hand)
+                    total, soft = int(space.total[state]), bool(space.soft[state])
+                    if total == 21:
+                        continue
+                    values = self._two_card_values(variant, space, state, False, policy)
+                    target = pair_only if a == b else sums
+                    bucket = target.setdefault((total, soft), {})
+                    assert variant.weights is not None
+                    w = variant.weight * float(variant.weights[state])
+                    for name, value in values.items():
+                        bucket[name] = bucket.get(name, 0.0) + w * value
+        for key, bucket in pair_only.items():
+            sums.setdefault(key, bucket)
+        table: dict[tuple[int, bool], str] = {}
+        for key, bucket in sums.items():
+            best = max(bucket, key=lambda name: bucket[name])
+            fallback = "H" if policy.get(key, 0) == 1 else "S"
+            code = {"stand": "S", "hit": "H", "double": "D", "triple": "T", "quadruple": "Q", "surrender": "R"}[best]
+            if code in "DTQR" and fallback == "S":
+                code += "s"
+            table[key] = code
+        return table
+
+    def _pair_table(self, up: int, strategy: BasicStrategy) -> dict[int, bool]:
+        table: dict[int, bool] = {}
+        for pair in range(1, 11):
+            if not self._can_split(pair):
+                continue
+            gain = 0.0
+            seen = False
+            for variant in self.variants(up):
+                space = variant.space
+                hand = hand_of(pair, pair)
+                if hand not in space.index:
+                    continue
+                seen = True
+                state = space.state(hand)
+                policy = strategy.hit_by_up[up]
+                values = self._two_card_values(variant, space, state, False, policy)
+                keep = values[self._follow(strategy.two_card_by_up[up], space, state, values)]
+                split = self._split_value(variant, pair, policy, strategy.two_card_by_up[up])
+                gain += variant.weight * (split - keep)
+            if seen:
+                table[pair] = gain > 0
+        return table
+
+
+@dataclass
+class BasicStrategy:
+    """Total-dependent play: hit/stand by total, two-card plays by total, and pairs to split."""
+
+    hit: dict[tuple[int, bool], int]
+    two_card: dict[tuple[int, bool], str]
+    pairs: dict[int, bool]
+    hit_by_up: dict[int, dict[tuple[int, bool], int]] = field(default_factory=dict)
+    two_card_by_up: dict[int, dict[tuple[int, bool], str]] = field(default_factory=dict)
+    pairs_by_up: dict[int, dict[int, bool]] = field(default_factory=dict)
+
+    def action_for(self, cards: tuple[int, int], up: int, values: dict[str, float]) -> str:
+        """The action this strategy takes on an initial hand, among the open ones in ``values``."""
+        if cards[0] == cards[1] and "split" in values and self.pairs_by_up.get(up, {}).get(cards[0], False):
+            return "split"
+        hand = hand_of(*cards)
+        total, soft = total_of(hand)
+        code = self.two_card_by_up[up].get((total, soft), "S")
+        wanted = {"S": "stand", "H": "hit", "D": "double", "T": "triple", "Q": "quadruple", "R": "surrender"}
+        first = wanted[code[0]]
+        if first in values:
+            return first
+        return "stand" if code.endswith("s") or code == "S" else "hit"

@@ -1,0 +1,71 @@
+"""The return-to-player report of a game: main bet, side bets and cash out, beside the published figures.
+
+>>> from twentyone.variants import builtin_rules
+>>> report = rtp_report(builtin_rules("power"))
+>>> round(report["main"]["optimal"], 2), report["main"]["published"]
+(98.8, 98.8)
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from twentyone.analysis.cashout import cash_out_table
+from twentyone.analysis.game import GameAnalysis
+from twentyone.analysis.sidebets import side_bet_return
+from twentyone.core.rules import Rules
+
+UP_NAMES = {1: "A", 10: "10"}
+
+
+def rtp_report(rules: Rules, analysis: GameAnalysis | None = None) -> dict[str, Any]:
+    """Every return of ``rules`` as percentages (4+ decimals), with the published ones where known."""
+    analysis = analysis or GameAnalysis(rules)
+    main = analysis.main_return()
+    published = dict(rules.published)
+    report: dict[str, Any] = {
+        "variant": rules.id,
+        "name": rules.name,
+        "main": {
+            "optimal": main.optimal * 100,
+            "basic": main.basic * 100,
+            "by_up_optimal": {UP_NAMES.get(up, str(up)): value * 100 for up, value in main.by_up_optimal.items()},
+            "by_up_basic": {UP_NAMES.get(up, str(up)): value * 100 for up, value in main.by_up_basic.items()},
+        },
+        "side_bets": {},
+        "side_bet_lines": {},
+        "cash_out": None,
+        "published": {"main": published.get("main"),
+                      "side_bets": {name: published[name] for name in rules.side_bets if name in published},
+                      "cash_out": published.get("cash_out")},
+    }
+    if "main" in published:
+        report["main"]["published"] = published["main"]
+    for name in rules.side_bets:
+        side = side_bet_return(rules, name)
+        report["side_bets"][name] = side.percent
+        report["side_bet_lines"][name] = {
+            line: {"probability": p, "pays": pays, "contribution": contribution * 100}
+            for line, (p, pays, contribution) in side.lines.items()
+        }
+        if isinstance(side.rtp, type(side.rtp)) and hasattr(side.rtp, "numerator"):
+            report["side_bet_lines"][name]["exact"] = str(side.rtp)
+    if rules.cash_out.enabled and rules.cash_out.target_return is not None:
+        table = cash_out_table(rules, analysis)
+        report["cash_out"] = table.always_cash_out * 100
+        report["cash_out_table"] = {"margin": table.margin * 100, "span": [table.span[0], table.span[1]]}
+    return report
+
+
+def comparison_rows(report: dict[str, Any]) -> list[tuple[str, float, float | None]]:
+    """(label, computed %, published % or None) for the table the CLI prints."""
+    published = report["published"]
+    rows: list[tuple[str, float, float | None]] = [
+        ("Main game, optimal play", report["main"]["optimal"], published["main"]),
+        ("Main game, basic strategy", report["main"]["basic"], published["main"]),
+    ]
+    for name, value in report["side_bets"].items():
+        rows.append((f"Side bet {name}", value, published["side_bets"].get(name)))
+    if report["cash_out"] is not None:
+        rows.append(("Always take the first cash out", report["cash_out"], published["cash_out"]))
+    return rows

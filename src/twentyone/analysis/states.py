@@ -1,0 +1,168 @@
+"""The player's hand compositions behind one dealer up card, with everything a decision needs.
+
+A :class:`StateSpace` holds every multiset of player cards (by value) that fits
+in a base composition with a hard total of 21 or less, and for each one: the
+card probabilities of the next draw, which state each draw leads to, and the
+dealer's outcome distribution from the cards left. Values are "unnormalised"
+in games where the dealer has peeked: an expected value times the probability
+that the dealer has no blackjack. With the hole card not yet seen, that is the
+one quantity that adds up correctly across draws (see docs/maths.md).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from functools import cache
+
+import numpy as np
+import numpy.typing as npt
+
+from twentyone.analysis.composition import Counts
+from twentyone.analysis.dealer import BLACKJACK, BUST, dealer_outcomes
+
+Hand = tuple[int, ...]
+FloatArray = npt.NDArray[np.float64]
+BUSTED = -1
+
+
+RADIX = 22  # a hand's key: counts by value in base 22 (no count can exceed 21)
+_PLACE = RADIX ** np.arange(10, dtype=np.int64)
+
+
+@cache
+def _all_hands() -> npt.NDArray[np.int64]:
+    """Every non-empty multiset of values (as 10 counts) with a hard sum of 21 or less."""
+    result: list[list[int]] = []
+    counts = [0] * 10
+
+    def extend(index: int, remaining: int) -> None:
+        if index == 10:
+            if any(counts):
+                result.append(list(counts))
+            return
+        value = index + 1
+        for count in range(remaining // value + 1):
+            counts[index] = count
+            extend(index + 1, remaining - count * value)
+        counts[index] = 0
+
+    extend(0, 21)
+    return np.array(result, dtype=np.int64)
+
+
+def _multisets(limit: Counts, must_contain: int | None) -> npt.NDArray[np.int64]:
+    """The hands that fit within ``limit`` (and hold a ``must_contain`` card, when given)."""
+    hands = _all_hands()
+    keep = (hands <= limit[None, :]).all(axis=1)
+    if must_contain is not None:
+        keep &= hands[:, must_contain - 1] > 0
+    return hands[keep]
+
+
+@dataclass
+class StateSpace:
+    """Player hands behind up card ``up`` drawn from ``base`` (the shoe less the up card and known cards)."""
+
+    base: Counts
+    up: int
+    hits_soft_17: bool
+    peeked: bool  # the dealer has checked for blackjack: values are unnormalised by P(no blackjack)
+    must_contain: int | None = None
+    states: list[Hand] = field(init=False)
+    index: dict[Hand, int] = field(init=False)
+
+    def __post_init__(self) -> None:
+        array = _multisets(self.base, self.must_contain)
+        self.array = array
+        self.states = [tuple(row) for row in array.tolist()]
+        self.index = {state: i for i, state in enumerate(self.states)}
+        self._stand_cache: dict[tuple[float, float], FloatArray] = {}
+        self._one_card_cache: dict[tuple[float, float], FloatArray] = {}
+        self.cards = array.sum(axis=1)
+        hard = array @ np.arange(1, 11)
+        self.soft = (array[:, 0] > 0) & (hard + 10 <= 21)
+        self.total = np.where(self.soft, hard + 10, hard)
+        self.hard = hard
+        left = self.base[None, :] - array
+        self.left = left
+        n_left = left.sum(axis=1)
+        self.prob = np.where(n_left[:, None] > 0, left / np.maximum(n_left, 1)[:, None], 0.0)
+        # Each draw's resulting hand, found by its base-22 key; a bust or a missing card is BUSTED.
+        keys = array @ _PLACE
+        order = np.argsort(keys)
+        sorted_keys = keys[order]
+        grown = keys[:, None] + _PLACE[None, :]
+        position = np.clip(np.searchsorted(sorted_keys, grown), 0, len(keys) - 1)
+        found = (sorted_keys[position] == grown) & (left > 0)
+        self.child = np.where(found, order[position], BUSTED)
+        self.key_id = self.total + 22 * self.soft.astype(np.int64)  # (total, soft) as one index
+        outcomes = dealer_outcomes(left, self.up, self.hits_soft_17)
+        self.blackjack = outcomes[:, BLACKJACK]
+        # Probability of each non-blackjack dealer result, and how a standing total fares against it.
+        self.no_blackjack = outcomes[:, :BLACKJACK]
+        self.mass = 1.0 - self.blackjack if self.peeked else np.ones(len(self.states))
+        # Dealer blackjack probability left after a draw that busts the player (for the bust's mass).
+        self.bust_mass = np.ones((len(self.states), 10))
+        if self.peeked:
+            completing = 9 if self.up == 1 else 0  # the card that would make the dealer's blackjack
+            after = left.copy()
+            for v in range(10):
+                taken = after.copy()
+                taken[:, v] -= 1
+                n_after = np.maximum(taken.sum(axis=1), 1)
+                self.bust_mass[:, v] = 1.0 - np.clip(taken[:, completing], 0, None) / n_after
+        self.stand_base = self._stand_base()
+
+    def _stand_base(self) -> FloatArray:
+        """Stake-1 value of standing, over the dealer's non-blackjack results only."""
+        dealer_totals = np.array([17, 18, 19, 20, 21])
+        player = self.total[:, None]
+        versus = np.sign(player - dealer_totals[None, :]).astype(np.float64)
+        made = (self.no_blackjack[:, :BUST] * versus).sum(axis=1)
+        return made + self.no_blackjack[:, BUST]
+
+    def stand(self, stake: float, blackjack_loss: float) -> FloatArray:
+        """Value of standing with ``stake`` units; a revealed dealer blackjack costs ``blackjack_loss``."""
+        key = (stake, blackjack_loss)
+        if key not in self._stand_cache:
+            value = stake * self.stand_base
+            if not self.peeked:
+                value = value - self.blackjack * blackjack_loss
+            self._stand_cache[key] = value
+        return self._stand_cache[key]
+
+    def state(self, hand: Hand) -> int:
+        return self.index[hand]
+
+    def one_card(self, stake: float, blackjack_loss: float) -> FloatArray:
+        """Value of drawing exactly one card and standing (a double), for every state."""
+        key = (stake, blackjack_loss)
+        if key not in self._one_card_cache:
+            stand = self.stand(stake, blackjack_loss)
+            child_value = np.where(self.child >= 0, stand[np.maximum(self.child, 0)], -stake * self.bust_mass)
+            self._one_card_cache[key] = (self.prob * child_value).sum(axis=1)
+        return self._one_card_cache[key]
+
+    def hit_stand(self, blackjack_loss: float, policy: npt.NDArray[np.int8] | None = None
+                  ) -> tuple[FloatArray, FloatArray]:
+        """Stake-1 values when only hitting and standing remain: (best or policy value, hit value).
+
+        ``policy`` (one entry per state: 1 hit, 0 stand) replaces the best choice.
+        Hands are resolved from the highest hard sum down, so every draw leads
+        to a hand already valued.
+        """
+        stand = self.stand(1.0, blackjack_loss)
+        value = np.zeros(len(self.states))
+        hit = np.zeros(len(self.states))
+        for hard_sum in range(21, 0, -1):
+            group = np.nonzero(self.hard == hard_sum)[0]
+            if group.size == 0:
+                continue
+            children = self.child[group]
+            child_value = np.where(children >= 0, value[np.maximum(children, 0)], -self.bust_mass[group])
+            hit[group] = (self.prob[group] * child_value).sum(axis=1)
+            if policy is None:
+                value[group] = np.maximum(stand[group], hit[group])
+            else:
+                value[group] = np.where(policy[group] == 1, hit[group], stand[group])
+        return value, hit
