@@ -47,7 +47,7 @@ def dealer_brute(counts: tuple[int, ...], cards: tuple[int, ...], h17: bool) -> 
     result: dict[str, Fraction] = {}
     for index, count in enumerate(counts):
         if count:
-            left = counts[:index] + (count - 1,) + counts[index + 1:]
+            left = (*counts[:index], count - 1, *counts[index + 1:])
             for outcome, p in dealer_brute(left, (*cards, index + 1), h17).items():
                 result[outcome] = result.get(outcome, Fraction(0)) + Fraction(count, n) * p
     return result
