@@ -4,7 +4,7 @@
 >>> from twentyone.variants import builtin_rules
 >>> chart = strategy_chart(GameAnalysis(builtin_rules("classic")).basic_strategy())
 >>> chart["hard"]["16"]["10"], chart["soft"]["18"]["9"], chart["pairs"]["8,8"]["10"]  # no peek under a ten
-('H', 'H', 'P')
+('H', 'H', 'H')
 """
 
 from __future__ import annotations
