@@ -121,3 +121,62 @@ def test_play_from_a_pipe_bets_deals_and_quits() -> None:
 def test_unknown_verb_is_a_usage_error() -> None:
     result = run("shuffle")
     assert result.returncode == 2 and "Traceback" not in result.stderr
+
+
+def test_rtp_json_has_every_figure_beside_the_published_one() -> None:
+    result = run("rtp", "power", "--json")
+    assert result.returncode == 0, result.stderr
+    report = json.loads(result.stdout)
+    assert abs(report["main"]["optimal"] - 98.80) < 0.01 and report["main"]["published"] == 98.80
+    assert report["main"]["basic"] <= report["main"]["optimal"]
+    assert set(report["side_bets"]) == {"any_pair", "21+3", "hot_3", "bust_it"}
+    assert report["published"]["side_bets"]["bust_it"] == 94.71
+    assert len(report["main"]["by_up_optimal"]) == 9  # no nines in the power shoe
+
+
+def test_rtp_table_and_rules_file(tmp_path: Path) -> None:
+    result = run("rtp", "first-person")
+    assert result.returncode == 0 and "Always take the first cash out" in result.stdout and "99.29" in result.stdout
+    rules = tmp_path / "bad.toml"
+    rules.write_text('id = "x"\nname = "X"\n[shoe]\ndecks = 6\n[dealer]\npeek = "sometimes"\n')
+    assert_one_line_error(run("rtp", "--rules", str(rules)), "dealer.peek")
+    assert_one_line_error(run("rtp"), "name a game")
+
+
+def test_strategy_json_and_png(tmp_path: Path) -> None:
+    chart = json.loads(run("strategy", "single-deck", "--json").stdout)
+    assert chart["up_cards"] == ["2", "3", "4", "5", "6", "7", "8", "9", "10", "A"]
+    assert chart["hard"]["16"]["10"] in ("H", "S") and chart["pairs"]["A,A"]["6"] == "P"
+    png = tmp_path / "chart.png"
+    result = run("strategy", "power", "--png", str(png))
+    assert result.returncode == 0 and png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    assert_one_line_error(run("strategy", "power", "--png", "/nonexistent/dir/chart.png"), "cannot write")
+
+
+def test_hint_ranks_the_legal_actions() -> None:
+    result = run("hint", "power", "8S", "3D", "--dealer", "KH")
+    lines = result.stdout.splitlines()
+    assert result.returncode == 0 and lines[0].startswith("hit") and lines[0].endswith("best")
+    assert {line.split()[0] for line in lines} == {"hit", "stand", "double", "triple", "quadruple"}
+    ranked = json.loads(run("hint", "first-person", "TS", "6D", "--dealer", "9H", "--json").stdout)
+    assert "cash-out" in [entry["action"] for entry in ranked]
+    assert [entry["ev"] for entry in ranked] == sorted((entry["ev"] for entry in ranked), reverse=True)
+
+
+def test_hint_errors_exit_2() -> None:
+    assert_one_line_error(run("hint", "power", "9S", "3D", "--dealer", "KH"), "every 9 is removed")
+    assert_one_line_error(run("hint", "power", "XX", "3D", "--dealer", "KH"), "Cannot parse card 'XX'")
+    assert_one_line_error(run("hint", "classic", "8S", "--dealer", "KH"), "at least the player's two cards")
+    assert_one_line_error(run("hint", "classic", "KS", "QS", "5D", "--dealer", "KH"), "over 21")
+    missing = run("hint", "classic", "8S", "3D")
+    assert missing.returncode == 2 and "Traceback" not in missing.stderr
+
+
+def test_cash_out_table_needs_a_game_with_cash_out() -> None:
+    assert_one_line_error(run("cash-out-table", "classic"), "target_return is not set")
+    assert run("cash-out-table").stdout.startswith("# First Person Blackjack cash-out offers")
+
+
+def test_variants_rejects_unknown_options() -> None:
+    result = run("variants", "--colour")
+    assert result.returncode == 2 and "Traceback" not in result.stderr

@@ -1,17 +1,20 @@
-"""Side-bet evaluators, and their paytables checked against the sheets' published returns.
+"""Side-bet evaluators, and the exact returns checked against the sheets' published figures.
 
-The return of a deal-time side bet depends only on three cards drawn from a
-fresh shoe, so it is enumerated exactly here: every ordered triple of card
-types weighted by how many ways the shoe can deal it. The published figures are
-the references; the computed returns are what the rules files and evaluators give.
+The returns come from twentyone.analysis.sidebets (exact enumeration); the tests
+set them against the published percentages (to the second decimal), against
+closed forms for the pair bets, against sampled deals, and Bust It against a
+card-by-card dealer recursion on a small shoe.
 """
 
+import random
 from fractions import Fraction
 
 import pytest
 
+from twentyone.analysis.sidebets import side_bet_return
 from twentyone.core.cards import Card, parse_cards
-from twentyone.core.rules import SIDE_BET_LINES, Rules
+from twentyone.core.rules import rules_from_toml
+from twentyone.core.shoe import Shoe
 from twentyone.core.sidebets import (
     DEAL_TIME_EVALUATORS,
     any_pair,
@@ -24,36 +27,6 @@ from twentyone.core.sidebets import (
 from twentyone.variants import builtin_rules
 
 
-def exact_return(rules: Rules, name: str) -> tuple[Fraction, dict[str, Fraction]]:
-    """Return to player of a deal-time side bet and the probability of each line."""
-    side = rules.side_bets[name]
-    evaluate = DEAL_TIME_EVALUATORS[side.kind]
-    counts = rules.shoe.composition.counts()
-    cards = list(counts)
-    total = rules.shoe.composition.size
-    ways_total = total * (total - 1) * (total - 2)
-    line_ways: dict[str, int] = dict.fromkeys(SIDE_BET_LINES[side.kind], 0)
-    line_ways["lose"] = 0
-    for first in cards:
-        n1 = counts[first]
-        counts[first] -= 1
-        for second in cards:
-            n2 = counts[second]
-            if not n2:
-                continue
-            counts[second] -= 1
-            for up in cards:
-                n3 = counts[up]
-                if n3:
-                    line = evaluate(first, second, up)
-                    line_ways[line if line in side.paytable else "lose"] += n1 * n2 * n3
-            counts[second] += 1
-        counts[first] += 1
-    probabilities = {line: Fraction(ways, ways_total) for line, ways in line_ways.items()}
-    rtp = sum(((1 + side.paytable[line]) * p for line, p in probabilities.items() if line != "lose"), Fraction(0))
-    return rtp, probabilities
-
-
 @pytest.mark.parametrize(
     ("variant", "name", "published"),
     [
@@ -62,12 +35,102 @@ def exact_return(rules: Rules, name: str) -> tuple[Fraction, dict[str, Fraction]
         ("power", "any_pair", 96.58),
         ("power", "21+3", 96.09),
         ("power", "hot_3", 96.21),
+        ("power", "bust_it", 94.71),
     ],
 )
 def test_side_bet_returns_match_the_published_figures(variant: str, name: str, published: float) -> None:
-    rtp, probabilities = exact_return(builtin_rules(variant), name)
-    assert sum(probabilities.values()) == 1
-    assert round(float(rtp) * 100, 2) == published, f"computed {float(rtp) * 100:.4f} %, published {published} %"
+    report = side_bet_return(builtin_rules(variant), name)
+    assert sum(p for p, _, _ in report.lines.values()) == pytest.approx(1.0, abs=1e-12)
+    assert round(report.percent, 2) == published, f"computed {report.percent:.4f} %, published {published} %"
+    assert builtin_rules(variant).published[name] == published
+
+
+def test_perfect_pairs_matches_its_closed_form() -> None:
+    decks = 8
+    n = 52 * decks
+    perfect, colored, mixed = Fraction(decks - 1, n - 1), Fraction(decks, n - 1), Fraction(2 * decks, n - 1)
+    assert side_bet_return(builtin_rules("first-person"), "perfect_pairs").rtp == perfect * 26 + colored * 13 + mixed * 7
+    assert side_bet_return(builtin_rules("multiplayer"), "perfect_pairs").rtp == perfect * 31 + colored * 11 + mixed * 6
+
+
+def test_any_pair_matches_its_closed_form() -> None:
+    # 352 cards: 44 kinds of card, 8 of each; the partner of the first card is one of 351.
+    suited, other_suit = Fraction(7, 351), Fraction(24, 351)
+    assert side_bet_return(builtin_rules("power"), "any_pair").rtp == suited * 21 + other_suit * 8
+
+
+@pytest.mark.parametrize(("variant", "name"), [("first-person", "21+3"), ("power", "21+3"), ("power", "hot_3")])
+def test_three_card_bets_agree_with_sampled_deals(variant: str, name: str) -> None:
+    rules = builtin_rules(variant)
+    side = rules.side_bets[name]
+    evaluate = DEAL_TIME_EVALUATORS[side.kind]
+    rng = random.Random(2026)
+    cards = rules.shoe.composition.cards()
+    trials = 60_000
+    returns = []
+    for _ in range(trials):
+        first, up, second = rng.sample(cards, 3)
+        line = evaluate(first, second, up)
+        returns.append(1 + side.paytable[line] if line in side.paytable else 0)
+    mean = sum(returns) / trials
+    spread = (sum((r - mean) ** 2 for r in returns) / (trials - 1)) ** 0.5
+    exact = float(side_bet_return(rules, name).rtp)
+    assert abs(mean - exact) < 4 * spread / trials**0.5
+
+
+def _bust_by_cards(counts: tuple[int, ...], cards: tuple[int, ...]) -> dict[int, Fraction]:
+    """Dealer bust probability by card count, drawing card by card (the up card is in ``cards``)."""
+    hard = sum(cards)
+    total = hard + 10 if 1 in cards and hard + 10 <= 21 else hard
+    if total > 21:
+        return {len(cards): Fraction(1)}
+    if total >= 17:
+        return {}
+    n = sum(counts)
+    result: dict[int, Fraction] = {}
+    for index, count in enumerate(counts):
+        if count:
+            left = (*counts[:index], count - 1, *counts[index + 1:])
+            for cards_count, q in _bust_by_cards(left, (*cards, index + 1)).items():
+                result[cards_count] = result.get(cards_count, Fraction(0)) + Fraction(count, n) * q
+    return result
+
+
+def test_bust_it_lines_agree_with_a_card_by_card_dealer_on_a_small_shoe() -> None:
+    rules = rules_from_toml(
+        'id = "small"\nname = "Small"\n[shoe]\ndecks = 1\nremoved_ranks = ["2", "3", "4", "5", "6"]\n'
+        '[side_bets.bust_it]\nkind = "bust_it"\n'
+        "paytable = { bust_3 = 1, bust_4 = 2, bust_5 = 8, bust_6 = 25, bust_7 = 100, bust_8_plus = 250 }\n"
+    )
+    counts = [0] * 10
+    for card in rules.shoe.composition.cards():
+        counts[card.value - 1] += 1
+    lines: dict[str, Fraction] = {}
+    push = Fraction(0)
+    for up in range(1, 11):
+        for a in range(1, 11):
+            for b in range(1, 11):
+                left = list(counts)
+                p = Fraction(1)
+                for value in (a, up, b):
+                    if left[value - 1] <= 0:
+                        p = Fraction(0)
+                        break
+                    p *= Fraction(left[value - 1], sum(left))
+                    left[value - 1] -= 1
+                if p == 0:
+                    continue
+                if {a, b} == {1, 10}:
+                    push += p
+                    continue
+                for count, q in _bust_by_cards(tuple(left), (up,)).items():
+                    line = "bust_8_plus" if count >= 8 else f"bust_{count}"
+                    lines[line] = lines.get(line, Fraction(0)) + p * q
+    report = side_bet_return(rules, "bust_it")
+    assert report.lines["push"][0] == pytest.approx(float(push), abs=1e-12)
+    assert lines, "the small shoe lets the dealer bust"
+    for line, p in lines.items():
+        assert report.lines[line][0] == pytest.approx(float(p), abs=1e-12), line
 
 
 def test_perfect_pairs_lines() -> None:

@@ -54,6 +54,8 @@ def test_insurance_offer_answered_with_y() -> None:
     game = table("first-person", ["TS", "AH", "9D", "KC"])
     press(game, "bd")
     assert "Insurance for 0.50 on hand 1? [y]es [n]o" in screen(game)
+    press(game, "?")
+    assert game.message.startswith("Hint (EV per unit bet): insurance ")
     press(game, "y")
     assert game.game is not None and game.game.dealer_blackjack
     assert game.balance == 100000  # lost 1.00, insurance paid 1.50 back on 0.50
@@ -113,3 +115,12 @@ def test_every_screen_fits_80_by_24(variant: str) -> None:
         lines = game.console.render_lines(frame, game.console.options, pad=False)
         assert len(lines) <= 23, variant  # one line left for the cursor
         assert all(sum(segment.cell_length for segment in line) <= 80 for line in lines)
+
+
+def test_question_mark_shows_the_ev_of_each_legal_action_best_first() -> None:
+    game = table("power", ["8S", "KH", "3D", "7C", "5S"])
+    press(game, "bd?")
+    assert game.message.startswith("Hint (EV per unit bet): hit ")
+    for action in ("stand", "double", "triple", "quadruple"):
+        assert action in game.message
+    assert game.balance == 100000 - 100  # a hint changes nothing

@@ -113,36 +113,42 @@ def dealer_finals(up: int, hits_soft_17: bool) -> DealerFinals:
 @numba.njit(cache=True)
 def _outcomes_kernel(compositions, ways, size, outcome, start, value_index, multiplicity,  # type: ignore[no-untyped-def]
                      max_multiplicity, max_size, table, bust_cards):
+    # Loop over final hands outside and compositions inside: the inner loops run over
+    # contiguous arrays of the batch, which the compiler vectorises.
     batch = compositions.shape[0]
     finals = ways.shape[0]
-    falling = np.empty((10, max_multiplicity + 1))
-    falling_total = np.empty(max_size + 1)
+    falling = np.empty((10, max_multiplicity + 1, batch))
+    inverse_total = np.empty((max_size + 1, batch))
     for b in range(batch):
         total = 0
         for v in range(10):
             count = compositions[b, v]
             total += count
-            falling[v, 0] = 1.0
+            falling[v, 0, b] = 1.0
             for m in range(1, max_multiplicity + 1):
-                falling[v, m] = falling[v, m - 1] * max(count - m + 1, 0)
-        falling_total[0] = 1.0
+                falling[v, m, b] = falling[v, m - 1, b] * max(count - m + 1, 0)
+        running = 1.0
+        inverse_total[0, b] = 1.0
         for m in range(1, max_size + 1):
-            falling_total[m] = falling_total[m - 1] * max(total - m + 1, 0)
-        for k in range(finals):
-            denominator = falling_total[size[k]]
-            if denominator == 0.0:
-                continue
-            p = ways[k] / denominator
-            for j in range(start[k], start[k + 1]):
-                p *= falling[value_index[j], multiplicity[j]]
-                if p == 0.0:
-                    break
-            if p == 0.0:
-                continue
-            table[b, outcome[k]] += p
-            if outcome[k] == 5:
-                cards = size[k] + 1
-                bust_cards[b, min(cards, 8) - 3] += p
+            running *= max(total - m + 1, 0)
+            inverse_total[m, b] = 1.0 / running if running > 0 else 0.0
+    p = np.empty(batch)
+    for k in range(finals):
+        w = ways[k]
+        row = inverse_total[size[k]]
+        for b in range(batch):
+            p[b] = w * row[b]
+        for j in range(start[k], start[k + 1]):
+            factor = falling[value_index[j], multiplicity[j]]
+            for b in range(batch):
+                p[b] *= factor[b]
+        target = table[outcome[k]]
+        for b in range(batch):
+            target[b] += p[b]
+        if outcome[k] == 5:
+            busts = bust_cards[min(size[k] + 1, 8) - 3]
+            for b in range(batch):
+                busts[b] += p[b]
 
 
 def dealer_outcomes(compositions: npt.NDArray[np.int64], up: int, hits_soft_17: bool,
@@ -156,10 +162,10 @@ def dealer_outcomes(compositions: npt.NDArray[np.int64], up: int, hits_soft_17: 
     """
     finals = dealer_finals(up, hits_soft_17)
     compositions = np.ascontiguousarray(compositions, dtype=np.int64)
-    table = np.zeros((compositions.shape[0], len(OUTCOMES)))
-    bust_cards = np.zeros((compositions.shape[0], len(BUST_CARDS)))
+    table = np.zeros((len(OUTCOMES), compositions.shape[0]))
+    bust_cards = np.zeros((len(BUST_CARDS), compositions.shape[0]))
     _outcomes_kernel(compositions, finals.ways, finals.size, finals.outcome, finals.start, finals.value_index,
                      finals.multiplicity, finals.max_multiplicity, finals.max_size, table, bust_cards)
     if with_bust_cards:
-        return np.hstack([table, bust_cards])
-    return table
+        return np.vstack([table, bust_cards]).T.copy()
+    return table.T.copy()

@@ -240,7 +240,7 @@ class GameAnalysis:
         peeked_any = False
         for variant in self.variants(up):
             space = variant.space
-            if hand not in space.index:
+            if space.find(hand) is None:
                 raise ValueError(f"A hand of values {list(values)} is over 21 or cannot come from this shoe.")
             state = space.state(hand)
             _, hit = self._continuation(variant, space, False, None)
@@ -348,7 +348,7 @@ class GameAnalysis:
             for variant in variants:
                 if variant.weights is None:
                     variant.weights = self._occurrence(variant.space)
-                values.append(np.zeros(len(variant.space.states)))
+                values.append(np.zeros(variant.space.size))
             for hard_sum in range(21, 0, -1):
                 gains = np.zeros(44)
                 hits = []
@@ -385,16 +385,12 @@ class GameAnalysis:
         return strategy
 
     def _occurrence(self, space: StateSpace) -> FloatArray:
-        """Probability that the player's first cards are exactly each state's multiset."""
+        """Probability that the player's first cards are exactly each state's multiset (hypergeometric)."""
         base = space.base
         n = int(base.sum())
-        weights = np.zeros(len(space.states))
-        for i, state in enumerate(space.states):
-            ways = 1
-            for v, m in enumerate(state):
-                ways *= comb(int(base[v]), m)
-            weights[i] = ways / comb(n, int(space.cards[i]))
-        return weights
+        table = np.array([[comb(int(base[v]), m) for m in range(22)] for v in range(10)], dtype=np.float64)
+        ways = np.prod(table[np.arange(10)[None, :], space.array], axis=1)
+        return ways / np.array([comb(n, int(k)) for k in range(22)], dtype=np.float64)[space.cards]
 
     def _two_card_table(self, up: int, policy: dict[tuple[int, bool], int]) -> dict[tuple[int, bool], str]:
         sums: dict[tuple[int, bool], dict[str, float]] = {}
@@ -404,7 +400,7 @@ class GameAnalysis:
             for a in range(1, 11):
                 for b in range(a, 11):
                     hand = hand_of(a, b)
-                    if hand not in space.index:
+                    if space.find(hand) is None:
                         continue
                     state = space.state(hand)
                     total, soft = int(space.total[state]), bool(space.soft[state])
@@ -439,7 +435,7 @@ class GameAnalysis:
             for variant in self.variants(up):
                 space = variant.space
                 hand = hand_of(pair, pair)
-                if hand not in space.index:
+                if space.find(hand) is None:
                     continue
                 seen = True
                 state = space.state(hand)

@@ -68,14 +68,12 @@ class StateSpace:
     hits_soft_17: bool
     peeked: bool  # the dealer has checked for blackjack: values are unnormalised by P(no blackjack)
     must_contain: int | None = None
-    states: list[Hand] = field(init=False)
-    index: dict[Hand, int] = field(init=False)
+    array: npt.NDArray[np.int64] = field(init=False)
 
     def __post_init__(self) -> None:
         array = _multisets(self.base, self.must_contain)
         self.array = array
-        self.states = [tuple(row) for row in array.tolist()]
-        self.index = {state: i for i, state in enumerate(self.states)}
+        self.size = len(array)
         self._stand_cache: dict[tuple[float, float], FloatArray] = {}
         self._one_card_cache: dict[tuple[float, float], FloatArray] = {}
         self.cards = array.sum(axis=1)
@@ -91,6 +89,7 @@ class StateSpace:
         keys = array @ _PLACE
         order = np.argsort(keys)
         sorted_keys = keys[order]
+        self._order, self._sorted_keys = order, sorted_keys
         grown = keys[:, None] + _PLACE[None, :]
         position = np.clip(np.searchsorted(sorted_keys, grown), 0, len(keys) - 1)
         found = (sorted_keys[position] == grown) & (left > 0)
@@ -100,9 +99,9 @@ class StateSpace:
         self.blackjack = outcomes[:, BLACKJACK]
         # Probability of each non-blackjack dealer result, and how a standing total fares against it.
         self.no_blackjack = outcomes[:, :BLACKJACK]
-        self.mass = 1.0 - self.blackjack if self.peeked else np.ones(len(self.states))
+        self.mass = 1.0 - self.blackjack if self.peeked else np.ones(self.size)
         # Dealer blackjack probability left after a draw that busts the player (for the bust's mass).
-        self.bust_mass = np.ones((len(self.states), 10))
+        self.bust_mass = np.ones((self.size, 10))
         if self.peeked:
             completing = 9 if self.up == 1 else 0  # the card that would make the dealer's blackjack
             after = left.copy()
@@ -131,8 +130,19 @@ class StateSpace:
             self._stand_cache[key] = value
         return self._stand_cache[key]
 
+    def find(self, hand: Hand) -> int | None:
+        """The index of a hand (counts by value), or None when it is not in this space."""
+        key = int(np.dot(hand, _PLACE))
+        position = int(np.searchsorted(self._sorted_keys, key))
+        if position < self.size and self._sorted_keys[position] == key:
+            return int(self._order[position])
+        return None
+
     def state(self, hand: Hand) -> int:
-        return self.index[hand]
+        found = self.find(hand)
+        if found is None:
+            raise KeyError(hand)
+        return found
 
     def one_card(self, stake: float, blackjack_loss: float) -> FloatArray:
         """Value of drawing exactly one card and standing (a double), for every state."""
@@ -152,8 +162,8 @@ class StateSpace:
         to a hand already valued.
         """
         stand = self.stand(1.0, blackjack_loss)
-        value = np.zeros(len(self.states))
-        hit = np.zeros(len(self.states))
+        value = np.zeros(self.size)
+        hit = np.zeros(self.size)
         for hard_sum in range(21, 0, -1):
             group = np.nonzero(self.hard == hard_sum)[0]
             if group.size == 0:

@@ -195,6 +195,9 @@ class TerminalTable:
         decision = game.decision()
         assert decision is not None
         keys = OFFER_KEYS.get(decision.kind, PLAY_KEYS)
+        if key == "?":
+            self.message = self._hint_text()
+            return
         if key not in keys:
             self.message = f"Key {key!r} is not an action here; legal: {self._legal_keys_text()}."
             return
@@ -217,6 +220,22 @@ class TerminalTable:
             net = game.returned - game.staked
             self.message = f"Round over: {'won' if net > 0 else 'lost' if net < 0 else 'even'} {money(abs(net))}."
             self.slip = self._new_slip()
+
+    def _hint_text(self) -> str:
+        """The EV of each legal action (per unit bet), best first, from the exact maths."""
+        from twentyone.analysis.hints import hint
+
+        game = self.game
+        assert game is not None
+        decision = game.decision()
+        assert decision is not None
+        hand = next(h for h in game.hands if (h.seat, h.hand) == (decision.seat, decision.hand))
+        legal = [str(action) for action in game.legal_actions()]
+        first = len(hand.cards) == 2 and not hand.from_split
+        ranked = hint(game.rules, hand.cards, game.dealer_up, legal, first_decision=first)
+        if not ranked:
+            return "No hint for this offer."
+        return "Hint (EV per unit bet): " + "  ".join(f"{action} {ev:+.3f}" for action, ev in ranked)
 
     def _legal_keys_text(self) -> str:
         game = self.game
@@ -317,8 +336,8 @@ class TerminalTable:
         if decision.kind != "play":
             cost = game.cost_of(OFFER_KEYS[decision.kind]["y"])
             price = f" for {money(cost)}" if cost else ""
-            return Text(f"{decision.kind.replace('-', ' ').title()}{price} on hand {decision.seat}? [y]es [n]o",
-                        style="bold")
+            offer = decision.kind.replace("-", " ").title()
+            return Text(f"{offer}{price} on hand {decision.seat}? [y]es [n]o  [?] hint", style="bold")
         labels = []
         for key, action in PLAY_KEYS.items():
             if action in game.legal_actions():
@@ -326,7 +345,7 @@ class TerminalTable:
                 if action is Action.CASH_OUT:
                     label += f" {money(game.offer_amount(Action.CASH_OUT))}"
                 labels.append(label)
-        return Text("  ".join(labels), style="bold")
+        return Text("  ".join(labels) + "  [?] hint", style="bold")
 
 
 def play(rules: Rules, balance: int, seed: int | None, console: Console | None = None,
