@@ -15,8 +15,8 @@ import time
 
 os.environ.setdefault("NUMBA_NUM_THREADS", "1")
 
-from twentyone.analysis.game import GameAnalysis  # noqa: E402
-from twentyone.variants import VARIANTS, builtin_rules  # noqa: E402
+from twentyone.analysis.game import GameAnalysis
+from twentyone.variants import VARIANTS, builtin_rules
 
 
 def time_game(variant: str) -> tuple[float, float, float]:

@@ -14,7 +14,6 @@ import pytest
 from twentyone.analysis.sidebets import side_bet_return
 from twentyone.core.cards import Card, parse_cards
 from twentyone.core.rules import rules_from_toml
-from twentyone.core.shoe import Shoe
 from twentyone.core.sidebets import (
     DEAL_TIME_EVALUATORS,
     any_pair,
