@@ -31,9 +31,9 @@ def basic_action(strategy: BasicStrategy, game: Round) -> Action:
     values = tuple(card.value for card in hand.cards)
     total, soft = total_of(tuple(values.count(v) for v in range(1, 11)))
     if len(values) == 2:
-        if values[0] == values[1] and not hand.from_split and strategy.pairs_by_up[up].get(values[0]):
-            if Action.SPLIT in legal:
-                return Action.SPLIT
+        splits = values[0] == values[1] and not hand.from_split and strategy.pairs_by_up[up].get(values[0])
+        if splits and Action.SPLIT in legal:
+            return Action.SPLIT
         code = strategy.two_card_by_up[up].get((total, soft), "S")
         first = CODES[code[0]]
         if first in legal:

@@ -48,8 +48,10 @@ def test_perfect_pairs_matches_its_closed_form() -> None:
     decks = 8
     n = 52 * decks
     perfect, colored, mixed = Fraction(decks - 1, n - 1), Fraction(decks, n - 1), Fraction(2 * decks, n - 1)
-    assert side_bet_return(builtin_rules("first-person"), "perfect_pairs").rtp == perfect * 26 + colored * 13 + mixed * 7
-    assert side_bet_return(builtin_rules("multiplayer"), "perfect_pairs").rtp == perfect * 31 + colored * 11 + mixed * 6
+    first_person = side_bet_return(builtin_rules("first-person"), "perfect_pairs").rtp
+    multiplayer = side_bet_return(builtin_rules("multiplayer"), "perfect_pairs").rtp
+    assert first_person == perfect * 26 + colored * 13 + mixed * 7
+    assert multiplayer == perfect * 31 + colored * 11 + mixed * 6
 
 
 def test_any_pair_matches_its_closed_form() -> None:
