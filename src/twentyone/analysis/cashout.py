@@ -5,7 +5,8 @@ The offer for a hand of a given total (hard or soft) against a dealer up card is
     factor = (1 - margin) x (1 + fair value)
 
 where the fair value is the expected value of the hand under optimal play at the
-moment of the offer (conditional on no dealer blackjack when the dealer has
+moment of the offer (``cash_out.fair_value = "hit-stand"`` values it with hitting
+and standing only, as if doubling and splitting were not open) (conditional on no dealer blackjack when the dealer has
 peeked under an Ace; a ten up card carries the unpeeked blackjack risk), averaged
 over the two-card hands of that total by how often each is dealt. One margin
 serves the whole table; it is solved so that a player who always takes the
@@ -25,6 +26,8 @@ from twentyone.analysis.game import STRATEGY_UPS, GameAnalysis
 from twentyone.core.rules import Rules
 
 HARD_TOTALS = tuple(range(4, 21))
+# Which actions the fair value may use: every one ("optimal") or only hitting and standing.
+FAIR_VALUE_ACTIONS = {"optimal": None, "hit-stand": ("stand", "hit")}
 SOFT_TOTALS = tuple(range(12, 21))
 
 
@@ -76,7 +79,9 @@ def cash_out_table(rules: Rules, analysis: GameAnalysis | None = None, decimals:
             fixed += p * (1.0 + (1.0 - ev.dealer_blackjack) * payout)
             continue
         reach = p * (1.0 - ev.dealer_blackjack) if ev.peeked else p
-        fair = max(value for action, value in ev.actions.items() if action != "insurance")
+        considered = FAIR_VALUE_ACTIONS.get(rules.cash_out.fair_value)
+        fair = max(value for action, value in ev.actions.items()
+                   if action != "insurance" and (considered is None or action in considered))
         hard = cards[0] + cards[1]
         soft = 1 in cards and hard + 10 <= 21
         key = (soft, hard + 10 if soft else hard, up)

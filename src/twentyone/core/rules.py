@@ -177,6 +177,7 @@ class CashOutRules:
     source: str = ""
     factors: Mapping[tuple[bool, int, int], float] = field(default_factory=dict)
     target_return: float | None = None  # what always taking the first offer should return
+    fair_value: str = "optimal"  # the hand's value behind an offer: best play, or hit/stand only
 
     def factor(self, soft: bool, total: int, up_value: int) -> float | None:
         return self.factors.get((soft, total, up_value))
@@ -248,7 +249,7 @@ _SECTION_KEYS = {
     "split": ("match", "max_hands", "aces_one_card", "resplit_aces"),
     "insurance": ("offered", "pays", "to_blackjack", "even_money"),
     "player": ("surrender", "blackjack_pays", "win_pays", "auto_stand"),
-    "cash_out": ("enabled", "table", "target_return"),
+    "cash_out": ("enabled", "table", "target_return", "fair_value"),
 }
 
 
@@ -328,7 +329,8 @@ def _parse_cash_out(data: Mapping[str, Any], tables: Mapping[str, Mapping[str, A
     target = _get(section, "target_return", (int, float), "cash_out", -1.0)
     if target != -1.0 and not 0 < target < 1.5:
         raise RulesError(f"cash_out.target_return: must be a return like 0.968, got {target}.")
-    return CashOutRules(True, table_name, source, factors, None if target == -1.0 else float(target))
+    fair_value = _choice(section, "fair_value", ("optimal", "hit-stand"), "cash_out", "optimal")
+    return CashOutRules(True, table_name, source, factors, None if target == -1.0 else float(target), fair_value)
 
 
 def _parse_published(data: Mapping[str, Any]) -> dict[str, float]:
