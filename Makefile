@@ -16,7 +16,7 @@ $(STAMP): $(BIN)/python pyproject.toml
 	touch $(STAMP)
 
 run: $(STAMP)
-	$(BIN)/twentyone play first-person
+	$(BIN)/twentyone serve
 
 test: $(STAMP) lint typecheck pytest
 

@@ -276,6 +276,134 @@ def cash_out_table_command(
                f"{table.always_cash_out * 100:.4f} %, offers {table.span[0]:.2f}-{table.span[1]:.2f}x")
 
 
+@app.command()
+def serve(
+    host: Annotated[str, typer.Option(help="Address to listen on.")] = "127.0.0.1",
+    port: Annotated[int, typer.Option(help="Port to listen on.")] = 8000,
+    database: Annotated[str | None, typer.Option("--database", help="SQLAlchemy URL; default: SQLite in the "
+                                                  "data directory, or TWENTYONE_DATABASE_URL.")] = None,
+    data_dir: Annotated[Path | None, typer.Option("--data-dir", help="Where SQLite and the operator token live.")]
+    = None,
+) -> None:
+    """Run the game server: tables, wallet, history, the web table at /."""
+    import uvicorn
+
+    from twentyone.server.app import create_app
+    from twentyone.server.config import Settings
+
+    if not 0 < port < 65536:
+        fail(f"--port must be 1 to 65535, got {port}.")
+    settings = Settings.from_environment(database, data_dir)
+    try:
+        application = create_app(settings)
+    except Exception as error:  # a bad URL or an unreachable database: one line, exit 2
+        fail(f"cannot open the database {settings.database_url!r} ({type(error).__name__}: {error}).".split("\n")[0])
+    shown = "localhost" if host in ("127.0.0.1", "0.0.0.0") else host
+    typer.echo(f"twentyone is serving the web table at http://{shown}:{port}/ (API docs at /docs)")
+    typer.echo(f"database: {settings.database_url}; operator token in {settings.data_dir / 'operator-token'}")
+    uvicorn.run(application, host=host, port=port, log_level="warning")
+
+
+admin_app = typer.Typer(help="Operator tasks on a server's database.", no_args_is_help=True)
+app.add_typer(admin_app, name="admin")
+
+
+def _admin_service(database: str | None, data_dir: Path | None):  # type: ignore[no-untyped-def]
+    from twentyone.server.config import Settings
+    from twentyone.server.db import Database, migrate
+    from twentyone.server.service import Caller, GameService
+
+    settings = Settings.from_environment(database, data_dir)
+    migrate(settings.database_url)
+    return GameService(Database(settings.database_url), settings), Caller(0, "operator", "operator"), settings
+
+
+DatabaseOption = Annotated[str | None, typer.Option("--database", help="SQLAlchemy URL of the server's database.")]
+DataDirOption = Annotated[Path | None, typer.Option("--data-dir", help="The server's data directory.")]
+
+
+@admin_app.command("token")
+def admin_token(database: DatabaseOption = None, data_dir: DataDirOption = None) -> None:
+    """Print the operator token (bearer token for /admin endpoints)."""
+    _, _, settings = _admin_service(database, data_dir)
+    typer.echo(settings.operator_token)
+
+
+@admin_app.command("credit")
+def admin_credit(
+    player: Annotated[str, typer.Argument(help="Player name.")],
+    amount: Annotated[int, typer.Argument(help="Amount in minor units.")],
+    currency: Annotated[str, typer.Option(help="Currency code.")] = "USD",
+    database: DatabaseOption = None, data_dir: DataDirOption = None,
+) -> None:
+    """Credit a demo balance to a player."""
+    from twentyone.server.service import ServiceError
+
+    service, operator, _ = _admin_service(database, data_dir)
+    try:
+        result = service.credit(operator, player, currency, amount)
+    except ServiceError as error:
+        fail(error.detail)
+    typer.echo(f"{result['player']}: {currency} balance {result['balance']}")
+
+
+@admin_app.command("create-table")
+def admin_create_table(
+    table_id: Annotated[str, typer.Argument(help="New table id.")],
+    spec: Annotated[str, typer.Argument(help='Table definition as JSON, like {"name": ..., "variant": ...}.')],
+    database: DatabaseOption = None, data_dir: DataDirOption = None,
+) -> None:
+    """Add a table (variant, name, currency, chips, limits, seats, timers, theme)."""
+    from twentyone.server.service import ServiceError
+
+    try:
+        definition = json.loads(spec)
+    except json.JSONDecodeError as error:
+        fail(f"the table definition is not valid JSON ({error.msg}).")
+    if not isinstance(definition, dict):
+        fail("the table definition must be a JSON object.")
+    service, operator, _ = _admin_service(database, data_dir)
+    try:
+        table = service.create_table(operator, table_id, definition)
+    except ServiceError as error:
+        fail(error.detail)
+    typer.echo(f"created table {table['id']} ({table['variant']}, {table['currency']})")
+
+
+@admin_app.command("report")
+def admin_report(database: DatabaseOption = None, data_dir: DataDirOption = None) -> None:
+    """Rounds, stakes, returns and house result by table."""
+    service, operator, _ = _admin_service(database, data_dir)
+    typer.echo(json.dumps(service.report(operator), indent=2))
+
+
+@app.command()
+def verify(
+    record: Annotated[str, typer.Argument(help="The JSON of GET /rounds/ID/verify, a file or - for stdin.")],
+) -> None:
+    """Check a past round's shuffle: the revealed shoe hashes to the published commitment, and the
+    round's cards are that shoe's cards in order."""
+    from twentyone.server.service import verify_record
+
+    try:
+        text = sys.stdin.read() if record == "-" else Path(record).read_text("utf-8")
+        data = json.loads(text)
+    except OSError as error:
+        fail(f"cannot read {record!r} ({error.strerror}).")
+    except json.JSONDecodeError as error:
+        fail(f"the record is not valid JSON ({error.msg}).")
+    try:
+        valid = verify_record(data)
+    except (KeyError, TypeError, ValueError) as error:
+        fail(f"the record lacks a field or has a wrong one ({error}); expected salt, cards, commitment, "
+             "first_card and drawn.")
+    if not valid:
+        typer.echo(f"round {data.get('round_id')}: NOT verified: the shoe does not match its commitment.", err=True)
+        raise typer.Exit(1)
+    typer.echo(f"round {data.get('round_id')}: verified: SHA-256 of salt and shoe order is {data['commitment']}, "
+               f"and its {len(data['drawn'])} cards came out of that shoe in order.")
+
+
 def main() -> None:
     """Console-script entry point."""
     app()

@@ -1,0 +1,1 @@
+"""The game server: tables, wallet, persistence, history, reconnection and voiding (FastAPI + SQLAlchemy)."""

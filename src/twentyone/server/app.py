@@ -1,0 +1,299 @@
+"""The HTTP and WebSocket API (FastAPI). ``create_app`` wires settings, database, wallet and timers.
+
+Every error is ``{"detail": "One sentence."}`` with its status code (plus
+``legal_actions`` on a refused decision). Requests that change state take an
+``Idempotency-Key`` header; a retry with the same key gets the first answer.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import hashlib
+import json
+import logging
+from collections.abc import AsyncIterator, Callable
+from datetime import datetime
+from typing import Annotated, Any
+
+from fastapi import Depends, FastAPI, Header, Query, Request, WebSocket, WebSocketDisconnect
+from fastapi.exceptions import RequestValidationError
+from fastapi.responses import HTMLResponse, JSONResponse
+from pydantic import BaseModel, Field
+from starlette.concurrency import run_in_threadpool
+
+from twentyone.core.shoe import RandomBits
+from twentyone.server.config import Settings
+from twentyone.server.db import Database, migrate
+from twentyone.server.service import Caller, GameService, ServiceError
+from twentyone.server.wallet import OperatorWallet
+
+log = logging.getLogger("twentyone.server")
+
+
+# ------------------------------------------------------------------ shapes
+class Credentials(BaseModel):
+    name: str = Field(min_length=1, max_length=64)
+    password: str = Field(min_length=1, max_length=256)
+
+
+class ChipChoice(BaseModel):
+    chip: int = Field(gt=0)
+
+
+class BetPlacement(BaseModel):
+    spot: int = Field(default=1, ge=1, le=10)
+    type: str = Field(default="main", max_length=32)
+    chip: int | None = Field(default=None, gt=0)
+
+
+class Decision(BaseModel):
+    action: str = Field(max_length=32)
+
+
+class SettingsUpdate(BaseModel):
+    cash_out_visible: bool | None = None
+    sound: bool | None = None
+    hints: bool | None = None
+
+
+class LimitsUpdate(BaseModel):
+    daily_loss_limit: int | None = Field(default=None, ge=0)
+    session_minutes: int | None = Field(default=None, ge=1, le=24 * 60)
+    exclude_days: int | None = Field(default=None, ge=1, le=3650)
+
+
+class TableCreate(BaseModel):
+    id: str = Field(min_length=3, max_length=32)
+    name: str = Field(min_length=1, max_length=64)
+    variant: str
+    currency: str
+    chips: list[int]
+    limits: dict[str, list[int]]
+    hands_per_player: int | None = None
+    seats: int | None = None
+    decision_timeout: int | None = Field(default=None, ge=1)
+    betting_window: int | None = Field(default=None, ge=0)
+    theme: str | None = None
+
+
+class Credit(BaseModel):
+    player: str
+    currency: str = Field(min_length=3, max_length=3)
+    amount: int = Field(gt=0)
+
+
+def caller(request: Request, authorization: Annotated[str | None, Header()] = None) -> Caller:
+    """The signed-in player (or the operator) from the bearer token."""
+    token = authorization.removeprefix("Bearer ").strip() if authorization else None
+    service: GameService = request.app.state.service
+    return service.authenticate(token)
+
+
+Me = Annotated[Caller, Depends(caller)]
+Key = Annotated[str | None, Header(alias="Idempotency-Key")]
+
+
+PLACEHOLDER_PAGE = """<!doctype html>
+<html lang="en"><head><meta charset="utf-8"><title>twentyone</title>
+<meta name="viewport" content="width=device-width, initial-scale=1"></head>
+<body style="font-family: sans-serif; background: #0b5d2a; color: #fff; padding: 2rem">
+<h1>twentyone</h1><p>The game server is running. The web table is on its way; until then the API is
+documented at <a style="color:#ffd54f" href="/docs">/docs</a> (OpenAPI: <a style="color:#ffd54f"
+href="/openapi.json">/openapi.json</a>).</p></body></html>"""
+
+
+def create_app(settings: Settings, operator_wallet: OperatorWallet | None = None,
+               clock: Callable[[], datetime] | None = None, rng: RandomBits | None = None,
+               timers: bool = True) -> FastAPI:
+    """The application; migrations run here, timers run while it serves."""
+    migrate(settings.database_url)
+    db = Database(settings.database_url)
+    kwargs: dict[str, Any] = {}
+    if clock is not None:
+        kwargs["clock"] = clock
+    service = GameService(db, settings, operator_wallet, rng=rng, **kwargs)
+
+    @contextlib.asynccontextmanager
+    async def lifespan(_app: FastAPI) -> AsyncIterator[None]:
+        task = asyncio.create_task(_timers(service)) if timers else None
+        yield
+        if task is not None:
+            task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await task
+        db.engine.dispose()
+
+    app = FastAPI(title="twentyone", version="0.1.0", lifespan=lifespan,
+                  description="Blackjack tables, wallet and history. Amounts are integers in minor units.")
+    app.state.service = service
+
+    @app.exception_handler(ServiceError)
+    async def service_error(_request: Request, error: ServiceError) -> JSONResponse:
+        return JSONResponse({"detail": error.detail, **error.extra}, status_code=error.status)
+
+    @app.exception_handler(RequestValidationError)
+    async def validation_error(_request: Request, error: RequestValidationError) -> JSONResponse:
+        first = error.errors()[0] if error.errors() else {"loc": (), "msg": "invalid request"}
+        where = ".".join(str(part) for part in first["loc"] if part != "body") or "request"
+        return JSONResponse({"detail": f"{where}: {first['msg']}."}, status_code=422)
+
+    async def once(who: Caller, key: str | None, request: Request, body: Any,
+                   work: Callable[[], dict[str, Any]], status: int = 200) -> JSONResponse:
+        fingerprint = f"{request.method} {request.url.path} " + hashlib.sha256(
+            json.dumps(body, sort_keys=True, default=str).encode()).hexdigest()[:32]
+
+        def run() -> tuple[int, dict[str, Any]]:
+            return status, work()
+
+        code, answer = await run_in_threadpool(service.idempotent, who, key, fingerprint, run)
+        return JSONResponse(answer, status_code=code)
+
+    # ----------------------------------------------------------- pages
+    @app.get("/", response_class=HTMLResponse, include_in_schema=False)
+    async def index() -> str:
+        return PLACEHOLDER_PAGE
+
+    @app.get("/health")
+    async def health() -> dict[str, str]:
+        return {"status": "ok"}
+
+    # ------------------------------------------------------------ auth
+    @app.post("/auth/register", status_code=201)
+    def register(body: Credentials) -> dict[str, Any]:
+        who, token = service.register(body.name, body.password)
+        return {"token": token, "player": {"id": who.id, "name": who.name}}
+
+    @app.post("/auth/login")
+    def login(body: Credentials) -> dict[str, Any]:
+        who, token, returned = service.login(body.name, body.password)
+        return {"token": token, "player": {"id": who.id, "name": who.name}, "returned_bets": returned}
+
+    @app.post("/auth/guest", status_code=201)
+    def guest() -> dict[str, Any]:
+        who, token = service.guest()
+        return {"token": token, "player": {"id": who.id, "name": who.name, "guest": True}}
+
+    # -------------------------------------------------------------- me
+    @app.get("/me")
+    def me(who: Me) -> dict[str, Any]:
+        return service.profile(who)
+
+    @app.put("/me/settings")
+    async def settings_update(who: Me, body: SettingsUpdate, request: Request, key: Key = None) -> JSONResponse:
+        changes = body.model_dump(exclude_none=True)
+        return await once(who, key, request, changes, lambda: {"settings": service.update_settings(who, changes)})
+
+    @app.put("/me/limits")
+    async def limits_update(who: Me, body: LimitsUpdate, request: Request, key: Key = None) -> JSONResponse:
+        return await once(who, key, request, body.model_dump(), lambda: {"limits": service.update_limits(
+            who, body.daily_loss_limit, body.session_minutes, body.exclude_days)})
+
+    @app.get("/me/history")
+    def history(who: Me, page: Annotated[int, Query(ge=1)] = 1,
+                size: Annotated[int, Query(ge=1, le=100)] = 10) -> dict[str, Any]:
+        return service.history(who, page, size)
+
+    @app.post("/me/reconnect")
+    def reconnect(who: Me) -> dict[str, Any]:
+        return {"returned_bets": service.reconnect(who)}
+
+    # ---------------------------------------------------------- tables
+    @app.get("/tables")
+    def tables() -> dict[str, Any]:
+        return {"tables": [table.public() for table in service.tables().values()]}
+
+    @app.get("/tables/{table_id}")
+    def table_state(who: Me, table_id: str) -> dict[str, Any]:
+        return service.table_state(who, table_id)
+
+    @app.post("/tables/{table_id}/chip")
+    async def chip(who: Me, table_id: str, body: ChipChoice, request: Request, key: Key = None) -> JSONResponse:
+        return await once(who, key, request, body.model_dump(),
+                          lambda: service.bet_control(who, table_id, "chip", chip=body.chip))
+
+    @app.post("/tables/{table_id}/bets")
+    async def bet(who: Me, table_id: str, body: BetPlacement, request: Request, key: Key = None) -> JSONResponse:
+        return await once(who, key, request, body.model_dump(),
+                          lambda: service.bet_control(who, table_id, "bet", body.spot, body.type, body.chip))
+
+    for control in ("undo", "double", "rebet", "clear"):
+        def make(name: str) -> Callable[..., Any]:
+            async def handler(who: Me, table_id: str, request: Request, key: Key = None) -> JSONResponse:
+                return await once(who, key, request, {}, lambda: service.bet_control(who, table_id, name))
+            handler.__name__ = f"bet_{name}"
+            return handler
+
+        app.post(f"/tables/{{table_id}}/{control}", name=f"bet_{control}")(make(control))
+
+    @app.post("/tables/{table_id}/deal")
+    async def deal(who: Me, table_id: str, request: Request, key: Key = None) -> JSONResponse:
+        return await once(who, key, request, {}, lambda: service.deal(who, table_id))
+
+    # ---------------------------------------------------------- rounds
+    @app.get("/rounds/{round_id}")
+    def round_view(who: Me, round_id: int) -> dict[str, Any]:
+        return service.round_view(who, round_id)
+
+    @app.post("/rounds/{round_id}/actions")
+    async def act(who: Me, round_id: int, body: Decision, request: Request, key: Key = None) -> JSONResponse:
+        return await once(who, key, request, body.model_dump(), lambda: service.act(who, round_id, body.action))
+
+    @app.get("/rounds/{round_id}/replay")
+    def replay(who: Me, round_id: int) -> dict[str, Any]:
+        return service.replay(who, round_id)
+
+    @app.get("/rounds/{round_id}/verify")
+    def verify(who: Me, round_id: int) -> dict[str, Any]:
+        return service.verify(round_id)
+
+    # ----------------------------------------------------------- admin
+    @app.post("/admin/tables", status_code=201)
+    async def create_table(who: Me, body: TableCreate, request: Request, key: Key = None) -> JSONResponse:
+        spec = body.model_dump(exclude_none=True)
+        table_id = spec.pop("id")
+        return await once(who, key, request, body.model_dump(),
+                          lambda: service.create_table(who, table_id, spec), status=201)
+
+    @app.post("/admin/credit")
+    async def credit(who: Me, body: Credit, request: Request, key: Key = None) -> JSONResponse:
+        return await once(who, key, request, body.model_dump(),
+                          lambda: service.credit(who, body.player, body.currency, body.amount))
+
+    @app.get("/admin/report")
+    def report(who: Me) -> dict[str, Any]:
+        return service.report(who)
+
+    # ------------------------------------------------------- websocket
+    @app.websocket("/ws/tables/{table_id}")
+    async def table_events(websocket: WebSocket, table_id: str, token: str = "") -> None:
+        try:
+            who = await run_in_threadpool(service.authenticate, token)
+            await run_in_threadpool(service.table, table_id)
+        except ServiceError as error:
+            await websocket.close(code=4401 if error.status == 401 else 4404, reason=error.detail)
+            return
+        await websocket.accept()
+        returned = await run_in_threadpool(service.reconnect, who) if who.role != "operator" else []
+        await websocket.send_json({"type": "hello", "table_id": table_id, "returned_bets": returned})
+        queue = service.events.subscribe(table_id)
+        try:
+            while True:
+                event = await queue.get()
+                await websocket.send_json(event)
+        except WebSocketDisconnect:
+            pass
+        finally:
+            service.events.unsubscribe(table_id, queue)
+
+    return app
+
+
+async def _timers(service: GameService) -> None:
+    """Betting windows, decision timeouts and wallet retries, checked every tick."""
+    while True:
+        try:
+            await run_in_threadpool(service.tick)
+        except Exception:  # a failing timer must not stop the others; it is logged and retried
+            log.exception("timer tick failed")
+        await asyncio.sleep(service.settings.tick_seconds)

@@ -1,0 +1,148 @@
+"""Server settings and the table configuration.
+
+Settings come from arguments and the environment (``TWENTYONE_DATABASE_URL``,
+``TWENTYONE_DATA_DIR``, ``TWENTYONE_OPERATOR_TOKEN``, ``TWENTYONE_DEMO``). Tables
+come from the ``tables.toml`` shipped with the package; operators add more
+through the API, stored in the database.
+"""
+
+from __future__ import annotations
+
+import os
+import secrets
+import tomllib
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+from twentyone.core.betting import MAIN, BetLimits
+from twentyone.core.rules import RulesError
+from twentyone.variants import VARIANTS, builtin_rules
+
+DEFAULT_DECISION_TIMEOUT = 20 * 60  # seconds: sheet 000's disconnection policy
+
+
+@dataclass(frozen=True)
+class Settings:
+    database_url: str
+    data_dir: Path
+    operator_token: str
+    demo: bool = True
+    demo_balance: int = 100_000  # minor units given to a guest or a new demo player
+    tick_seconds: float = 1.0  # how often timers (decisions, betting windows, wallet retries) are checked
+
+    @classmethod
+    def from_environment(cls, database_url: str | None = None, data_dir: str | Path | None = None,
+                         demo: bool | None = None) -> Settings:
+        directory = Path(data_dir or os.environ.get("TWENTYONE_DATA_DIR") or Path.cwd() / "twentyone-data")
+        url = database_url or os.environ.get("TWENTYONE_DATABASE_URL") or f"sqlite:///{directory / 'twentyone.db'}"
+        token = os.environ.get("TWENTYONE_OPERATOR_TOKEN") or _stored_operator_token(directory)
+        if demo is None:
+            demo = os.environ.get("TWENTYONE_DEMO", "1") not in ("0", "false", "no")
+        return cls(url, directory, token, demo)
+
+
+def _stored_operator_token(directory: Path) -> str:
+    """The operator token kept in the data directory, created on first start."""
+    directory.mkdir(parents=True, exist_ok=True)
+    path = directory / "operator-token"
+    if not path.exists():
+        path.write_text(secrets.token_urlsafe(32) + "\n")
+        path.chmod(0o600)
+    return path.read_text().strip()
+
+
+class TableConfigError(ValueError):
+    """A table definition is invalid; the message names the field."""
+
+
+@dataclass(frozen=True)
+class TableSpec:
+    """One table: a variant plus its setting (currency, chips, limits, seats, timers, theme)."""
+
+    id: str
+    name: str
+    variant: str
+    currency: str
+    chips: tuple[int, ...]
+    limits: Mapping[str, tuple[int, int]]
+    hands_per_player: int
+    seats: int
+    decision_timeout: int
+    betting_window: int
+    theme: str = "green"
+    same_bet_deals: bool = False
+    extra: Mapping[str, Any] = field(default_factory=dict)
+
+    @property
+    def bet_limits(self) -> BetLimits:
+        return BetLimits(self.limits)
+
+    @property
+    def shared(self) -> bool:
+        """True when players share one round (multiplayer, power); False for a private round each."""
+        return self.seats != 1
+
+    def public(self) -> dict[str, Any]:
+        return {"id": self.id, "name": self.name, "variant": self.variant, "currency": self.currency,
+                "chips": list(self.chips), "limits": {k: list(v) for k, v in self.limits.items()},
+                "hands_per_player": self.hands_per_player, "seats": self.seats or None,
+                "decision_timeout": self.decision_timeout, "betting_window": self.betting_window,
+                "theme": self.theme, "same_bet_deals": self.same_bet_deals, "shared": self.shared}
+
+
+def table_from_mapping(table_id: str, data: Mapping[str, Any]) -> TableSpec:
+    """Validate one table definition (from tables.toml or an operator's request)."""
+    def need(key: str, kind: type | tuple[type, ...]) -> Any:
+        if key not in data:
+            raise TableConfigError(f"{table_id}.{key}: missing.")
+        if not isinstance(data[key], kind) or isinstance(data[key], bool):
+            raise TableConfigError(f"{table_id}.{key}: wrong type ({data[key]!r}).")
+        return data[key]
+
+    variant = need("variant", str)
+    if variant not in VARIANTS:
+        raise TableConfigError(f"{table_id}.variant: unknown game {variant!r}; choose one of {', '.join(VARIANTS)}.")
+    try:
+        rules = builtin_rules(variant)
+    except RulesError as error:  # pragma: no cover - the built-in files are tested
+        raise TableConfigError(str(error)) from None
+    chips = tuple(need("chips", list))
+    if not chips or any(not isinstance(c, int) or isinstance(c, bool) or c < 1 for c in chips):
+        raise TableConfigError(f"{table_id}.chips: a list of positive amounts in minor units.")
+    limits_data = need("limits", dict)
+    limits: dict[str, tuple[int, int]] = {}
+    for bet_type, pair in limits_data.items():
+        if bet_type != MAIN and bet_type not in rules.side_bets:
+            raise TableConfigError(f"{table_id}.limits.{bet_type}: not the main bet or a side bet of {variant}.")
+        if (not isinstance(pair, list) or len(pair) != 2 or not all(isinstance(v, int) for v in pair)
+                or not 1 <= pair[0] <= pair[1]):
+            raise TableConfigError(f"{table_id}.limits.{bet_type}: expected [minimum, maximum] in minor units.")
+        limits[bet_type] = (pair[0], pair[1])
+    if MAIN not in limits:
+        raise TableConfigError(f"{table_id}.limits.main: missing.")
+    hands = int(data.get("hands_per_player", rules.deal.hands_per_player))
+    if not 1 <= hands <= rules.deal.hands_per_player:
+        raise TableConfigError(f"{table_id}.hands_per_player: 1 to {rules.deal.hands_per_player} for {variant}.")
+    seats = int(data.get("seats", rules.deal.seats))
+    if rules.deal.seats and not 1 <= seats <= rules.deal.seats:
+        raise TableConfigError(f"{table_id}.seats: 1 to {rules.deal.seats} for {variant}.")
+    currency = need("currency", str)
+    if len(currency) != 3 or not currency.isalpha() or not currency.isupper():
+        raise TableConfigError(f"{table_id}.currency: a three-letter code like USD.")
+    return TableSpec(
+        id=table_id, name=need("name", str), variant=variant, currency=currency, chips=tuple(sorted(chips)),
+        limits=limits, hands_per_player=hands, seats=seats,
+        decision_timeout=int(data.get("decision_timeout", DEFAULT_DECISION_TIMEOUT)),
+        betting_window=int(data.get("betting_window", 0)), theme=str(data.get("theme", "green")),
+        same_bet_deals=bool(data.get("same_bet_deals", False)),
+    )
+
+
+def shipped_tables() -> dict[str, TableSpec]:
+    """The default tables in ``tables.toml``."""
+    text = resources.files("twentyone.server").joinpath("tables.toml").read_text("utf-8")
+    data = tomllib.loads(text)
+    return {table_id: table_from_mapping(table_id, spec) for table_id, spec in data.items()}

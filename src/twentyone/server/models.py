@@ -1,0 +1,155 @@
+"""The database schema (SQLAlchemy 2). Alembic migrations in ``migrations/`` create it.
+
+Money is integers in minor units. The wallet is a double-entry ledger: every
+movement is a transfer of two rows that sum to zero (a player's account and the
+house's), and a balance is the sum of an account's rows.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any, ClassVar
+
+from sqlalchemy import JSON, BigInteger, Boolean, DateTime, ForeignKey, Integer, String, Text, UniqueConstraint
+from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
+
+
+class Base(DeclarativeBase):
+    type_annotation_map: ClassVar[dict[Any, Any]] = {dict[str, Any]: JSON, list[Any]: JSON}
+
+
+class Player(Base):
+    __tablename__ = "players"
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    name: Mapped[str] = mapped_column(String(64), unique=True)
+    password_hash: Mapped[str | None] = mapped_column(String(255), nullable=True)
+    role: Mapped[str] = mapped_column(String(16), default="player")
+    guest: Mapped[bool] = mapped_column(Boolean, default=False)
+    settings: Mapped[dict[str, Any]] = mapped_column(JSON, default=dict)
+    limits: Mapped[dict[str, Any]] = mapped_column(JSON, default=dict)
+    session_started_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True), nullable=True)
+    created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True))
+
+
+class Token(Base):
+    __tablename__ = "tokens"
+    token_hash: Mapped[str] = mapped_column(String(64), primary_key=True)
+    player_id: Mapped[int] = mapped_column(ForeignKey("players.id"), index=True)
+    created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True))
+
+
+class Account(Base):
+    __tablename__ = "accounts"
+    __table_args__ = (UniqueConstraint("owner", "currency"),)
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    owner: Mapped[str] = mapped_column(String(32))  # "player:<id>" or "house"
+    currency: Mapped[str] = mapped_column(String(3))
+    version: Mapped[int] = mapped_column(Integer, default=0)  # bumped by every transfer: the row lock
+
+
+class LedgerEntry(Base):
+    __tablename__ = "ledger"
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    transfer_id: Mapped[str] = mapped_column(String(64), index=True)
+    account_id: Mapped[int] = mapped_column(ForeignKey("accounts.id"), index=True)
+    amount: Mapped[int] = mapped_column(BigInteger)
+    kind: Mapped[str] = mapped_column(String(16))  # stake, win, refund, void, credit
+    round_id: Mapped[int | None] = mapped_column(ForeignKey("rounds.id"), nullable=True, index=True)
+    created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True))
+
+
+class TableConfig(Base):
+    __tablename__ = "table_configs"
+    id: Mapped[str] = mapped_column(String(64), primary_key=True)
+    spec: Mapped[dict[str, Any]] = mapped_column(JSON)
+    created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True))
+
+
+class Shoe(Base):
+    """A shuffled shoe: its order and salt stay server-side until it is finished, then are revealed."""
+
+    __tablename__ = "shoes"
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    table_id: Mapped[str] = mapped_column(String(64), index=True)
+    player_id: Mapped[int | None] = mapped_column(Integer, nullable=True)  # private tables: one stream each
+    cards: Mapped[str] = mapped_column(Text)
+    salt: Mapped[str] = mapped_column(String(64))
+    commitment: Mapped[str] = mapped_column(String(64))
+    position: Mapped[int] = mapped_column(Integer, default=0)
+    cut_card: Mapped[int | None] = mapped_column(Integer, nullable=True)
+    finished: Mapped[bool] = mapped_column(Boolean, default=False)
+    created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True))
+
+
+class Round(Base):
+    __tablename__ = "rounds"
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    table_id: Mapped[str] = mapped_column(String(64), index=True)
+    variant: Mapped[str] = mapped_column(String(32))
+    status: Mapped[str] = mapped_column(String(16), index=True)  # betting, playing, settled, void
+    shoe_id: Mapped[int] = mapped_column(ForeignKey("shoes.id"))
+    shoe_start: Mapped[int] = mapped_column(Integer)
+    actions: Mapped[list[Any]] = mapped_column(JSON, default=list)
+    decision_since: Mapped[datetime | None] = mapped_column(DateTime(timezone=True), nullable=True)
+    betting_closes_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True), nullable=True)
+    void_reason: Mapped[str | None] = mapped_column(Text, nullable=True)
+    version: Mapped[int] = mapped_column(Integer, default=0)
+    created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True))
+    settled_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True), nullable=True)
+
+
+class RoundSeat(Base):
+    """One player's part in a round: their bets, what they staked and got back, balances around it."""
+
+    __tablename__ = "round_seats"
+    __table_args__ = (UniqueConstraint("round_id", "player_id"),)
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    round_id: Mapped[int] = mapped_column(ForeignKey("rounds.id"), index=True)
+    player_id: Mapped[int] = mapped_column(ForeignKey("players.id"), index=True)
+    position: Mapped[int] = mapped_column(Integer)
+    bets: Mapped[list[Any]] = mapped_column(JSON)
+    confirmed: Mapped[bool] = mapped_column(Boolean, default=False)
+    staked: Mapped[int] = mapped_column(BigInteger, default=0)
+    returned: Mapped[int] = mapped_column(BigInteger, default=0)
+    balance_before: Mapped[int | None] = mapped_column(BigInteger, nullable=True)
+    balance_after: Mapped[int | None] = mapped_column(BigInteger, nullable=True)
+
+
+class Slip(Base):
+    """Bets a player is building at a table before the deal: held, never debited."""
+
+    __tablename__ = "slips"
+    player_id: Mapped[int] = mapped_column(ForeignKey("players.id"), primary_key=True)
+    table_id: Mapped[str] = mapped_column(String(64), primary_key=True)
+    bets: Mapped[dict[str, Any]] = mapped_column(JSON, default=dict)
+    history: Mapped[list[Any]] = mapped_column(JSON, default=list)
+    chip: Mapped[int] = mapped_column(Integer, default=0)
+    previous: Mapped[dict[str, Any]] = mapped_column(JSON, default=dict)
+    updated_at: Mapped[datetime] = mapped_column(DateTime(timezone=True))
+
+
+class IdempotentRequest(Base):
+    __tablename__ = "idempotency"
+    player_id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    key: Mapped[str] = mapped_column(String(128), primary_key=True)
+    request: Mapped[str] = mapped_column(String(255))
+    status_code: Mapped[int] = mapped_column(Integer)
+    response: Mapped[dict[str, Any]] = mapped_column(JSON)
+    created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True))
+
+
+class WalletCall(Base):
+    """An operator-wallet call to make or retry (the outbox): idempotent by ``tx_id``."""
+
+    __tablename__ = "wallet_calls"
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    tx_id: Mapped[str] = mapped_column(String(64), unique=True)
+    player_id: Mapped[int] = mapped_column(Integer, index=True)
+    currency: Mapped[str] = mapped_column(String(3))
+    kind: Mapped[str] = mapped_column(String(16))  # debit, credit, rollback
+    amount: Mapped[int] = mapped_column(BigInteger)
+    round_id: Mapped[int | None] = mapped_column(Integer, nullable=True)
+    status: Mapped[str] = mapped_column(String(16), default="pending", index=True)  # pending, done, failed
+    attempts: Mapped[int] = mapped_column(Integer, default=0)
+    last_error: Mapped[str | None] = mapped_column(Text, nullable=True)
+    created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True))

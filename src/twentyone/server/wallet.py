@@ -1,0 +1,181 @@
+"""The wallet: a double-entry ledger in the database, or an operator's own wallet behind it.
+
+Built-in ledger: every movement is a transfer of two ledger rows that sum to
+zero (the player's account and the house's), written in the same transaction
+as the round change it belongs to; a balance is the sum of an account's rows.
+
+Operator wallet (the usual remote-game-server contract): the operator
+implements :class:`OperatorWallet` (balance, debit, credit, rollback, each
+carrying an idempotent transaction id). Debits are made before a round is
+dealt, retried with the same id on a timeout, and rolled back if they cannot
+be confirmed; credits are written to an outbox (``wallet_calls``) in the
+settlement transaction and delivered, and retried, after it commits. A retried
+id never moves money twice; a restart resumes the outbox.
+"""
+
+from __future__ import annotations
+
+import uuid
+from datetime import UTC, datetime, timedelta
+from typing import Protocol
+
+from sqlalchemy import func, select, update
+from sqlalchemy.orm import Session
+
+from twentyone.server.models import Account, LedgerEntry, WalletCall
+
+HOUSE = "house"
+
+
+class WalletError(Exception):
+    """A wallet refused or could not be reached; ``status`` is the HTTP status to answer."""
+
+    def __init__(self, detail: str, status: int = 409) -> None:
+        super().__init__(detail)
+        self.detail = detail
+        self.status = status
+
+
+class WalletTimeout(WalletError):
+    def __init__(self, detail: str = "The wallet did not answer in time.") -> None:
+        super().__init__(detail, 503)
+
+
+class OperatorWallet(Protocol):
+    """What an operator's wallet service offers; every call is idempotent by ``tx_id``."""
+
+    def balance(self, player: str, currency: str) -> int: ...
+    def debit(self, player: str, currency: str, amount: int, tx_id: str, round_id: int | None) -> None: ...
+    def credit(self, player: str, currency: str, amount: int, tx_id: str, round_id: int | None) -> None: ...
+    def rollback(self, tx_id: str) -> None: ...
+
+
+def now() -> datetime:
+    return datetime.now(UTC)
+
+
+def account(session: Session, owner: str, currency: str, lock: bool = False) -> Account:
+    """The account of ``owner`` in ``currency``, created on first use; ``lock`` holds its row."""
+    query = select(Account).where(Account.owner == owner, Account.currency == currency)
+    if lock:
+        query = query.with_for_update()
+    found = session.scalars(query).first()
+    if found is None:
+        found = Account(owner=owner, currency=currency, version=0)
+        session.add(found)
+        session.flush()
+    return found
+
+
+def player_owner(player_id: int) -> str:
+    return f"player:{player_id}"
+
+
+def ledger_balance(session: Session, player_id: int, currency: str) -> int:
+    owned = account(session, player_owner(player_id), currency)
+    total = session.scalar(select(func.coalesce(func.sum(LedgerEntry.amount), 0)).where(
+        LedgerEntry.account_id == owned.id))
+    return int(total or 0)
+
+
+def lock_player(session: Session, player_id: int, currency: str) -> Account:
+    """Hold the player's account row for this transaction (PostgreSQL row lock; SQLite is serialised)."""
+    owned = account(session, player_owner(player_id), currency, lock=True)
+    session.execute(update(Account).where(Account.id == owned.id).values(version=Account.version + 1))
+    return owned
+
+
+def transfer(session: Session, player_id: int, currency: str, amount: int, kind: str,
+             round_id: int | None) -> str:
+    """Move ``amount`` to the player (negative: from the player) against the house, as two rows."""
+    transfer_id = uuid.uuid4().hex
+    if amount == 0:
+        return transfer_id
+    player_account = account(session, player_owner(player_id), currency)
+    house_account = account(session, HOUSE, currency)
+    stamp = now()
+    session.add_all([
+        LedgerEntry(transfer_id=transfer_id, account_id=player_account.id, amount=amount, kind=kind,
+                    round_id=round_id, created_at=stamp),
+        LedgerEntry(transfer_id=transfer_id, account_id=house_account.id, amount=-amount, kind=kind,
+                    round_id=round_id, created_at=stamp),
+    ])
+    return transfer_id
+
+
+def net_loss_since(session: Session, player_id: int, currency: str, since: datetime) -> int:
+    """What the player lost in rounds since ``since`` (stakes less returns; credits excluded)."""
+    owned = account(session, player_owner(player_id), currency)
+    total = session.scalar(select(func.coalesce(func.sum(LedgerEntry.amount), 0)).where(
+        LedgerEntry.account_id == owned.id, LedgerEntry.kind.in_(("stake", "win", "refund", "void")),
+        LedgerEntry.created_at >= since))
+    return -int(total or 0)
+
+
+class RemoteWallet:
+    """Drives an :class:`OperatorWallet` with retries and an outbox of calls to deliver."""
+
+    def __init__(self, wallet: OperatorWallet, attempts: int = 3) -> None:
+        self.wallet = wallet
+        self.attempts = attempts
+
+    def balance(self, player_id: int, currency: str) -> int:
+        for attempt in range(self.attempts):
+            try:
+                return self.wallet.balance(player_owner(player_id), currency)
+            except WalletTimeout:
+                if attempt == self.attempts - 1:
+                    raise
+        raise WalletTimeout()  # pragma: no cover
+
+    def debit_now(self, player_id: int, currency: str, amount: int, round_key: str) -> str:
+        """Debit before the deal; a timeout is retried with the same id, then rolled back."""
+        tx_id = f"debit-{round_key}"
+        for _ in range(self.attempts):
+            try:
+                self.wallet.debit(player_owner(player_id), currency, amount, tx_id, None)
+                return tx_id
+            except WalletTimeout:
+                continue
+        self._rollback_eventually(tx_id)
+        raise WalletTimeout("The wallet did not confirm the stake; nothing was dealt and the stake is rolled back.")
+
+    def _rollback_eventually(self, tx_id: str) -> None:
+        for _ in range(self.attempts):
+            try:
+                self.wallet.rollback(tx_id)
+                return
+            except WalletTimeout:
+                continue
+
+    @staticmethod
+    def queue(session: Session, player_id: int, currency: str, kind: str, amount: int, tx_id: str,
+              round_id: int | None) -> None:
+        """Record a call to make after this transaction commits (the outbox)."""
+        if session.scalars(select(WalletCall).where(WalletCall.tx_id == tx_id)).first() is None:
+            session.add(WalletCall(tx_id=tx_id, player_id=player_id, currency=currency, kind=kind, amount=amount,
+                                   round_id=round_id, status="pending", attempts=0, created_at=now()))
+
+    def deliver(self, session: Session, older_than: timedelta = timedelta(0)) -> int:
+        """Send pending outbox calls; each is idempotent, so a retry after a crash is safe."""
+        sent = 0
+        cutoff = now() - older_than
+        calls = session.scalars(select(WalletCall).where(WalletCall.status == "pending",
+                                                         WalletCall.created_at <= cutoff)).all()
+        for call in calls:
+            call.attempts += 1
+            try:
+                if call.kind == "credit":
+                    self.wallet.credit(player_owner(call.player_id), call.currency, call.amount, call.tx_id,
+                                       call.round_id)
+                elif call.kind == "debit":
+                    self.wallet.debit(player_owner(call.player_id), call.currency, call.amount, call.tx_id,
+                                      call.round_id)
+                else:
+                    self.wallet.rollback(call.tx_id)
+            except WalletTimeout as error:
+                call.last_error = error.detail
+                continue
+            call.status = "done"
+            sent += 1
+        return sent

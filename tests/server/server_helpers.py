@@ -1,0 +1,61 @@
+"""Helpers for the server tests: a clock the tests move, and a player's API client."""
+
+from __future__ import annotations
+
+import uuid
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+from fastapi.testclient import TestClient
+
+OPERATOR = "operator-secret"
+
+
+class Clock:
+    def __init__(self) -> None:
+        self.now = datetime(2026, 11, 29, 12, 0, tzinfo=UTC)
+
+    def __call__(self) -> datetime:
+        return self.now
+
+    def advance(self, seconds: float) -> None:
+        self.now += timedelta(seconds=seconds)
+
+
+class Client:
+    """A player's view of the API: their token and an Idempotency-Key on every change."""
+
+    def __init__(self, http: TestClient, token: str, name: str = "") -> None:
+        self.http = http
+        self.token = token
+        self.name = name
+        self.headers = {"Authorization": f"Bearer {token}"}
+
+    def get(self, path: str, **params: Any) -> Any:
+        return self.http.get(path, headers=self.headers, params=params)
+
+    def post(self, path: str, json: Any = None, key: str | None = None) -> Any:
+        headers = {**self.headers, "Idempotency-Key": key or uuid.uuid4().hex}
+        return self.http.post(path, json=json, headers=headers)
+
+    def put(self, path: str, json: Any = None, key: str | None = None) -> Any:
+        headers = {**self.headers, "Idempotency-Key": key or uuid.uuid4().hex}
+        return self.http.put(path, json=json, headers=headers)
+
+    def balance(self, currency: str = "USD") -> int:
+        return int(self.get("/me").json()["balances"][currency])
+
+    def bet(self, table: str, amount: int, spot: int = 1, bet_type: str = "main") -> Any:
+        """Place ``amount`` as one chip of that size (the table must have it)."""
+        response = self.post(f"/tables/{table}/bets", {"spot": spot, "type": bet_type, "chip": amount})
+        assert response.status_code == 200, response.json()
+        return response
+
+    def act(self, round_id: int, action: str) -> Any:
+        return self.post(f"/rounds/{round_id}/actions", {"action": action})
+
+
+def new_player(http: TestClient, name: str) -> Client:
+    response = http.post("/auth/register", json={"name": name, "password": "correct horse"})
+    assert response.status_code == 201, response.json()
+    return Client(http, response.json()["token"], name)

@@ -1,0 +1,213 @@
+"""Accounts, tables, bet controls, dealing, decisions, settlement, history and the verifiable shuffle."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+from fastapi.testclient import TestClient
+from server_helpers import Client, new_player
+
+from twentyone.server.service import GameService, commitment
+
+
+def ledger_is_balanced(service: GameService) -> bool:
+    from sqlalchemy import func, select
+
+    from twentyone.server.models import LedgerEntry
+
+    with service.db.sessions() as session:
+        total = session.scalar(select(func.coalesce(func.sum(LedgerEntry.amount), 0)))
+        transfers = session.execute(select(LedgerEntry.transfer_id, func.sum(LedgerEntry.amount))
+                                    .group_by(LedgerEntry.transfer_id)).all()
+    return total == 0 and all(amount == 0 for _, amount in transfers)
+
+
+def test_openapi_schema_lists_every_resource(http: TestClient) -> None:
+    paths = http.get("/openapi.json").json()["paths"]
+    for path in ("/auth/register", "/auth/login", "/auth/guest", "/me", "/me/history", "/me/settings", "/me/limits",
+                 "/tables", "/tables/{table_id}", "/tables/{table_id}/bets", "/tables/{table_id}/deal",
+                 "/tables/{table_id}/undo", "/tables/{table_id}/double", "/tables/{table_id}/rebet",
+                 "/rounds/{round_id}", "/rounds/{round_id}/actions", "/rounds/{round_id}/replay",
+                 "/rounds/{round_id}/verify", "/admin/tables", "/admin/credit", "/admin/report"):
+        assert path in paths, path
+
+
+def test_the_web_table_placeholder_is_served_at_the_root(http: TestClient) -> None:
+    page = http.get("/")
+    assert page.status_code == 200 and "twentyone" in page.text
+
+
+def test_register_login_and_errors(http: TestClient) -> None:
+    ann = new_player(http, "ann")
+    assert ann.get("/me").json()["name"] == "ann"
+    assert http.post("/auth/register", json={"name": "ann", "password": "another one"}).json() == {
+        "detail": "The name 'ann' is taken."}
+    assert http.post("/auth/register", json={"name": "bob", "password": "short"}).status_code == 422
+    wrong = http.post("/auth/login", json={"name": "ann", "password": "wrong password"})
+    assert wrong.status_code == 401 and wrong.json()["detail"] == "The name or password is wrong."
+    login = http.post("/auth/login", json={"name": "ann", "password": "correct horse"})
+    assert login.status_code == 200 and login.json()["token"] != ann.token
+    assert http.get("/me").status_code == 401
+    assert http.get("/me", headers={"Authorization": "Bearer nonsense"}).json()["detail"].startswith("The token")
+    assert http.post("/auth/register", json={"name": "x"}).json()["detail"] == "password: Field required."
+
+
+def test_guest_gets_a_demo_balance_without_a_form(guest: Client) -> None:
+    profile = guest.get("/me").json()
+    assert profile["guest"] and profile["balances"] == {"USD": 100000, "GBP": 100000, "EUR": 100000}
+
+
+def test_tables_from_the_shipped_config(http: TestClient) -> None:
+    tables = {t["id"]: t for t in http.get("/tables").json()["tables"]}
+    assert set(tables) >= {"first-person", "classic", "classic-premium", "single-deck", "multiplayer", "power"}
+    classic, premium = tables["classic"], tables["classic-premium"]
+    assert classic["limits"]["main"] == [100, 30000] and classic["chips"] == [100, 500, 2500, 10000]
+    assert premium["limits"]["main"] == [500, 200000] and premium["theme"] == "black"
+    assert tables["single-deck"]["currency"] == "GBP" and tables["single-deck"]["limits"]["main"][0] == 2500
+    assert tables["first-person"]["hands_per_player"] == 5 and tables["power"]["seats"] is None
+
+
+def test_bet_controls_and_their_limits(guest: Client) -> None:
+    slip = guest.bet("classic", 10000).json()["slip"]
+    assert slip["total"] == 10000
+    guest.bet("classic", 10000)
+    guest.bet("classic", 10000)
+    refused = guest.post("/tables/classic/bets", {"spot": 1, "chip": 100})
+    assert refused.status_code == 409 and "maximum bet of 30000 is reached" in refused.json()["detail"]
+    assert refused.json()["maximum"] is True
+    assert guest.post("/tables/classic/undo").json()["slip"]["total"] == 20000
+    doubled = guest.post("/tables/classic/double").json()["slip"]
+    assert doubled["total"] == 30000  # capped at the maximum
+    no_spot = guest.post("/tables/classic/bets", {"spot": 9}).json()
+    assert no_spot["detail"] == "Spot 9 does not exist; spots are 1 to 3."
+    side = guest.post("/tables/first-person/bets", {"spot": 2, "type": "perfect_pairs", "chip": 100})
+    assert side.status_code == 409 and side.json()["detail"] == "A side bet needs a main bet on the same hand first."
+    assert guest.post("/tables/classic/chip", {"chip": 7}).status_code == 409
+    assert guest.get("/tables/nowhere").json() == {"detail": "There is no table 'nowhere'."}
+
+
+def test_x2_needs_the_balance_to_cover_every_bet(guest: Client, operator: Client) -> None:
+    guest.bet("single-deck", 100000, bet_type="main", spot=1)  # GBP 1000 of a 1000 balance
+    refused = guest.post("/tables/single-deck/double")
+    assert refused.status_code == 409 and "balance is 100000" in refused.json()["detail"]
+
+
+def test_deal_debits_the_stake_and_hides_the_hole_card(guest: Client, service: GameService) -> None:
+    service.stacked.append(["TS", "6H", "9D", "TC", "8C"])
+    before = guest.balance()
+    guest.bet("classic", 500)
+    round_view = guest.post("/tables/classic/deal").json()
+    assert guest.balance() == before - 500
+    assert round_view["dealer"] == {"cards": ["6H"], "total": 6, "soft": False, "hidden": 1, "blackjack": False}
+    assert round_view["legal_actions"] == ["hit", "stand", "double"]
+    settled = guest.act(round_view["id"], "stand").json()
+    assert settled["status"] == "settled" and settled["hands"][0]["outcome"] == "win"
+    assert settled["dealer"]["cards"] == ["6H", "TC", "8C"]
+    assert guest.balance() == before + 500
+    assert settled["me"]["balance_before"] == before and settled["me"]["balance_after"] == before + 500
+    assert ledger_is_balanced(service)
+
+
+def test_an_illegal_decision_is_409_with_the_legal_actions_and_changes_nothing(guest: Client,
+                                                                            service: GameService) -> None:
+    service.stacked.append(["TS", "6H", "9D", "TC", "8C"])
+    guest.bet("classic", 500)
+    round_id = guest.post("/tables/classic/deal").json()["id"]
+    balance = guest.balance()
+    refused = guest.act(round_id, "split")
+    assert refused.status_code == 409
+    assert refused.json()["legal_actions"] == ["hit", "stand", "double"]
+    assert refused.json()["detail"].startswith("Cannot split")
+    assert guest.act(round_id, "fold").status_code == 409
+    assert guest.balance() == balance
+    assert guest.get(f"/rounds/{round_id}").json()["legal_actions"] == ["hit", "stand", "double"]
+
+
+def test_another_players_round_is_not_found(guest: Client, http: TestClient, service: GameService) -> None:
+    guest.bet("classic", 500)
+    round_id = guest.post("/tables/classic/deal").json()["id"]
+    bob = new_player(http, "bob")
+    assert bob.get(f"/rounds/{round_id}").status_code == 404
+    assert bob.act(round_id, "stand").status_code == 404
+    assert bob.get(f"/rounds/{round_id}/replay").status_code == 404
+
+
+def test_double_and_split_debit_their_extra_stakes(guest: Client, service: GameService) -> None:
+    service.stacked.append(["8S", "6H", "8D", "TC", "3C", "2H", "KD", "9S"])
+    before = guest.balance()
+    guest.bet("classic", 500)
+    round_id = guest.post("/tables/classic/deal").json()["id"]
+    guest.act(round_id, "split")
+    assert guest.balance() == before - 1000
+    guest.act(round_id, "double")  # 8+3 = 11 doubles with the K
+    final = guest.act(round_id, "double").json()  # 8+2 = 10 doubles with the 9: 19
+    assert [h["stake"] for h in final["hands"]] == [1000, 1000]
+    assert final["status"] == "settled" and final["dealer"]["cards"][:2] == ["6H", "TC"]
+    assert guest.balance() == before - 2000 + sum(h["returned"] for h in final["hands"])
+
+
+def test_a_retried_request_returns_the_first_answer_and_moves_no_money(guest: Client) -> None:
+    guest.bet("classic", 500)
+    first = guest.post("/tables/classic/deal", key="deal-1")
+    balance = guest.balance()
+    again = guest.post("/tables/classic/deal", key="deal-1")
+    assert again.status_code == first.status_code and again.json() == first.json()
+    assert guest.balance() == balance
+    reused = guest.post("/tables/first-person/deal", key="deal-1")
+    assert reused.status_code == 422 and "different request" in reused.json()["detail"]
+    missing = guest.http.post("/tables/classic/deal", headers=guest.headers)
+    assert missing.status_code == 400 and "Idempotency-Key" in missing.json()["detail"]
+
+
+def test_history_newest_first_with_paging_and_a_replay(guest: Client) -> None:
+    ids = []
+    for _ in range(12):
+        guest.bet("classic", 100)
+        view = guest.post("/tables/classic/deal").json()
+        while view["status"] == "playing":
+            view = guest.act(view["id"], "stand" if "stand" in view["legal_actions"] else view["legal_actions"][-1]
+                             ).json()
+        ids.append(view["id"])
+    page = guest.get("/me/history").json()
+    assert [r["id"] for r in page["rounds"]] == ids[::-1][:10] and page["has_more"]
+    assert [r["id"] for r in guest.get("/me/history", page=2).json()["rounds"]] == ids[::-1][10:]
+    latest = page["rounds"][0]
+    for field in ("bets", "dealer", "hands", "decisions", "staked", "returned", "balance_before", "balance_after"):
+        assert field in latest
+    assert latest["balance_after"] == latest["balance_before"] - latest["staked"] + latest["returned"]
+    replay = guest.get(f"/rounds/{ids[-1]}/replay").json()
+    kinds = [op["type"] for op in replay["operations"]]
+    assert kinds[0] == "bets" and "card" in kinds and kinds[-1] == "settled"
+
+
+def test_shuffle_commitment_is_published_before_the_deal_and_verifies_after(guest: Client, tmp_path) -> None:
+    published = guest.get("/tables/classic").json()["next_shoe"]["commitment"]
+    guest.bet("classic", 100)
+    view = guest.post("/tables/classic/deal").json()
+    assert view["commitment"] == published
+    assert guest.get(f"/rounds/{view['id']}/verify").status_code in (200, 409)
+    while view["status"] == "playing":
+        view = guest.act(view["id"], "stand" if "stand" in view["legal_actions"] else view["legal_actions"][-1]).json()
+    proof = guest.get(f"/rounds/{view['id']}/verify").json()
+    assert proof["valid"] and proof["commitment"] == published
+    assert commitment(proof["salt"], proof["cards"]) == published
+    path = tmp_path / "proof.json"
+    path.write_text(json.dumps(proof))
+    cli = subprocess.run([sys.executable, "-m", "twentyone.cli.main", "verify", str(path)], capture_output=True,
+                         text=True, timeout=60)
+    assert cli.returncode == 0 and "verified" in cli.stdout
+    proof["cards"][0], proof["cards"][1] = proof["cards"][1], proof["cards"][0]
+    path.write_text(json.dumps(proof))
+    tampered = subprocess.run([sys.executable, "-m", "twentyone.cli.main", "verify", str(path)],
+                              capture_output=True, text=True, timeout=60)
+    assert tampered.returncode == 1 and "NOT verified" in tampered.stderr
+
+
+def test_a_shoe_still_in_play_is_not_revealed(guest: Client) -> None:
+    guest.bet("classic", 100)
+    view = guest.post("/tables/classic/deal").json()
+    if view["status"] == "playing":
+        assert guest.get(f"/rounds/{view['id']}/verify").status_code == 409
+        assert "revealed" not in view

@@ -1,0 +1,224 @@
+"""The sheets' policies on the server: disconnection, timeouts, voiding, limits, settings, shared tables."""
+
+from __future__ import annotations
+
+import pytest
+from fastapi.testclient import TestClient
+from server_helpers import Client, Clock, new_player
+from starlette.websockets import WebSocketDisconnect
+
+from twentyone.server.service import GameService
+
+
+def test_a_bet_placed_but_not_dealt_is_returned_on_reconnection(http: TestClient) -> None:
+    ann = new_player(http, "ann")
+    balance = ann.balance()
+    ann.bet("classic", 500)
+    login = http.post("/auth/login", json={"name": "ann", "password": "correct horse"}).json()
+    assert login["returned_bets"] == [{"table_id": "classic", "bets": {"1|main": 500}, "total": 500}]
+    assert ann.get("/tables/classic").json()["slip"]["total"] == 0
+    assert ann.balance() == balance  # it was held, never debited
+
+
+def test_a_dealt_round_waits_and_resumes_where_it_was(guest: Client, service: GameService) -> None:
+    service.stacked.append(["TS", "6H", "9D", "TC", "8C"])
+    guest.bet("classic", 500)
+    round_id = guest.post("/tables/classic/deal").json()["id"]
+    guest.post("/me/reconnect")
+    state = guest.get("/tables/classic").json()["round"]
+    assert state["id"] == round_id and state["legal_actions"] == ["hit", "stand", "double"]
+    assert state["hands"][0]["cards"] == ["TS", "9D"]
+
+
+def test_after_20_minutes_without_a_decision_the_server_stands_and_settles(guest: Client, service: GameService,
+                                                                          clock: Clock) -> None:
+    service.stacked.append(["TS", "6H", "9D", "TC", "8C"])
+    guest.bet("classic", 500)
+    round_id = guest.post("/tables/classic/deal").json()["id"]
+    clock.advance(19 * 60)
+    assert service.tick()["auto"] == 0
+    clock.advance(61)
+    assert service.tick()["auto"] == 1
+    view = guest.get(f"/rounds/{round_id}").json()
+    assert view["status"] == "settled" and view["hands"][0]["status"] == "stood"
+    history = guest.get("/me/history").json()["rounds"][0]
+    assert history["decisions"] == ["stand"]
+
+
+def test_timeouts_decline_an_open_offer_then_stand(guest: Client, service: GameService, clock: Clock) -> None:
+    service.stacked.append(["TS", "AH", "9D", "7C"])
+    guest.bet("classic", 500)
+    round_id = guest.post("/tables/classic/deal").json()["id"]
+    clock.advance(1201)
+    service.tick()
+    clock.advance(1201)
+    service.tick()
+    view = guest.get(f"/rounds/{round_id}").json()
+    assert view["status"] == "settled"
+    assert [a["source"] for a in service_actions(service, round_id)] == ["timeout", "timeout"]
+
+
+def service_actions(service: GameService, round_id: int) -> list[dict[str, object]]:
+    from twentyone.server.models import Round
+
+    with service.db.sessions() as session:
+        row = session.get(Round, round_id)
+        assert row is not None
+        return list(row.actions)
+
+
+def test_a_malfunction_voids_the_round_and_refunds_every_stake(guest: Client, service: GameService) -> None:
+    service.stacked.append(["8S", "6H", "8D", "TC", "3C", "2H"])
+    before = guest.balance()
+    guest.bet("classic", 500)
+    round_id = guest.post("/tables/classic/deal").json()["id"]
+    guest.act(round_id, "split")
+    assert guest.balance() == before - 1000
+
+    def broken(stage: str) -> None:
+        if stage == "act":
+            raise RuntimeError("card reader failure")
+
+    service.fault = broken
+    view = guest.act(round_id, "hit").json()
+    service.fault = lambda stage: None
+    assert view["status"] == "void" and "card reader failure" in view["void_reason"]
+    assert guest.balance() == before
+    history = guest.get("/me/history").json()["rounds"][0]
+    assert history["status"] == "void" and history["returned"] == history["staked"] == 1000
+    # The table goes on.
+    guest.bet("classic", 500)
+    assert guest.post("/tables/classic/deal").status_code == 200
+
+
+def test_settings_are_saved_to_the_profile(guest: Client) -> None:
+    assert guest.get("/me").json()["settings"] == {"cash_out_visible": True, "sound": True, "hints": False}
+    guest.put("/me/settings", {"cash_out_visible": False, "hints": True})
+    assert guest.get("/me").json()["settings"] == {"cash_out_visible": False, "sound": True, "hints": True}
+
+
+def test_a_daily_loss_limit_is_enforced(guest: Client, service: GameService) -> None:
+    guest.put("/me/limits", {"daily_loss_limit": 1000})
+    service.stacked.append(["TS", "6H", "6D", "TC", "KC"])  # 16 hits a K: bust, lose 500
+    guest.bet("classic", 500)
+    round_id = guest.post("/tables/classic/deal").json()["id"]
+    guest.act(round_id, "hit")
+    guest.bet("classic", 500)
+    guest.bet("classic", 100)
+    refused = guest.post("/tables/classic/deal")
+    assert refused.status_code == 403 and "daily limit of 1000" in refused.json()["detail"]
+
+
+def test_self_exclusion_blocks_play_and_sign_in(http: TestClient) -> None:
+    ann = new_player(http, "ann")
+    ann.put("/me/limits", {"exclude_days": 7})
+    ann.bet("classic", 500)
+    assert ann.post("/tables/classic/deal").status_code == 403
+    login = http.post("/auth/login", json={"name": "ann", "password": "correct horse"})
+    assert login.status_code == 403 and "excluded yourself" in login.json()["detail"]
+
+
+def test_a_session_time_limit_is_enforced(guest: Client, clock: Clock) -> None:
+    guest.put("/me/limits", {"session_minutes": 30})
+    clock.advance(31 * 60)
+    guest.bet("classic", 500)
+    refused = guest.post("/tables/classic/deal")
+    assert refused.status_code == 403 and "30 minutes" in refused.json()["detail"]
+
+
+def test_operator_creates_tables_credits_and_reads_reports(operator: Client, guest: Client) -> None:
+    table = {"id": "high-roller", "name": "High Roller", "variant": "classic", "currency": "USD",
+             "chips": [10000, 50000], "limits": {"main": [10000, 1000000]}}
+    assert guest.post("/admin/tables", table).status_code == 403
+    created = operator.post("/admin/tables", table)
+    assert created.status_code == 201 and created.json()["limits"]["main"] == [10000, 1000000]
+    assert "high-roller" in [t["id"] for t in guest.get("/tables").json()["tables"]]
+    bad = operator.post("/admin/tables", {**table, "id": "bad-table", "variant": "poker"})
+    assert bad.status_code == 422 and "unknown game 'poker'" in bad.json()["detail"]
+    credited = operator.post("/admin/credit", {"player": guest.name, "currency": "USD", "amount": 5000})
+    assert credited.json()["balance"] == 105000
+    guest.bet("high-roller", 10000)
+    view = guest.post("/tables/high-roller/deal").json()
+    while view["status"] == "playing":
+        view = guest.act(view["id"], "stand" if "stand" in view["legal_actions"] else view["legal_actions"][-1]).json()
+    report = operator.get("/admin/report").json()["tables"]["high-roller"]
+    assert report["rounds"] == 1 and report["house_result"] == report["staked"] - report["returned"]
+    assert guest.get("/admin/report").status_code == 403
+
+
+def test_same_bet_repeats_the_bets_and_deals_on_single_deck(guest: Client) -> None:
+    guest.bet("single-deck", 2500)
+    view = guest.post("/tables/single-deck/deal").json()
+    while view["status"] == "playing":
+        view = guest.act(view["id"], "stand" if "stand" in view["legal_actions"] else view["legal_actions"][-1]).json()
+    again = guest.post("/tables/single-deck/rebet").json()
+    assert again["status"] in ("playing", "settled") and again["me"]["bets"] == [{"bet": 2500, "side_bets": {}}]
+
+
+def test_multiplayer_players_share_a_round_dealt_when_the_window_closes(http: TestClient, service: GameService,
+                                                                        clock: Clock) -> None:
+    ann, bob = new_player(http, "ann"), new_player(http, "bob")
+    service.stacked.append(["TS", "9S", "7H", "6S", "8S", "8D", "2C", "5C"])
+    ann.bet("multiplayer", 500)
+    bob.bet("multiplayer", 2500)
+    first = ann.post("/tables/multiplayer/deal").json()
+    assert first["status"] == "betting"
+    bob.post("/tables/multiplayer/deal")
+    before = (ann.balance(), bob.balance())
+    clock.advance(16)
+    assert service.tick()["dealt"] == 1
+    assert (ann.balance(), bob.balance()) == (before[0] - 500, before[1] - 2500)
+    view = ann.get(f"/rounds/{first['id']}").json()
+    assert [h["name"] for h in view["hands"]] == ["ann", "bob"]
+    assert view["decision"]["name"] == "ann" and view["legal_actions"]
+    out_of_turn = bob.act(first["id"], "stand")
+    assert out_of_turn.status_code == 409 and out_of_turn.json()["detail"] == "It is not your turn."
+    ann.act(first["id"], "stand")
+    clock.advance(16)  # bob's decision timer runs out: Stand
+    service.tick()
+    settled = bob.get(f"/rounds/{first['id']}").json()
+    assert settled["status"] == "settled"
+
+
+def test_a_bet_not_confirmed_when_the_window_closes_is_returned(http: TestClient, service: GameService,
+                                                                clock: Clock) -> None:
+    ann, bob = new_player(http, "ann"), new_player(http, "bob")
+    ann.bet("multiplayer", 500)
+    ann.post("/tables/multiplayer/deal")
+    bob.bet("multiplayer", 500)  # placed, never confirmed with DEAL
+    clock.advance(16)
+    service.tick()
+    assert bob.get("/tables/multiplayer").json()["slip"]["total"] == 0
+    assert bob.balance() == 100000
+
+
+def test_power_players_share_the_first_two_cards(http: TestClient, service: GameService, clock: Clock) -> None:
+    ann, bob = new_player(http, "ann"), new_player(http, "bob")
+    service.stacked.append(["8S", "7H", "5D", "KC", "2C", "3C", "QS"])
+    ann.bet("power", 500, bet_type="main")
+    bob.bet("power", 500)
+    round_id = ann.post("/tables/power/deal").json()["id"]
+    bob.post("/tables/power/deal")
+    clock.advance(16)
+    service.tick()
+    view = ann.get(f"/rounds/{round_id}").json()
+    assert [h["cards"] for h in view["hands"]] == [["8S", "5D"], ["8S", "5D"]]
+    ann.act(round_id, "hit")
+    ann.act(round_id, "stand")
+    bob.act(round_id, "hit")
+    final = bob.act(round_id, "stand").json()
+    assert [h["cards"] for h in final["hands"]] == [["8S", "5D", "2C"], ["8S", "5D", "2C"]]
+
+
+def test_the_table_websocket_announces_rounds(guest: Client, http: TestClient) -> None:
+    guest.bet("classic", 500)
+    with http.websocket_connect(f"/ws/tables/classic?token={guest.token}") as socket:
+        hello = socket.receive_json()
+        assert hello["type"] == "hello" and hello["returned_bets"][0]["total"] == 500
+        guest.bet("classic", 500)
+        view = guest.post("/tables/classic/deal").json()
+        event = socket.receive_json()
+        assert event["type"] == "round" and event["round_id"] == view["id"]
+    with pytest.raises(WebSocketDisconnect) as closed, http.websocket_connect("/ws/tables/classic?token=bad"):
+        pass
+    assert closed.value.code == 4401
