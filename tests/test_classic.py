@@ -2,7 +2,7 @@
 
 import pytest
 
-from conftest import hand, play, start
+from helpers import hand, play, start
 from twentyone.core.round import IllegalActionError, Phase
 from twentyone.variants import builtin_rules
 

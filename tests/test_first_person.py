@@ -4,7 +4,7 @@ from fractions import Fraction
 
 import pytest
 
-from conftest import hand, play, side, start
+from helpers import hand, play, side, start
 from twentyone.core.round import BetError, IllegalActionError, Phase
 from twentyone.scenario import ScenarioError
 from twentyone.variants import builtin_rules

@@ -4,7 +4,7 @@ from typing import Any
 
 import pytest
 
-from conftest import side
+from helpers import side
 from twentyone.core.operations import CardDealt
 from twentyone.core.round import BetError, HandBet, IllegalActionError, Phase, Round
 from twentyone.core.shoe import Shoe

@@ -4,7 +4,7 @@ from typing import Any
 
 import pytest
 
-from conftest import play, side, start
+from helpers import play, side, start
 from twentyone.core.round import HandBet, IllegalActionError, Phase, Round
 from twentyone.core.shoe import Shoe
 from twentyone.scenario import ScenarioError, run_scenario

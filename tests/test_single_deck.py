@@ -2,7 +2,7 @@
 
 import pytest
 
-from conftest import hand, play, start
+from helpers import hand, play, start
 from twentyone.core.betting import MAIN, BetLimits, BetSlip, BetSlipError
 from twentyone.core.cards import parse_cards
 from twentyone.core.hand import hand_value

@@ -89,8 +89,8 @@ def aware(moment: datetime | None) -> datetime | None:
 def commitment(salt: str, cards: list[str]) -> str:
     """SHA-256 of the salt and the shoe order, published before the deal.
 
-    >>> commitment("00", ["AS", "KD"])[:16]
-    '4b3fdb8f2c2e6ed1'
+    >>> commitment("00", ["AS", "KD"])[:16]  # hashlib.sha256(b"00:AS KD")
+    '9392d9aca094c2ba'
     """
     return hashlib.sha256(f"{salt}:{' '.join(cards)}".encode()).hexdigest()
 

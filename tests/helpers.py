@@ -1,4 +1,4 @@
-"""Shared helpers: play a stacked shoe through the engine the way scenario replay does."""
+"""Helpers shared by the engine tests: play a stacked shoe the way scenario replay does."""
 
 from __future__ import annotations
 
