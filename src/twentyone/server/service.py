@@ -514,6 +514,7 @@ class GameService:
                 raise
             log.exception("round %s malfunctioned during the deal", round_id)
             return self._void_and_view(round_id, caller.id, f"malfunction during the deal: {error}")
+        self._deliver_outbox()
         self.events.publish(table.id, {"type": "round", "round_id": view["id"], "status": view["status"]})
         return view
 
@@ -660,13 +661,13 @@ class GameService:
         except Exception as error:
             log.exception("round %s malfunctioned", round_id)
             return self._void_and_view(round_id, caller.id, f"malfunction: {error}")
+        self._deliver_outbox()
         self.events.publish(table.id, {"type": "round", "round_id": round_id, "status": view["status"]})
         return view
 
     def _after_change(self, session: Session, round_row: Round, engine: Engine, table: TableSpec) -> None:
         if engine.phase is Phase.SETTLED:
             self._settle(session, round_row, engine, table)
-            self._deliver_outbox()
 
     def _settle(self, session: Session, round_row: Round, engine: Engine, table: TableSpec) -> None:
         """Pay every seat and close the round, in the same transaction as the last decision."""
@@ -768,10 +769,15 @@ class GameService:
         return 1
 
     def _deliver_outbox(self) -> int:
+        """Send the operator wallet what the outbox holds; a failure waits for the next tick."""
         if self.remote is None:
             return 0
-        with self._tx() as session:
-            return self.remote.deliver(session)
+        try:
+            with self._tx() as session:
+                return self.remote.deliver(session)
+        except Exception:
+            log.exception("operator wallet delivery failed; retried at the next tick")
+            return 0
 
     # ---------------------------------------------------------- reading
     def round_view(self, caller: Caller, round_id: int) -> dict[str, Any]:
