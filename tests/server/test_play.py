@@ -211,3 +211,14 @@ def test_a_shoe_still_in_play_is_not_revealed(guest: Client) -> None:
     if view["status"] == "playing":
         assert guest.get(f"/rounds/{view['id']}/verify").status_code == 409
         assert "revealed" not in view
+
+
+def test_a_hint_ranks_the_legal_actions_of_my_decision(guest: Client, service: GameService) -> None:
+    service.stacked.append(["TS", "6H", "6D", "TC", "8C"])
+    guest.bet("classic", 500)
+    round_id = guest.post("/tables/classic/deal").json()["id"]
+    hint = guest.get(f"/rounds/{round_id}/hint").json()
+    actions = [entry["action"] for entry in hint["actions"]]
+    assert sorted(actions) == ["double", "hit", "stand"] and actions[0] == "stand"  # hard 16 v 6 stands
+    evs = [entry["ev"] for entry in hint["actions"]]
+    assert evs == sorted(evs, reverse=True)

@@ -14,11 +14,13 @@ import json
 import logging
 from collections.abc import AsyncIterator, Callable
 from datetime import datetime
+from pathlib import Path
 from typing import Annotated, Any
 
 from fastapi import Depends, FastAPI, Header, Query, Request, WebSocket, WebSocketDisconnect
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import HTMLResponse, JSONResponse
+from fastapi.staticfiles import StaticFiles
 from pydantic import BaseModel, Field
 from starlette.concurrency import run_in_threadpool
 
@@ -94,13 +96,7 @@ Me = Annotated[Caller, Depends(caller)]
 Key = Annotated[str | None, Header(alias="Idempotency-Key")]
 
 
-PLACEHOLDER_PAGE = """<!doctype html>
-<html lang="en"><head><meta charset="utf-8"><title>twentyone</title>
-<meta name="viewport" content="width=device-width, initial-scale=1"></head>
-<body style="font-family: sans-serif; background: #0b5d2a; color: #fff; padding: 2rem">
-<h1>twentyone</h1><p>The game server is running. The web table is on its way; until then the API is
-documented at <a style="color:#ffd54f" href="/docs">/docs</a> (OpenAPI: <a style="color:#ffd54f"
-href="/openapi.json">/openapi.json</a>).</p></body></html>"""
+WEB = Path(__file__).resolve().parent.parent / "ui" / "web"  # the web table's static files
 
 
 def create_app(settings: Settings, operator_wallet: OperatorWallet | None = None,
@@ -150,9 +146,11 @@ def create_app(settings: Settings, operator_wallet: OperatorWallet | None = None
         return JSONResponse(answer, status_code=code)
 
     # ----------------------------------------------------------- pages
+    app.mount("/static", StaticFiles(directory=WEB), name="static")
+
     @app.get("/", response_class=HTMLResponse, include_in_schema=False)
     async def index() -> str:
-        return PLACEHOLDER_PAGE
+        return (WEB / "index.html").read_text("utf-8")
 
     @app.get("/health")
     async def health() -> dict[str, str]:
@@ -201,7 +199,9 @@ def create_app(settings: Settings, operator_wallet: OperatorWallet | None = None
     # ---------------------------------------------------------- tables
     @app.get("/tables")
     def tables() -> dict[str, Any]:
-        return {"tables": [table.public() for table in service.tables().values()]}
+        seated = service.seated()
+        return {"tables": [{**table.public(), "players": seated.get(table.id, 0)}
+                           for table in service.tables().values()]}
 
     @app.get("/tables/{table_id}")
     def table_state(who: Me, table_id: str) -> dict[str, Any]:
@@ -238,6 +238,10 @@ def create_app(settings: Settings, operator_wallet: OperatorWallet | None = None
     @app.post("/rounds/{round_id}/actions")
     async def act(who: Me, round_id: int, body: Decision, request: Request, key: Key = None) -> JSONResponse:
         return await once(who, key, request, body.model_dump(), lambda: service.act(who, round_id, body.action))
+
+    @app.get("/rounds/{round_id}/hint")
+    def round_hint(who: Me, round_id: int) -> dict[str, Any]:
+        return service.hint(who, round_id)
 
     @app.get("/rounds/{round_id}/replay")
     def replay(who: Me, round_id: int) -> dict[str, Any]:
@@ -277,13 +281,25 @@ def create_app(settings: Settings, operator_wallet: OperatorWallet | None = None
         returned = await run_in_threadpool(service.reconnect, who) if who.role != "operator" else []
         await websocket.send_json({"type": "hello", "table_id": table_id, "returned_bets": returned})
         queue = service.events.subscribe(table_id)
-        try:
+
+        async def forward() -> None:
             while True:
-                event = await queue.get()
-                await websocket.send_json(event)
+                await websocket.send_json(await queue.get())
+
+        async def listen() -> None:  # notices a client that left, so the connection closes at once
+            while (await websocket.receive())["type"] != "websocket.disconnect":
+                pass
+
+        tasks = {asyncio.create_task(forward()), asyncio.create_task(listen())}
+        try:
+            _, pending = await asyncio.wait(tasks, return_when=asyncio.FIRST_COMPLETED)
+            for task in pending:
+                task.cancel()
         except WebSocketDisconnect:
             pass
         finally:
+            for task in tasks:
+                task.cancel()
             service.events.unsubscribe(table_id, queue)
 
     return app

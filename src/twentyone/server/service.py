@@ -787,6 +787,37 @@ class GameService:
                 raise ServiceError(404, f"There is no round {round_id} of yours.")
             return self._view(session, round_row, caller.id)
 
+    def hint(self, caller: Caller, round_id: int) -> dict[str, Any]:
+        """The EV of each legal action for the caller's pending decision, best first (exact maths)."""
+        from twentyone.analysis.hints import hint
+
+        with self.db.sessions() as session:
+            round_row = session.get(Round, round_id)
+            if round_row is None or self._seat(session, round_id, caller.id) is None:
+                raise ServiceError(404, f"There is no round {round_id} of yours.")
+            if round_row.status != "playing":
+                raise ServiceError(409, "No decision is pending in this round.")
+            engine = self._engine(session, round_row)
+        decision = engine.decision()
+        if decision is None or decision.player != str(caller.id):
+            raise ServiceError(409, "It is not your turn.")
+        hand = next(h for h in engine.hands if (h.seat, h.hand) == (decision.seat, decision.hand))
+        legal = [str(action) for action in engine.legal_actions()]
+        first = len(hand.cards) == 2 and not hand.from_split
+        ranked = hint(engine.rules, hand.cards, engine.dealer_up, legal, first_decision=first)
+        return {"round_id": round_id, "seat": decision.seat, "hand": decision.hand,
+                "actions": [{"action": action, "ev": value} for action, value in ranked]}
+
+    def seated(self) -> dict[str, int]:
+        """Players in each table's open round (shared tables) or playing a round now (private ones)."""
+        with self.db.sessions() as session:
+            rows = session.execute(select(Round.table_id, RoundSeat.player_id).join(
+                RoundSeat, RoundSeat.round_id == Round.id).where(Round.status.in_(("betting", "playing")))).all()
+        counts: dict[str, set[int]] = {}
+        for table_id, player_id in rows:
+            counts.setdefault(table_id, set()).add(player_id)
+        return {table_id: len(players) for table_id, players in counts.items()}
+
     def history(self, caller: Caller, page: int, size: int) -> dict[str, Any]:
         if page < 1 or not 1 <= size <= 100:
             raise ServiceError(422, "page starts at 1 and size is 1 to 100.")

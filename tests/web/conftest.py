@@ -1,0 +1,47 @@
+"""A live server on a free loopback port and Debian's chromium driven by Playwright."""
+
+from __future__ import annotations
+
+import os
+import shutil
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from web_helpers import CHROMIUM, CHROMIUM_FLAGS, LiveServer, free_port
+
+from twentyone.server.app import create_app
+from twentyone.server.config import Settings
+
+
+@pytest.fixture
+def live_server(tmp_path: Path) -> Iterator[LiveServer]:
+    settings = Settings(f"sqlite:///{tmp_path / 'web.db'}", tmp_path, "operator-secret")
+    server = LiveServer(create_app(settings), free_port())
+    server.start()
+    yield server
+    server.stop()
+
+
+@pytest.fixture(scope="session")
+def browser() -> Iterator[Any]:
+    if not shutil.which(CHROMIUM) and not Path(CHROMIUM).exists():
+        if os.environ.get("CI"):
+            raise RuntimeError(f"CI must run the browser tests: {CHROMIUM} is missing (.ci/run installs chromium).")
+        pytest.skip(f"browser tests skipped: {CHROMIUM} is not installed (apt-get install chromium)")
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as playwright:
+        launched = playwright.chromium.launch(executable_path=CHROMIUM, headless=True, args=CHROMIUM_FLAGS)
+        yield launched
+        launched.close()
+
+
+@pytest.fixture
+def page(browser: Any, live_server: LiveServer) -> Iterator[Any]:
+    context = browser.new_context(viewport={"width": 1280, "height": 900})
+    page = context.new_page()
+    page.set_default_timeout(15000)
+    yield page
+    context.close()

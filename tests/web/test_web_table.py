@@ -1,0 +1,215 @@
+"""The web table in a real browser (Debian's chromium, headless, driven by Playwright)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from playwright.sync_api import expect
+from web_helpers import LiveServer, shot
+
+
+def guest_at(page: Any, server: LiveServer, table: str) -> None:
+    page.goto(server.url + "/")
+    page.get_by_role("button", name="Play as guest").click()
+    expect(page.locator("#who")).to_contain_text("guest-")
+    page.get_by_role("link", name=f"Join {server.service.table(table).name}", exact=True).click()
+    expect(page.locator("#deal, #rebet")).to_be_visible()
+
+
+def bet(page: Any, spot: int = 1, chip: str | None = None, side: str | None = None) -> None:
+    if chip:
+        page.locator(f"button.chip[data-chip='{chip}']").click()
+        expect(page.locator(f"button.chip[data-chip='{chip}']")).to_have_attribute("aria-pressed", "true")
+    target = f"button.side[data-spot='{spot}'][data-side='{side}']" if side else f"button.circle[data-spot='{spot}']"
+    before = page.locator("#total-bet").inner_text()
+    page.locator(target).click()
+    expect(page.locator("#total-bet")).not_to_have_text(before)
+
+
+def balance(page: Any) -> str:
+    return page.locator("#balance strong").inner_text()
+
+
+def play_out(page: Any) -> None:
+    """Stand (or decline offers) until the round is settled."""
+    for _ in range(12):
+        if page.locator("#next-round").count():
+            return
+        for action in ("no-insurance", "no-even-money", "stand"):
+            button = page.locator(f"button[data-action='{action}']:not([disabled])")
+            if button.count():
+                button.first.click()
+                page.wait_for_timeout(150)
+                break
+        else:
+            page.wait_for_timeout(200)
+    expect(page.locator("#next-round")).to_be_visible()
+
+
+def test_lobby_guest_and_a_full_classic_round_with_history(page: Any, live_server: LiveServer) -> None:
+    live_server.service.stacked.append(["TS", "6H", "9D", "TC", "8C"])
+    page.goto(live_server.url + "/")
+    expect(page.get_by_role("heading", name="Blackjack tables")).to_be_visible()
+    shot(page, "lobby-signed-out")
+    guest_at(page, live_server, "classic")
+    start = balance(page)
+    bet(page, 1, chip="500")
+    page.locator("#deal").click()
+    expect(page.locator(".hand.active")).to_be_visible()
+    expect(page.locator(".dealer .card.back")).to_have_count(1)
+    expect(page.locator("button[data-action='stand']")).to_be_enabled()
+    expect(page.locator("button[data-action='split']")).to_be_disabled()
+    shot(page, "table-mid-round")
+    page.keyboard.press("s")  # STAND by keyboard
+    expect(page.locator(".outcome.win")).to_contain_text("WIN +5.00")
+    expect(page.locator("#announce")).to_contain_text("won 5.00")
+    assert balance(page) != start
+    page.get_by_role("link", name="History").click()
+    expect(page.locator("table.history tbody tr")).to_have_count(1)
+    page.locator("button[data-replay]").click()
+    expect(page.locator(".operations li").first).to_contain_text("bets 5.00")
+    page.locator("#verify").click()
+    expect(page.locator("#verification")).to_contain_text("Verified")
+    page.get_by_role("link", name="Lobby").click()
+    expect(page.get_by_role("heading", name="Tables")).to_be_visible()
+    shot(page, "lobby")
+
+
+def test_first_person_side_bets_insurance_and_cash_out(page: Any, live_server: LiveServer) -> None:
+    live_server.service.stacked.append(["8S", "AH", "8C", "9D", "5S"])
+    guest_at(page, live_server, "first-person")
+    bet(page, 1, chip="100")
+    bet(page, 1, side="perfect_pairs")
+    page.locator("#deal").click()
+    expect(page.locator(".offer")).to_contain_text("Insurance for 0.50?")
+    page.keyboard.press("n")
+    expect(page.locator("#side-results")).to_contain_text("Perfect Pairs (hand 1): colored 13.00")
+    cash_out = page.locator("button[data-action='cash-out']")
+    expect(cash_out).to_contain_text("CASH OUT")
+    amount = cash_out.inner_text().split()[-1]
+    cash_out.click()
+    expect(page.locator(".outcome")).to_contain_text("CASH-OUT")
+    assert amount.replace(".", "").isdigit()
+
+
+def test_split_then_play_both_hands(page: Any, live_server: LiveServer) -> None:
+    live_server.service.stacked.append(["8S", "6H", "8D", "TC", "3C", "2H", "KD", "9S", "TS"])
+    guest_at(page, live_server, "classic")
+    bet(page, 1, chip="100")
+    page.locator("#deal").click()
+    page.locator("button[data-action='split']").click()
+    expect(page.locator(".hands .hand")).to_have_count(2)
+    page.locator("button[data-action='double']").click()
+    page.locator("button[data-action='stand']").click()
+    expect(page.locator("#next-round")).to_be_visible()
+    expect(page.locator(".outcome")).to_have_count(2)
+
+
+def test_bet_controls_undo_x2_rebet_and_the_maximum_message(page: Any, live_server: LiveServer) -> None:
+    guest_at(page, live_server, "classic")
+    bet(page, 1, chip="10000")
+    bet(page, 1)
+    bet(page, 1)
+    page.locator("button.circle[data-spot='1']").click()
+    expect(page.locator(".spot .max").first).to_contain_text("maximum bet of 30000 is reached")
+    page.locator("#undo").click()
+    expect(page.locator("#total-bet strong")).to_have_text("200.00")
+    page.locator("#undo").click()
+    page.locator("#double-bets").click()
+    expect(page.locator("#total-bet strong")).to_have_text("200.00")
+    page.locator("#deal").click()
+    play_out(page)
+    page.locator("#next-round").click()
+    expect(page.locator("#rebet")).to_be_visible()
+    page.locator("#rebet").click()
+    expect(page.locator("#total-bet strong")).to_have_text("200.00")
+    expect(page.locator("#deal")).to_be_visible()  # REBET became DEAL NOW
+
+
+def test_reload_mid_round_resumes_the_same_decision(page: Any, live_server: LiveServer) -> None:
+    live_server.service.stacked.append(["TS", "6H", "6D", "TC", "8C"])
+    guest_at(page, live_server, "classic")
+    bet(page, 1, chip="100")
+    page.locator("#deal").click()
+    expect(page.locator("button[data-action='hit']")).to_be_enabled()
+    cards = page.locator(".hand.active .cards").inner_text()
+    page.reload()
+    expect(page.locator("button[data-action='hit']")).to_be_enabled()
+    assert page.locator(".hand.active .cards").inner_text() == cards
+
+
+def test_single_deck_same_bet_deals_and_power_triples(page: Any, live_server: LiveServer) -> None:
+    live_server.service.stacked.append(["TS", "7H", "9D", "KC"])
+    guest_at(page, live_server, "single-deck")
+    bet(page, 1, chip="2500")
+    page.locator("#deal").click()
+    play_out(page)
+    page.locator("#next-round").click()
+    page.locator("#rebet").click()  # Same Bet repeats the bet and deals
+    expect(page.locator(".hands .hand")).to_have_count(1)
+
+
+def test_multiplayer_shows_other_players_and_whose_turn(page: Any, live_server: LiveServer) -> None:
+    service = live_server.service
+    service.stacked.append(["TS", "9S", "7H", "6S", "8S", "8D", "2C", "5C"])
+    guest_at(page, live_server, "multiplayer")
+    import httpx
+    from fastapi.testclient import TestClient  # noqa: F401 - the other player uses the API directly
+
+    other = httpx.post(live_server.url + "/auth/register", json={"name": "bob", "password": "correct horse"}).json()
+    headers = {"Authorization": f"Bearer {other['token']}"}
+    httpx.post(live_server.url + "/tables/multiplayer/bets", json={"spot": 1, "chip": 500},
+               headers={**headers, "Idempotency-Key": "b1"})
+    bet(page, 1, chip="100")
+    page.locator("#deal").click()
+    expect(page.get_by_text("Dealing when the betting window closes")).to_be_visible()
+    httpx.post(live_server.url + "/tables/multiplayer/deal", headers={**headers, "Idempotency-Key": "b2"})
+    service.close_betting("multiplayer")
+    page.reload()
+    expect(page.locator(".hand[aria-label=\"bob's hand 2\"]")).to_be_visible()
+    expect(page.locator("#timer")).to_contain_text("Decision:")
+    page.locator("button[data-action='stand']").click()
+    expect(page.get_by_text("bob is deciding")).to_be_visible()
+    shot(page, "multiplayer-mid-round")
+
+
+def test_power_common_draw_and_quadruple(page: Any, live_server: LiveServer) -> None:
+    service = live_server.service
+    service.stacked.append(["5S", "7H", "6D", "8C", "KC", "QS"])
+    guest_at(page, live_server, "power")
+    bet(page, 1, chip="100")
+    page.locator("#deal").click()
+    expect(page.get_by_text("Dealing when the betting window closes")).to_be_visible()
+    service.close_betting("power")
+    expect(page.locator("button[data-action='quadruple']")).to_be_enabled()  # the table's WebSocket announced it
+    page.locator("button[data-action='quadruple']").click()
+    expect(page.locator(".hand").nth(1)).to_contain_text("stake 4.00")
+
+
+def test_settings_hints_and_limits_are_saved(page: Any, live_server: LiveServer) -> None:
+    live_server.service.stacked.append(["TS", "6H", "6D", "TC", "8C"])
+    page.goto(live_server.url + "/")
+    page.get_by_role("button", name="Play as guest").click()
+    expect(page.locator("#who")).to_contain_text("guest-")
+    page.get_by_role("link", name="Settings").click()
+    page.get_by_label("Strategy hints").check()
+    expect(page.locator("#announce")).to_contain_text("Settings saved")
+    page.get_by_label("Show the CASH OUT option").uncheck()
+    expect(page.locator("#announce")).to_contain_text("Settings saved")
+    page.goto(live_server.url + "/#/table/first-person")
+    bet(page, 1, chip="100")
+    page.locator("#deal").click()
+    expect(page.locator("button.best .ev")).to_be_visible()
+    expect(page.locator("button[data-action='cash-out']")).to_have_count(0)
+    page.get_by_role("link", name="Responsible gaming").click()
+    page.get_by_label("Daily loss limit").fill("50")
+    page.get_by_role("button", name="Save limits").click()
+    expect(page.get_by_text("Daily loss limit: 50.00")).to_be_visible()
+
+
+def test_a_phone_sized_table_still_fits(page: Any, live_server: LiveServer) -> None:
+    page.set_viewport_size({"width": 390, "height": 844})
+    guest_at(page, live_server, "first-person")
+    width = page.evaluate("document.documentElement.scrollWidth")
+    assert width <= 390
+    shot(page, "table-phone")
