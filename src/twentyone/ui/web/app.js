@@ -43,6 +43,11 @@ function money(amount, currency = "") {
   return currency ? `${text} ${currency}` : text;
 }
 
+function chipLabel(amount) {
+  // Whole amounts fit a chip better without their cents: 2500 minor units shows as "25".
+  return amount % 100 === 0 ? (amount / 100).toLocaleString("en") : money(amount);
+}
+
 function el(tag, attributes = {}, ...children) {
   const node = document.createElement(tag);
   for (const [key, value] of Object.entries(attributes)) {
@@ -405,7 +410,7 @@ function renderBetting(table, slip, round) {
   const chips = el("div", { class: "chips", role: "group", "aria-label": "Chips" },
     ...table.chips.map((chip) => el("button", { type: "button", class: `chip${chip === slip.chip ? " selected" : ""}`,
       "data-chip": chip, disabled: !slip.enabled_chips.includes(chip), "aria-pressed": chip === slip.chip ? "true" : "false",
-      "aria-label": `Chip ${money(chip)}`, onclick: () => control("chip", { chip }) }, money(chip))));
+      "aria-label": `Chip ${money(chip)}`, onclick: () => control("chip", { chip }) }, chipLabel(chip))));
   const empty = slip.total === 0;
   const rebetInstead = empty && slip.can_rebet;
   const controls = el("div", { class: "controls" },
