@@ -90,6 +90,7 @@ def test_first_person_side_bets_insurance_and_cash_out(page: Any, live_server: L
     cash_out.click()
     expect(page.locator(".outcome")).to_contain_text("CASH-OUT")
     assert amount.replace(".", "").isdigit()
+    expect(page.locator("#balance strong")).to_have_text(f"{1000 - 1 - 1 + 13 + float(amount):,.2f} USD")
 
 
 def test_split_then_play_both_hands(page: Any, live_server: LiveServer) -> None:
@@ -168,9 +169,16 @@ def test_multiplayer_shows_other_players_and_whose_turn(page: Any, live_server: 
     page.reload()
     expect(page.locator(".hand[aria-label=\"bob's hand 2\"]")).to_be_visible()
     expect(page.locator("#timer")).to_contain_text("Decision:")
+    before = balance(page)
     page.locator("button[data-action='stand']").click()
     expect(page.get_by_text("bob is deciding")).to_be_visible()
     shot(page, "multiplayer-mid-round")
+    rounds = httpx.get(live_server.url + "/me/history", headers=headers).json()["rounds"]
+    httpx.post(live_server.url + f"/rounds/{rounds[0]['id']}/actions", json={"action": "stand"},
+               headers={**headers, "Idempotency-Key": "b3"})
+    expect(page.locator(".outcome").first).to_be_visible()  # the WebSocket brought the settlement
+    expect(page.locator("#next-round")).to_be_visible()
+    assert balance(page) != before or page.locator(".outcome.push").count()
 
 
 def test_power_common_draw_and_quadruple(page: Any, live_server: LiveServer) -> None:
@@ -182,8 +190,11 @@ def test_power_common_draw_and_quadruple(page: Any, live_server: LiveServer) -> 
     expect(page.get_by_text("Dealing when the betting window closes")).to_be_visible()
     service.close_betting("power")
     expect(page.locator("button[data-action='quadruple']")).to_be_enabled()  # the table's WebSocket announced it
+    before = balance(page)
     page.locator("button[data-action='quadruple']").click()
     expect(page.locator(".hand").nth(1)).to_contain_text("stake 4.00")
+    expect(page.locator("#next-round")).to_be_visible()
+    expect(page.locator("#balance strong")).not_to_have_text(before)
 
 
 def test_settings_hints_and_limits_are_saved(page: Any, live_server: LiveServer) -> None:

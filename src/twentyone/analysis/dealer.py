@@ -155,10 +155,29 @@ def dealer_outcomes(compositions: npt.NDArray[np.int64], up: int, hits_soft_17: 
                     with_bust_cards: bool = False) -> npt.NDArray[np.float64]:
     """Probability of each of :data:`OUTCOMES` for each row of ``compositions``.
 
-    Each row counts the cards left (by value) once the up card and any known
-    cards are out; the hole card and every draw come from it. With
-    ``with_bust_cards`` six more columns give the bust probability by the
-    dealer's card count (:data:`BUST_CARDS`).
+    Parameters
+    ----------
+    compositions : ndarray of int, shape (n, 10)
+        Cards left by value (index 0 Aces, 9 tens) once the up card and any known cards are
+        out; the hole card and every draw come from it.
+    up : int
+        The up card's value, 1 to 10.
+    hits_soft_17 : bool
+        Whether the dealer draws to a soft 17.
+    with_bust_cards : bool, optional
+        Add six columns: bust probability with 3, 4, 5, 6, 7, 8+ cards (:data:`BUST_CARDS`).
+
+    Returns
+    -------
+    ndarray of float, shape (n, 7) or (n, 13)
+        Each row sums to 1 over the seven outcomes.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> table = dealer_outcomes(np.array([[4, 4, 4, 4, 4, 3, 4, 4, 4, 16]]), up=6, hits_soft_17=False)
+    >>> table.shape, round(float(table[0].sum()), 12)
+    ((1, 7), 1.0)
     """
     finals = dealer_finals(up, hits_soft_17)
     compositions = np.ascontiguousarray(compositions, dtype=np.int64)

@@ -229,7 +229,28 @@ class GameAnalysis:
 
     # ------------------------------------------------------- initial hands
     def hand_ev(self, cards: tuple[int, int], up: int) -> HandEV:
-        """EV of every action on an initial two-card hand (values 1..10) against ``up``, optimal play."""
+        """EV of every action on an initial two-card hand against an up card, under optimal play.
+
+        Parameters
+        ----------
+        cards : tuple of int
+            The player's two card values, 1 (Ace) to 10.
+        up : int
+            The dealer's up card value, 1 (Ace) to 10.
+
+        Returns
+        -------
+        HandEV
+            Each open action's expected value per unit of the main bet (conditional on no dealer
+            blackjack where the dealer has peeked), and the blackjack chance before the peek.
+
+        Examples
+        --------
+        >>> from twentyone.variants import builtin_rules
+        >>> ev = GameAnalysis(builtin_rules("classic")).hand_ev((5, 6), up=6)
+        >>> ev.best, round(ev.actions["double"], 3)
+        ('double', 0.683)
+        """
         return self._initial(cards, up, None)[0]
 
     def later_ev(self, values: tuple[int, ...], up: int) -> HandEV:
@@ -322,7 +343,25 @@ class GameAnalysis:
                     yield up, (a, b), float(p_up * ways / ((n - 1) * (n - 2)))
 
     def main_return(self, basic: BasicStrategy | None = None) -> ReturnReport:
-        """Return to player under optimal composition-dependent play and under basic strategy."""
+        """Return to player of the main bet under optimal play and under basic strategy.
+
+        Parameters
+        ----------
+        basic : BasicStrategy, optional
+            The strategy to value; by default the one :meth:`basic_strategy` derives.
+
+        Returns
+        -------
+        ReturnReport
+            ``optimal`` and ``basic`` returns (1.0 is 100 %) and each up card's contribution.
+
+        Examples
+        --------
+        >>> from twentyone.variants import builtin_rules
+        >>> report = GameAnalysis(builtin_rules("power")).main_return()
+        >>> round(report.optimal * 100, 2), report.optimal >= report.basic
+        (98.8, True)
+        """
         basic = basic or self.basic_strategy()
         by_up_opt: dict[int, float] = {}
         by_up_basic: dict[int, float] = {}
@@ -337,6 +376,19 @@ class GameAnalysis:
 
         Each decision compares the actions' values summed over every hand
         composition with that total, weighted by how often it is dealt.
+
+        Returns
+        -------
+        BasicStrategy
+            Decisions by dealer up card: ``hit_by_up``, ``two_card_by_up`` (codes H, S, D, Ds,
+            T, Q, R...) and ``pairs_by_up`` (split or not).
+
+        Examples
+        --------
+        >>> from twentyone.variants import builtin_rules
+        >>> strategy = GameAnalysis(builtin_rules("first-person")).basic_strategy()
+        >>> strategy.two_card_by_up[6][(11, False)], strategy.pairs_by_up[10][1]
+        ('D', True)
         """
         hit: dict[tuple[int, int, bool], int] = {}
         for up in UP_VALUES:

@@ -125,7 +125,27 @@ def _bust_it(rules: Rules, name: str) -> SideBetReport:
 
 
 def side_bet_return(rules: Rules, name: str) -> SideBetReport:
-    """The exact return of side bet ``name`` of ``rules`` from a fresh shoe."""
+    """The exact return of a side bet from a fresh shoe, line by line.
+
+    Parameters
+    ----------
+    rules : Rules
+        The game; its paytables and shoe are used.
+    name : str
+        The side bet's name in the rules (``perfect_pairs``, ``21+3``, ``bust_it``...).
+
+    Returns
+    -------
+    SideBetReport
+        ``rtp`` (a Fraction for deal-time bets, a float for Bust It) and each line's
+        probability, payout and contribution.
+
+    Examples
+    --------
+    >>> from twentyone.variants import builtin_rules
+    >>> round(side_bet_return(builtin_rules("power"), "bust_it").percent, 2)
+    94.71
+    """
     if rules.side_bets[name].kind == "bust_it":
         return _bust_it(rules, name)
     return _deal_time(rules, name)

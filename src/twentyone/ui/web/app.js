@@ -17,7 +17,7 @@ const SIDE_NAMES = { perfect_pairs: "Perfect Pairs", "21+3": "21+3", any_pair: "
   bust_it: "Bust It" };
 
 const state = { token: localStorage.getItem("twentyone.token"), me: null, table: null, socket: null,
-  hints: null, maxSpot: null, timer: null, finished: null };
+  hints: null, maxSpot: null, timer: null, finished: null, watching: null };
 const view = () => document.getElementById("view");
 
 // ------------------------------------------------------------------ API
@@ -190,10 +190,19 @@ async function refreshTable(tableId) {
   try {
     state.table = await api("GET", `/tables/${tableId}`);
     state.hints = null;
-    // A round that just ended stays on the table, results showing, until "Next round".
+    // A round that ended (by this player's decision, another player's, or a timer) stays on the
+    // table, results showing, until "Next round".
+    if (!state.table.round && state.watching && !state.finished) {
+      const ended = await api("GET", `/rounds/${state.watching}`).catch(() => null);
+      if (ended && ended.table_id === tableId && (ended.status === "settled" || ended.status === "void")) {
+        state.finished = ended;
+        announceResults(ended);
+      }
+    }
     if (!state.table.round && state.finished && state.finished.table_id === tableId) {
       state.table.round = state.finished;
     }
+    state.watching = state.table.round && state.table.round.status !== "settled" ? state.table.round.id : null;
     const round = state.table.round;
     if (round && round.legal_actions.length && state.me.settings.hints) {
       state.hints = await api("GET", `/rounds/${round.id}/hint`).catch(() => null);
