@@ -478,14 +478,7 @@ class GameService:
                 if self._current_round(session, table, caller.id) is not None:
                     raise ServiceError(409, "Finish the round in play before dealing another.")
                 lock_player(session, caller.id, table.currency)
-                slip = self._slip(session, caller.id, table)
-                balance = self.balance(session, caller.id, table.currency)
-                bet_slip = self._bet_slip(slip, table, balance)
-                try:
-                    hand_bets = bet_slip.hand_bets()
-                except BetSlipError as error:
-                    raise ServiceError(409, str(error)) from None
-                self._check_limits(session, player, table.currency, bet_slip.total)
+                slip, balance, bet_slip, hand_bets = self._ready_bets(session, player, table)
                 if bet_slip.total > balance:
                     raise ServiceError(409, f"The balance of {balance} does not cover bets of {bet_slip.total}.")
                 shoe = self._prepared_shoe(session, table, caller.id)
@@ -518,6 +511,19 @@ class GameService:
         self.events.publish(table.id, {"type": "round", "round_id": view["id"], "status": view["status"]})
         return view
 
+    def _ready_bets(self, session: Session, player: Player, table: TableSpec
+                    ) -> tuple[Slip, int, BetSlip, list[HandBet]]:
+        """The player's slip as bets ready for a deal: limits, minimums and responsible-gaming checks done."""
+        slip = self._slip(session, player.id, table)
+        balance = self.balance(session, player.id, table.currency)
+        bet_slip = self._bet_slip(slip, table, balance)
+        try:
+            hand_bets = bet_slip.hand_bets()
+        except BetSlipError as error:
+            raise ServiceError(409, str(error)) from None
+        self._check_limits(session, player, table.currency, bet_slip.total)
+        return slip, balance, bet_slip, hand_bets
+
     def _debit(self, session: Session, player_id: int, currency: str, amount: int, round_row: Round,
                seat: RoundSeat) -> None:
         if amount <= 0:
@@ -548,14 +554,7 @@ class GameService:
             seats = session.scalars(select(RoundSeat).where(RoundSeat.round_id == round_row.id)).all()
             if table.seats and len(seats) >= table.seats:
                 raise ServiceError(409, f"The table is full: {table.seats} players at most.")
-            slip = self._slip(session, caller.id, table)
-            balance = self.balance(session, caller.id, table.currency)
-            bet_slip = self._bet_slip(slip, table, balance)
-            try:
-                hand_bets = bet_slip.hand_bets()
-            except BetSlipError as error:
-                raise ServiceError(409, str(error)) from None
-            self._check_limits(session, player, table.currency, bet_slip.total)
+            slip, _, _, hand_bets = self._ready_bets(session, player, table)
             session.add(RoundSeat(round_id=round_row.id, player_id=caller.id, position=len(seats) + 1,
                                   bets=[_hand_bet_json(b) for b in hand_bets], confirmed=True, staked=0, returned=0))
             slip.previous, slip.bets, slip.history = dict(slip.bets), {}, []
