@@ -13,6 +13,7 @@ import secrets
 import tomllib
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from functools import cache
 from importlib import resources
 from pathlib import Path
 from typing import Any
@@ -141,8 +142,9 @@ def table_from_mapping(table_id: str, data: Mapping[str, Any]) -> TableSpec:
     )
 
 
+@cache
 def shipped_tables() -> dict[str, TableSpec]:
-    """The default tables in ``tables.toml``."""
+    """The default tables in ``tables.toml`` (read once; callers copy before adding to it)."""
     text = resources.files("twentyone.server").joinpath("tables.toml").read_text("utf-8")
     data = tomllib.loads(text)
     return {table_id: table_from_mapping(table_id, spec) for table_id, spec in data.items()}

@@ -497,7 +497,7 @@ class GameService:
                 self.fault("deal")
                 engine = self._engine(session, round_row)
                 self._after_change(session, round_row, engine, table)
-                view = self._view(session, round_row, caller.id)
+                view = self._view(session, round_row, caller.id, engine)
         except ServiceError:
             raise
         except WalletError as error:
@@ -652,7 +652,7 @@ class GameService:
                 round_row.decision_since = self.clock()
                 round_row.version += 1
                 self._after_change(session, round_row, engine, table)
-                view = self._view(session, round_row, caller.id)
+                view = self._view(session, round_row, caller.id, engine)
         except ServiceError:
             raise
         except WalletError as error:
@@ -903,8 +903,12 @@ class GameService:
                                .where(RoundSeat.round_id == round_id)).all()
         return {str(player_id): name for player_id, name in rows}
 
-    def _view(self, session: Session, round_row: Round, player_id: int) -> dict[str, Any]:
-        """A round as one player may see it: cards as they are revealed, their own legal actions."""
+    def _view(self, session: Session, round_row: Round, player_id: int, engine: Engine | None = None
+              ) -> dict[str, Any]:
+        """A round as one player may see it: cards as they are revealed, their own legal actions.
+
+        ``engine`` is the round already rebuilt by the caller, so it is not replayed twice.
+        """
         table = self.table(round_row.table_id)
         names = self._names(session, round_row.id)
         shoe = session.get(ShoeRow, round_row.shoe_id)
@@ -923,7 +927,7 @@ class GameService:
                           "balance_after": seat.balance_after, "bets": seat.bets}
         if round_row.status == "betting":
             return view
-        engine = self._engine(session, round_row)
+        engine = engine or self._engine(session, round_row)
         dealer = engine.dealer_cards
         hidden = 1 if engine.rules.deal.hole_card and round_row.status == "playing" and len(dealer) == 1 else 0
         view["dealer"] = {"cards": [str(c) for c in dealer], "total": hand_value(dealer).total,
