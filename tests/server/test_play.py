@@ -6,6 +6,7 @@ import json
 import subprocess
 import sys
 
+import pytest
 from fastapi.testclient import TestClient
 from server_helpers import Client, new_player
 
@@ -198,7 +199,9 @@ def test_shuffle_commitment_is_published_before_the_deal_and_verifies_after(gues
     cli = subprocess.run([sys.executable, "-m", "twentyone.cli.main", "verify", str(path)], capture_output=True,
                          text=True, timeout=60)
     assert cli.returncode == 0 and "verified" in cli.stdout
-    proof["cards"][0], proof["cards"][1] = proof["cards"][1], proof["cards"][0]
+    # Tamper with the order: move a card that differs from the top one (two identical cards could swap unseen).
+    other = next(i for i, card in enumerate(proof["cards"]) if card != proof["cards"][0])
+    proof["cards"][0], proof["cards"][other] = proof["cards"][other], proof["cards"][0]
     path.write_text(json.dumps(proof))
     tampered = subprocess.run([sys.executable, "-m", "twentyone.cli.main", "verify", str(path)],
                               capture_output=True, text=True, timeout=60)
@@ -222,3 +225,29 @@ def test_a_hint_ranks_the_legal_actions_of_my_decision(guest: Client, service: G
     assert sorted(actions) == ["double", "hit", "stand"] and actions[0] == "stand"  # hard 16 v 6 stands
     evs = [entry["ev"] for entry in hint["actions"]]
     assert evs == sorted(evs, reverse=True)
+
+
+def test_a_change_and_its_idempotency_key_commit_together(guest: Client, service: GameService) -> None:
+    """A server that stops after the change but before recording its answer still knows the key."""
+    service.stacked.append(["2S", "6H", "3D", "TC", "2C", "2D", "9S"])
+    guest.bet("classic", 500)
+    round_id = guest.post("/tables/classic/deal").json()["id"]
+    original = service.db.transaction
+    calls: list[int] = []
+
+    def stops_before_answering():  # type: ignore[no-untyped-def]
+        calls.append(1)
+        if len(calls) == 2:  # the hit committed; the answer's write never happens
+            raise RuntimeError("server stopped before answering")
+        return original()
+
+    service.db.transaction = stops_before_answering  # type: ignore[method-assign]
+    try:
+        with pytest.raises(RuntimeError):
+            guest.post(f"/rounds/{round_id}/actions", {"action": "hit"}, key="hit-1")
+    finally:
+        service.db.transaction = original  # type: ignore[method-assign]
+    assert len(guest.get(f"/rounds/{round_id}").json()["hands"][0]["cards"]) == 3
+    retry = guest.post(f"/rounds/{round_id}/actions", {"action": "hit"}, key="hit-1")
+    assert retry.status_code == 409 and "already applied" in retry.json()["detail"]
+    assert len(guest.get(f"/rounds/{round_id}").json()["hands"][0]["cards"]) == 3  # no second hit

@@ -13,6 +13,7 @@ import hashlib
 import logging
 import re
 import secrets
+import threading
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -111,14 +112,23 @@ class GameService:
         self.events = events or Broadcaster()
         self.hasher = PasswordHasher()
         self.fault: Callable[[str], None] = lambda stage: None  # tests inject malfunctions here
+        self._request = threading.local()  # the idempotency key of the request this thread serves
         # Certification and tests stack the top of the next shoes; the rest is shuffled as usual.
         self.stacked: list[list[str]] = []
 
     # ------------------------------------------------------------- helpers
     @contextmanager
     def _tx(self) -> Iterator[Session]:
+        """A write transaction. The first one of an idempotent request also records its key, so the
+        key and the change it made commit together: a crash can never leave a change without its key."""
         with self.db.transaction() as session:
             yield session
+            marker = getattr(self._request, "marker", None)
+            if marker is not None:
+                self._request.marker = None
+                player_id, key, request = marker
+                session.add(IdempotentRequest(player_id=player_id, key=key, request=request, status_code=0,
+                                              response={}, created_at=self.clock()))
 
     def tables(self) -> dict[str, TableSpec]:
         tables = dict(shipped_tables())
@@ -282,15 +292,23 @@ class GameService:
         stored = self._stored(caller.id, key, request)
         if stored is not None:
             return stored
-        status, body = work()
+        self._request.marker = (caller.id, key, request)
         try:
-            with self._tx() as session:
+            status, body = work()
+        except IntegrityError:  # the same key committed first in a concurrent request
+            stored = self._stored(caller.id, key, request)
+            if stored is None:
+                raise
+            return stored
+        finally:
+            self._request.marker = None
+        with self.db.transaction() as session:
+            row = session.get(IdempotentRequest, (caller.id, key))
+            if row is None:  # the request changed nothing (a refusal is not stored: a retry runs again)
                 session.add(IdempotentRequest(player_id=caller.id, key=key, request=request, status_code=status,
                                               response=body, created_at=self.clock()))
-        except IntegrityError:
-            again = self._stored(caller.id, key, request)
-            if again is not None:
-                return again
+            else:
+                row.status_code, row.response = status, body
         return status, body
 
     def _stored(self, player_id: int, key: str, request: str) -> tuple[int, dict[str, Any]] | None:
@@ -300,6 +318,9 @@ class GameService:
                 return None
             if row.request != request:
                 raise ServiceError(422, "This Idempotency-Key was already used for a different request.")
+            if row.status_code == 0:
+                raise ServiceError(409, "This request was already applied, but its answer was lost (the server "
+                                        "stopped); read the current state instead of retrying.")
             return row.status_code, row.response
 
     # ------------------------------------------------------------- tables
