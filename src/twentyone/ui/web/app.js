@@ -190,6 +190,7 @@ async function refreshTable(tableId) {
   try {
     state.table = await api("GET", `/tables/${tableId}`);
     state.hints = null;
+    await ensureMe();  // the header's balances follow the table's
     // A round that ended (by this player's decision, another player's, or a timer) stays on the
     // table, results showing, until "Next round".
     if (!state.table.round && state.watching && !state.finished) {
