@@ -103,10 +103,6 @@ class HandState:
     outcome: str | None
     returned: int | None
 
-    @property
-    def is_blackjack(self) -> bool:
-        return self.status == "blackjack" or self.outcome in ("blackjack", "even-money")
-
 
 @dataclass
 class _Hand:
@@ -142,7 +138,6 @@ class _Spot:
     insurance: int = 0
     insurance_settled: bool = False
     pending_side_bets: dict[str, int] = field(default_factory=dict)
-    side_bet_results: list[Settled] = field(default_factory=list)
 
 
 _OFFER_ACTIONS = {
@@ -284,10 +279,6 @@ class Round:
         if self._hole_revealed or not self.rules.deal.hole_card:
             return tuple(self._dealer)
         return (self.dealer_up,) if self._dealer else ()
-
-    @property
-    def dealer_value(self) -> HandValue:
-        return hand_value(self.dealer_cards)
 
     @property
     def dealer_blackjack(self) -> bool:
@@ -738,7 +729,6 @@ class Round:
 
     def _settle_side(self, spot: _Spot, name: str, stake: int, result: str, returned: int) -> None:
         record = Settled(name, spot.player, spot.seat, 1, stake, result, returned)
-        spot.side_bet_results.append(record)
         self._log(record)
 
     def _settle_bust_it(self) -> None:
@@ -806,11 +796,6 @@ class Round:
     def _log(self, operation: Operation) -> None:
         self.operations.append(operation)
 
-    def side_bet_results(self, seat: int) -> tuple[Settled, ...]:
-        return tuple(self._spots[seat - 1].side_bet_results)
-
-    def insurance_of(self, seat: int) -> int:
-        return self._spots[seat - 1].insurance
 
 
 def replay(rules: Rules, shoe: Shoe, bets: Sequence[tuple[str, Sequence[HandBet]]],
