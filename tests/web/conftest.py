@@ -18,7 +18,7 @@ from twentyone.server.config import Settings
 @pytest.fixture
 def live_server(tmp_path: Path) -> Iterator[LiveServer]:
     settings = Settings(f"sqlite:///{tmp_path / 'web.db'}", tmp_path, "operator-secret")
-    server = LiveServer(create_app(settings), free_port())
+    server = LiveServer(create_app(settings), free_port(), settings)
     server.start()
     yield server
     server.stop()

@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import time
 from typing import Any
 
 from playwright.sync_api import expect
 from web_helpers import LiveServer, shot
+
+from twentyone.server.app import create_app
 
 
 def guest_at(page: Any, server: LiveServer, table: str) -> None:
@@ -224,3 +227,25 @@ def test_a_phone_sized_table_still_fits(page: Any, live_server: LiveServer) -> N
     width = page.evaluate("document.documentElement.scrollWidth")
     assert width <= 390
     shot(page, "table-phone")
+
+
+def test_a_lost_connection_comes_back_to_the_same_decision(page: Any, live_server: LiveServer) -> None:
+    live_server.service.stacked.append(["TS", "6H", "6D", "TC", "8C"])
+    guest_at(page, live_server, "classic")
+    bet(page, 1, chip="100")
+    page.locator("#deal").click()
+    expect(page.locator("button[data-action='hit']")).to_be_enabled()
+    live_server.stop()  # the connection drops: the server is gone
+    restarted = LiveServer(create_app(live_server.settings), live_server.port)
+    restarted.start()
+    try:
+        # Without a reload the page reconnects its table socket and shows the same decision.
+        deadline = time.time() + 10
+        while not restarted.service.events._subscribers.get("classic") and time.time() < deadline:
+            time.sleep(0.2)
+        assert restarted.service.events._subscribers.get("classic"), "the page did not reconnect"
+        expect(page.locator("button[data-action='hit']")).to_be_enabled()
+        page.locator("button[data-action='stand']").click()
+        expect(page.locator("#next-round")).to_be_visible()
+    finally:
+        restarted.stop()

@@ -24,8 +24,9 @@ def free_port() -> int:
 
 
 class LiveServer:
-    def __init__(self, app: Any, port: int) -> None:
+    def __init__(self, app: Any, port: int, settings: Any = None) -> None:
         self.app = app
+        self.settings = settings
         self.port = port
         self.url = f"http://127.0.0.1:{port}"
         self.server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning",

@@ -226,7 +226,15 @@ function connectSocket(tableId) {
     if (currentTableId() === tableId && event.type !== "hello") refreshTable(tableId);
   };
   socket.onclose = () => {
-    if (state.socket === socket) state.socket = null;
+    if (state.socket !== socket) return;
+    state.socket = null;
+    // Lost the connection while still at this table: come back, and pick the round up where it is.
+    setTimeout(() => {
+      if (currentTableId() === tableId && !state.socket && state.token) {
+        connectSocket(tableId);
+        refreshTable(tableId);
+      }
+    }, 2000);
   };
   state.socket = socket;
 }
@@ -599,7 +607,11 @@ document.getElementById("sign-out").addEventListener("click", () => {
   state.token = null;
   state.me = null;
   localStorage.removeItem("twentyone.token");
-  if (state.socket) state.socket.close();
+  if (state.socket) {
+    const socket = state.socket;
+    state.socket = null;
+    socket.close();
+  }
   location.hash = "#/";
   renderAccount();
   route();
