@@ -14,6 +14,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from functools import cache
 
+import numba
 import numpy as np
 import numpy.typing as npt
 
@@ -50,13 +51,56 @@ def _all_hands() -> npt.NDArray[np.int64]:
     return np.array(result, dtype=np.int64)
 
 
-def _multisets(limit: Counts, must_contain: int | None) -> npt.NDArray[np.int64]:
-    """The hands that fit within ``limit`` (and hold a ``must_contain`` card, when given)."""
+@dataclass(frozen=True)
+class _Structure:
+    """Which hands exist and where each draw leads: it depends only on which hands fit, so it is shared."""
+
+    array: npt.NDArray[np.int64]
+    child: npt.NDArray[np.int64]
+    order: npt.NDArray[np.int64]
+    sorted_keys: npt.NDArray[np.int64]
+
+
+@cache
+def _structure(limit: tuple[int, ...], must_contain: int | None) -> _Structure:
     hands = _all_hands()
-    keep = (hands <= limit[None, :]).all(axis=1)
+    keep = (hands <= np.array(limit)[None, :]).all(axis=1)
     if must_contain is not None:
         keep &= hands[:, must_contain - 1] > 0
-    return hands[keep]
+    array = hands[keep]
+    # Each draw's resulting hand, found by its base-22 key; a hand that does not exist is BUSTED.
+    keys = array @ _PLACE
+    order = np.argsort(keys)
+    sorted_keys = keys[order]
+    grown = keys[:, None] + _PLACE[None, :]
+    position = np.clip(np.searchsorted(sorted_keys, grown), 0, len(keys) - 1)
+    child = np.where(sorted_keys[position] == grown, order[position], BUSTED)
+    return _Structure(array, child, order, sorted_keys)
+
+
+def _multisets(limit: Counts, must_contain: int | None) -> _Structure:
+    """The hands that fit within ``limit`` (and hold a ``must_contain`` card, when given)."""
+    # No hand of 21 or less holds more than 21 // value cards of a value: a higher limit changes nothing.
+    effective = tuple(min(int(limit[v]), 21 // (v + 1)) for v in range(10))
+    return _structure(effective, must_contain)
+
+
+@numba.njit(cache=True)
+def _hit_stand_kernel(order, child, prob, bust_mass, stand, choice, value, hit):  # type: ignore[no-untyped-def]
+    # States in decreasing hard sum: a draw only raises the hard sum, so each child is already valued.
+    for i in order:
+        total = 0.0
+        for v in range(10):
+            p = prob[i, v]
+            if p == 0.0:
+                continue
+            c = child[i, v]
+            total += p * (value[c] if c >= 0 else -bust_mass[i, v])
+        hit[i] = total
+        if choice[i] < 0:
+            value[i] = max(stand[i], total)
+        else:
+            value[i] = total if choice[i] == 1 else stand[i]
 
 
 @dataclass
@@ -71,7 +115,8 @@ class StateSpace:
     array: npt.NDArray[np.int64] = field(init=False)
 
     def __post_init__(self) -> None:
-        array = _multisets(self.base, self.must_contain)
+        structure = _multisets(self.base, self.must_contain)
+        array = structure.array
         self.array = array
         self.size = len(array)
         self._stand_cache: dict[tuple[float, float], FloatArray] = {}
@@ -85,16 +130,11 @@ class StateSpace:
         self.left = left
         n_left = left.sum(axis=1)
         self.prob = np.where(n_left[:, None] > 0, left / np.maximum(n_left, 1)[:, None], 0.0)
-        # Each draw's resulting hand, found by its base-22 key; a bust or a missing card is BUSTED.
-        keys = array @ _PLACE
-        order = np.argsort(keys)
-        sorted_keys = keys[order]
-        self._order, self._sorted_keys = order, sorted_keys
-        grown = keys[:, None] + _PLACE[None, :]
-        position = np.clip(np.searchsorted(sorted_keys, grown), 0, len(keys) - 1)
-        found = (sorted_keys[position] == grown) & (left > 0)
-        self.child = np.where(found, order[position], BUSTED)
+        # A draw leads to a hand of the space only if that card is left (so the grown hand fits the base).
+        self._order, self._sorted_keys = structure.order, structure.sorted_keys
+        self.child = structure.child
         self.key_id = self.total + 22 * self.soft.astype(np.int64)  # (total, soft) as one index
+        self.by_hard_sum = np.argsort(-hard, kind="stable")  # every draw leads to a state earlier in it
         outcomes = dealer_outcomes(left, self.up, self.hits_soft_17)
         self.blackjack = outcomes[:, BLACKJACK]
         # Probability of each non-blackjack dealer result, and how a standing total fares against it.
@@ -164,15 +204,6 @@ class StateSpace:
         stand = self.stand(1.0, blackjack_loss)
         value = np.zeros(self.size)
         hit = np.zeros(self.size)
-        for hard_sum in range(21, 0, -1):
-            group = np.nonzero(self.hard == hard_sum)[0]
-            if group.size == 0:
-                continue
-            children = self.child[group]
-            child_value = np.where(children >= 0, value[np.maximum(children, 0)], -self.bust_mass[group])
-            hit[group] = (self.prob[group] * child_value).sum(axis=1)
-            if policy is None:
-                value[group] = np.maximum(stand[group], hit[group])
-            else:
-                value[group] = np.where(policy[group] == 1, hit[group], stand[group])
+        choice = np.full(self.size, -1, dtype=np.int8) if policy is None else policy.astype(np.int8)
+        _hit_stand_kernel(self.by_hard_sum, self.child, self.prob, self.bust_mass, stand, choice, value, hit)
         return value, hit
