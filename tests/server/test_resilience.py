@@ -220,3 +220,28 @@ def test_an_outbox_left_by_a_crash_is_delivered_after_a_restart(tmp_path: Path, 
         restarted.state.service.tick()  # first try times out
         restarted.state.service.tick()
         assert wallet.balances[owner] == 101000
+
+
+def test_serve_plugs_in_an_operator_wallet_by_name(tmp_path: Path) -> None:
+    port = free_port()
+    env = {**os.environ, "TWENTYONE_OPERATOR_TOKEN": OPERATOR,
+           "PYTHONPATH": str(Path(__file__).parent) + os.pathsep + os.environ.get("PYTHONPATH", "")}
+    process = subprocess.Popen(
+        [sys.executable, "-m", "twentyone.cli.main", "serve", "--port", str(port), "--data-dir", str(tmp_path),
+         "--wallet", "fake_operator_wallet:MemoryWallet"], env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    try:
+        deadline = time.time() + 60
+        while time.time() < deadline:
+            try:
+                if httpx.get(f"http://127.0.0.1:{port}/health", timeout=1).status_code == 200:
+                    break
+            except httpx.HTTPError:
+                time.sleep(0.2)
+        token = call(port, "POST", "/auth/guest").json()["token"]
+        assert call(port, "GET", "/me", token).json()["balances"]["USD"] == 77_700  # the operator's balance
+    finally:
+        process.kill()
+        process.wait()
+    bad = subprocess.run([sys.executable, "-m", "twentyone.cli.main", "serve", "--wallet", "nowhere:Nothing"],
+                         capture_output=True, text=True, timeout=60)
+    assert bad.returncode == 2 and "cannot import 'nowhere'" in bad.stderr

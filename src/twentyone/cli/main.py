@@ -284,18 +284,29 @@ def serve(
                                                   "data directory, or TWENTYONE_DATABASE_URL.")] = None,
     data_dir: Annotated[Path | None, typer.Option("--data-dir", help="Where SQLite and the operator token live.")]
     = None,
+    wallet: Annotated[str | None, typer.Option("--wallet", help="An operator's wallet, as module:factory "
+                                                "(or TWENTYONE_OPERATOR_WALLET); default: the built-in ledger.")]
+    = None,
 ) -> None:
     """Run the game server: tables, wallet, history, the web table at /."""
+    import os
+
     import uvicorn
 
     from twentyone.server.app import create_app
     from twentyone.server.config import Settings
+    from twentyone.server.wallet import load_operator_wallet
 
     if not 0 < port < 65536:
         fail(f"--port must be 1 to 65535, got {port}.")
     settings = Settings.from_environment(database, data_dir)
+    spec = wallet or os.environ.get("TWENTYONE_OPERATOR_WALLET")
     try:
-        application = create_app(settings)
+        operator_wallet = load_operator_wallet(spec) if spec else None
+    except ValueError as error:
+        fail(str(error))
+    try:
+        application = create_app(settings, operator_wallet=operator_wallet)
     except Exception as error:  # a bad URL or an unreachable database: one line, exit 2
         fail(f"cannot open the database {settings.database_url!r} ({type(error).__name__}: {error}).".split("\n")[0])
     shown = "localhost" if host in ("127.0.0.1", "0.0.0.0") else host

@@ -50,6 +50,33 @@ class OperatorWallet(Protocol):
     def rollback(self, tx_id: str) -> None: ...
 
 
+def load_operator_wallet(spec: str) -> OperatorWallet:
+    """Build an operator wallet from ``module:factory`` (a class or a function taking no arguments).
+
+    >>> load_operator_wallet("no_such_module:Wallet")
+    Traceback (most recent call last):
+    ...
+    ValueError: --wallet: cannot import 'no_such_module' (No module named 'no_such_module').
+    """
+    module_name, _, attribute = spec.partition(":")
+    if not module_name or not attribute:
+        raise ValueError(f"--wallet: write module:factory, got {spec!r}.")
+    import importlib
+
+    try:
+        module = importlib.import_module(module_name)
+    except ImportError as error:
+        raise ValueError(f"--wallet: cannot import {module_name!r} ({error}).") from None
+    factory = getattr(module, attribute, None)
+    if factory is None or not callable(factory):
+        raise ValueError(f"--wallet: {module_name!r} has no callable {attribute!r}.")
+    wallet = factory()
+    for method in ("balance", "debit", "credit", "rollback"):
+        if not callable(getattr(wallet, method, None)):
+            raise ValueError(f"--wallet: {spec} lacks {method}(): see OperatorWallet in twentyone.server.wallet.")
+    return wallet  # type: ignore[no-any-return]
+
+
 def now() -> datetime:
     return datetime.now(UTC)
 
