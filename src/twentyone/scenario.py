@@ -18,7 +18,6 @@ from typing import Any
 
 from twentyone.core.cards import CardError
 from twentyone.core.hand import hand_value
-from twentyone.core.operations import Action
 from twentyone.core.round import BetError, HandBet, IllegalActionError, Round
 from twentyone.core.rules import Rules, RulesError
 from twentyone.core.shoe import Shoe, ShoeError
@@ -173,4 +172,4 @@ def run_scenario(scenario: Mapping[str, Any]) -> dict[str, Any]:
     return round_result(play_scenario(scenario))
 
 
-__all__ = ["Action", "ScenarioError", "play_scenario", "round_result", "run_scenario", "scenario_rules"]
+__all__ = ["ScenarioError", "play_scenario", "round_result", "run_scenario", "scenario_rules"]

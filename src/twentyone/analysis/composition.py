@@ -13,7 +13,7 @@ between. Suits and ranks matter only to side bets, which work on whole cards.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 
 import numpy as np
 import numpy.typing as npt
@@ -44,6 +44,26 @@ def remove(counts: Counts, values: Iterable[int]) -> Counts:
         if result[value - 1] < 0:
             raise ValueError(f"The shoe holds no more cards of value {value}.")
     return result
+
+
+def initial_deals(counts: Counts) -> Iterator[tuple[int, tuple[int, int], float]]:
+    """Every (up card, player's two card values, probability) of one hand dealt from ``counts``.
+
+    >>> from twentyone.variants import builtin_rules
+    >>> round(sum(p for _, _, p in initial_deals(value_counts(builtin_rules("single-deck")))), 12)
+    1.0
+    """
+    n = int(counts.sum())
+    for up in VALUES:
+        if counts[up - 1] == 0:
+            continue
+        left = remove(counts, [up])
+        p_up = counts[up - 1] / n
+        for a in range(1, 11):
+            for b in range(a, 11):
+                ways = left[a - 1] * (left[b - 1] - 1) if a == b else 2 * left[a - 1] * left[b - 1]
+                if ways > 0:
+                    yield up, (a, b), float(p_up * ways / ((n - 1) * (n - 2)))
 
 
 def values_of(cards: Iterable[Card]) -> list[int]:

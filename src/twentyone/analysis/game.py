@@ -31,13 +31,30 @@ from math import comb
 
 import numpy as np
 
-from twentyone.analysis.composition import Counts, remove, value_counts
+from twentyone.analysis.composition import Counts, initial_deals, remove, value_counts
 from twentyone.analysis.states import FloatArray, Hand, StateSpace
 from twentyone.core.operations import ACTION_OF_MULTIPLIER
 from twentyone.core.rules import Rules
 
 UP_VALUES = tuple(range(1, 11))
 STRATEGY_UPS = (2, 3, 4, 5, 6, 7, 8, 9, 10, 1)  # chart column order: 2..10 then Ace
+
+
+# Chart letters: the first letter is the play; a trailing "s" means stand when it is not open.
+ACTION_OF_CODE = {"S": "stand", "H": "hit", "D": "double", "T": "triple", "Q": "quadruple", "R": "surrender"}
+CODE_OF_ACTION = {action: code for code, action in ACTION_OF_CODE.items()}
+
+
+def code_action(code: str, open_actions: dict[str, float]) -> str:
+    """The action a chart code takes among the open ones: its play, else hit or stand.
+
+    >>> code_action("Ds", {"stand": 0.0, "hit": 0.0}), code_action("D", {"stand": 0.0, "hit": 0.0})
+    ('stand', 'hit')
+    """
+    first = ACTION_OF_CODE[code[0]]
+    if first in open_actions:
+        return first
+    return "stand" if code.endswith("s") or code == "S" else "hit"
 
 
 def policy_array(policy: dict[tuple[int, bool], int]) -> np.ndarray:
@@ -220,12 +237,7 @@ class GameAnalysis:
         """The basic-strategy action for a two-card hand, falling back when it is not open."""
         if len(values) == 1:
             return next(iter(values))
-        code = table.get((int(space.total[state]), bool(space.soft[state])), "H")
-        wanted = {"S": "stand", "H": "hit", "D": "double", "T": "triple", "Q": "quadruple", "R": "surrender"}
-        first = wanted[code[0]]
-        if first in values:
-            return first
-        return "stand" if code.endswith("s") or code == "S" else "hit"
+        return code_action(table.get((int(space.total[state]), bool(space.soft[state])), "H"), values)
 
     # ------------------------------------------------------- initial hands
     def hand_ev(self, cards: tuple[int, int], up: int) -> HandEV:
@@ -328,19 +340,7 @@ class GameAnalysis:
     # ------------------------------------------------------------- returns
     def deals(self) -> Iterable[tuple[int, tuple[int, int], float]]:
         """Every (up card, initial two cards, probability) of a single hand from this shoe."""
-        counts = self.counts
-        n = self.total_cards
-        for up in UP_VALUES:
-            if counts[up - 1] == 0:
-                continue
-            left = remove(counts, [up])
-            p_up = counts[up - 1] / n
-            for a in range(1, 11):
-                for b in range(a, 11):
-                    ways = left[a - 1] * (left[b - 1] - 1) if a == b else 2 * left[a - 1] * left[b - 1]
-                    if ways <= 0:
-                        continue
-                    yield up, (a, b), float(p_up * ways / ((n - 1) * (n - 2)))
+        return initial_deals(self.counts)
 
     def main_return(self, basic: BasicStrategy | None = None) -> ReturnReport:
         """Return to player of the main bet under optimal play and under basic strategy.
@@ -471,7 +471,7 @@ class GameAnalysis:
         for key, bucket in sums.items():
             best = max(bucket, key=lambda name: bucket[name])
             fallback = "H" if policy.get(key, 0) == 1 else "S"
-            code = {"stand": "S", "hit": "H", "double": "D", "triple": "T", "quadruple": "Q", "surrender": "R"}[best]
+            code = CODE_OF_ACTION[best]
             if code in "DTQR" and fallback == "S":
                 code += "s"
             table[key] = code
@@ -518,9 +518,4 @@ class BasicStrategy:
             return "split"
         hand = hand_of(*cards)
         total, soft = total_of(hand)
-        code = self.two_card_by_up[up].get((total, soft), "S")
-        wanted = {"S": "stand", "H": "hit", "D": "double", "T": "triple", "Q": "quadruple", "R": "surrender"}
-        first = wanted[code[0]]
-        if first in values:
-            return first
-        return "stand" if code.endswith("s") or code == "S" else "hit"
+        return code_action(self.two_card_by_up[up].get((total, soft), "S"), values)

@@ -22,7 +22,7 @@ from fractions import Fraction
 
 import numpy as np
 
-from twentyone.analysis.composition import remove, value_counts
+from twentyone.analysis.composition import initial_deals, remove, value_counts
 from twentyone.analysis.dealer import BUST_CARDS, OUTCOMES, dealer_outcomes
 from twentyone.core.cards import Card
 from twentyone.core.rules import SIDE_BET_LINES, Rules
@@ -80,25 +80,15 @@ def _deal_time(rules: Rules, name: str) -> SideBetReport:
 def _bust_it(rules: Rules, name: str) -> SideBetReport:
     side = rules.side_bets[name]
     counts = value_counts(rules)
-    n = int(counts.sum())
     rows = []
     weights = []
     push = 0.0
-    for up in range(1, 11):
-        if not counts[up - 1]:
+    for up, (a, b), p in initial_deals(counts):
+        if {a, b} == {1, 10}:
+            push += p  # a player blackjack pushes the bet
             continue
-        after_up = remove(counts, [up])
-        for a in range(1, 11):
-            for b in range(a, 11):
-                ways = after_up[a - 1] * (after_up[b - 1] - 1) if a == b else 2 * after_up[a - 1] * after_up[b - 1]
-                if ways <= 0:
-                    continue
-                p = counts[up - 1] / n * ways / ((n - 1) * (n - 2))
-                if {a, b} == {1, 10}:
-                    push += p  # a player blackjack pushes the bet
-                    continue
-                rows.append((up, remove(after_up, [a, b])))
-                weights.append(p)
+        rows.append((up, remove(counts, [up, a, b])))
+        weights.append(p)
     lines = {line: 0.0 for line in SIDE_BET_LINES["bust_it"]}
     by_up: dict[int, list[int]] = {}
     for i, (up, _) in enumerate(rows):

@@ -23,13 +23,11 @@ from __future__ import annotations
 import tomllib
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any, Literal, NamedTuple
+from typing import Any, NamedTuple
 
 from twentyone.core.cards import RANKS
 from twentyone.core.shoe import ShoeComposition
 
-Peek = Literal["none", "ace", "ace-ten", "ace-face"]
-DealStep = Literal["hands", "dealer-up", "dealer-hole"]
 PEEK_POLICIES: tuple[str, ...] = ("none", "ace", "ace-ten", "ace-face")
 DEAL_STEPS: tuple[str, ...] = ("hands", "dealer-up", "dealer-hole")
 DOUBLE_TOTALS: tuple[str, ...] = ("any", "9-11", "10-11")

@@ -27,7 +27,6 @@ from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
 from twentyone.core.betting import MAIN, BetSlip, BetSlipError
-from twentyone.core.cards import Card
 from twentyone.core.hand import hand_value
 from twentyone.core.operations import Action, ActionTaken, BetsPlaced, CardDealt, DealerChecked, HoleCardRevealed
 from twentyone.core.operations import Settled as SettledOp
@@ -874,7 +873,7 @@ class GameService:
             engine = self._engine(session, round_row)
             names = self._names(session, round_row.id)
             return {"id": round_id, "variant": round_row.variant, "status": round_row.status,
-                    "operations": [_operation_json(op, names) for op in _visible_operations(engine)],
+                    "operations": [_operation_json(op, names) for op in engine.operations],
                     "actions": round_row.actions}
 
     def verify(self, round_id: int) -> dict[str, Any]:
@@ -1003,10 +1002,6 @@ def _iso(moment: datetime | None) -> str | None:
     return moment.isoformat() if moment else None
 
 
-def _visible_operations(engine: Engine) -> list[Any]:
-    return list(engine.operations)
-
-
 def verify_record(record: dict[str, Any]) -> bool:
     """Check a revealed shoe: its hash is the one published before the deal, and the round's cards
     are the shoe's cards from ``first_card`` on, in order.
@@ -1042,4 +1037,4 @@ def _operation_json(op: Any, names: dict[str, str]) -> dict[str, Any]:
     return {"type": type(op).__name__}
 
 
-__all__ = ["Caller", "Card", "GameService", "ServiceError", "commitment", "verify_record"]
+__all__ = ["Caller", "GameService", "ServiceError", "commitment", "verify_record"]
