@@ -30,6 +30,7 @@ Conventions every game shares (documented in ``docs/variants.md``):
 
 from __future__ import annotations
 
+import copy as _copy
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from enum import StrEnum
@@ -165,6 +166,23 @@ class Round:
         self._offers: list[tuple[str, _Hand]] = []
         self._common: list[Card] = []
         self._draws: dict[str, int] = {}
+
+    def copy(self) -> Round:
+        """An independent copy of the round: branch it to explore what each card or action leads to.
+
+        The rules are shared (they are immutable); the shoe position, the hands and the log are not.
+
+        >>> from twentyone.core.rules import rules_from_toml
+        >>> rules = rules_from_toml('id = "demo"\\nname = "Demo"\\n[shoe]\\ndecks = 8')
+        >>> game = Round(rules, Shoe.stacked(["TS", "6H", "TD", "TC", "7C"]))
+        >>> game.place_bets("you", [HandBet(1000)])
+        >>> game.deal()
+        >>> branch = game.copy()
+        >>> branch.stand()
+        >>> game.phase, branch.phase
+        (<Phase.PLAYER_TURNS: 'player-turns'>, <Phase.SETTLED: 'settled'>)
+        """
+        return _copy.deepcopy(self, {id(self.rules): self.rules})
 
     # ----------------------------------------------------------------- bets
     def verify_place_bets(self, player: str, hand_bets: Sequence[HandBet]) -> None:
