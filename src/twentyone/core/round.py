@@ -20,7 +20,7 @@ Conventions every game shares (documented in ``docs/variants.md``):
 >>> rules = rules_from_toml('id = "demo"\\nname = "Demo"\\n[shoe]\\ndecks = 8')
 >>> game = Round(rules, Shoe.stacked(["TS", "6H", "TD", "TC", "7C"]))
 >>> game.place_bets("you", [HandBet(1000)])
->>> game.deal()
+>>> _ = game.deal()
 >>> [str(a) for a in game.legal_actions()]
 ['hit', 'stand', 'double', 'split']
 >>> game.stand()
@@ -35,7 +35,6 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from enum import StrEnum
 from fractions import Fraction
-from typing import NamedTuple
 
 from twentyone.core.cards import Card
 from twentyone.core.hand import HandValue, hand_value, is_natural
@@ -54,6 +53,7 @@ from twentyone.core.operations import (
 from twentyone.core.rules import Rules
 from twentyone.core.shoe import Shoe
 from twentyone.core.sidebets import DEAL_TIME_EVALUATORS, DEALER_TIME_KINDS, bust_it
+from twentyone.core.view import Decision, HandState, RoundView, mask_operations
 
 
 class IllegalActionError(ValueError):
@@ -77,32 +77,6 @@ class HandBet:
 
     bet: int
     side_bets: Mapping[str, int] = field(default_factory=dict)
-
-
-class Decision(NamedTuple):
-    """Who must decide what: an ``offer`` (insurance, even money, surrender) or a ``play``."""
-
-    kind: str
-    player: str
-    seat: int
-    hand: int
-
-
-@dataclass(frozen=True)
-class HandState:
-    """A snapshot of one hand for display and records."""
-
-    player: str
-    seat: int
-    hand: int
-    cards: tuple[Card, ...]
-    value: HandValue
-    stake: int
-    bet: int
-    status: str
-    from_split: bool
-    outcome: str | None
-    returned: int | None
 
 
 @dataclass
@@ -176,7 +150,7 @@ class Round:
         >>> rules = rules_from_toml('id = "demo"\\nname = "Demo"\\n[shoe]\\ndecks = 8')
         >>> game = Round(rules, Shoe.stacked(["TS", "6H", "TD", "TC", "7C"]))
         >>> game.place_bets("you", [HandBet(1000)])
-        >>> game.deal()
+        >>> _ = game.deal()
         >>> branch = game.copy()
         >>> branch.stand()
         >>> game.phase, branch.phase
@@ -243,9 +217,10 @@ class Round:
     def can_deal(self) -> bool:
         return self.phase is Phase.BETS and bool(self._spots)
 
-    def deal(self) -> None:
-        """Deal the initial cards in the game's order, then run to the first decision."""
+    def deal(self) -> tuple[Operation, ...]:
+        """Deal the initial cards in the game's order, run to the first decision, return the operations added."""
         self.verify_deal()
+        start = len(self.operations)
         for step in self.rules.deal.order:
             if step == "hands":
                 self._deal_hands_card()
@@ -260,6 +235,7 @@ class Round:
         self._offers = self._initial_offers()
         self.phase = Phase.OFFERS
         self._advance()
+        return tuple(self.operations[start:])
 
     def _deal_hands_card(self) -> None:
         if self.rules.deal.common_draw:
@@ -340,6 +316,33 @@ class Round:
     def returned(self) -> int:
         """Everything paid back to the players (stakes included)."""
         return sum(op.returned for op in self.settlements)
+
+    def pending_hand(self) -> HandState | None:
+        """The hand whose decision is awaited (an offer or a play), or None."""
+        decision = self.decision()
+        if decision is None:
+            return None
+        return next(hand for hand in self.hands if (hand.seat, hand.hand) == (decision.seat, decision.hand))
+
+    def view(self, player: str | None = None) -> RoundView:
+        """The round as ``player`` may see it now; every player-facing output is built from this.
+
+        Face-down cards stay hidden until turned (in the dealer's cards and in the log), the
+        shoe never shows, and only ``player`` is told their legal actions and offers.
+        """
+        decision = self.decision()
+        mine = decision is not None and player is not None and decision.player == player
+        legal = self.legal_actions() if mine else ()
+        offers: dict[str, int] = {}
+        if Action.CASH_OUT in legal:
+            offers["cash_out"] = self.offer_amount(Action.CASH_OUT)
+        if Action.INSURANCE in legal:
+            offers["insurance"] = self.cost_of(Action.INSURANCE)
+        dealer = self.dealer_cards
+        hidden = len(self._dealer) - len(dealer)
+        return RoundView(player, str(self.phase), dealer, hidden, self.dealer_blackjack, self.hands,
+                         self.settlements, mask_operations(self.operations), decision, legal, offers,
+                         self.staked, self.returned)
 
     def offer_amount(self, action: Action) -> int:
         """The money an offer would pay back (cash out) or cost (insurance) right now."""
@@ -430,9 +433,10 @@ class Round:
             return False
         return True
 
-    def act(self, action: Action | str) -> None:
-        """Take ``action`` for the pending decision and run to the next one."""
+    def act(self, action: Action | str) -> tuple[Operation, ...]:
+        """Take ``action`` for the pending decision, run to the next one, and return the operations added."""
         self.verify(action)
+        start = len(self.operations)
         action = Action(action)
         decision = self.decision()
         assert decision is not None
@@ -443,6 +447,7 @@ class Round:
         else:
             self._answer_offer(hand, action)
         self._advance()
+        return tuple(self.operations[start:])
 
     # One verify_x / can_x / x triple per action, as every layer above expects.
     def verify_hit(self) -> None: self.verify(Action.HIT)
