@@ -276,6 +276,11 @@ def cash_out_table_command(
                f"{table.always_cash_out * 100:.4f} %, offers {table.span[0]:.2f}-{table.span[1]:.2f}x")
 
 
+# uvicorn as `serve` runs it (the load benchmark's bare endpoint runs with the same): httptools and uvloop
+# (uvicorn[standard]), no access log line per request.
+UVICORN_OPTIONS: dict[str, object] = {"log_level": "warning", "access_log": False}
+
+
 @app.command()
 def serve(
     host: Annotated[str, typer.Option(help="Address to listen on.")] = "127.0.0.1",
@@ -312,7 +317,7 @@ def serve(
     shown = "localhost" if host in ("127.0.0.1", "0.0.0.0") else host
     typer.echo(f"twentyone is serving the web table at http://{shown}:{port}/ (API docs at /docs)")
     typer.echo(f"database: {settings.database_url}; operator token in {settings.data_dir / 'operator-token'}")
-    uvicorn.run(application, host=host, port=port, log_level="warning")
+    uvicorn.run(application, host=host, port=port, **UVICORN_OPTIONS)  # type: ignore[arg-type]
 
 
 admin_app = typer.Typer(help="Operator tasks on a server's database.", no_args_is_help=True)
