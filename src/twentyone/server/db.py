@@ -29,6 +29,7 @@ from sqlalchemy.orm import Session, sessionmaker
 
 THREADS = 40  # anyio's default worker threads: at most this many requests hold a connection at once
 SPARE = 8  # connections beyond that: the timer tick and admin work in the same process
+MMAP_BYTES = 256 * 1024 * 1024
 WRITE_WAIT = 20.0  # seconds a writer waits for this process's SQLite write lock before the request is refused (503)
 
 
@@ -49,6 +50,8 @@ def make_engine(url: str) -> Engine:
             cursor.execute("PRAGMA journal_mode=WAL")
             cursor.execute("PRAGMA synchronous=NORMAL")  # in WAL: a process crash loses nothing (module docstring)
             cursor.execute("PRAGMA foreign_keys=ON")
+            cursor.execute("PRAGMA temp_store=MEMORY")
+            cursor.execute(f"PRAGMA mmap_size={MMAP_BYTES}")  # pages read from the mapping, not a read() each
             cursor.close()
             connection.isolation_level = None  # let BEGIN below decide the locking
 

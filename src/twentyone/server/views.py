@@ -12,7 +12,7 @@ from collections.abc import Callable
 from datetime import timedelta
 from typing import Any
 
-from sqlalchemy import func, select
+from sqlalchemy import bindparam, func, select
 from sqlalchemy.orm import Session
 
 from twentyone.core.commitment import verify_record
@@ -29,14 +29,22 @@ from twentyone.server.tables import bets_total
 FINISHED = ("settled", "void")
 
 
+# Statements built once: every decision and every round view runs them, and building a statement
+# (and its cache key) costs more than SQLite takes to answer it.
+SEAT = select(RoundSeat).where(RoundSeat.round_id == bindparam("round_id"),
+                               RoundSeat.player_id == bindparam("player_id"))
+SEATS = (select(RoundSeat, Player.name).join(Player, Player.id == RoundSeat.player_id)
+         .where(RoundSeat.round_id == bindparam("round_id")).order_by(RoundSeat.position))
+SHOE = (select(ShoeRow.commitment, ShoeRow.finished, ShoeRow.salt, ShoeRow.cards)
+        .where(ShoeRow.id == bindparam("shoe_id")))
+
+
 def seat_of(session: Session, round_id: int, player_id: int) -> RoundSeat | None:
-    return session.scalars(select(RoundSeat).where(RoundSeat.round_id == round_id,
-                                                   RoundSeat.player_id == player_id)).first()
+    return session.scalars(SEAT, {"round_id": round_id, "player_id": player_id}).first()
 
 
 def seats_of(session: Session, round_id: int) -> list[tuple[RoundSeat, str]]:
-    rows = session.execute(select(RoundSeat, Player.name).join(Player, Player.id == RoundSeat.player_id)
-                           .where(RoundSeat.round_id == round_id).order_by(RoundSeat.position)).all()
+    rows = session.execute(SEATS, {"round_id": round_id}).all()
     return [(seat, name) for seat, name in rows]
 
 
@@ -45,8 +53,7 @@ def round_json(session: Session, round_row: Round, table: TableSpec, player_id: 
     """A round as one player may see it: the engine's view for that player, with the table's facts around it."""
     seats = seats_of(session, round_row.id)
     names = {str(seat.player_id): name for seat, name in seats}
-    shoe = session.get(ShoeRow, round_row.shoe_id)
-    assert shoe is not None
+    shoe = session.execute(SHOE, {"shoe_id": round_row.shoe_id}).one()  # a row, not an ORM object
     view: dict[str, Any] = {
         "id": round_row.id, "table_id": round_row.table_id, "variant": round_row.variant,
         "status": round_row.status, "commitment": shoe.commitment, "currency": table.currency,
