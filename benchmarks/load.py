@@ -220,9 +220,9 @@ RUN = Run()
 
 
 def pause() -> None:
-    """A player's think time before an action: exponential around the mean (0: none)."""
+    """A player's think time before an action: exponential around the mean, at most 3 times it (0: none)."""
     if RUN.think > 0:
-        gevent.sleep(min(random.expovariate(1 / RUN.think), RUN.think * 5))
+        gevent.sleep(min(random.expovariate(1 / RUN.think), RUN.think * 3))
 
 
 def choose(view: dict[str, Any]) -> str:

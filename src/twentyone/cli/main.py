@@ -277,8 +277,9 @@ def cash_out_table_command(
 
 
 # uvicorn as `serve` runs it (the load benchmark's bare endpoint runs with the same): httptools and uvloop
-# (uvicorn[standard]), no access log line per request.
-UVICORN_OPTIONS: dict[str, object] = {"log_level": "warning", "access_log": False}
+# (uvicorn[standard]), no access log line per request, and idle connections kept 75 s rather than 5 s, so a
+# player who thinks a few seconds between decisions does not reconnect (or race a closing connection).
+UVICORN_OPTIONS: dict[str, object] = {"log_level": "warning", "access_log": False, "timeout_keep_alive": 75}
 
 
 @app.command()
