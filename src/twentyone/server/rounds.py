@@ -228,8 +228,12 @@ class Rounds:
         return round_id
 
     # ---------------------------------------------------------- decisions
-    def act(self, caller: Caller, round_id: int, action: str, source: str = "player") -> dict[str, Any]:
-        """Take a decision; an illegal or out-of-turn one is answered 409 with the legal actions."""
+    def act(self, caller: Caller, round_id: int, action: str, source: str = "player",
+            player: str | None = None) -> dict[str, Any]:
+        """Take a decision; an illegal or out-of-turn one is answered 409 with the legal actions.
+
+        ``player`` (the timer's use) names whose decision the operator takes.
+        """
         with self.live.locked(round_id):
             try:
                 with self.store.write() as session:
@@ -241,17 +245,19 @@ class Rounds:
                         raise ServiceError(409, f"Round {round_id} is {round_row.status}: no decision is pending.",
                                            legal_actions=[])
                     engine = self.live.engine(session, round_row)
-                    decision = engine.decision()
-                    if decision is None:  # pragma: no cover - a playing round always waits for someone
-                        raise ServiceError(409, "No decision is pending.", legal_actions=[])
-                    legal = [str(a) for a in engine.legal_actions()]
-                    if not caller.is_operator and decision.player != str(caller.id):
-                        raise ServiceError(409, "It is not your turn.", legal_actions=[])
+                    # The operator (the timer) acts for whoever is awaited; a player only for themselves,
+                    # in turn, or at once in a common-draw game where every player decides independently.
+                    who = player if player is not None else (None if caller.is_operator else str(caller.id))
+                    decision = engine.decision(who)
+                    if decision is None:
+                        raise ServiceError(409, "It is not your turn." if who is not None else
+                                           "No decision is pending.", legal_actions=[])
+                    legal = [str(a) for a in engine.legal_actions(decision.player)]
                     try:
-                        engine.verify(action)
+                        engine.verify(action, decision.player)
                     except IllegalActionError as error:
                         raise ServiceError(409, str(error), legal_actions=legal) from None
-                    cost = engine.cost_of(action)
+                    cost = engine.cost_of(action, decision.player)
                     seat = seat_of(session, round_id, int(decision.player))
                     assert seat is not None
                     if cost:
@@ -264,7 +270,7 @@ class Rounds:
                         self._stake(session, table, round_row, seat, cost)
                     self.fault("act")
                     try:
-                        engine.act(action)
+                        engine.act(action, decision.player)
                     except Exception as error:
                         raise Malfunction(str(error)) from error
                     round_row.actions = [*round_row.actions, {"player": int(decision.player), "action": str(action),
@@ -290,21 +296,33 @@ class Rounds:
         return body
 
     def auto_decide(self, round_id: int) -> int:
-        """Stand for the waiting hand (decline an offer) after the timeout: the sheets' auto decision."""
-        with self.store.read() as session:
-            round_row = session.get(Round, round_id)
-            if round_row is None or round_row.status != "playing":
-                return 0
-            with self.live.locked(round_id):
-                decision = self.live.engine(session, round_row).decision()
-        if decision is None:
-            return 0
-        action = Action.STAND if decision.kind == "play" else OFFER_DECLINE[decision.kind]
-        try:
-            self.act(Caller(0, "timer", "operator"), round_id, str(action), source="timeout")
-        except ServiceError:
-            return 0
-        return 1
+        """Stand for the waiting hand (decline an offer) after the timeout: the sheets' auto decision.
+
+        In a common-draw game the time-out is the round's, so every player still deciding is stood;
+        elsewhere it is the waiting player's alone, and the next player's clock starts afresh.
+        """
+        timer = Caller(0, "timer", "operator")
+        decided = 0
+        for _ in range(10_000):  # bounded: a round has far fewer decisions than this
+            with self.store.read() as session:
+                round_row = session.get(Round, round_id)
+                if round_row is None or round_row.status != "playing":
+                    return decided
+                with self.live.locked(round_id):
+                    engine = self.live.engine(session, round_row)
+                    decision = engine.decision()
+                    independent = engine.rules.deal.common_draw
+            if decision is None:
+                return decided
+            action = Action.STAND if decision.kind == "play" else OFFER_DECLINE[decision.kind]
+            try:
+                self.act(timer, round_id, str(action), source="timeout", player=decision.player)
+            except ServiceError:
+                return decided
+            decided += 1
+            if not independent:
+                return decided
+        return decided
 
     # --------------------------------------------------------- settlement
     def _remember(self, round_row: Round, engine: Engine) -> None:
