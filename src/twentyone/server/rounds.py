@@ -292,7 +292,10 @@ class Rounds:
                 self.void(round_id, f"malfunction: {error}")
                 return self.view_of(caller, round_id)
         self.deliver_outbox()
-        self.events.publish(table.id, {"type": "round", "round_id": round_id, "status": body["status"]})
+        if not engine.rules.deal.common_draw or body["status"] != "playing":
+            # In a common draw nobody waits for anybody, so one player's decision is news to no one else;
+            # a table of hundreds hears only that the round settled.
+            self.events.publish(table.id, {"type": "round", "round_id": round_id, "status": body["status"]})
         return body
 
     def auto_decide(self, round_id: int) -> int:
@@ -347,13 +350,16 @@ class Rounds:
         returned: dict[str, int] = {}
         for op in engine.settlements:
             returned[op.player] = returned.get(op.player, 0) + op.returned
-        for seat in session.scalars(select(RoundSeat).where(RoundSeat.round_id == round_row.id)).all():
+        seats = session.scalars(select(RoundSeat).where(RoundSeat.round_id == round_row.id)).all()
+        for seat in seats:
             amount = returned.get(str(seat.player_id), 0)
             seat.returned = amount
             if amount:
                 self.wallet.pay(session, seat.player_id, table.currency, amount, "win", round_row.id,
                                 f"credit-{round_row.id}-{seat.player_id}")
-            seat.balance_after = self.wallet.balance_after(session, seat.player_id, table.currency)
+        after = self.wallet.balances_after(session, [seat.player_id for seat in seats], table.currency)
+        for seat in seats:
+            seat.balance_after = after[seat.player_id]
         round_row.status = "settled"
         round_row.settled_at = self.clock()
         round_row.decision_since = None
@@ -372,12 +378,15 @@ class Rounds:
                 if round_row is None or round_row.status in ("settled", "void"):
                     return
                 table = self.tables.get(round_row.table_id)
-                for seat in session.scalars(select(RoundSeat).where(RoundSeat.round_id == round_id)).all():
+                seats = session.scalars(select(RoundSeat).where(RoundSeat.round_id == round_id)).all()
+                for seat in seats:
                     if seat.staked:
                         self.wallet.pay(session, seat.player_id, table.currency, seat.staked, "void", round_id,
                                         f"void-{round_id}-{seat.player_id}")
                     seat.returned = seat.staked
-                    seat.balance_after = self.wallet.balance_after(session, seat.player_id, table.currency)
+                after = self.wallet.balances_after(session, [seat.player_id for seat in seats], table.currency)
+                for seat in seats:
+                    seat.balance_after = after[seat.player_id]
                 round_row.status = "void"
                 round_row.void_reason = reason
                 round_row.settled_at = self.clock()
