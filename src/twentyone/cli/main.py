@@ -165,23 +165,45 @@ def _rules(variant: str | None, rules_file: Path | None) -> Rules:
         fail(str(error))
 
 
+SplitStrategyOption = Annotated[str, typer.Option(
+    "--split-strategy", help="How split hands are played: cdz-, cdp1 or cdp (see docs/maths.md).")]
+
+
 @app.command()
 def rtp(
     variant: Annotated[str | None, typer.Argument(help="A built-in game.")] = None,
     rules_file: RulesOption = None,
     as_json: JsonOption = False,
+    split_strategy: SplitStrategyOption = "cdp",
+    no_cache: Annotated[bool, typer.Option("--no-cache", help="Compute afresh; do not read or keep a cached report.")]
+    = False,
 ) -> None:
     """Exact return to player: main game (optimal and basic), side bets, cash out, beside the published."""
-    from twentyone.analysis.report import comparison_rows, rtp_report
+    # Only light modules until a report must be computed: a cached one is served without numpy or numba.
+    from twentyone.analysis import cache
+    from twentyone.analysis.report import comparison_rows
 
     rules = _rules(variant, rules_file)
-    report = rtp_report(rules)
+    if split_strategy not in ("cdz-", "cdp1", "cdp"):
+        fail(f"--split-strategy must be cdz-, cdp1 or cdp, got {split_strategy!r}.")
+    key = cache.report_key(rules, split_strategy)
+    report = None if no_cache else cache.load(key)
+    if report is None:
+        from twentyone.analysis.report import rtp_report
+        from twentyone.analysis.support import UnsupportedRules
+
+        try:
+            report = rtp_report(rules, split_strategy=split_strategy)
+        except UnsupportedRules as error:
+            fail(str(error))
+        if not no_cache:
+            cache.store(key, report)
     if as_json:
         typer.echo(json.dumps(report, indent=2))
         return
     from rich.table import Table
 
-    table = Table(title=f"{rules.name}: return to player", title_justify="left")
+    table = Table(title=f"{rules.name}: return to player (split hands: {split_strategy})", title_justify="left")
     for column in ("", "computed %", "published %", "difference"):
         table.add_column(column, justify="right" if column else "left")
     for label, value, published in comparison_rows(report):
@@ -204,9 +226,13 @@ def strategy(
     """The basic-strategy chart: hard totals, soft totals and pairs against each dealer up card."""
     from twentyone.analysis.chart import save_png, strategy_chart, terminal_chart
     from twentyone.analysis.game import GameAnalysis
+    from twentyone.analysis.support import UnsupportedRules
 
     rules = _rules(variant, rules_file)
-    chart = strategy_chart(GameAnalysis(rules).basic_strategy())
+    try:
+        chart = strategy_chart(GameAnalysis(rules).basic_strategy())
+    except UnsupportedRules as error:
+        fail(str(error))
     title = f"{rules.name}: basic strategy"
     if png is not None:
         try:
@@ -228,8 +254,13 @@ def hint(
     dealer: Annotated[str, typer.Option("--dealer", help="The dealer's up card, like KH.")],
     rules_file: RulesOption = None,
     as_json: JsonOption = False,
+    seen: Annotated[str | None, typer.Option(
+        "--seen", help="Cards already dealt from a live shoe since its shuffle (other hands, earlier rounds), "
+        "like '5H KD 9C'; the hint then plays for the cards still unseen.")] = None,
 ) -> None:
     """The EV of every legal action for a hand against the dealer's up card, best first."""
+    from collections import Counter
+
     from twentyone.analysis.hints import hint as rank_actions
     from twentyone.core.cards import CardError, parse_card, parse_cards
 
@@ -237,13 +268,18 @@ def hint(
     try:
         hand = parse_cards(cards)
         up = parse_card(dealer)
-        rules.shoe.composition.check_stack([*hand, up])
+        earlier = parse_cards(seen.replace(",", " ").split()) if seen else []
+        rules.shoe.composition.check_stack([*hand, up, *earlier])
     except (CardError, ValueError) as error:
         fail(str(error))
     if len(hand) < 2:
         fail("give at least the player's two cards.")
+    unseen = None
+    if earlier:
+        left = rules.shoe.composition.counts() - Counter([*hand, up, *earlier])
+        unseen = list(left.elements())
     try:
-        ranked = rank_actions(rules, hand, up)
+        ranked = rank_actions(rules, hand, up, unseen=unseen)
     except ValueError as error:
         fail(str(error))
     if as_json:
@@ -266,7 +302,7 @@ def cash_out_table_command(
     rules = _rules(None if rules_file else variant, rules_file)
     try:
         table = cash_out_table(rules)
-    except ValueError as error:
+    except ValueError as error:  # UnsupportedRules is a ValueError too
         fail(str(error))
     if output is None:
         typer.echo(table.to_toml(), nl=False)
