@@ -24,7 +24,7 @@ from twentyone.core.round import IllegalActionError, Phase
 from twentyone.core.round import Round as Engine
 from twentyone.server.accounts import Accounts
 from twentyone.server.config import TableSpec
-from twentyone.server.context import Caller, ServiceError
+from twentyone.server.context import Caller, ServiceError, aware
 from twentyone.server.events import Broadcaster
 from twentyone.server.live import LiveRounds, rebuild
 from twentyone.server.models import Player, Round, RoundSeat, Slip
@@ -175,8 +175,12 @@ class Rounds:
                     engine = self.live.engine(session, round_row)
             return round_json(session, round_row, self.tables.get(round_row.table_id), caller.id, engine)
 
-    def close_betting(self, table_id: str) -> int | None:
-        """The betting window closed: debit every seat, deal, and return undealt bets at the table."""
+    def close_betting(self, table_id: str, due: datetime | None = None) -> int | None:
+        """The betting window closed: debit every seat, deal, and return undealt bets at the table.
+
+        ``due``: the timer's moment; a round whose window closes later (a new round formed since
+        the timer judged the table due) is left to its own window.
+        """
         table = self.tables.get(table_id)
         round_id = None
         returned: list[tuple[int, int]] = []
@@ -185,6 +189,9 @@ class Rounds:
                 round_row = session.scalars(select(Round).where(Round.table_id == table.id, Round.status == "betting")
                                             .with_for_update()).first()
                 if round_row is None:
+                    return None
+                closes = aware(round_row.betting_closes_at)
+                if due is not None and closes is not None and closes > due:
                     return None
                 round_id = round_row.id
                 for seat in session.scalars(select(RoundSeat).where(RoundSeat.round_id == round_row.id)
@@ -228,8 +235,13 @@ class Rounds:
         return round_id
 
     # ---------------------------------------------------------- decisions
-    def act(self, caller: Caller, round_id: int, action: str, source: str = "player") -> dict[str, Any]:
-        """Take a decision; an illegal or out-of-turn one is answered 409 with the legal actions."""
+    def act(self, caller: Caller, round_id: int, action: str, source: str = "player",
+            expected_version: int | None = None) -> dict[str, Any]:
+        """Take a decision; an illegal or out-of-turn one is answered 409 with the legal actions.
+
+        ``expected_version``: the timer's auto decision applies only to the round as it judged it
+        timed out; if a decision (in any process) moved the round on since, it is refused.
+        """
         with self.live.locked(round_id):
             try:
                 with self.store.write() as session:
@@ -239,6 +251,9 @@ class Rounds:
                     table = self.tables.get(round_row.table_id)
                     if round_row.status != "playing":
                         raise ServiceError(409, f"Round {round_id} is {round_row.status}: no decision is pending.",
+                                           legal_actions=[])
+                    if expected_version is not None and round_row.version != expected_version:
+                        raise ServiceError(409, f"Round {round_id} moved on: its timer starts again.",
                                            legal_actions=[])
                     engine = self.live.engine(session, round_row)
                     decision = engine.decision()
@@ -289,19 +304,23 @@ class Rounds:
         self.events.publish(table.id, {"type": "round", "round_id": round_id, "status": body["status"]})
         return body
 
-    def auto_decide(self, round_id: int) -> int:
-        """Stand for the waiting hand (decline an offer) after the timeout: the sheets' auto decision."""
+    def auto_decide(self, round_id: int, version: int | None = None) -> int:
+        """Stand for the waiting hand (decline an offer) after the timeout: the sheets' auto decision.
+
+        ``version``: the round's version when the timeout was judged; a later one is not timed out.
+        """
         with self.store.read() as session:
             round_row = session.get(Round, round_id)
             if round_row is None or round_row.status != "playing":
                 return 0
+            version = round_row.version if version is None else version
             with self.live.locked(round_id):
                 decision = self.live.engine(session, round_row).decision()
         if decision is None:
             return 0
         action = Action.STAND if decision.kind == "play" else OFFER_DECLINE[decision.kind]
         try:
-            self.act(Caller(0, "timer", "operator"), round_id, str(action), source="timeout")
+            self.act(Caller(0, "timer", "operator"), round_id, str(action), source="timeout", expected_version=version)
         except ServiceError:
             return 0
         return 1
