@@ -129,6 +129,26 @@ def test_serve_refuses_several_workers_on_sqlite(tmp_path: Path) -> None:
     assert refused.stderr.strip().count("\n") == 0 and "needs PostgreSQL" in refused.stderr
 
 
+# ------------------------------------------------------------ stale timers
+def test_a_timer_acts_only_on_the_state_it_judged_due(http: TestClient, service: GameService, clock: Clock) -> None:
+    """A tick that read a round before a decision (here, or in another process) must not act on the next hand."""
+    ann, bob = new_player(http, "ann"), new_player(http, "bob")
+    service.stacked.append(["TS", "9S", "7H", "6S", "8S", "8D", "2C", "5C"])  # both decide; no dealer ace
+    ann.bet("multiplayer", 500)
+    round_id = ann.post("/tables/multiplayer/deal").json()["id"]
+    assert service.rounds.close_betting("multiplayer", due=clock.now) is None  # its window closes later
+    bob.bet("multiplayer", 500)
+    bob.post("/tables/multiplayer/deal")
+    clock.advance(16)
+    assert service.tick()["dealt"] == 1
+    clock.advance(16)  # a tick judges ann's decision overdue at version 0 ...
+    assert ann.act(round_id, "stand").json()["decision"]["name"] == "bob"  # ... while ann decided in time
+    assert service.rounds.auto_decide(round_id, 0) == 0
+    assert bob.get(f"/rounds/{round_id}").json()["decision"]["name"] == "bob"  # bob's time is his own
+    clock.advance(16)
+    assert service.tick()["auto"] == 1  # bob's own time-out still fires
+
+
 # ------------------------------------------------------- one database, two apps
 def test_a_tables_timers_run_in_exactly_one_process_and_move_when_it_dies(tmp_path: Path, postgres_url: str) -> None:
     clock = Clock()
