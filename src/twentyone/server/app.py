@@ -287,6 +287,17 @@ def create_app(settings: Settings, operator_wallet: OperatorWallet | None = None
         return await once(who, key, request, body.model_dump(),
                           lambda: service.create_table(who, table_id, spec), status=201)
 
+    @app.post("/admin/tables/{table_id}/close-betting")
+    async def close_betting(who: Me, table_id: str, request: Request, key: Key = None) -> JSONResponse:
+        """Close a shared table's betting window now and deal (what the timer does when it runs out)."""
+
+        def work() -> dict[str, Any]:
+            if not who.is_operator:
+                raise ServiceError(403, "Only the operator can do this.")
+            return {"round_id": service.close_betting(table_id)}
+
+        return await once(who, key, request, {}, work)
+
     @app.post("/admin/credit")
     async def credit(who: Me, body: Credit, request: Request, key: Key = None) -> JSONResponse:
         return await once(who, key, request, body.model_dump(),

@@ -87,5 +87,5 @@ def rebuild(session: Session, round_row: Round) -> Engine:
         return engine
     engine.deal()
     for entry in round_row.actions:
-        engine.act(entry["action"])
+        engine.act(entry["action"], str(entry["player"]))
     return engine
