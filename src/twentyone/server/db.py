@@ -54,6 +54,9 @@ def migrate(url: str) -> None:
     config.set_main_option("script_location", str(Path(__file__).parent / "migrations"))
     config.set_main_option("sqlalchemy.url", url)
     if url.startswith("sqlite"):
+        path = url.split("///", 1)[-1]
+        if path and path != ":memory:":  # a new data directory (the token came from the environment)
+            Path(path).parent.mkdir(parents=True, exist_ok=True)
         command.upgrade(config, "head")
         return
     engine = create_engine(url, poolclass=NullPool)
