@@ -33,6 +33,7 @@ from twentyone.server.db import Database, migrate
 from twentyone.server.events import DROPPED_CODE
 from twentyone.server.guards import BodyLimit, RateLimiter, document_errors
 from twentyone.server.service import GameService
+from twentyone.server.tables import table_json
 from twentyone.server.wallet import OperatorWallet
 
 log = logging.getLogger("twentyone.server")
@@ -228,7 +229,7 @@ def create_app(settings: Settings, operator_wallet: OperatorWallet | None = None
     @app.get("/tables")
     def tables() -> dict[str, Any]:
         seated = service.seated()
-        return {"tables": [{**table.public(), "players": seated.get(table.id, 0)}
+        return {"tables": [{**table_json(table), "players": seated.get(table.id, 0)}
                            for table in service.tables().values()]}
 
     @app.get("/tables/{table_id}")

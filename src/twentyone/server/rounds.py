@@ -19,7 +19,7 @@ from sqlalchemy import select
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
-from twentyone.core.operations import Action
+from twentyone.core.operations import OFFER_ANSWERS, Action, DecisionKind
 from twentyone.core.round import IllegalActionError, Phase
 from twentyone.core.round import Round as Engine
 from twentyone.server.accounts import Accounts
@@ -332,7 +332,7 @@ class Rounds:
                     independent = engine.rules.deal.common_draw
             if decision is None:
                 return decided
-            action = Action.STAND if decision.kind == "play" else OFFER_DECLINE[decision.kind]
+            action = Action.STAND if decision.kind == DecisionKind.PLAY else OFFER_ANSWERS[decision.kind][1]
             try:
                 self.act(timer, round_id, str(action), source="timeout", player=decision.player,
                          expected_version=expected)
@@ -421,10 +421,6 @@ class Rounds:
         except Exception:
             log.exception("operator wallet delivery failed; retried at the next tick")
             return 0
-
-
-OFFER_DECLINE = {"insurance": Action.NO_INSURANCE, "even-money": Action.NO_EVEN_MONEY,
-                 "surrender": Action.NO_SURRENDER}
 
 
 def _player(session: Session, caller: Caller) -> Player:
