@@ -323,6 +323,8 @@ def serve(
     wallet: Annotated[str | None, typer.Option("--wallet", help="An operator's wallet, as module:factory "
                                                 "(or TWENTYONE_OPERATOR_WALLET); default: the built-in ledger.")]
     = None,
+    workers: Annotated[int, typer.Option("--workers", help="Server processes on this port (PostgreSQL only; "
+                                         "docs/server.md, 'Several processes').")] = 1,
 ) -> None:
     """Run the game server: tables, wallet, history, the web table at /."""
     import os
@@ -335,12 +337,19 @@ def serve(
 
     if not 0 < port < 65536:
         fail(f"--port must be 1 to 65535, got {port}.")
+    if workers < 1:
+        fail(f"--workers must be 1 or more, got {workers}.")
     settings = Settings.from_environment(database, data_dir)
+    if workers > 1 and settings.database_url.startswith("sqlite"):
+        fail("--workers > 1 needs PostgreSQL (--database postgresql+psycopg://...); SQLite is one process.")
     spec = wallet or os.environ.get("TWENTYONE_OPERATOR_WALLET")
     try:
         operator_wallet = load_operator_wallet(spec) if spec else None
     except ValueError as error:
         fail(str(error))
+    if workers > 1:
+        _serve_workers(settings, spec, host, port, workers)
+        return
     try:
         application = create_app(settings, operator_wallet=operator_wallet)
     except Exception as error:  # a bad URL or an unreachable database: one line, exit 2
@@ -349,6 +358,34 @@ def serve(
     typer.echo(f"twentyone is serving the web table at http://{shown}:{port}/ (API docs at /docs)")
     typer.echo(f"database: {settings.database_url}; operator token in {settings.data_dir / 'operator-token'}")
     uvicorn.run(application, host=host, port=port, log_level="warning")
+
+
+def _serve_workers(settings, wallet: str | None, host: str, port: int, workers: int) -> None:  # type: ignore[no-untyped-def]
+    """``serve --workers N``: uvicorn's worker processes, each a full server sharing the PostgreSQL database.
+
+    Migrations run once here, before any worker starts; the workers get their
+    settings (the operator token included) through the environment.
+    """
+    import os
+
+    import uvicorn
+
+    from twentyone.server.db import migrate
+
+    try:
+        migrate(settings.database_url)
+    except Exception as error:  # a bad URL or an unreachable database: one line, exit 2
+        fail(f"cannot open the database {settings.database_url!r} ({type(error).__name__}: {error}).".split("\n")[0])
+    os.environ.update({"TWENTYONE_DATABASE_URL": settings.database_url, "TWENTYONE_DATA_DIR": str(settings.data_dir),
+                       "TWENTYONE_OPERATOR_TOKEN": settings.operator_token,
+                       "TWENTYONE_DEMO": "1" if settings.demo else "0"})
+    if wallet:
+        os.environ["TWENTYONE_OPERATOR_WALLET"] = wallet
+    shown = "localhost" if host in ("127.0.0.1", "0.0.0.0") else host
+    typer.echo(f"twentyone is serving the web table at http://{shown}:{port}/ with {workers} worker processes")
+    typer.echo(f"database: {settings.database_url}; operator token in {settings.data_dir / 'operator-token'}")
+    uvicorn.run("twentyone.server.cluster:worker_app", factory=True, host=host, port=port, workers=workers,
+                log_level="warning")
 
 
 admin_app = typer.Typer(help="Operator tasks on a server's database.", no_args_is_help=True)
