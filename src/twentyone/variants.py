@@ -44,12 +44,29 @@ def builtin_rules(variant: str) -> Rules:
 
 
 def load_rules(path: str | Path) -> Rules:
-    """Read a rules file from disk; cash-out tables resolve against the built-in ones."""
+    """Read a rules file from disk; cash-out tables resolve against the built-in ones.
+
+    Every problem with the file is a :class:`RulesError` with a one-line message:
+
+    >>> import tempfile
+    >>> with tempfile.NamedTemporaryFile(suffix=".toml") as file:
+    ...     _ = file.write(b"id = 'x'\\n\\xff"); file.flush()
+    ...     load_rules(file.name)  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ...
+    twentyone.core.rules.RulesError: rules file: '...' is not UTF-8 text (byte 0xff at offset 9).
+    """
     try:
         text = Path(path).read_text("utf-8")
     except OSError as error:
         raise RulesError(f"rules file: cannot read {str(path)!r} ({error.strerror}).") from None
-    return rules_from_toml(text, _tables())
+    except UnicodeDecodeError as error:
+        raise RulesError(f"rules file: {str(path)!r} is not UTF-8 text (byte {error.object[error.start]:#04x} "
+                         f"at offset {error.start}).") from None
+    try:
+        return rules_from_toml(text, _tables())
+    except RecursionError:  # tomllib parses nested arrays and tables recursively
+        raise RulesError(f"rules file: {str(path)!r} nests arrays or tables too deeply.") from None
 
 
 def resolve_rules(variant: str | None, rules_file: str | Path | None) -> Rules:

@@ -9,7 +9,7 @@ from __future__ import annotations
 import json
 import sys
 from pathlib import Path
-from typing import Annotated, NoReturn
+from typing import Annotated, Any, NoReturn
 
 import typer
 from rich.console import Console
@@ -29,8 +29,45 @@ app = typer.Typer(
 
 def fail(message: str) -> NoReturn:
     """Print a one-line error and exit with code 2."""
-    typer.echo(f"error: {message}", err=True)
+    line = " ".join(str(message).splitlines())
+    typer.echo(f"error: {line}", err=True)
     raise typer.Exit(2)
+
+
+def read_input(source: str, what: str) -> str:
+    """The text of file ``source`` (standard input for ``-``), which must be UTF-8 (a BOM is allowed)."""
+    try:
+        if source == "-":
+            stream = getattr(sys.stdin, "buffer", None)
+            data = stream.read() if stream is not None else sys.stdin.read().encode("utf-8", "surrogateescape")
+        else:
+            data = Path(source).read_bytes()
+    except OSError as error:
+        fail(f"cannot read {source!r} ({error.strerror}).")
+    try:
+        return data.decode("utf-8-sig")
+    except UnicodeDecodeError as error:
+        fail(f"{what} is not UTF-8 text (byte {data[error.start]:#04x} at offset {error.start}).")
+
+
+def parse_json(text: str, what: str) -> Any:
+    """JSON text as Python data; every way it can be unreadable is a one-line error."""
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError as error:
+        fail(f"{what} is not valid JSON ({error.msg} at line {error.lineno} column {error.colno}).")
+    except RecursionError:
+        fail(f"{what} nests arrays or objects too deeply to read.")
+    except ValueError as error:  # an integer longer than Python converts (4300 digits)
+        fail(f"{what} cannot be read ({str(error).split(':')[0]}).")
+
+
+def check_amount(amount: int, name: str) -> None:
+    """Refuse an amount (minor units) beyond the cap every stored amount keeps to."""
+    from twentyone.core.money import MAX_AMOUNT
+
+    if abs(amount) > MAX_AMOUNT:
+        fail(f"{name} is {amount} but amounts are capped at {MAX_AMOUNT} (10^15) minor units.")
 
 
 def rules_summary(rules: Rules) -> dict[str, object]:
@@ -118,14 +155,7 @@ def replay(
     file: Annotated[str, typer.Argument(help="Scenario JSON file, or - for standard input.")],
 ) -> None:
     """Play a stacked-shoe scenario through the real engine and print the result as JSON."""
-    try:
-        text = sys.stdin.read() if file == "-" else Path(file).read_text("utf-8")
-    except OSError as error:
-        fail(f"cannot read {file!r} ({error.strerror}).")
-    try:
-        scenario = json.loads(text)
-    except json.JSONDecodeError as error:
-        fail(f"the scenario is not valid JSON ({error.msg} at line {error.lineno} column {error.colno}).")
+    scenario = parse_json(read_input(file, "the scenario"), "the scenario")
     try:
         result = run_scenario(scenario)
     except ScenarioError as error:
@@ -141,10 +171,14 @@ def play(
     rules_file: Annotated[Path | None, typer.Option("--rules", help="Play a rules file instead.")] = None,
 ) -> None:
     """Sit at a game in the terminal: bet, deal, decide with single keys."""
+    from twentyone.core.money import MAX_AMOUNT
     from twentyone.ui.terminal import play as play_terminal
 
     if balance < 1:
         fail(f"--balance must be at least 1, got {balance}.")
+    if balance * 100 > MAX_AMOUNT:
+        fail(f"--balance is at most {MAX_AMOUNT // 100} whole units (amounts are capped at 10^15 minor units), "
+             f"got {balance}.")
     try:
         rules = resolve_rules(variant, rules_file)
     except RulesError as error:
@@ -205,14 +239,19 @@ def strategy(
     from twentyone.analysis.chart import save_png, strategy_chart, terminal_chart
     from twentyone.analysis.game import GameAnalysis
 
+    if png is not None:
+        if png.suffix.lower() != ".png":
+            fail(f"--png writes a PNG picture: give a file name ending in .png, got {str(png)!r}.")
+        if not png.parent.is_dir():
+            fail(f"cannot write {str(png)!r} (no folder {str(png.parent)!r}).")
     rules = _rules(variant, rules_file)
     chart = strategy_chart(GameAnalysis(rules).basic_strategy())
     title = f"{rules.name}: basic strategy"
     if png is not None:
         try:
             save_png(chart, title, png)
-        except OSError as error:
-            fail(f"cannot write {str(png)!r} ({error.strerror}).")
+        except (OSError, ValueError) as error:
+            fail(f"cannot write {str(png)!r} ({getattr(error, 'strerror', None) or error}).")
     if as_json:
         typer.echo(json.dumps(chart, indent=2))
     else:
@@ -263,6 +302,8 @@ def cash_out_table_command(
     """Derive the cash-out offer table from the exact fair values (prints it, or writes --output)."""
     from twentyone.analysis.cashout import cash_out_table
 
+    if output is not None and not output.parent.is_dir():
+        fail(f"cannot write {str(output)!r} (no folder {str(output.parent)!r}).")
     rules = _rules(None if rules_file else variant, rules_file)
     try:
         table = cash_out_table(rules)
@@ -271,7 +312,10 @@ def cash_out_table_command(
     if output is None:
         typer.echo(table.to_toml(), nl=False)
         return
-    output.write_text(table.to_toml())
+    try:
+        output.write_text(table.to_toml(), "utf-8")
+    except OSError as error:
+        fail(f"cannot write {str(output)!r} ({error.strerror}).")
     typer.echo(f"wrote {output}: margin {table.margin * 100:.4f} %, always cash out "
                f"{table.always_cash_out * 100:.4f} %, offers {table.span[0]:.2f}-{table.span[1]:.2f}x")
 
@@ -324,9 +368,17 @@ def _admin_service(database: str | None, data_dir: Path | None):  # type: ignore
     from twentyone.server.db import Database, migrate
     from twentyone.server.service import Caller, GameService
 
-    settings = Settings.from_environment(database, data_dir)
-    migrate(settings.database_url)
-    return GameService(Database(settings.database_url), settings), Caller(0, "operator", "operator"), settings
+    try:
+        settings = Settings.from_environment(database, data_dir)
+    except OSError as error:
+        fail(f"cannot use the data directory ({error.strerror}: {error.filename}).")
+    try:
+        migrate(settings.database_url)
+        service = GameService(Database(settings.database_url), settings)
+    except Exception as error:  # a bad URL or an unreachable database: one line, exit 2
+        first = (str(error).splitlines() or [""])[0]
+        fail(f"cannot open the database {settings.database_url!r} ({type(error).__name__}: {first}).")
+    return service, Caller(0, "operator", "operator"), settings
 
 
 DatabaseOption = Annotated[str | None, typer.Option("--database", help="SQLAlchemy URL of the server's database.")]
@@ -350,6 +402,7 @@ def admin_credit(
     """Credit a demo balance to a player."""
     from twentyone.server.service import ServiceError
 
+    check_amount(amount, "the amount")
     service, operator, _ = _admin_service(database, data_dir)
     try:
         result = service.credit(operator, player, currency, amount)
@@ -367,10 +420,7 @@ def admin_create_table(
     """Add a table (variant, name, currency, chips, limits, seats, timers, theme)."""
     from twentyone.server.service import ServiceError
 
-    try:
-        definition = json.loads(spec)
-    except json.JSONDecodeError as error:
-        fail(f"the table definition is not valid JSON ({error.msg}).")
+    definition = parse_json(spec, "the table definition")
     if not isinstance(definition, dict):
         fail("the table definition must be a JSON object.")
     service, operator, _ = _admin_service(database, data_dir)
@@ -396,13 +446,9 @@ def verify(
     round's cards are that shoe's cards in order."""
     from twentyone.server.service import verify_record
 
-    try:
-        text = sys.stdin.read() if record == "-" else Path(record).read_text("utf-8")
-        data = json.loads(text)
-    except OSError as error:
-        fail(f"cannot read {record!r} ({error.strerror}).")
-    except json.JSONDecodeError as error:
-        fail(f"the record is not valid JSON ({error.msg}).")
+    data = parse_json(read_input(record, "the record"), "the record")
+    if not isinstance(data, dict):
+        fail("the record must be a JSON object with salt, cards, commitment, first_card and drawn.")
     try:
         valid = verify_record(data)
     except (KeyError, TypeError, ValueError) as error:
