@@ -118,6 +118,13 @@ def test_play_from_a_pipe_bets_deals_and_quits() -> None:
     assert "Classic Blackjack" in result.stdout and "Goodbye. Final balance" in result.stdout
 
 
+def test_play_whose_input_ends_mid_round_settles_the_round() -> None:
+    result = run("play", "classic", "--seed", "1", stdin="bd")
+    assert result.returncode == 0, result.stderr
+    assert "The input ended mid-round: 1 open hand stood" in result.stdout
+    assert "Round over:" in result.stdout and "after 1 round." in result.stdout
+
+
 def test_unknown_verb_is_a_usage_error() -> None:
     result = run("shuffle")
     assert result.returncode == 2 and "Traceback" not in result.stderr

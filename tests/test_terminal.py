@@ -124,3 +124,28 @@ def test_question_mark_shows_the_ev_of_each_legal_action_best_first() -> None:
     for action in ("stand", "double", "triple", "quadruple"):
         assert action in game.message
     assert game.balance == 100000 - 100  # a hint changes nothing
+
+
+def test_input_ending_mid_round_stands_the_hand_and_settles_it() -> None:
+    game = table("classic", ["TS", "6H", "9D", "TC", "8C"])
+    game.run(iter("bd"))
+    assert game.game is not None and game.game.hands[0].outcome == "win"
+    assert game.balance == 100000 + 100 and game.rounds == 1
+    assert "The input ended mid-round: 1 open hand stood, as the server does" in game.message
+    assert "Goodbye. Final balance 1,001.00 after 1 round." in game.console.export_text()
+
+
+def test_quitting_mid_round_declines_the_offer_then_stands_every_hand() -> None:
+    game = table("first-person", ["TS", "9S", "AH", "9D", "8D", "7C"])
+    game.run(iter("b2bdq"))  # two hands: 19 and 17 against an Ace up; insurance offered on each
+    assert game.game is not None
+    assert [hand.outcome for hand in game.game.hands] == ["win", "lose"]  # dealer A7 stands on 18
+    assert game.balance == 100000 - 200 + 200 and game.rounds == 1
+    assert game.message.startswith("You quit mid-round: 2 open hands stood and 2 offers declined")
+
+
+def test_quitting_between_rounds_settles_nothing() -> None:
+    game = table("classic", ["TS", "6H", "9D", "TC", "8C"])
+    game.run(iter("bdsq"))
+    assert game.rounds == 1 and game.balance == 100000 + 100
+    assert "mid-round" not in game.message

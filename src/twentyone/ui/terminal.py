@@ -126,19 +126,52 @@ class TerminalTable:
 
     # ------------------------------------------------------------ the loop
     def run(self, keys: Iterator[str]) -> None:
+        """Play until ``q`` or the end of the keys; a round still open then stands and settles."""
         self.draw()
+        reason = "The input ended"
         for key in keys:
             if not self.press(key):
+                reason = "You quit"
                 break
             self.draw()
-        self.console.print(f"Goodbye. Final balance {money(self.balance)} after {self.rounds} rounds.")
+        if self.finish_round(reason):
+            self.draw()
+        rounds = f"{self.rounds} round{'s' if self.rounds != 1 else ''}"
+        self.console.print(f"Goodbye. Final balance {money(self.balance)} after {rounds}.")
+
+    def finish_round(self, reason: str) -> bool:
+        """Settle a round left open: every open hand stands and every open offer is declined.
+
+        This is the server's policy for a player who leaves mid-round (the auto
+        decision after the decision timeout), so a stake is never left unsettled.
+        Returns whether there was a round to finish.
+        """
+        game = self.game
+        if game is None or game.phase is Phase.SETTLED:
+            return False
+        stood = declined = 0
+        while (decision := game.decision()) is not None:
+            if decision.kind == "play":
+                game.act(Action.STAND)
+                stood += 1
+            else:
+                game.act(OFFER_KEYS[decision.kind]["n"])
+                declined += 1
+        self._after_action()
+        done = [f"{stood} open hand{'s' if stood != 1 else ''} stood" if stood else "",
+                f"{declined} offer{'s' if declined != 1 else ''} declined" if declined else ""]
+        self.message = (f"{reason} mid-round: {' and '.join(part for part in done if part)}, as the server does "
+                        f"for a player who leaves. {self.message}")
+        return True
 
     def press(self, key: str) -> bool:
-        """Handle one key; False means quit."""
+        """Handle one key; False means quit (``q`` mid-round too: :meth:`run` then settles the round)."""
         self.message = ""
         try:
             if self.game is None or self.game.phase is Phase.SETTLED:
                 return self._betting_key(key)
+            if key == "q":
+                return False
             self._playing_key(key)
         except (BetSlipError, IllegalActionError) as error:
             self.message = str(error)
