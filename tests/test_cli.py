@@ -125,6 +125,15 @@ def test_play_whose_input_ends_mid_round_settles_the_round() -> None:
     assert "Round over:" in result.stdout and "after 1 round." in result.stdout
 
 
+def test_play_sits_at_the_games_table_in_its_currency() -> None:
+    single = run("play", "single-deck", "--seed", "2", stdin="q")
+    assert "Balance £1,000.00" in single.stdout and "£25" in single.stdout
+    assert "Goodbye. Final balance £1,000.00 after 0 rounds." in single.stdout
+    power = run("play", "power", "--seed", "2", "--currency", "chf", stdin="q")
+    assert "Balance 1,000.00 CHF" in power.stdout
+    assert_one_line_error(run("play", "--currency", "12"), "three-letter code")
+
+
 def test_unknown_verb_is_a_usage_error() -> None:
     result = run("shuffle")
     assert result.returncode == 2 and "Traceback" not in result.stderr

@@ -169,8 +169,13 @@ def play(
     balance: Annotated[int, typer.Option(help="Starting balance in whole currency units.")] = 1000,
     seed: Annotated[int | None, typer.Option(help="Seed the shuffle (repeatable games).")] = None,
     rules_file: Annotated[Path | None, typer.Option("--rules", help="Play a rules file instead.")] = None,
+    currency: Annotated[str | None, typer.Option(help="Currency code, like GBP (default: the game's table's, "
+                                                 "else USD).")] = None,
 ) -> None:
-    """Sit at a game in the terminal: bet, deal, decide with single keys."""
+    """Sit at a game in the terminal: bet, deal, decide with single keys.
+
+    A built-in game sits at the server's table of the same name (its currency, chips and
+    limits); a rules file plays in dollars with 1-5-25-100 chips."""
     from twentyone.core.money import MAX_AMOUNT
     from twentyone.ui.terminal import play as play_terminal
 
@@ -183,7 +188,16 @@ def play(
         rules = resolve_rules(variant, rules_file)
     except RulesError as error:
         fail(str(error))
-    play_terminal(rules, balance * 100, seed)
+    table = None
+    if rules_file is None:
+        from twentyone.server.config import shipped_tables
+
+        table = shipped_tables().get(variant)
+    code = (currency or (table.currency if table else "USD")).upper()
+    if not (len(code) == 3 and code.isascii() and code.isalpha()):
+        fail(f"--currency must be a three-letter code like USD or GBP, got {currency!r}.")
+    play_terminal(rules, balance * 100, seed, currency=code, chips=table.chips if table else None,
+                  limits=table.bet_limits if table else None)
 
 
 RulesOption = Annotated[Path | None, typer.Option("--rules", help="A rules file instead of a built-in game.")]
