@@ -334,6 +334,50 @@ def cash_out_table_command(
                f"{table.always_cash_out * 100:.4f} %, offers {table.span[0]:.2f}-{table.span[1]:.2f}x")
 
 
+@app.command("rng-dump")
+def rng_dump(
+    variant: Annotated[str, typer.Argument(help="The game whose shoe is shuffled.")] = "first-person",
+    rounds: Annotated[int, typer.Option("--rounds", help="How many shoes to shuffle, one per round.")] = 1000,
+    output: Annotated[Path | None, typer.Option("--output", help="Write here instead of standard output.")] = None,
+    fmt: Annotated[str, typer.Option("--format", help="indices (a shoe per line, the unshuffled position of "
+                                     "each card), cards (a shoe per line as card codes) or binary (the raw bits "
+                                     "drawn, as little-endian 32-bit words for dieharder -g 201 or TestU01).")]
+    = "indices",
+    seed: Annotated[int | None, typer.Option(help="Use a seeded generator (reproducible, not the production "
+                                             "source); default: the system CSPRNG that play and the server use.")]
+    = None,
+    rules_file: RulesOption = None,
+) -> None:
+    """Write raw shuffle output for an outside lab's RNG test batteries (see README, "Randomness")."""
+    import random
+
+    from twentyone.cli.rng_dump import FORMATS, dump_binary, dump_text
+    from twentyone.core.shoe import system_rng
+
+    if fmt not in FORMATS:
+        fail(f"--format must be one of {', '.join(FORMATS)}, got {fmt!r}.")
+    if rounds < 1:
+        fail(f"--rounds must be at least 1, got {rounds}.")
+    if output is None and fmt == "binary" and sys.stdout.isatty():
+        fail("binary output goes to a file (--output FILE) or a pipe, not to the terminal.")
+    if output is not None and not output.parent.is_dir():
+        fail(f"cannot write {str(output)!r} (no folder {str(output.parent)!r}).")
+    composition = _rules(None if rules_file else variant, rules_file).shoe.composition
+    rng = random.Random(seed) if seed is not None else system_rng()
+    try:
+        if fmt == "binary":
+            with (open(output, "wb") if output else open(sys.stdout.fileno(), "wb", closefd=False)) as out:
+                dump_binary(composition, rng, rounds, out)
+        else:
+            with (open(output, "w", encoding="ascii") if output else open(sys.stdout.fileno(), "w",
+                  encoding="ascii", closefd=False)) as text:
+                dump_text(composition, rng, rounds, fmt, text)
+    except BrokenPipeError:  # the reader (head, dieharder) had enough: not an error
+        pass
+    except OSError as error:
+        fail(f"cannot write {str(output or '<stdout>')!r} ({error.strerror}).")
+
+
 @app.command()
 def serve(
     host: Annotated[str, typer.Option(help="Address to listen on.")] = "127.0.0.1",
