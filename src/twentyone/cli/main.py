@@ -2,6 +2,12 @@
 
 Every user error (bad input, bad rules file, illegal decision) ends with a
 one-line message on standard error and exit code 2, never a traceback.
+
+Start-up is kept short: this module imports typer and the standard library only.
+Everything else (the engine, rich, the analysis with numpy and numba, the server with
+FastAPI and SQLAlchemy, matplotlib) is imported inside the command that uses it, so
+``twentyone variants`` or ``twentyone replay`` never load what ``serve`` needs.
+``tests/test_cli_startup.py`` holds this to account.
 """
 
 from __future__ import annotations
@@ -9,14 +15,14 @@ from __future__ import annotations
 import json
 import sys
 from pathlib import Path
-from typing import Annotated, Any, NoReturn
+from typing import TYPE_CHECKING, Annotated, Any, NoReturn
 
 import typer
-from rich.console import Console
 
-from twentyone.core.rules import Rules, RulesError
-from twentyone.scenario import ScenarioError, run_scenario
-from twentyone.variants import VARIANTS, builtin_rules, resolve_rules
+from twentyone.variants import VARIANTS
+
+if TYPE_CHECKING:
+    from twentyone.core.rules import Rules
 
 app = typer.Typer(
     name="twentyone",
@@ -104,6 +110,7 @@ def rules_summary(rules: Rules) -> dict[str, object]:
 def describe(rules: Rules) -> str:
     """One line of a game's key rules.
 
+    >>> from twentyone.variants import builtin_rules
     >>> describe(builtin_rules("single-deck"))
     '1 deck · S17 · no hole card · double 9-11 · no DAS · no resplit · BJ 3:2 · insurance · even money'
     """
@@ -141,13 +148,14 @@ def variants(
     as_json: Annotated[bool, typer.Option("--json", help="Machine-readable output.")] = False,
 ) -> None:
     """List the five games with their key rules, a line each."""
+    from twentyone.variants import builtin_rules
+
     rows = [rules_summary(builtin_rules(variant)) for variant in VARIANTS]
     if as_json:
         typer.echo(json.dumps(rows, indent=2))
         return
-    console = Console()
-    for variant in VARIANTS:
-        console.print(f"[bold green]{variant:<13}[/] {describe(builtin_rules(variant))}", highlight=False)
+    for variant in VARIANTS:  # typer's colours (stripped when piped): no need to load rich for five lines
+        typer.echo(f"{typer.style(f'{variant:<13}', fg='green', bold=True)} {describe(builtin_rules(variant))}")
 
 
 @app.command()
@@ -155,6 +163,8 @@ def replay(
     file: Annotated[str, typer.Argument(help="Scenario JSON file, or - for standard input.")],
 ) -> None:
     """Play a stacked-shoe scenario through the real engine and print the result as JSON."""
+    from twentyone.scenario import ScenarioError, run_scenario
+
     scenario = parse_json(read_input(file, "the scenario"), "the scenario")
     try:
         result = run_scenario(scenario)
@@ -177,7 +187,9 @@ def play(
     A built-in game sits at the server's table of the same name (its currency, chips and
     limits); a rules file plays in dollars with 1-5-25-100 chips."""
     from twentyone.core.money import MAX_AMOUNT
+    from twentyone.core.rules import RulesError
     from twentyone.ui.terminal import play as play_terminal
+    from twentyone.variants import resolve_rules
 
     if balance < 1:
         fail(f"--balance must be at least 1, got {balance}.")
@@ -205,6 +217,9 @@ JsonOption = Annotated[bool, typer.Option("--json", help="Machine-readable outpu
 
 
 def _rules(variant: str | None, rules_file: Path | None) -> Rules:
+    from twentyone.core.rules import RulesError
+    from twentyone.variants import resolve_rules
+
     if variant is None and rules_file is None:
         fail(f"name a game ({', '.join(VARIANTS)}) or give --rules FILE.")
     try:
@@ -227,6 +242,7 @@ def rtp(
     if as_json:
         typer.echo(json.dumps(report, indent=2))
         return
+    from rich.console import Console
     from rich.table import Table
 
     table = Table(title=f"{rules.name}: return to player", title_justify="left")
@@ -269,6 +285,8 @@ def strategy(
     if as_json:
         typer.echo(json.dumps(chart, indent=2))
     else:
+        from rich.console import Console
+
         Console().print(terminal_chart(chart, title))
         if png is not None:
             typer.echo(f"chart written to {png}")
