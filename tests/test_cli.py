@@ -285,3 +285,14 @@ def test_amounts_beyond_the_cap_are_refused_before_anything_changes(tmp_path: Pa
                               "--data-dir", str(tmp_path)), "capped at 1000000000000000")
     assert not (tmp_path / "ledger.db").exists()
     assert_one_line_error(run("play", "classic", "--balance", str(10**14)), "--balance is at most 10000000000000")
+
+
+def test_server_and_table_definitions_with_bad_values(tmp_path: Path) -> None:
+    assert_one_line_error(run("serve", "--data-dir", "/proc/no/such/dir"), "cannot use the data directory")
+    database = ["--database", f"sqlite:///{tmp_path / 'ledger.db'}", "--data-dir", str(tmp_path)]
+    table = {"name": "Big", "variant": "classic", "currency": "USD", "chips": [100], "limits": {"main": [100, 1000]}}
+    huge = {**table, "limits": {"main": [100, 10**23]}}
+    assert_one_line_error(run("admin", "create-table", "big", json.dumps(huge), *database), "capped at")
+    endless = json.dumps({**table, "decision_timeout": 1}).replace('"decision_timeout": 1', '"decision_timeout": 1e400')
+    assert_one_line_error(run("admin", "create-table", "endless", endless, *database), "wrong kind")
+    assert_one_line_error(run("admin", "create-table", "odd", json.dumps({**table, "chips": 5}), *database), "chips")

@@ -419,7 +419,10 @@ def serve(
 
     if not 0 < port < 65536:
         fail(f"--port must be 1 to 65535, got {port}.")
-    settings = Settings.from_environment(database, data_dir)
+    try:
+        settings = Settings.from_environment(database, data_dir)
+    except OSError as error:
+        fail(f"cannot use the data directory ({error.strerror}: {error.filename}).")
     spec = wallet or os.environ.get("TWENTYONE_OPERATOR_WALLET")
     try:
         operator_wallet = load_operator_wallet(spec) if spec else None
@@ -499,11 +502,21 @@ def admin_create_table(
     definition = parse_json(spec, "the table definition")
     if not isinstance(definition, dict):
         fail("the table definition must be a JSON object.")
+    from twentyone.core.money import MAX_AMOUNT
+
+    chips, limits = definition.get("chips"), definition.get("limits")
+    amounts = [*(chips if isinstance(chips, list) else []),
+               *(value for pair in (limits.values() if isinstance(limits, dict) else []) if isinstance(pair, list)
+                 for value in pair)]
+    if any(isinstance(amount, int) and amount > MAX_AMOUNT for amount in amounts):
+        fail(f"chips and limits are capped at {MAX_AMOUNT} (10^15) minor units.")
     service, operator, _ = _admin_service(database, data_dir)
     try:
         table = service.create_table(operator, table_id, definition)
     except ServiceError as error:
         fail(error.detail)
+    except (TypeError, ValueError, OverflowError) as error:  # a field the table check let through
+        fail(f"the table definition has a value of the wrong kind ({error}).")
     typer.echo(f"created table {table['id']} ({table['variant']}, {table['currency']})")
 
 
