@@ -72,6 +72,8 @@ def load_rules(path: str | Path) -> Rules:
     except UnicodeDecodeError as error:
         raise RulesError(f"rules file: {str(path)!r} is not UTF-8 text (byte {error.object[error.start]:#04x} "
                          f"at offset {error.start}).") from None
+    except ValueError as error:  # a path no file system takes: a NUL byte, an unpaired surrogate
+        raise RulesError(f"rules file: cannot read {str(path)!r} ({error}).") from None
     try:
         return rules_from_toml(text, _tables())
     except RecursionError:  # tomllib parses nested arrays and tables recursively

@@ -540,7 +540,7 @@ def verify(
         fail("the record must be a JSON object with salt, cards, commitment, first_card and drawn.")
     try:
         valid = verify_record(data)
-    except (KeyError, TypeError, ValueError) as error:
+    except (KeyError, TypeError, ValueError, OverflowError) as error:
         fail(f"the record lacks a field or has a wrong one ({error}); expected salt, cards, commitment, "
              "first_card and drawn.")
     if not valid:
