@@ -497,13 +497,12 @@ def admin_create_table(
     database: DatabaseOption = None, data_dir: DataDirOption = None,
 ) -> None:
     """Add a table (variant, name, currency, chips, limits, seats, timers, theme)."""
+    from twentyone.core.money import MAX_AMOUNT
     from twentyone.server.service import ServiceError
 
     definition = parse_json(spec, "the table definition")
     if not isinstance(definition, dict):
         fail("the table definition must be a JSON object.")
-    from twentyone.core.money import MAX_AMOUNT
-
     chips, limits = definition.get("chips"), definition.get("limits")
     amounts = [*(chips if isinstance(chips, list) else []),
                *(value for pair in (limits.values() if isinstance(limits, dict) else []) if isinstance(pair, list)
