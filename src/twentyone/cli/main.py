@@ -532,7 +532,7 @@ def verify(
 ) -> None:
     """Check a past round's shuffle: the revealed shoe hashes to the published commitment, and the
     round's cards are that shoe's cards in order."""
-    from twentyone.server.service import verify_record
+    from twentyone.core.commitment import verify_record
 
     data = parse_json(read_input(record, "the record"), "the record")
     if not isinstance(data, dict):
