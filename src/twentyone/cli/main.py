@@ -423,6 +423,8 @@ def serve(
         settings = Settings.from_environment(database, data_dir)
     except OSError as error:
         fail(f"cannot use the data directory ({error.strerror}: {error.filename}).")
+    except ValueError as error:  # a setting in the environment that is not a number
+        fail(f"a server setting in the environment is wrong ({error}).")
     spec = wallet or os.environ.get("TWENTYONE_OPERATOR_WALLET")
     try:
         operator_wallet = load_operator_wallet(spec) if spec else None
@@ -451,6 +453,8 @@ def _admin_service(database: str | None, data_dir: Path | None):  # type: ignore
         settings = Settings.from_environment(database, data_dir)
     except OSError as error:
         fail(f"cannot use the data directory ({error.strerror}: {error.filename}).")
+    except ValueError as error:  # a setting in the environment that is not a number
+        fail(f"a server setting in the environment is wrong ({error}).")
     try:
         migrate(settings.database_url)
         service = GameService(Database(settings.database_url), settings)
