@@ -44,7 +44,8 @@ def _amount(value: Any, where: str, least: int) -> int:
     """A stake in minor units: a whole number from ``least`` to :data:`MAX_AMOUNT`."""
     _require(isinstance(value, int) and not isinstance(value, bool),
              f"{where} must be a whole number of minor units, got {_short(value)}.")
-    _require(value >= least, f"{where} must be at least {least}, got {value}.")
+    _require(value >= least, f"{where} must be at least {least}{' (side bets need a main bet)' if least else ''}, "
+                             f"got {value}.")
     _require(value <= MAX_AMOUNT, f"{where} is {_short(value)} but amounts are capped at {MAX_AMOUNT} "
                                   f"(10^15) minor units, so every total fits the ledger's 64-bit integers.")
     return int(value)
