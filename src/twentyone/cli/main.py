@@ -14,6 +14,7 @@ from typing import Annotated, NoReturn
 import typer
 from rich.console import Console
 
+from twentyone.cli.simulate import simulate
 from twentyone.core.rules import Rules, RulesError
 from twentyone.scenario import ScenarioError, run_scenario
 from twentyone.variants import VARIANTS, builtin_rules, resolve_rules
@@ -413,6 +414,9 @@ def verify(
         raise typer.Exit(1)
     typer.echo(f"round {data.get('round_id')}: verified: SHA-256 of salt and shoe order is {data['commitment']}, "
                f"and its {len(data['drawn'])} cards came out of that shoe in order.")
+
+
+app.command()(simulate)
 
 
 def main() -> None:
