@@ -119,7 +119,7 @@ def _report(result: SimulationResult) -> None:
         table.add_column(column, justify="left" if column == "bet" else "right")
     rows = [("main", data["main"], data["exact"].get("main"))]
     if "first_hand" in data:
-        rows.append(("main, first hand of the shoe", data["first_hand"], data["exact"].get("main")))
+        rows.append(("main, 1st hand of shoe", data["first_hand"], data["exact"].get("main")))
     rows += [(name, side, data["exact"]["side_bets"].get(name)) for name, side in data["side_bets"].items()]
     for label, e, exact in rows:
         low, high = e["ci95"]
