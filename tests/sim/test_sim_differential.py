@@ -12,6 +12,7 @@ import pytest
 from twentyone.core.operations import ActionTaken
 from twentyone.core.rules import rules_from_toml
 from twentyone.sim.chunk import chunk_seed, trace_chunk
+from twentyone.sim.optimal import optimal_tables
 from twentyone.sim.reference import engine_round
 from twentyone.sim.strategy import load_strategy, strategy_tables
 from twentyone.sim.tables import SimOptions, code_card, compile_game
@@ -79,34 +80,37 @@ def _rules(name: str):  # type: ignore[no-untyped-def]
     return builtin_rules(name)
 
 
-def _cases() -> list[tuple[str, SimOptions]]:
+def _cases() -> list[tuple[str, str, SimOptions]]:
     cases = []
     for variant in VARIANTS:
         rules = builtin_rules(variant)
         sides = tuple(rules.side_bets)
-        cases.append((variant, SimOptions(hands=1)))
-        cases.append((variant, SimOptions(hands=3, side_bets=sides, insurance=True, even_money=True)))
-    cases.append(("first-person", SimOptions(hands=2, cash_out=True, side_bets=("perfect_pairs",))))
-    cases.append(("power", SimOptions(hands=1, side_bets=("bust_it", "hot_3"), insurance=True)))
-    cases.append(("other", SimOptions(hands=3, insurance=True)))
-    cases.append(("european", SimOptions(hands=4, insurance=True)))
-    cases.append(("european", SimOptions(hands=2, bet=2)))  # a tiny bet: no insurance offered
+        cases.append((variant, "basic", SimOptions(hands=1)))
+        cases.append((variant, "basic", SimOptions(hands=3, side_bets=sides, insurance=True, even_money=True)))
+        cases.append((variant, "optimal", SimOptions(hands=2)))
+    cases.append(("first-person", "basic", SimOptions(hands=2, cash_out=True, side_bets=("perfect_pairs",))))
+    cases.append(("power", "basic", SimOptions(hands=1, side_bets=("bust_it", "hot_3"), insurance=True)))
+    cases.append(("other", "basic", SimOptions(hands=3, insurance=True)))
+    cases.append(("other", "optimal", SimOptions(hands=2)))
+    cases.append(("european", "basic", SimOptions(hands=4, insurance=True)))
+    cases.append(("european", "basic", SimOptions(hands=2, bet=2)))  # a tiny bet: no insurance offered
     return cases
 
 
-@pytest.mark.parametrize(("variant", "options"), _cases(), ids=lambda value: str(value)[:40])
-def test_kernel_and_engine_play_identical_rounds(variant: str, options: SimOptions) -> None:
+@pytest.mark.parametrize(("variant", "play", "options"), _cases(), ids=lambda value: str(value)[:40])
+def test_kernel_and_engine_play_identical_rounds(variant: str, play: str, options: SimOptions) -> None:
     rules = _rules(variant)
     strategy = load_strategy(rules, "basic")
+    optimal = optimal_tables(rules) if play == "optimal" else None
     game = compile_game(rules, options)
-    rounds = 1500
-    _, trace = trace_chunk(game, strategy_tables(strategy), chunk_seed(2024, 0, 1), rounds)
+    rounds = 1000
+    _, trace = trace_chunk(game, strategy_tables(strategy, optimal), chunk_seed(2024, 0, 1), rounds)
     decisions_seen = set()
     for r in range(rounds):
         n_cards, n_actions = trace.money[r, 2], trace.money[r, 3]
         cards = [code_card(int(code)) for code in trace.cards[r, :n_cards]]
         kernel_actions = [ACTIONS[int(code)] for code in trace.actions[r, :n_actions]]
-        engine = engine_round(rules, cards, strategy, options)
+        engine = engine_round(rules, cards, strategy, options, optimal)
         where = f"round {r}: cards {[str(c) for c in cards]}"
         assert engine.shoe.position == n_cards, where
         if rules.deal.common_draw:

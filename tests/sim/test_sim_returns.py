@@ -14,10 +14,10 @@ from twentyone.sim.tables import SimOptions
 from twentyone.variants import VARIANTS, builtin_rules
 
 
-def _check(variant: str, rounds: int, seed: int, options: SimOptions | None = None) -> None:
+def _check(variant: str, rounds: int, seed: int, options: SimOptions | None = None, strategy: str = "basic") -> None:
     rules = builtin_rules(variant)
     options = options or SimOptions(side_bets=tuple(rules.side_bets), fresh_shoe=True)
-    result = simulate(rules, rounds, options=options, seed=seed)
+    result = simulate(rules, rounds, strategy, options=options, seed=seed)
     main = result.main
     assert main.se < 0.2
     assert abs(main.rtp - result.exact["main"]) < 4 * main.se, (variant, main, result.exact["main"])
@@ -30,6 +30,11 @@ def _check(variant: str, rounds: int, seed: int, options: SimOptions | None = No
 @pytest.mark.parametrize("variant", VARIANTS)
 def test_simulated_returns_match_the_exact_maths(variant: str) -> None:
     _check(variant, 2_000_000, seed=11)
+
+
+@pytest.mark.parametrize("variant", VARIANTS)
+def test_optimal_play_returns_what_the_maths_says(variant: str) -> None:
+    _check(variant, 2_000_000, seed=12, options=SimOptions(fresh_shoe=True), strategy="optimal")
 
 
 def test_always_cash_out_returns_the_offer_tables_value() -> None:
@@ -55,3 +60,4 @@ def test_first_hand_of_a_cut_card_shoe_matches_the_fresh_shoe_figure() -> None:
 @pytest.mark.parametrize("variant", VARIANTS)
 def test_ten_million_rounds_within_four_standard_errors(variant: str) -> None:
     _check(variant, 10_000_000, seed=2026)
+    _check(variant, 10_000_000, seed=2027, options=SimOptions(fresh_shoe=True), strategy="optimal")

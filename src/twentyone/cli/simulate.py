@@ -26,8 +26,8 @@ def simulate(
     variant: Annotated[str | None, typer.Argument(help="A built-in game.")] = None,
     rules_file: Annotated[Path | None, typer.Option("--rules", help="A rules file instead of a built-in game.")] = None,
     rounds: Annotated[int, typer.Option("--rounds", help="Rounds to play.")] = 1_000_000,
-    strategy: Annotated[str, typer.Option(help="basic, or a chart file written by `twentyone strategy --json`.")
-                        ] = "basic",
+    strategy: Annotated[str, typer.Option(
+        help="basic, optimal, or a chart file written by `twentyone strategy --json`.")] = "basic",
     side_bets: Annotated[str, typer.Option("--side-bets", help="Comma-separated side bets on every hand, or all.")
                          ] = "",
     hands: Annotated[int, typer.Option(help="Spots played each round (players, in a one-hand game).")] = 1,

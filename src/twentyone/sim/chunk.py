@@ -6,10 +6,10 @@ process plays it to the same result.
 
 >>> from twentyone.variants import builtin_rules
 >>> from twentyone.sim.tables import SimOptions, compile_game
->>> from twentyone.sim.strategy import load_strategy, strategy_tables
+>>> from twentyone.sim.strategy import play_tables
 >>> rules = builtin_rules("classic")
 >>> game = compile_game(rules, SimOptions())
->>> tables = strategy_tables(load_strategy(rules, "basic"))
+>>> tables = play_tables(rules, "basic")
 >>> a = play_chunk(game, tables, chunk_seed(7, 0, 4), 2000)
 >>> b = play_chunk(game, tables, chunk_seed(7, 0, 4), 2000)
 >>> a.stats[0], bool((a.stats == b.stats).all())
@@ -78,8 +78,12 @@ def _empty(game: KernelGame) -> ChunkResult:
 
 def _run(game: KernelGame, tables: StrategyTables, state: npt.NDArray[np.uint64], rounds: int,
          result: ChunkResult, trace: Trace) -> None:
+    params = game.params.copy()
+    params[kernel.P_OPTIMAL] = tables.uses_optimal
+    optimal = tables.optimal
     kernel.simulate_chunk(
-        game.params, game.fresh_deck, tables.hit, tables.two_card, tables.pairs,
+        params, game.fresh_deck, tables.hit, tables.two_card, tables.pairs,
+        optimal.child, optimal.action, optimal.main, optimal.split,
         game.side_kind, game.side_pay, game.cash_out, state.copy(), rounds,
         result.stats, result.histogram, result.side_sums, result.side_counts, result.depth_sums,
         result.checkpoints, trace.cards, trace.actions, trace.money,

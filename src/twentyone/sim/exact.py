@@ -43,6 +43,24 @@ def _offer_adjustment(rules: Rules, analysis: GameAnalysis, options: SimOptions)
     return extra
 
 
+def _offers_taken_by_optimal(rules: Rules, analysis: GameAnalysis) -> float:
+    """What the maths' optimal player gains from offers (insurance or even money where they are
+    worth taking, which they are not in the five games): the simulated optimal player answers
+    offers by the options instead, so this is taken out of its return."""
+    payout = rules.blackjack_payout.numerator / rules.blackjack_payout.denominator
+    gain = 0.0
+    for up, cards, p in analysis.deals():
+        if up != 1:
+            continue
+        ev = analysis.hand_ev(cards, up)
+        natural = sorted(cards) == [1, 10]
+        if natural and rules.insurance.even_money:
+            gain += p * max(0.0, 1.0 - (1.0 - ev.dealer_blackjack) * payout)
+        elif "insurance" in ev.actions and (not natural or rules.insurance.to_blackjack):
+            gain += p * max(0.0, ev.actions["insurance"])
+    return gain
+
+
 def _always_cash_out(rules: Rules, analysis: GameAnalysis, options: SimOptions) -> float:
     """Return of taking the first cash-out offer on every hand, with the offers of the rules file."""
     payout = rules.blackjack_payout.numerator / rules.blackjack_payout.denominator
@@ -71,6 +89,9 @@ def exact_returns(rules: Rules, strategy: str, options: SimOptions,
     main: float | None
     if options.cash_out:
         main = None if options.insurance else 100 * _always_cash_out(rules, analysis, options)
+    elif strategy == "optimal":
+        optimal = analysis.main_return().optimal - _offers_taken_by_optimal(rules, analysis)
+        main = 100 * (optimal + _offer_adjustment(rules, analysis, options))
     else:
         basic = load_strategy(rules, strategy, analysis)
         main = 100 * (analysis.main_return(basic).basic + _offer_adjustment(rules, analysis, options))

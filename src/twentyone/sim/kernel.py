@@ -29,7 +29,8 @@ P_INS_OFFERED, P_INS_NUM, P_INS_DEN, P_INS_TO_BJ, P_EVEN_MONEY = 18, 19, 20, 21,
 P_SURRENDER, P_BJ_NUM, P_BJ_DEN, P_WIN_NUM, P_WIN_DEN, P_AUTO_STAND = 23, 24, 25, 26, 27, 28
 P_CASH_OUT, P_HOLE, P_UP_INDEX, P_SPOTS, P_BET = 29, 30, 31, 32, 33
 P_TAKE_INSURANCE, P_TAKE_EVEN_MONEY, P_TAKE_CASH_OUT, P_SIDE_STAKE, P_PLAYERS = 34, 35, 36, 37, 38
-P_SIZE = 39
+P_OPTIMAL = 39  # 1: follow the composition-dependent tables (opt_*) instead of the chart
+P_SIZE = 40
 
 # ---- actions: the order of twentyone.core.operations.Action -------------------------------------
 HIT, STAND, DOUBLE, TRIPLE, QUADRUPLE, SPLIT, SURRENDER, CASH_OUT = 0, 1, 2, 3, 4, 5, 6, 7
@@ -211,8 +212,9 @@ def _double_allowed(P, total, n_cards, from_split, split_aces, multiplier):  # t
 
 @njit(cache=True)
 def simulate_chunk(P, fresh_deck, hit_table, two_card, pair_table,  # type: ignore[no-untyped-def]
-                   side_kind, side_pay, cash_out, state, rounds, stats, histogram, side_sums, side_counts,
-                   depth_sums, checkpoints, trace_cards, trace_actions, trace_money):
+                   opt_child, opt_action, opt_main, opt_split, side_kind, side_pay, cash_out, state, rounds,
+                   stats, histogram, side_sums, side_counts, depth_sums, checkpoints,
+                   trace_cards, trace_actions, trace_money):
     """Play ``rounds`` rounds; add their statistics into the output arrays (see tables/run).
 
     ``trace_*`` arrays with as many rows as ``rounds`` record every card, decision and the
@@ -241,6 +243,8 @@ def simulate_chunk(P, fresh_deck, hit_table, two_card, pair_table,  # type: igno
     h_original = np.zeros(MAX_HANDS, dtype=np.int64)
     h_status = np.zeros(MAX_HANDS, dtype=np.int64)
     h_returned = np.zeros(MAX_HANDS, dtype=np.int64)
+    h_state = np.zeros(MAX_HANDS, dtype=np.int64)  # composition state in the optimal tables
+    optimal = P[P_OPTIMAL] == 1
     order = np.zeros(MAX_HANDS, dtype=np.int64)  # hands in playing order (split hands in place)
     spot_hands = np.zeros(16, dtype=np.int64)
     insurance = np.zeros(16, dtype=np.int64)
@@ -321,10 +325,13 @@ def simulate_chunk(P, fresh_deck, hit_table, two_card, pair_table,  # type: igno
                 dn += 1
         up = d_cards[P[P_UP_INDEX]]
         up_value = _value(up)
+        peeked = 1 if P[P_HOLE] and _peeks(P[P_PEEK], up) else 0
         for h in range(n_hands):
             total, soft = _total(h_hard[h], h_aces[h])
             if total == 21:
                 h_status[h] = BLACKJACK
+            if optimal:
+                h_state[h] = opt_main[up_value, peeked, _value(h_cards[h, 0]), _value(h_cards[h, 1])]
 
         # ---------------- deal-time side bets; Bust It waits for the dealer (and pushes on a blackjack)
         for s in range(spots):
@@ -425,6 +432,13 @@ def simulate_chunk(P, fresh_deck, hit_table, two_card, pair_table,  # type: igno
                 action = STAND
                 if cash_amount >= 0 and P[P_TAKE_CASH_OUT]:
                     action = CASH_OUT
+                elif optimal and h_state[h] >= 0:
+                    action = opt_action[h_state[h]]
+                    # A play the tables chose that is not open here (never, with the five games) hits.
+                    doubling = DOUBLE <= action <= QUADRUPLE
+                    if ((action == SPLIT and not can_split) or (action == SURRENDER and not can_surrender)
+                            or (doubling and not _double_allowed(P, total, n, h_split[h], h_split_aces[h], action))):
+                        action = HIT
                 elif two:
                     if can_split and pair_table[up_value, _value(h_cards[h, 0])]:
                         action = SPLIT
@@ -471,6 +485,8 @@ def simulate_chunk(P, fresh_deck, hit_table, two_card, pair_table,  # type: igno
                     h_n[h] = n + 1
                     h_hard[h] += _value(card)
                     h_aces[h] += card >> 2 == 0
+                    if optimal and h_state[h] >= 0:
+                        h_state[h] = opt_child[h_state[h], _value(card) - 1]
                     total, soft = _total(h_hard[h], h_aces[h])
                     if total > 21:
                         h_status[h] = BUST
@@ -523,6 +539,9 @@ def simulate_chunk(P, fresh_deck, hit_table, two_card, pair_table,  # type: igno
                         h_n[hh] = 2
                         h_hard[hh] += _value(card)
                         h_aces[hh] += card >> 2 == 0
+                        if optimal:
+                            start = opt_split[up_value, peeked, _value(h_cards[hh, 0])]
+                            h_state[hh] = opt_child[start, _value(card) - 1] if start >= 0 else -1
                     for hh in (h, new):
                         t2, s2 = _total(h_hard[hh], h_aces[hh])
                         if aces and P[P_ACES_ONE]:

@@ -21,6 +21,7 @@ from twentyone.core.cards import Card
 from twentyone.core.round import HandBet, Round
 from twentyone.core.rules import Rules
 from twentyone.core.shoe import Shoe
+from twentyone.sim.optimal import OptimalTables
 from twentyone.sim.strategy import BasicStrategy, engine_action
 from twentyone.sim.tables import SimOptions
 
@@ -38,11 +39,13 @@ def seat_players(game: Round, rules: Rules, options: SimOptions) -> list[str]:
     return names
 
 
-def engine_round(rules: Rules, cards: Sequence[Card | str], strategy: BasicStrategy, options: SimOptions) -> Round:
-    """A settled round of the engine on the shoe ``cards`` (top first), played by ``strategy``."""
+def engine_round(rules: Rules, cards: Sequence[Card | str], strategy: BasicStrategy, options: SimOptions,
+                 optimal: OptimalTables | None = None) -> Round:
+    """A settled round of the engine on the shoe ``cards`` (top first), played by ``strategy``
+    (or by the ``optimal`` tables)."""
     game = Round(rules, Shoe.stacked(cards, rules.shoe.composition))
     seat_players(game, rules, options)
     game.deal()
     while game.decision() is not None:
-        game.act(engine_action(game, strategy, options))
+        game.act(engine_action(game, strategy, options, optimal))
     return game

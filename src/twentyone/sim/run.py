@@ -25,7 +25,7 @@ from twentyone.core.rules import Rules
 from twentyone.sim.chunk import ChunkResult, chunk_seed, play_chunk
 from twentyone.sim.exact import exact_returns
 from twentyone.sim.result import SimulationResult, add_chunks, estimate
-from twentyone.sim.strategy import StrategyTables, load_strategy, strategy_tables
+from twentyone.sim.strategy import StrategyTables, play_tables
 from twentyone.sim.tables import KernelGame, SimOptions, SimulationError, compile_game
 
 MIN_CHUNK = 20_000
@@ -114,7 +114,8 @@ def simulate(rules: Rules, rounds: int, strategy: str = "basic", options: SimOpt
     rounds : int
         Rounds to play (each round is ``options.hands`` spots).
     strategy : str
-        ``basic`` or the path of a chart file written by ``twentyone strategy --json``.
+        ``basic``, ``optimal`` (composition-dependent, as the exact maths plays it) or the path of a
+        chart file written by ``twentyone strategy --json``.
     options : SimOptions, optional
         Hands, side bets, insurance / even money / cash-out choices, stakes.
     seed : int
@@ -141,7 +142,7 @@ def simulate(rules: Rules, rounds: int, strategy: str = "basic", options: SimOpt
     """
     options = options or SimOptions()
     game = compile_game(rules, options)
-    tables = strategy_tables(load_strategy(rules, strategy))
+    tables = play_tables(rules, strategy)
     sizes = chunk_sizes(rounds)
     workers = max(1, min(workers or os.cpu_count() or 1, len(sizes)))
     started = time.perf_counter()

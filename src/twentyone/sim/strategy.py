@@ -18,7 +18,7 @@ environment.
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -26,11 +26,13 @@ import numpy as np
 import numpy.typing as npt
 
 from twentyone.analysis.game import ACTION_OF_CODE, BasicStrategy, GameAnalysis, code_action, policy_array
+from twentyone.core.cards import Card
 from twentyone.core.hand import hand_value
 from twentyone.core.operations import Action
 from twentyone.core.round import Round
 from twentyone.core.rules import Rules
 from twentyone.sim import kernel
+from twentyone.sim.optimal import OptimalTables, empty_optimal, optimal_tables
 from twentyone.sim.tables import SimOptions, SimulationError
 
 Int8Array = npt.NDArray[np.int8]
@@ -41,11 +43,15 @@ UP_OF_LABEL = {"A": 1, **{str(v): v for v in range(2, 11)}}
 
 @dataclass(frozen=True)
 class StrategyTables:
-    """``hit[up, total + 22*soft]``, ``two_card[up, from_split, total + 22*soft]``, ``pairs[up, value]``."""
+    """``hit[up, total + 22*soft]``, ``two_card[up, from_split, total + 22*soft]``, ``pairs[up, value]``,
+    and for optimal play the composition tables of :mod:`twentyone.sim.optimal` (the chart is then
+    only a fallback the tables never need)."""
 
     hit: Int8Array
     two_card: Int8Array
     pairs: Int8Array
+    optimal: OptimalTables = field(default_factory=empty_optimal)
+    uses_optimal: bool = False
 
 
 def _encode(code: str) -> int:
@@ -53,8 +59,9 @@ def _encode(code: str) -> int:
     return PRIMARY_OF_CODE[code[0]] + (8 if code.endswith("s") or code == "S" else 0)
 
 
-def strategy_tables(strategy: BasicStrategy) -> StrategyTables:
-    """Arrays of ``strategy`` with exactly the defaults the exact analysis uses for missing entries."""
+def strategy_tables(strategy: BasicStrategy, optimal: OptimalTables | None = None) -> StrategyTables:
+    """Arrays of ``strategy`` with exactly the defaults the exact analysis uses for missing entries;
+    with ``optimal``, the kernel plays the composition-dependent tables instead."""
     hit = np.zeros((11, 44), dtype=np.int8)
     two_card = np.zeros((11, 2, 44), dtype=np.int8)
     pairs = np.zeros((11, 11), dtype=np.int8)
@@ -69,7 +76,9 @@ def strategy_tables(strategy: BasicStrategy) -> StrategyTables:
     for up, table in strategy.pairs_by_up.items():
         for value, split in table.items():
             pairs[up, value] = split
-    return StrategyTables(hit, two_card, pairs)
+    if optimal is None:
+        return StrategyTables(hit, two_card, pairs)
+    return StrategyTables(hit, two_card, pairs, optimal, True)
 
 
 def strategy_from_chart(chart: dict[str, Any]) -> BasicStrategy:
@@ -119,12 +128,12 @@ _CODES = ("H", "S", "D", "Ds", "T", "Ts", "Q", "Qs", "R", "Rs")
 
 
 def load_strategy(rules: Rules, name: str, analysis: GameAnalysis | None = None) -> BasicStrategy:
-    """``basic`` (derived by the exact maths for ``rules``) or a chart file's path."""
-    if name == "basic":
+    """``basic`` (derived by the exact maths for ``rules``) or a chart file's path.
+
+    ``optimal`` gives the basic chart too: optimal play itself is in :func:`play_tables`.
+    """
+    if name in ("basic", "optimal"):
         return (analysis or GameAnalysis(rules)).basic_strategy()
-    if name == "optimal":
-        raise SimulationError(
-            "--strategy optimal (composition-dependent play) is not simulated yet; use basic or a chart file.")
     path = Path(name)
     try:
         chart = json.loads(path.read_text("utf-8"))
@@ -139,7 +148,31 @@ def load_strategy(rules: Rules, name: str, analysis: GameAnalysis | None = None)
     return strategy_from_chart(chart)
 
 
-def engine_action(game: Round, strategy: BasicStrategy, options: SimOptions) -> Action:
+def play_tables(rules: Rules, name: str, analysis: GameAnalysis | None = None) -> StrategyTables:
+    """The kernel's tables for ``basic``, ``optimal`` or a chart file."""
+    analysis = analysis or GameAnalysis(rules)
+    chart = load_strategy(rules, name, analysis)
+    return strategy_tables(chart, optimal_tables(rules, analysis) if name == "optimal" else None)
+
+
+def _optimal_action(game: Round, tables: OptimalTables, cards: tuple[Card, ...], from_split: bool) -> int:
+    """The optimal tables' action for a hand, found by walking its cards from the first one or two."""
+    up = game.dealer_up
+    rules = game.rules
+    peeked = int(rules.deal.hole_card and rules.dealer.peeks_under(up.rank))
+    if from_split:
+        state = int(tables.split[up.value, peeked, cards[0].value])
+        rest = cards[1:]
+    else:
+        state = int(tables.main[up.value, peeked, cards[0].value, cards[1].value])
+        rest = cards[2:]
+    for card in rest:
+        state = int(tables.child[state, card.value - 1])
+    return int(tables.action[state])
+
+
+def engine_action(game: Round, strategy: BasicStrategy, options: SimOptions,
+                  optimal: OptimalTables | None = None) -> Action:
     """The action ``strategy`` takes at the round's pending decision, among the engine's legal actions.
 
     The same player as the kernel: offers answered by ``options``, the first cash-out offer
@@ -160,6 +193,11 @@ def engine_action(game: Round, strategy: BasicStrategy, options: SimOptions) -> 
     hand = next(h for h in game.hands if h.seat == decision.seat and h.hand == decision.hand)
     up = game.dealer_up.value
     value = hand_value(hand.cards)
+    if optimal is not None:
+        choice = list(Action)[_optimal_action(game, optimal, hand.cards, hand.from_split)]
+        if choice not in legal:  # as the kernel: an unavailable play hits, and split aces stand
+            choice = Action.HIT if Action.HIT in legal else Action.STAND
+        return choice
     if len(hand.cards) == 2:
         first = hand.cards[0]
         if Action.SPLIT in legal and strategy.pairs_by_up.get(up, {}).get(first.value, False):
