@@ -188,6 +188,10 @@ def _peeks(peek, up_card):  # type: ignore[no-untyped-def]
 @njit(cache=True)
 def _draw(deck, pos, n_cards, state):  # type: ignore[no-untyped-def]
     """Deal the card at ``pos``: swap a uniformly chosen undealt card into place (partial Fisher-Yates)."""
+    if pos >= n_cards:
+        # A round that outlasts the shoe (no built-in game can: compile_game checks the margin)
+        # draws from a fresh shuffle rather than reading past the array.
+        return deck[below(state, n_cards)]
     j = pos + below(state, n_cards - pos)
     card = deck[j]
     deck[j] = deck[pos]

@@ -57,6 +57,8 @@ def _local(game: KernelGame, tables: StrategyTables, seed: int, sizes: list[int]
         for index, rounds in enumerate(sizes):
             yield index, _task(game, tables, seed, index, len(sizes), rounds)
         return
+    # Compile (or load) the kernel here first: forked workers inherit it instead of each compiling it.
+    play_chunk(game, tables, chunk_seed(seed, 0, 1), 1)
     with ProcessPoolExecutor(max_workers=workers) as pool:
         futures = {pool.submit(_task, game, tables, seed, index, len(sizes), rounds): index
                    for index, rounds in enumerate(sizes)}

@@ -119,6 +119,12 @@ def compile_game(rules: Rules, options: SimOptions) -> KernelGame:
     composition = rules.shoe.composition
     deck = np.array([card_code(card) for card in composition.cards()], dtype=np.int16)
     cut = rules.shoe.cut_card
+    # A generous bound on the cards one round can use: seven a hand and eight for the deal and dealer.
+    needed = (1 if common else options.hands) * rules.split.max_hands * 7 + 8
+    left = len(deck) - (cut if cut is not None and not options.fresh_shoe else 0)
+    if needed > left:
+        raise SimulationError(f"{options.hands} hand(s) may need {needed} cards, more than the {left} "
+                              f"a round of {rules.id} can count on; play fewer hands.")
     params[kernel.P_CARDS] = len(deck)
     params[kernel.P_CUT] = -1 if cut is None or options.fresh_shoe else cut
     params[kernel.P_H17] = rules.dealer.hits_soft_17
