@@ -11,6 +11,7 @@ import pytest
 
 from twentyone.core.operations import ActionTaken
 from twentyone.core.rules import rules_from_toml
+from twentyone.sim import kernel
 from twentyone.sim.chunk import chunk_seed, trace_chunk
 from twentyone.sim.optimal import optimal_tables
 from twentyone.sim.reference import engine_round
@@ -54,7 +55,7 @@ EUROPEAN_RULES = """
 id = "european"
 name = "European"
 [shoe]
-decks = 1
+decks = 2
 [dealer]
 peek = "none"
 no_peek_blackjack_takes = "original"
@@ -104,8 +105,9 @@ def test_kernel_and_engine_play_identical_rounds(variant: str, play: str, option
     optimal = optimal_tables(rules) if play == "optimal" else None
     game = compile_game(rules, options)
     rounds = 1000
-    _, trace = trace_chunk(game, strategy_tables(strategy, optimal), chunk_seed(2024, 0, 1), rounds)
+    summary, trace = trace_chunk(game, strategy_tables(strategy, optimal), chunk_seed(2024, 0, 1), rounds)
     decisions_seen = set()
+    outcomes = dict.fromkeys(kernel.OUTCOMES, 0)
     for r in range(rounds):
         n_cards, n_actions = trace.money[r, 2], trace.money[r, 3]
         cards = [code_card(int(code)) for code in trace.cards[r, :n_cards]]
@@ -123,6 +125,11 @@ def test_kernel_and_engine_play_identical_rounds(variant: str, play: str, option
         assert taken == kernel_actions, where
         assert (engine.staked, engine.returned) == (trace.money[r, 0], trace.money[r, 1]), where
         decisions_seen.update(kernel_actions)
+        for hand in engine.hands:
+            outcomes[hand.outcome] += 1
+    # Hands by outcome: the kernel's counts equal the engine's.
+    counted = summary.stats[kernel.S_OUTCOMES:kernel.S_OUTCOMES + len(kernel.OUTCOMES)]
+    assert dict(zip(kernel.OUTCOMES, counted.astype(int).tolist(), strict=True)) == outcomes
     # The case exercised the decisions it was meant to (a test that plays nothing proves nothing).
     if options.cash_out:
         assert "cash-out" in decisions_seen

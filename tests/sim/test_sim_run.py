@@ -60,6 +60,8 @@ def test_simulate_json_has_the_documented_fields(tmp_path) -> None:  # type: ign
     assert 0 < data["side_bets"]["perfect_pairs"]["se"] < 5
     assert abs(data["exact"]["main"] - 99.574) < 0.01
     assert sum(data["net_distribution"].values()) == pytest.approx(1.0)
+    assert data["hands_played"] >= 100_000 and sum(data["outcomes"].values()) == pytest.approx(1.0)
+    assert 0.04 < data["outcomes"]["blackjack"] < 0.05
     assert plot.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
 
 

@@ -127,6 +127,9 @@ def _report(result: SimulationResult) -> None:
         table.add_row(label, f"{e['rtp']:.4f}", f"{e['se']:.4f}", f"{low:.4f} – {high:.4f}",
                       "" if exact is None else f"{exact:.4f}", diff)
     console.print(table)
+    console.print("Main bet, share of hands by outcome: "
+                  + ", ".join(f"{name} {share * 100:.4f} %" for name, share in data["outcomes"].items()),
+                  highlight=False)
     for name, side in data["side_bets"].items():
         lines = ", ".join(f"{line} {p * 100:.4f} %" for line, p in side["lines"].items())
         console.print(f"{name} line frequencies: {lines}", highlight=False)

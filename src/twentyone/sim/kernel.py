@@ -46,7 +46,12 @@ LOSE_SLOT, PUSH_SLOT, LINE_SLOTS = 6, 7, 8
 # ---- per-chunk statistics (float64 vector) ------------------------------------------------------
 S_ROUNDS, S_MAIN_NET, S_MAIN_SQ, S_MAIN_WAGER, S_BIGGEST, S_FIRST_N, S_FIRST_NET, S_FIRST_SQ = 0, 1, 2, 3, 4, 5, 6, 7
 S_SHOES, S_STAKED, S_RETURNED = 8, 9, 10
-STATS_SIZE = 11
+# Hands settled by outcome (the engine's names, in OUTCOMES order), then insurance won and lost.
+S_OUTCOMES = 11
+OUTCOMES = ("blackjack", "win", "push", "lose", "bust", "surrender", "cash-out", "even-money")
+O_BLACKJACK, O_WIN, O_PUSH, O_LOSE, O_BUST, O_SURRENDER, O_CASH_OUT, O_EVEN_MONEY = 0, 1, 2, 3, 4, 5, 6, 7
+S_INSURANCE_WON, S_INSURANCE_LOST = 19, 20
+STATS_SIZE = 21
 
 MAX_HANDS = 96
 MAX_CARDS = 24
@@ -621,17 +626,28 @@ def simulate_chunk(P, fresh_deck, hit_table, two_card, pair_table,  # type: igno
 
         # ---------------- settle the hands
         for h in range(n_hands):
+            outcome = O_LOSE
+            if h_status[h] == SURRENDERED:
+                outcome = O_SURRENDER
+            elif h_status[h] == CASHED_OUT:
+                outcome = O_CASH_OUT
+            elif h_status[h] == EVEN_MONEY_TAKEN:
+                outcome = O_EVEN_MONEY
             if h_returned[h] >= 0:
+                stats[S_OUTCOMES + outcome] += players
                 continue
             total, soft = _total(h_hard[h], h_aces[h])
             stake = h_stake[h]
             if h_status[h] == BUST:
                 h_returned[h] = 0
+                outcome = O_BUST
             elif h_status[h] == BLACKJACK:
                 if dealer_natural:
                     h_returned[h] = stake
+                    outcome = O_PUSH
                 else:
                     h_returned[h] = stake + stake * P[P_BJ_NUM] // P[P_BJ_DEN]
+                    outcome = O_BLACKJACK
             elif dealer_natural:
                 kept = 0
                 if not checked and P[P_TAKES_ORIGINAL]:
@@ -639,10 +655,13 @@ def simulate_chunk(P, fresh_deck, hit_table, two_card, pair_table,  # type: igno
                 h_returned[h] = kept
             elif d_total > 21 or total > d_total:
                 h_returned[h] = stake + stake * P[P_WIN_NUM] // P[P_WIN_DEN]
+                outcome = O_WIN
             elif total == d_total:
                 h_returned[h] = stake
+                outcome = O_PUSH
             else:
                 h_returned[h] = 0
+            stats[S_OUTCOMES + outcome] += players
         main_returned = 0
         main_staked = 0
         for h in range(n_hands):
@@ -652,6 +671,9 @@ def simulate_chunk(P, fresh_deck, hit_table, two_card, pair_table,  # type: igno
             main_staked += insurance[s]
             if insurance[s] > 0 and dealer_natural:
                 main_returned += insurance[s] + insurance[s] * P[P_INS_NUM] // P[P_INS_DEN]
+                stats[S_INSURANCE_WON] += players
+            elif insurance[s] > 0:
+                stats[S_INSURANCE_LOST] += players
         side_returned = 0
         for i in range(n_side):
             side_returned += side_round[i]

@@ -126,6 +126,18 @@ class SimulationResult:
             lines["push"] = counts[kernel.PUSH_SLOT] / placed
         return {line: float(p) for line, p in lines.items()}
 
+    def outcomes(self) -> dict[str, float]:
+        """Share of settled hands by outcome (the paytable of the main bet: blackjack 3:2, win, push...),
+        and of insurance bets won and lost."""
+        s = self.total.stats
+        counts = s[kernel.S_OUTCOMES:kernel.S_OUTCOMES + len(kernel.OUTCOMES)]
+        hands = max(float(counts.sum()), 1.0)
+        shares = {name: float(count / hands) for name, count in zip(kernel.OUTCOMES, counts, strict=True)}
+        insured = s[kernel.S_INSURANCE_WON] + s[kernel.S_INSURANCE_LOST]
+        if insured:
+            shares["insurance_won"] = float(s[kernel.S_INSURANCE_WON] / insured)
+        return shares
+
     def net_distribution(self) -> dict[str, float]:
         """Share of rounds by net result of the main game, in main bets (bins of half a bet, floored)."""
         histogram = self.total.histogram
@@ -148,6 +160,8 @@ class SimulationResult:
             "rounds_per_second": self.rounds / self.seconds if self.seconds > 0 else None,
             "main": self.main.as_dict(),
             "side_bets": {},
+            "hands_played": int(self.total.stats[kernel.S_OUTCOMES:kernel.S_OUTCOMES + len(kernel.OUTCOMES)].sum()),
+            "outcomes": self.outcomes(),
             "net_distribution": self.net_distribution(),
             "largest_win": float(self.total.stats[kernel.S_BIGGEST]) / self.game.options.bet,
             "exact": self.exact,
