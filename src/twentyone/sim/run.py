@@ -75,7 +75,7 @@ def _dask(address: str, game: KernelGame, tables: StrategyTables, seed: int,
         raise SimulationError("--scheduler needs Dask: pip install 'twentyone[cluster]'.") from None
     try:
         client = Client(address, timeout=10)
-    except (OSError, TimeoutError) as error:
+    except (OSError, TimeoutError, ValueError) as error:
         raise SimulationError(f"cannot reach the Dask scheduler at {address!r} ({error}).") from None
     try:
         game_ref, tables_ref = client.scatter([game, tables], broadcast=True)
