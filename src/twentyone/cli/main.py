@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Annotated, Any, NoReturn
 
 import typer
 
+from twentyone.cli.simulate import simulate
 from twentyone.variants import VARIANTS
 
 if TYPE_CHECKING:
@@ -624,6 +625,9 @@ def verify(
         raise typer.Exit(1)
     typer.echo(f"round {data.get('round_id')}: verified: SHA-256 of salt and shoe order is {data['commitment']}, "
                f"and its {len(data['drawn'])} cards came out of that shoe in order.")
+
+
+app.command()(simulate)
 
 
 def main() -> None:
