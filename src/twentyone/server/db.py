@@ -23,12 +23,13 @@ from pathlib import Path
 
 from alembic import command
 from alembic.config import Config
-from sqlalchemy import Engine, create_engine, event
+from sqlalchemy import Engine, create_engine, event, text
 from sqlalchemy import exc as db_errors
 from sqlalchemy.orm import Session, sessionmaker
+from sqlalchemy.pool import NullPool
 
 THREADS = 40  # anyio's default worker threads: at most this many requests hold a connection at once
-SPARE = 8  # connections beyond that: the timer tick and admin work in the same process
+SPARE = 4  # connections beyond that: the timer tick and admin work in the same process
 MMAP_BYTES = 256 * 1024 * 1024
 WRITE_WAIT = 20.0  # seconds a writer waits for this process's SQLite write lock before the request is refused (503)
 
@@ -66,12 +67,34 @@ def make_engine(url: str) -> Engine:
     return create_engine(url, pool_pre_ping=True, **pool)
 
 
+MIGRATION_LOCK = 0x7477656E74796F6E  # advisory lock key ("twentyon"): one process migrates at a time
+
+
 def migrate(url: str) -> None:
-    """Bring the database schema up to date (run at every start)."""
+    """Bring the database schema up to date (run at every start).
+
+    On PostgreSQL, several processes may start at once: an advisory lock lets
+    one migrate while the others wait, then find the schema at head.
+    """
     config = Config()
     config.set_main_option("script_location", str(Path(__file__).parent / "migrations"))
     config.set_main_option("sqlalchemy.url", url)
-    command.upgrade(config, "head")
+    if url.startswith("sqlite"):
+        path = url.split("///", 1)[-1]
+        if path and path != ":memory:":  # a new data directory (the token came from the environment)
+            Path(path).parent.mkdir(parents=True, exist_ok=True)
+        command.upgrade(config, "head")
+        return
+    engine = create_engine(url, poolclass=NullPool)
+    try:
+        with engine.connect() as connection:
+            connection.execute(text("SELECT pg_advisory_lock(:key)"), {"key": MIGRATION_LOCK})
+            try:
+                command.upgrade(config, "head")
+            finally:
+                connection.execute(text("SELECT pg_advisory_unlock(:key)"), {"key": MIGRATION_LOCK})
+    finally:
+        engine.dispose()
 
 
 class Database:
