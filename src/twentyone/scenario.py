@@ -158,23 +158,28 @@ def _label(player: str, index: int, several: bool) -> str:
     return f"player {player!r} decisions[{index}]" if several else f"decisions[{index}]"
 
 
+def _word(value: str | None) -> str | None:
+    """The plain word of a vocabulary value (JSON carries words, not enum members)."""
+    return None if value is None else str(value)
+
+
 def round_result(game: Round) -> dict[str, Any]:
     """The replay output: dealer, hands, side bets, insurance and money totals."""
     dealer = game.dealer_cards
     hands = [
         {"seat": hand.seat, "player": hand.player, "hand": hand.hand,
          "cards": [str(card) for card in hand.cards], "total": hand.value.total,
-         "soft": hand.value.soft, "stake": hand.stake, "outcome": hand.outcome,
+         "soft": hand.value.soft, "stake": hand.stake, "outcome": _word(hand.outcome),
          "returned": hand.returned}
         for hand in game.hands
     ]
     side_bets = [
         {"seat": s.seat, "player": s.player, "name": s.item, "stake": s.stake,
-         "result": s.result, "returned": s.returned}
+         "result": str(s.result), "returned": s.returned}
         for s in game.settlements if s.item not in ("hand", "insurance")
     ]
     insurance = [
-        {"seat": s.seat, "player": s.player, "stake": s.stake, "result": s.result,
+        {"seat": s.seat, "player": s.player, "stake": s.stake, "result": str(s.result),
          "returned": s.returned}
         for s in game.settlements if s.item == "insurance"
     ]

@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Annotated, Any, NoReturn
 
 import typer
 
+from twentyone.cli.simulate import simulate
 from twentyone.variants import VARIANTS
 
 if TYPE_CHECKING:
@@ -228,24 +229,46 @@ def _rules(variant: str | None, rules_file: Path | None) -> Rules:
         fail(str(error))
 
 
+SplitStrategyOption = Annotated[str, typer.Option(
+    "--split-strategy", help="How split hands are played: cdz-, cdp1 or cdp (see docs/maths.md).")]
+
+
 @app.command()
 def rtp(
     variant: Annotated[str | None, typer.Argument(help="A built-in game.")] = None,
     rules_file: RulesOption = None,
     as_json: JsonOption = False,
+    split_strategy: SplitStrategyOption = "cdp",
+    no_cache: Annotated[bool, typer.Option("--no-cache", help="Compute afresh; do not read or keep a cached report.")]
+    = False,
 ) -> None:
     """Exact return to player: main game (optimal and basic), side bets, cash out, beside the published."""
-    from twentyone.analysis.report import comparison_rows, rtp_report
+    # Only light modules until a report must be computed: a cached one is served without numpy or numba.
+    from twentyone.analysis import cache
+    from twentyone.analysis.report import comparison_rows
 
     rules = _rules(variant, rules_file)
-    report = rtp_report(rules)
+    if split_strategy not in ("cdz-", "cdp1", "cdp"):
+        fail(f"--split-strategy must be cdz-, cdp1 or cdp, got {split_strategy!r}.")
+    key = cache.report_key(rules, split_strategy)
+    report = None if no_cache else cache.load(key)
+    if report is None:
+        from twentyone.analysis.report import rtp_report
+        from twentyone.analysis.support import UnsupportedRules
+
+        try:
+            report = rtp_report(rules, split_strategy=split_strategy)
+        except UnsupportedRules as error:
+            fail(str(error))
+        if not no_cache:
+            cache.store(key, report)
     if as_json:
         typer.echo(json.dumps(report, indent=2))
         return
     from rich.console import Console
     from rich.table import Table
 
-    table = Table(title=f"{rules.name}: return to player", title_justify="left")
+    table = Table(title=f"{rules.name}: return to player (split hands: {split_strategy})", title_justify="left")
     for column in ("", "computed %", "published %", "difference"):
         table.add_column(column, justify="right" if column else "left")
     for label, value, published in comparison_rows(report):
@@ -268,6 +291,7 @@ def strategy(
     """The basic-strategy chart: hard totals, soft totals and pairs against each dealer up card."""
     from twentyone.analysis.chart import save_png, strategy_chart, terminal_chart
     from twentyone.analysis.game import GameAnalysis
+    from twentyone.analysis.support import UnsupportedRules
 
     if png is not None:
         if png.suffix.lower() != ".png":
@@ -275,7 +299,10 @@ def strategy(
         if not png.parent.is_dir():
             fail(f"cannot write {str(png)!r} (no folder {str(png.parent)!r}).")
     rules = _rules(variant, rules_file)
-    chart = strategy_chart(GameAnalysis(rules).basic_strategy())
+    try:
+        chart = strategy_chart(GameAnalysis(rules).basic_strategy())
+    except UnsupportedRules as error:
+        fail(str(error))
     title = f"{rules.name}: basic strategy"
     if png is not None:
         try:
@@ -299,8 +326,13 @@ def hint(
     dealer: Annotated[str, typer.Option("--dealer", help="The dealer's up card, like KH.")],
     rules_file: RulesOption = None,
     as_json: JsonOption = False,
+    seen: Annotated[str | None, typer.Option(
+        "--seen", help="Cards already dealt from a live shoe since its shuffle (other hands, earlier rounds), "
+        "like '5H KD 9C'; the hint then plays for the cards still unseen.")] = None,
 ) -> None:
     """The EV of every legal action for a hand against the dealer's up card, best first."""
+    from collections import Counter
+
     from twentyone.analysis.hints import hint as rank_actions
     from twentyone.core.cards import CardError, parse_card, parse_cards
 
@@ -308,13 +340,18 @@ def hint(
     try:
         hand = parse_cards(cards)
         up = parse_card(dealer)
-        rules.shoe.composition.check_stack([*hand, up])
+        earlier = parse_cards(seen.replace(",", " ").split()) if seen else []
+        rules.shoe.composition.check_stack([*hand, up, *earlier])
     except (CardError, ValueError) as error:
         fail(str(error))
     if len(hand) < 2:
         fail("give at least the player's two cards.")
+    unseen = None
+    if earlier:
+        left = rules.shoe.composition.counts() - Counter([*hand, up, *earlier])
+        unseen = list(left.elements())
     try:
-        ranked = rank_actions(rules, hand, up)
+        ranked = rank_actions(rules, hand, up, unseen=unseen)
     except ValueError as error:
         fail(str(error))
     if as_json:
@@ -339,7 +376,7 @@ def cash_out_table_command(
     rules = _rules(None if rules_file else variant, rules_file)
     try:
         table = cash_out_table(rules)
-    except ValueError as error:
+    except ValueError as error:  # UnsupportedRules is a ValueError too
         fail(str(error))
     if output is None:
         typer.echo(table.to_toml(), nl=False)
@@ -407,6 +444,8 @@ def serve(
     wallet: Annotated[str | None, typer.Option("--wallet", help="An operator's wallet, as module:factory "
                                                 "(or TWENTYONE_OPERATOR_WALLET); default: the built-in ledger.")]
     = None,
+    workers: Annotated[int, typer.Option("--workers", help="Server processes on this port (PostgreSQL only; "
+                                         "docs/server.md, 'Several processes').")] = 1,
 ) -> None:
     """Run the game server: tables, wallet, history, the web table at /."""
     import os
@@ -419,17 +458,24 @@ def serve(
 
     if not 0 < port < 65536:
         fail(f"--port must be 1 to 65535, got {port}.")
+    if workers < 1:
+        fail(f"--workers must be 1 or more, got {workers}.")
     try:
         settings = Settings.from_environment(database, data_dir)
     except OSError as error:
         fail(f"cannot use the data directory ({error.strerror}: {error.filename}).")
     except ValueError as error:  # a setting in the environment that is not a number
         fail(f"a server setting in the environment is wrong ({error}).")
+    if workers > 1 and settings.database_url.startswith("sqlite"):
+        fail("--workers > 1 needs PostgreSQL (--database postgresql+psycopg://...); SQLite is one process.")
     spec = wallet or os.environ.get("TWENTYONE_OPERATOR_WALLET")
     try:
         operator_wallet = load_operator_wallet(spec) if spec else None
     except ValueError as error:
         fail(str(error))
+    if workers > 1:
+        _serve_workers(settings, spec, host, port, workers)
+        return
     try:
         application = create_app(settings, operator_wallet=operator_wallet)
     except Exception as error:  # a bad URL or an unreachable database: one line, exit 2
@@ -438,6 +484,34 @@ def serve(
     typer.echo(f"twentyone is serving the web table at http://{shown}:{port}/ (API docs at /docs)")
     typer.echo(f"database: {settings.database_url}; operator token in {settings.data_dir / 'operator-token'}")
     uvicorn.run(application, host=host, port=port, log_level="warning")
+
+
+def _serve_workers(settings, wallet: str | None, host: str, port: int, workers: int) -> None:  # type: ignore[no-untyped-def]
+    """``serve --workers N``: uvicorn's worker processes, each a full server sharing the PostgreSQL database.
+
+    Migrations run once here, before any worker starts; the workers get their
+    settings (the operator token included) through the environment.
+    """
+    import os
+
+    import uvicorn
+
+    from twentyone.server.db import migrate
+
+    try:
+        migrate(settings.database_url)
+    except Exception as error:  # a bad URL or an unreachable database: one line, exit 2
+        fail(f"cannot open the database {settings.database_url!r} ({type(error).__name__}: {error}).".split("\n")[0])
+    os.environ.update({"TWENTYONE_DATABASE_URL": settings.database_url, "TWENTYONE_DATA_DIR": str(settings.data_dir),
+                       "TWENTYONE_OPERATOR_TOKEN": settings.operator_token,
+                       "TWENTYONE_DEMO": "1" if settings.demo else "0"})
+    if wallet:
+        os.environ["TWENTYONE_OPERATOR_WALLET"] = wallet
+    shown = "localhost" if host in ("127.0.0.1", "0.0.0.0") else host
+    typer.echo(f"twentyone is serving the web table at http://{shown}:{port}/ with {workers} worker processes")
+    typer.echo(f"database: {settings.database_url}; operator token in {settings.data_dir / 'operator-token'}")
+    uvicorn.run("twentyone.server.cluster:worker_app", factory=True, host=host, port=port, workers=workers,
+                log_level="warning")
 
 
 admin_app = typer.Typer(help="Operator tasks on a server's database.", no_args_is_help=True)
@@ -551,6 +625,9 @@ def verify(
         raise typer.Exit(1)
     typer.echo(f"round {data.get('round_id')}: verified: SHA-256 of salt and shoe order is {data['commitment']}, "
                f"and its {len(data['drawn'])} cards came out of that shoe in order.")
+
+
+app.command()(simulate)
 
 
 def main() -> None:
