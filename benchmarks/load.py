@@ -757,6 +757,8 @@ def show(title: str, figures: dict[str, Any]) -> None:
               f"{figures['rounds']}   WebSocket events {figures['ws_events']}")
     print(f"   {'request':<12} {'count':>7} {'per s':>7} {'p50 ms':>7} {'p95 ms':>7} {'p99 ms':>7} {'failed':>7}")
     for name, kind in figures["kinds"].items():
+        if not kind["requests"]:
+            continue  # sign-ins and WebSocket connections happen before the measured window
         print(f"   {name:<12} {kind['requests']:>7} {kind['per_s']:>7.1f} {kind['p50']:>7.0f} {kind['p95']:>7.0f} "
               f"{kind['p99']:>7.0f} {kind['failures']:>7}")
     print(f"   statuses {figures['statuses']}   5xx {figures['errors_5xx']}   503 retried {figures['retried_503']}"
