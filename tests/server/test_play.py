@@ -248,3 +248,35 @@ def test_a_change_its_key_and_its_answer_commit_together(guest: Client, service:
     retry = guest.post(f"/rounds/{round_id}/actions", {"action": "hit"}, key="hit-1")
     assert retry.status_code == 200 and retry.json()["hands"] == first["hands"]  # the first answer, again
     assert len(guest.get(f"/rounds/{round_id}").json()["hands"][0]["cards"]) == 3  # no second hit
+
+
+def test_the_balance_kept_on_each_account_is_the_sum_of_its_ledger(guest: Client, service: GameService) -> None:
+    """Balances are read from the account, not summed from the ledger, so every transfer must keep them equal:
+    stakes, doubles, splits, wins and a voided round's refund."""
+    from sqlalchemy import func, select
+
+    from twentyone.server.models import Account, LedgerEntry
+    from twentyone.server.wallet import ledger_balance, unreconciled_accounts
+
+    service.stacked.append(["8S", "6H", "8D", "TC", "3C", "2D", "KS", "9H"])  # split eights, double one
+    guest.bet("classic", 500)
+    view = guest.post("/tables/classic/deal").json()
+    for action in ("split", "double", "stand"):
+        view = guest.act(view["id"], action).json()
+    guest.bet("classic", 500)
+    view = guest.post("/tables/classic/deal").json()
+
+    def broken(stage: str) -> None:
+        raise RuntimeError("card reader failure")
+
+    service.fault = broken
+    voided = guest.act(view["id"], "hit").json()
+    service.fault = lambda stage: None
+    assert voided["status"] == "void"
+    with service.db.sessions() as session:
+        assert unreconciled_accounts(session) == []
+        kept = session.scalar(select(func.sum(Account.balance)).where(Account.owner != "house"))
+        house = session.scalar(select(func.sum(LedgerEntry.amount)).join(
+            Account, Account.id == LedgerEntry.account_id).where(Account.owner == "house"))
+        assert kept == -house  # the house's balance is minus the players'
+        assert ledger_balance(session, guest.get("/me").json()["id"], "USD") == guest.balance()
