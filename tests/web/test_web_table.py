@@ -192,10 +192,8 @@ def test_power_common_draw_and_quadruple(page: Any, live_server: LiveServer) -> 
     service.stacked.append(["5S", "7H", "6D", "8C", "KC", "QS"])
     guest_at(page, live_server, "power")
     bet(page, 1, chip="100")
-    page.locator("#deal").click()
-    expect(page.locator("#bet-status")).to_contain_text("Your bets are in")
-    service.close_betting("power")
-    expect(page.locator("button[data-action='quadruple']")).to_be_enabled()  # the table's WebSocket announced it
+    page.locator("#deal").click()  # nobody else at the table: dealt at once, no betting window to wait out
+    expect(page.locator("button[data-action='quadruple']")).to_be_enabled()
     before = balance(page)
     page.locator("button[data-action='quadruple']").click()
     expect(page.locator(".hands.mine .bet-circle")).to_contain_text("€4.00")

@@ -2,7 +2,7 @@
 
 export const state = {
   token: localStorage.getItem("twentyone.token"), me: null, tables: {}, table: null, socket: null, hints: null,
-  maxSpot: null, timer: null, finished: null, watching: null, seen: new Set(), offerChoices: {}, busy: false,
+  maxSpot: null, timer: null, finished: null, watching: null, seen: new Set(), offerChoices: {},
 };
 
 export const view = () => document.getElementById("view");
@@ -25,7 +25,7 @@ export async function api(method, path, body) {
 export function el(tag, attributes = {}, ...children) {
   const node = document.createElement(tag);
   for (const [key, value] of Object.entries(attributes)) {
-    if (key === "class") node.className = value;
+    if (key === "class") { if (value) node.className = value; }
     else if (key.startsWith("on")) node.addEventListener(key.slice(2), value);
     else if (value === true) node.setAttribute(key, "");
     else if (value !== false && value !== null && value !== undefined) node.setAttribute(key, value);

@@ -81,9 +81,11 @@ export function myHands(round, decisionNode) {
       cards(round, `${hand.seat}.${hand.hand}`, hand.cards),
       el("div", { class: "total" }, hand.status === "blackjack" || hand.outcome === "blackjack" ? "Blackjack"
         : totalText(hand.total, hand.soft, hand.cards.length)),
-      el("div", { class: "bet-circle" }, chipStack(hand.stake, table.chips, table.currency,
-        settle && hand.outcome ? (won > 0 ? "paid" : won < 0 ? "collected" : "") : ""),
-      el("span", { class: "amount" }, money(hand.stake, table.currency))),
+      el("div", { class: "bet-circle" },
+        el("div", { class: "stacks" },
+          chipStack(hand.stake, table.chips, table.currency, finished && won < 0 ? (settle ? "collected" : "gone") : ""),
+          finished && won > 0 ? chipStack(won, table.chips, table.currency, settle ? "paid" : "") : null),
+        el("span", { class: "amount" }, money(hand.stake, table.currency))),
       hand.outcome ? el("div", { class: `outcome ${hand.outcome}` },
         `${(OUTCOMES[hand.outcome] || hand.outcome).toUpperCase()} ${signed(won, table.currency)}`) : null,
       active && decisionNode ? decisionNode : null);

@@ -144,10 +144,19 @@ export function leaveTable() {
 }
 
 // ------------------------------------------------------------------ requests
-async function control(path, body) {
+// Requests go one after the other, in the order the player made them (a quick chip-then-spot is two clicks kept).
+let queue = Promise.resolve();
+function serial(work) {
+  queue = queue.then(work, work);
+  return queue;
+}
+
+function control(path, body) {
+  return serial(() => controlNow(path, body));
+}
+
+async function controlNow(path, body) {
   const tableId = state.table.table.id;
-  if (state.busy) return;
-  state.busy = true;
   try {
     if (path !== "chip") clearFinished();
     const answer = await api("POST", `/tables/${tableId}/${path}`, body);
@@ -167,26 +176,29 @@ async function control(path, body) {
     if (error.data && error.data.maximum && body) state.maxSpot = { spot: body.spot, text: error.message };
     showError(error);
     renderTable();
-  } finally { state.busy = false; }
+  }
 }
 
-async function decide(action) {
-  const round = state.table.round;
-  if (state.busy || !round) return;
-  state.busy = true;
-  try {
-    const answer = await api("POST", `/rounds/${round.id}/actions`, { action });
-    state.table.round = answer;
-    if (ended(answer)) finish(answer);
-    await refreshTable(state.table.table.id);
-  } catch (error) { showError(error); } finally { state.busy = false; }
+function decide(action) {
+  return serial(async () => {
+    const round = state.table.round;
+    if (!round || !round.legal_actions.includes(action)) return;
+    try {
+      const answer = await api("POST", `/rounds/${round.id}/actions`, { action });
+      state.table.round = answer;
+      if (ended(answer)) finish(answer);
+      await refreshTable(state.table.table.id);
+    } catch (error) { showError(error); }
+  });
 }
 
 /** Answer every pending offer of this player at once: each hand as chosen (decline where not chosen). */
-async function answerOffers(choice) {
+function answerOffers(choice) {
+  return serial(() => answerOffersNow(choice));
+}
+
+async function answerOffersNow(choice) {
   let round = state.table.round;
-  if (state.busy) return;
-  state.busy = true;
   try {
     while (round && round.decision && OFFER_TITLES[round.decision.kind] && round.legal_actions.length) {
       const { seat, hand, kind } = round.decision;
@@ -196,7 +208,7 @@ async function answerOffers(choice) {
     }
     state.offerChoices = {};
     if (ended(round)) finish(round);
-  } catch (error) { showError(error); } finally { state.busy = false; }
+  } catch (error) { showError(error); }
   await refreshTable(state.table.table.id);
 }
 
