@@ -394,7 +394,7 @@ def verify(
 ) -> None:
     """Check a past round's shuffle: the revealed shoe hashes to the published commitment, and the
     round's cards are that shoe's cards in order."""
-    from twentyone.server.service import verify_record
+    from twentyone.core.commitment import verify_record
 
     try:
         text = sys.stdin.read() if record == "-" else Path(record).read_text("utf-8")

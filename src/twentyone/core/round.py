@@ -20,7 +20,7 @@ Conventions every game shares (documented in ``docs/variants.md``):
 >>> rules = rules_from_toml('id = "demo"\\nname = "Demo"\\n[shoe]\\ndecks = 8')
 >>> game = Round(rules, Shoe.stacked(["TS", "6H", "TD", "TC", "7C"]))
 >>> game.place_bets("you", [HandBet(1000)])
->>> game.deal()
+>>> _ = game.deal()
 >>> [str(a) for a in game.legal_actions()]
 ['hit', 'stand', 'double', 'split']
 >>> game.stand()
@@ -35,7 +35,6 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from enum import StrEnum
 from fractions import Fraction
-from typing import NamedTuple
 
 from twentyone.core.cards import Card
 from twentyone.core.hand import HandValue, hand_value, is_natural
@@ -54,6 +53,7 @@ from twentyone.core.operations import (
 from twentyone.core.rules import Rules
 from twentyone.core.shoe import Shoe
 from twentyone.core.sidebets import DEAL_TIME_EVALUATORS, DEALER_TIME_KINDS, bust_it
+from twentyone.core.view import Decision, HandState, RoundView, mask_operations
 
 
 class IllegalActionError(ValueError):
@@ -77,32 +77,6 @@ class HandBet:
 
     bet: int
     side_bets: Mapping[str, int] = field(default_factory=dict)
-
-
-class Decision(NamedTuple):
-    """Who must decide what: an ``offer`` (insurance, even money, surrender) or a ``play``."""
-
-    kind: str
-    player: str
-    seat: int
-    hand: int
-
-
-@dataclass(frozen=True)
-class HandState:
-    """A snapshot of one hand for display and records."""
-
-    player: str
-    seat: int
-    hand: int
-    cards: tuple[Card, ...]
-    value: HandValue
-    stake: int
-    bet: int
-    status: str
-    from_split: bool
-    outcome: str | None
-    returned: int | None
 
 
 @dataclass
@@ -176,7 +150,7 @@ class Round:
         >>> rules = rules_from_toml('id = "demo"\\nname = "Demo"\\n[shoe]\\ndecks = 8')
         >>> game = Round(rules, Shoe.stacked(["TS", "6H", "TD", "TC", "7C"]))
         >>> game.place_bets("you", [HandBet(1000)])
-        >>> game.deal()
+        >>> _ = game.deal()
         >>> branch = game.copy()
         >>> branch.stand()
         >>> game.phase, branch.phase
@@ -243,9 +217,10 @@ class Round:
     def can_deal(self) -> bool:
         return self.phase is Phase.BETS and bool(self._spots)
 
-    def deal(self) -> None:
-        """Deal the initial cards in the game's order, then run to the first decision."""
+    def deal(self) -> tuple[Operation, ...]:
+        """Deal the initial cards in the game's order, run to the first decision, return the operations added."""
         self.verify_deal()
+        start = len(self.operations)
         for step in self.rules.deal.order:
             if step == "hands":
                 self._deal_hands_card()
@@ -260,6 +235,7 @@ class Round:
         self._offers = self._initial_offers()
         self.phase = Phase.OFFERS
         self._advance()
+        return tuple(self.operations[start:])
 
     def _deal_hands_card(self) -> None:
         if self.rules.deal.common_draw:
@@ -341,9 +317,36 @@ class Round:
         """Everything paid back to the players (stakes included)."""
         return sum(op.returned for op in self.settlements)
 
-    def offer_amount(self, action: Action) -> int:
+    def pending_hand(self, player: str | None = None) -> HandState | None:
+        """The hand whose decision is awaited (an offer or a play; ``player``'s own if named), or None."""
+        decision = self.decision(player)
+        if decision is None:
+            return None
+        return next(hand for hand in self.hands if (hand.seat, hand.hand) == (decision.seat, decision.hand))
+
+    def view(self, player: str | None = None) -> RoundView:
+        """The round as ``player`` may see it now; every player-facing output is built from this.
+
+        Face-down cards stay hidden until turned (in the dealer's cards and in the log), the
+        shoe never shows, and only ``player`` is told their legal actions and offers.
+        """
+        own = self.decision(player) if player is not None else None
+        decision = own or self.decision()
+        legal = self.legal_actions(player) if own is not None else ()
+        offers: dict[str, int] = {}
+        if Action.CASH_OUT in legal:
+            offers["cash_out"] = self.offer_amount(Action.CASH_OUT, player)
+        if Action.INSURANCE in legal:
+            offers["insurance"] = self.cost_of(Action.INSURANCE, player)
+        dealer = self.dealer_cards
+        hidden = len(self._dealer) - len(dealer)
+        return RoundView(player, str(self.phase), dealer, hidden, self.dealer_blackjack, self.hands,
+                         self.settlements, mask_operations(self.operations), decision, legal, offers,
+                         self.staked, self.returned)
+
+    def offer_amount(self, action: Action, player: str | None = None) -> int:
         """The money an offer would pay back (cash out) or cost (insurance) right now."""
-        decision = self.decision()
+        decision = self.decision(player)
         if decision is None:
             return 0
         hand = self._hand_at(decision)
@@ -353,12 +356,12 @@ class Round:
             return self._spot_of(hand).bet // 2
         return 0
 
-    def cost_of(self, action: Action | str) -> int:
+    def cost_of(self, action: Action | str, player: str | None = None) -> int:
         """Money ``action`` would add to the table now (double, split, insurance), else 0.
 
         The engine does not know balances; callers check this against the wallet.
         """
-        decision = self.decision()
+        decision = self.decision(player)
         if decision is None:
             return 0
         action = Action(action)
@@ -372,20 +375,30 @@ class Round:
         return 0
 
     # --------------------------------------------------------- decisions
-    def decision(self) -> Decision | None:
-        """The decision the round waits for, or None before the deal and after settlement."""
-        if self.phase is Phase.OFFERS and self._offers:
-            kind, hand = self._offers[0]
-            return Decision(kind, hand.player, hand.seat, self._number_of(hand))
+    def decision(self, player: str | None = None) -> Decision | None:
+        """The decision the round waits for, or None before the deal and after settlement.
+
+        With ``player``, that player's own decision: in a common-draw game (power) every player
+        decides independently, since each player's k-th card is the k-th card of one common
+        sequence whoever draws first; elsewhere players decide in turn, so a player has a
+        decision only when it is their turn.
+        """
+        if player is not None and not self.rules.deal.common_draw:
+            decision = self.decision()
+            return decision if decision is not None and decision.player == player else None
+        if self.phase is Phase.OFFERS:
+            for kind, hand in self._offers:
+                if player is None or hand.player == player:
+                    return Decision(kind, hand.player, hand.seat, self._number_of(hand))
         if self.phase is Phase.PLAYER_TURNS:
-            current = self._current_hand()
+            current = self._current_hand(player)
             if current is not None:
                 return Decision("play", current.player, current.seat, self._number_of(current))
         return None
 
-    def legal_actions(self) -> tuple[Action, ...]:
-        """The actions allowed now, in a fixed order (empty when nothing is asked)."""
-        decision = self.decision()
+    def legal_actions(self, player: str | None = None) -> tuple[Action, ...]:
+        """The actions allowed now (``player``'s, if named), in a fixed order (empty when nothing is asked)."""
+        decision = self.decision(player)
         if decision is None:
             return ()
         if decision.kind != "play":
@@ -398,51 +411,55 @@ class Round:
         return (Action.HIT, Action.STAND, Action.DOUBLE, Action.TRIPLE, Action.QUADRUPLE,
                 Action.SPLIT, Action.SURRENDER, Action.CASH_OUT)
 
-    def verify(self, action: Action | str) -> None:
-        """Raise :class:`IllegalActionError` unless ``action`` is allowed now."""
+    def verify(self, action: Action | str, player: str | None = None) -> None:
+        """Raise :class:`IllegalActionError` unless ``action`` is allowed now (for ``player``, if named)."""
         try:
             action = Action(action)
         except ValueError:
             raise IllegalActionError(
-                f"Unknown action {action!r}; legal actions: {self._legal_text()}."
+                f"Unknown action {action!r}; legal actions: {self._legal_text(player)}."
             ) from None
-        decision = self.decision()
+        decision = self.decision(player)
         if decision is None:
-            raise IllegalActionError(f"Cannot {action}: no decision is pending (phase {self.phase}).")
+            whose = f" for player {player!r}" if player is not None else ""
+            raise IllegalActionError(f"Cannot {action}: no decision is pending{whose} (phase {self.phase}).")
         where = f"seat {decision.seat} hand {decision.hand} (player {decision.player!r})"
         if decision.kind != "play":
             if action not in _OFFER_ACTIONS[decision.kind]:
                 raise IllegalActionError(
                     f"Cannot {action} at {where}: the {decision.kind} offer must be answered first; "
-                    f"legal actions: {self._legal_text()}."
+                    f"legal actions: {self._legal_text(player)}."
                 )
             return
         reason = self._play_refusal(self._hand_at(decision), action)
         if reason is not None:
             raise IllegalActionError(
-                f"Cannot {action} at {where}: {reason}; legal actions: {self._legal_text()}."
+                f"Cannot {action} at {where}: {reason}; legal actions: {self._legal_text(player)}."
             )
 
-    def can(self, action: Action | str) -> bool:
+    def can(self, action: Action | str, player: str | None = None) -> bool:
         try:
-            self.verify(action)
+            self.verify(action, player)
         except IllegalActionError:
             return False
         return True
 
-    def act(self, action: Action | str) -> None:
-        """Take ``action`` for the pending decision and run to the next one."""
-        self.verify(action)
+    def act(self, action: Action | str, player: str | None = None) -> tuple[Operation, ...]:
+        """Take ``action`` for the pending decision (``player``'s, if named), run to the next one, and
+        return the operations added."""
+        self.verify(action, player)
+        start = len(self.operations)
         action = Action(action)
-        decision = self.decision()
+        decision = self.decision(player)
         assert decision is not None
         hand = self._hand_at(decision)
         self.actions.append(action)
         if decision.kind == "play":
             self._play(hand, action)
         else:
-            self._answer_offer(hand, action)
+            self._answer_offer(decision.kind, hand, action)
         self._advance()
+        return tuple(self.operations[start:])
 
     # One verify_x / can_x / x triple per action, as every layer above expects.
     def verify_hit(self) -> None: self.verify(Action.HIT)
@@ -479,8 +496,8 @@ class Round:
     def decline_even_money(self) -> None: self.act(Action.NO_EVEN_MONEY)
     def decline_surrender(self) -> None: self.act(Action.NO_SURRENDER)
 
-    def _legal_text(self) -> str:
-        return ", ".join(self.legal_actions()) or "none"
+    def _legal_text(self, player: str | None = None) -> str:
+        return ", ".join(self.legal_actions(player)) or "none"
 
     def _play_refusal(self, hand: _Hand, action: Action) -> str | None:
         """Why ``action`` is not allowed on ``hand`` now, or None if it is."""
@@ -556,8 +573,9 @@ class Round:
                     offers.append(("insurance", hand))
         return offers
 
-    def _answer_offer(self, hand: _Hand, action: Action) -> None:
-        self._offers.pop(0)
+    def _answer_offer(self, kind: str, hand: _Hand, action: Action) -> None:
+        index = next(i for i, (k, h) in enumerate(self._offers) if k == kind and h is hand)
+        del self._offers[index]
         spot = self._spot_of(hand)
         if action is Action.INSURANCE:
             spot.insurance = spot.bet // 2
@@ -668,9 +686,9 @@ class Round:
             self._settle_remaining()
             self.phase = Phase.SETTLED
 
-    def _current_hand(self) -> _Hand | None:
+    def _current_hand(self, player: str | None = None) -> _Hand | None:
         for hand in self._all_hands():
-            if hand.status == "playing":
+            if hand.status == "playing" and (player is None or hand.player == player):
                 return hand
         return None
 
