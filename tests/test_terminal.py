@@ -93,6 +93,14 @@ def test_chips_side_bets_undo_x2_and_rebet() -> None:
     assert game.slip.total == 1200
 
 
+def test_bet_refusals_write_their_amounts_as_money() -> None:
+    game = table("classic", balance=250)
+    press(game, "bbb")
+    assert game.message == "The balance does not cover another 1.00."
+    press(game, "x")
+    assert game.message == "Doubling every bet needs 4.00 but the balance is 2.50."
+
+
 def test_side_bet_without_a_main_bet_is_refused() -> None:
     game = table("first-person")
     press(game, "p")

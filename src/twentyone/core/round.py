@@ -120,6 +120,10 @@ _OFFER_ACTIONS = {
     "insurance": (Action.INSURANCE, Action.NO_INSURANCE),
     "even-money": (Action.EVEN_MONEY, Action.NO_EVEN_MONEY),
 }
+# Each offer's answers, accept and decline, as clients send them.
+OFFER_ANSWERS: dict[str, dict[str, str]] = {
+    kind: {"accept": str(accept), "decline": str(decline)} for kind, (accept, decline) in _OFFER_ACTIONS.items()
+}
 _LIVE = ("stood", "doubled", "blackjack")
 
 
@@ -375,6 +379,13 @@ class Round:
         return 0
 
     # --------------------------------------------------------- decisions
+    def pending_offers(self, player: str) -> tuple[Decision, ...]:
+        """Every offer still waiting for ``player``'s answer, in the order the round asks them."""
+        if self.phase is not Phase.OFFERS:
+            return ()
+        return tuple(Decision(kind, hand.player, hand.seat, self._number_of(hand))
+                     for kind, hand in self._offers if hand.player == player)
+
     def decision(self, player: str | None = None) -> Decision | None:
         """The decision the round waits for, or None before the deal and after settlement.
 

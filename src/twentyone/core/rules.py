@@ -214,6 +214,21 @@ SIDE_BET_LINES: dict[str, tuple[str, ...]] = {
     "bust_it": ("bust_8_plus", "bust_7", "bust_6", "bust_5", "bust_4", "bust_3"),
 }
 
+# What players call each side bet and each of its lines (the sheets' words), for every client.
+SIDE_BET_TITLES: dict[str, str] = {
+    "perfect_pairs": "Perfect Pairs", "21+3": "21+3", "any_pair": "Any Pair", "hot_3": "Hot 3", "bust_it": "Bust It",
+}
+SIDE_BET_LINE_WORDS: dict[str, dict[str, str]] = {
+    "perfect_pairs": {"perfect": "perfect pair", "colored": "colored pair", "mixed": "mixed pair"},
+    "21+3": {"suited_trips": "suited trips", "straight_flush": "straight flush", "three_of_a_kind": "three of a kind",
+             "straight": "straight", "flush": "flush"},
+    "any_pair": {"suited_pair": "suited pair", "any_pair": "any pair"},
+    "hot_3": {"seven_seven_seven": "7-7-7", "suited_21": "suited 21", "21": "total 21", "20": "total 20",
+              "19": "total 19"},
+    "bust_it": {"bust_8_plus": "dealer busts with 8 or more cards",
+                **{f"bust_{n}": f"dealer busts with {n} cards" for n in range(3, 8)}},
+}
+
 
 def _get(table: Mapping[str, Any], key: str, kind: type | tuple[type, ...], where: str,
          default: Any = None) -> Any:

@@ -15,14 +15,20 @@ from typing import Any
 
 class Broadcaster:
     def __init__(self) -> None:
-        self._subscribers: dict[str, set[tuple[asyncio.AbstractEventLoop, asyncio.Queue[dict[str, Any]]]]] = {}
+        self._subscribers: dict[str, set[tuple[asyncio.AbstractEventLoop, asyncio.Queue[dict[str, Any]],
+                                               int | None]]] = {}
         self._lock = threading.Lock()
 
-    def subscribe(self, table_id: str) -> asyncio.Queue[dict[str, Any]]:
+    def subscribe(self, table_id: str, player_id: int | None = None) -> asyncio.Queue[dict[str, Any]]:
         queue: asyncio.Queue[dict[str, Any]] = asyncio.Queue(maxsize=256)
         with self._lock:
-            self._subscribers.setdefault(table_id, set()).add((asyncio.get_running_loop(), queue))
+            self._subscribers.setdefault(table_id, set()).add((asyncio.get_running_loop(), queue, player_id))
         return queue
+
+    def present(self, table_id: str) -> set[int]:
+        """The players watching a table live (connected to this process)."""
+        with self._lock:
+            return {entry[2] for entry in self._subscribers.get(table_id, set()) if entry[2] is not None}
 
     def unsubscribe(self, table_id: str, queue: asyncio.Queue[dict[str, Any]]) -> None:
         with self._lock:
@@ -32,7 +38,7 @@ class Broadcaster:
     def publish(self, table_id: str, event: dict[str, Any]) -> None:
         with self._lock:
             targets = list(self._subscribers.get(table_id, set()))
-        for loop, queue in targets:
+        for loop, queue, _ in targets:
             loop.call_soon_threadsafe(_offer, queue, {"table_id": table_id, **event})
 
 

@@ -22,7 +22,7 @@ from twentyone.core.cards import Card
 from twentyone.core.hand import format_total, hand_value
 from twentyone.core.operations import Action
 from twentyone.core.round import IllegalActionError, Phase, Round
-from twentyone.core.rules import Rules
+from twentyone.core.rules import SIDE_BET_TITLES, Rules
 from twentyone.core.shoe import RandomBits, Shoe, system_rng
 
 SUIT_SYMBOLS = {"S": "♠", "H": "♥", "D": "♦", "C": "♣"}
@@ -36,8 +36,6 @@ OFFER_KEYS = {
     "surrender": {"y": Action.SURRENDER, "n": Action.NO_SURRENDER},
 }
 SIDE_BET_KEYS = {"perfect_pairs": "p", "any_pair": "a", "21+3": "t", "hot_3": "o", "bust_it": "k"}
-SIDE_BET_TITLES = {"perfect_pairs": "Perfect Pairs", "any_pair": "Any Pair", "21+3": "21+3",
-                   "hot_3": "Hot 3", "bust_it": "Bust It"}
 
 
 def money(amount: int) -> str:
@@ -140,7 +138,9 @@ class TerminalTable:
             if self.game is None or self.game.phase is Phase.SETTLED:
                 return self._betting_key(key)
             self._playing_key(key)
-        except (BetSlipError, IllegalActionError) as error:
+        except BetSlipError as error:
+            self.message = error.sentence(money)  # amounts written as money, not minor units
+        except IllegalActionError as error:
             self.message = str(error)
         return True
 
