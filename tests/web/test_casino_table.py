@@ -89,7 +89,7 @@ def test_shared_table_results_after_a_rebet_a_timeout_and_a_blackjack(browser: A
     deal(page, live_server, "power")
     second = current_round(page, live_server, "power")
     expect(banner).to_be_hidden()
-    assert service._auto_decide(second) == 1  # the decision timer stands for the player
+    assert service.rounds.auto_decide(second) == 1  # the decision timer stands for the player
     expect(banner).to_have_attribute("data-round", str(second))
     expect(banner).to_contain_text(f"Round #{second}: you lost €1.00")
     expect(page.locator(".hands.mine .outcome")).to_have_text("LOSE −€1.00")
@@ -215,8 +215,9 @@ def test_a_phone_shows_the_header_on_one_line_and_the_dealer_beside_the_active_h
     assert inside(page, "#deal")
     deal(page, live_server, "first-person")
     for hand in range(1, 6):
-        bar_top = page.locator("#action-bar").bounding_box()["y"]
         expect(page.locator(f".hands.mine .spot:nth-child({hand}) .hand.active")).to_be_visible()
+        expect(page.locator("#action-bar button[data-action='stand']")).to_be_enabled()
+        bar_top = page.locator("#action-bar").bounding_box()["y"]
         assert inside(page, ".hand.active", above=bar_top), f"hand {hand} is hidden"
         assert inside(page, ".dealer .cards", above=bar_top), f"the dealer is hidden at hand {hand}"
         assert inside(page, "button[data-action='stand']")

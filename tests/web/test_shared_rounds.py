@@ -53,17 +53,27 @@ def test_players_join_one_round_and_see_each_others_bets_and_turns(browser: Any,
         shot(pages[-1], f"{table}-{players}-players-betting")
 
         service.close_betting(table)
-        # Each player in turn: their page asks for the decision, every other page shows whose turn it is.
-        for turn, page in enumerate(pages):
-            expect(page.locator("button[data-action='stand']")).to_be_enabled()
-            for other, watcher in enumerate(pages):
-                if other != turn:
-                    expect(watcher.locator(f".others .seat.active[data-player='{names[turn]}']")).to_contain_text(
-                        f"{names[turn]} is deciding")
-                    expect(watcher.locator("button[data-action='stand']")).to_have_count(0)
-            if turn == 1:
-                shot(pages[0], f"{table}-{players}-players-others-turn")
-            page.locator("button[data-action='stand']").click()
+        if table == "multiplayer":
+            # In turn: the player whose turn it is decides, every other page shows who is deciding.
+            for turn, page in enumerate(pages):
+                expect(page.locator("button[data-action='stand']")).to_be_enabled()
+                for other, watcher in enumerate(pages):
+                    if other != turn:
+                        expect(watcher.locator(f".others .seat.active[data-player='{names[turn]}']")).to_contain_text(
+                            f"{names[turn]} is deciding")
+                        expect(watcher.locator("button[data-action='stand']")).to_have_count(0)
+                if turn == 1:
+                    shot(pages[0], f"{table}-{players}-players-others-turn")
+                page.locator("button[data-action='stand']").click()
+        else:
+            # Power's common draw: everybody decides at once, and sees who is still deciding.
+            for page in pages:
+                expect(page.locator("button[data-action='stand']")).to_be_enabled()
+                expect(page.locator(".others .seat.active")).to_have_count(players - 1)
+            shot(pages[-1], f"{table}-{players}-players-others-turn")
+            for page in reversed(pages):  # in any order: the last to sit down may decide first
+                page.locator("button[data-action='stand']").click()
+                expect(page.locator("button[data-action='stand']")).to_have_count(0)
         round_id = None
         for page in pages:
             banner = page.locator("#result")

@@ -102,10 +102,10 @@ export function othersStrip(round) {
   if (!table.shared || !round) return null;
   const seats = (round.seats || round.players.map((p, i) => ({ ...p, position: i + 1, bets: [], total: 0 })));
   const others = seats.filter((seat) => seat.player_id !== state.me.id);
-  const decision = round.decision;
-  const strip = el("ul", { class: "others", "aria-label": "Other players" }, ...others.slice(0, 60).map((seat) => {
+  const deciding = round.status === "playing" ? deciders(round) : [];
+  const strip = el("ul", { class: "others", "aria-label": "Other players" }, ...others.map((seat) => {
     const hands = round.hands.filter((hand) => hand.player_id === seat.player_id);
-    const turn = decision && decision.player_id === seat.player_id && round.status === "playing";
+    const turn = deciding.includes(seat.player_id);
     const total = seat.total ?? betsTotal(seat.bets || []);
     return el("li", { class: `seat${turn ? " active" : ""}`, "data-player": seat.name },
       el("div", { class: "name" }, seat.name),
@@ -116,9 +116,8 @@ export function othersStrip(round) {
         hand.outcome ? el("span", { class: `outcome ${hand.outcome}` }, OUTCOMES[hand.outcome] || hand.outcome) : null)),
       turn ? el("div", { class: "turn" }, `${seat.name} is deciding…`) : null);
   }));
-  const count = seats.length;
-  const more = others.length > 60 ? el("li", { class: "seat more" }, `and ${others.length - 60} more`) : null;
-  if (more) strip.append(more);
+  const count = round.seat_count ?? seats.length;
+  if (count > seats.length) strip.append(el("li", { class: "seat more" }, `and ${count - seats.length} more`));
   return el("div", { class: "others-wrap" },
     el("div", { class: "players-count", id: "players-count" },
       `${count} player${count === 1 ? "" : "s"} in this round${table.seats ? ` · ${table.seats} seats` : ""}`),
@@ -130,6 +129,12 @@ export function sideResult(side, spot = () => "") {
   const currency = state.table.table.currency;
   return `${sideTitle(side.name)}${spot(side.seat)}: ${sideLine(side.name, side.result)}, `
     + `${signed(side.returned - side.stake, currency)}`;
+}
+
+/** The players the table waits for: one in turn, or everyone still deciding in a common draw (power). */
+export function deciders(round) {
+  if (round.deciding) return round.deciding;
+  return round.decision ? [round.decision.player_id] : [];
 }
 
 /** The result of a finished round, item by item, in the table's currency: the banner tied to its id. */

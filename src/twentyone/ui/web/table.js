@@ -3,7 +3,7 @@
 import { chipColour, chipStack } from "./chips.js";
 import { announce, api, el, keyed, showError, state, view } from "./dom.js";
 import { betsTotal, chipLabel, money } from "./money.js";
-import { dealerArea, myHands, othersStrip, resultSummary, sideResult, sideTitle, tableInfo } from "./round.js";
+import { deciders, dealerArea, myHands, othersStrip, resultSummary, sideResult, sideTitle, tableInfo } from "./round.js";
 
 const ACTIONS = [
   ["hit", "HIT", "h"], ["stand", "STAND", "s"], ["double", "DOUBLE", "d"], ["triple", "TRIPLE", "t"],
@@ -277,9 +277,11 @@ export function renderTable() {
 }
 
 function whoDecides(round) {
-  const decision = round.decision;
-  if (!decision) return "Dealing…";
-  return decision.player_id === state.me.id ? "Your turn" : `${decision.name} is deciding…`;
+  const waiting = deciders(round).filter((id) => id !== state.me.id);
+  if (!waiting.length) return "Dealing…";
+  const names = waiting.map((id) => (round.seats.find((seat) => seat.player_id === id) || {}).name).filter(Boolean);
+  if (waiting.length === 1 && names.length) return `${names[0]} is deciding…`;
+  return `Waiting for ${waiting.length} players to decide…`;
 }
 
 function status(text) {
