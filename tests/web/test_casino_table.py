@@ -71,6 +71,8 @@ def test_each_result_is_the_round_that_just_ended(browser: Any, live_server: Liv
     assert banner.get_attribute("data-round") == str(int(first) + 1)
     expect(banner).not_to_contain_text("Win")
     expect(page.locator(".outcome")).to_have_text("LOSE −$1.00")
+    page.wait_for_timeout(700)  # the lost chips are collected
+    shot(page, "classic-result-after-a-rebet")
     close(page, problems)
 
 
@@ -97,6 +99,9 @@ def test_shared_table_results_after_a_rebet_a_timeout_and_a_blackjack(browser: A
     deal(page, live_server, "power")  # a blackjack settles the round as it is dealt
     expect(banner).to_have_attribute("data-round", str(second + 1))
     expect(banner).to_contain_text("Your hand: Blackjack +€1.50")
+    page.set_viewport_size(PHONE)
+    page.wait_for_timeout(600)  # the winnings slide in
+    shot(page, "power-blackjack-result-phone")
     close(page, problems)
 
 

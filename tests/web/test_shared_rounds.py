@@ -85,3 +85,23 @@ def test_players_join_one_round_and_see_each_others_bets_and_turns(browser: Any,
         for page, _, problems in seated:
             page.context.close()
             assert not problems, problems
+
+
+def test_a_bet_left_without_deal_is_returned_with_the_reason(browser: Any, live_server: LiveServer) -> None:
+    dealer_page, _, dealer_problems = table_page(browser, live_server, "multiplayer")
+    late, _, late_problems = table_page(browser, live_server, "multiplayer")
+    try:
+        place(dealer_page, 100)
+        dealer_page.locator("#deal").click()
+        place(late, 500)  # chips on the spot, but no DEAL
+        expect(late.locator("#balance strong")).to_have_text("$995.00")
+        live_server.service.close_betting("multiplayer")
+        expect(late.locator("#announce")).to_have_text(
+            "Bets of $5.00 returned. Your bets were not in the round when betting closed: "
+            "press DEAL to join the next one.")
+        expect(late.locator("#balance strong")).to_have_text("$1,000.00")
+        expect(late.locator("#total-bet strong")).to_have_text("$0.00")
+    finally:
+        for page, problems in ((dealer_page, dealer_problems), (late, late_problems)):
+            page.context.close()
+            assert not problems, problems

@@ -29,7 +29,7 @@ export function chipStack(amount, chips, currency, extraClass = "") {
   const wrap = document.createElement("span");
   wrap.className = `stack ${extraClass}`.trim();
   if (!amount) return wrap;
-  const stack = chipsFor(amount, chips).reverse().slice(-8);
+  const stack = chipsFor(amount, chips).slice(-8);  // the largest at the bottom, the odd chip on top
   stack.forEach((value, index) => {
     const disc = document.createElement("span");
     disc.className = `disc chip-${chipColour(value)}`;

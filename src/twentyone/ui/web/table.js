@@ -23,6 +23,25 @@ function answers(kind) {
   return given || { accept: kind, decline: `no-${kind}` };
 }
 
+// Requests go one after the other, in the order the player made them (a quick chip-then-spot is two clicks kept).
+let queue = Promise.resolve();
+function serial(work) {
+  queue = queue.then(work, work);
+  return queue;
+}
+
+// A table event re-reads the table after the player's own requests, never in the middle of one; events that
+// arrive together are read once.
+let refreshQueued = false;
+function refreshSoon(tableId) {
+  if (refreshQueued) return;
+  refreshQueued = true;
+  serial(async () => {
+    refreshQueued = false;
+    await refreshTable(tableId);
+  });
+}
+
 // ------------------------------------------------------------------ state from the server
 export async function openTable(tableId, ensureMe) {
   if (!state.me) {
@@ -115,9 +134,9 @@ function connectSocket(tableId) {
       announce(`Your undealt bets were returned: ${event.returned_bets.map((b) => money(b.total, currency)).join(", ")}.`);
     }
     if (event.type === "bets-returned" && state.me && event.player_id === state.me.id) {
-      announce(`Your bets of ${money(event.total, currency)} were returned: ${event.reason}`);
+      announce(event.total ? `Bets of ${money(event.total, currency)} returned. ${event.reason}` : event.reason);
     }
-    if (currentTableId() === tableId && event.type !== "hello") refreshTable(tableId);
+    if (currentTableId() === tableId && event.type !== "hello") refreshSoon(tableId);
   };
   socket.onclose = () => {
     if (state.socket !== socket) return;
@@ -126,7 +145,7 @@ function connectSocket(tableId) {
     setTimeout(() => {
       if (currentTableId() === tableId && !state.socket && state.token) {
         connectSocket(tableId);
-        refreshTable(tableId);
+        refreshSoon(tableId);
       }
     }, 2000);
   };
@@ -144,13 +163,6 @@ export function leaveTable() {
 }
 
 // ------------------------------------------------------------------ requests
-// Requests go one after the other, in the order the player made them (a quick chip-then-spot is two clicks kept).
-let queue = Promise.resolve();
-function serial(work) {
-  queue = queue.then(work, work);
-  return queue;
-}
-
 function control(path, body) {
   return serial(() => controlNow(path, body));
 }
