@@ -101,6 +101,14 @@ def test_bet_refusals_write_their_amounts_as_money() -> None:
     assert game.message == "Doubling every bet needs 4.00 but the balance is 2.50."
 
 
+def test_side_bet_results_in_words_with_what_they_won() -> None:
+    game = table("power", ["8S", "6H", "8D", "6C", "2S", "KH"])  # the dealer busts with 4 cards
+    press(game, "bkds")  # 1.00 main, 1.00 Bust It, deal, stand
+    text = screen(game)
+    assert "Bust It #1: dealer busts with 4 cards, +2.00" in text
+    assert "win +1.00" in text
+
+
 def test_side_bet_without_a_main_bet_is_refused() -> None:
     game = table("first-person")
     press(game, "p")

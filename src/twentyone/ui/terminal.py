@@ -22,7 +22,7 @@ from twentyone.core.cards import Card
 from twentyone.core.hand import format_total, hand_value
 from twentyone.core.operations import Action
 from twentyone.core.round import IllegalActionError, Phase, Round
-from twentyone.core.rules import SIDE_BET_TITLES, Rules
+from twentyone.core.rules import SIDE_BET_LINE_WORDS, SIDE_BET_TITLES, Rules
 from twentyone.core.shoe import RandomBits, Shoe, system_rng
 
 SUIT_SYMBOLS = {"S": "♠", "H": "♥", "D": "♦", "C": "♣"}
@@ -47,6 +47,17 @@ def money(amount: int) -> str:
     sign = "-" if amount < 0 else ""
     whole, cents = divmod(abs(amount), 100)
     return f"{sign}{whole:,}.{cents:02d}"
+
+
+def signed(amount: int) -> str:
+    """What a result did to the balance: ``+4.00``, ``−1.00``, or ``even``.
+
+    >>> signed(400), signed(-100), signed(0)
+    ('+4.00', '−1.00', 'even')
+    """
+    if amount == 0:
+        return "even"
+    return f"+{money(amount)}" if amount > 0 else f"\u2212{money(-amount)}"
 
 
 def card_text(card: Card | None) -> Text:
@@ -287,14 +298,15 @@ class TerminalTable:
                 total = f"BUST {total}"
             result = ""
             if hand.outcome is not None:
-                result = f"{hand.outcome} {money(hand.returned or 0)}"
+                result = f"{hand.outcome} {signed(hand.returned - hand.stake)}"
             table.add_row("▶" if active else "", f"{hand.seat}" + (f".{hand.hand}" if hand.from_split else ""),
                           cards_text(hand.cards), total, money(hand.stake), result,
                           style="bold" if active else None)
-        sides = [f"{SIDE_BET_TITLES.get(game.rules.side_bets[s.item].kind, s.item)} #{s.seat}: "
-                 f"{s.result} {money(s.returned)}"
+        sides = [f"{SIDE_BET_TITLES[game.rules.side_bets[s.item].kind]} #{s.seat}: "
+                 f"{SIDE_BET_LINE_WORDS[game.rules.side_bets[s.item].kind].get(s.result, s.result)}, "
+                 f"{signed(s.returned - s.stake)}"
                  for s in game.settlements if s.item in game.rules.side_bets]
-        sides += [f"Insurance #{s.seat}: {s.result} {money(s.returned)}"
+        sides += [f"Insurance #{s.seat}: {'paid 2:1' if s.result == 'win' else 'lost'}, {signed(s.returned - s.stake)}"
                   for s in game.settlements if s.item == "insurance"]
         parts: list[object] = [Panel(dealer, title="Dealer", border_style="green"), table]
         if sides:

@@ -2,7 +2,7 @@
 
 export const state = {
   token: localStorage.getItem("twentyone.token"), me: null, tables: {}, table: null, socket: null, hints: null,
-  maxSpot: null, timer: null, finished: null, watching: null, seen: new Set(), offerChoices: {},
+  maxSpot: null, timer: null, finished: null, watching: null, seen: new Map(), offerChoices: {},
 };
 
 export const view = () => document.getElementById("view");

@@ -25,22 +25,25 @@ function sideLine(name, result) {
   return lines[result] || result.replace(/_/g, " ");
 }
 
-// Cards are animated only the first time they are drawn in a round (a redraw does not deal again).
+// A card's deal (or flip) is timed from when it first appeared; a redraw meanwhile carries on with the same motion
+// (a negative delay), and a card already in place is not dealt again.
+const MOTION_MS = 900;
+
 function cards(round, key, codes, hidden = 0) {
-  const nodes = [];
+  const now = performance.now();
   const all = [...codes, ...Array.from({ length: hidden }, () => null)];
   let fresh = 0;
-  all.forEach((code, index) => {
+  const nodes = all.map((code, index) => {
     const id = `${round.id}|${key}|${index}|${code ? "up" : "down"}`;
-    const seenDown = state.seen.has(`${round.id}|${key}|${index}|down`);
-    let extra = "";
     if (!state.seen.has(id)) {
-      extra = code && seenDown ? "flip" : "deal-in";
-      state.seen.add(id);
+      const turned = code && state.seen.has(`${round.id}|${key}|${index}|down`);
+      state.seen.set(id, { at: now + (turned ? 0 : fresh++ * 90), motion: turned ? "flip" : "deal-in" });
     }
-    const card = cardNode(code, extra);
-    if (extra === "deal-in") card.style.setProperty("--delay", `${fresh++ * 90}ms`);
-    nodes.push(card);
+    const { at, motion } = state.seen.get(id);
+    const moving = now - at < MOTION_MS;
+    const card = cardNode(code, moving ? motion : "");
+    if (moving) card.style.setProperty("--delay", `${at - now}ms`);
+    return card;
   });
   return el("div", { class: "cards" }, ...nodes);
 }

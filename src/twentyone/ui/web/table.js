@@ -51,7 +51,7 @@ export async function openTable(tableId, ensureMe) {
   if (!state.table || state.table.table.id !== tableId) {
     state.finished = null;  // a table change clears the last round and its result
     state.watching = null;
-    state.seen = new Set();
+    state.seen = new Map();
     showResult(null);
   }
   state.ensureMe = ensureMe;
@@ -178,7 +178,7 @@ async function controlNow(path, body) {
     if (answer.id) {
       beep();
       state.watching = answer.id;
-      state.seen = new Set();
+      state.seen = new Map();
       if (ended(answer)) finish(answer);
       await refreshTable(tableId);
       return;
