@@ -170,7 +170,10 @@ def test_insurance_is_asked_once_for_every_hand_with_a_choice_per_hand(browser: 
     expect(offer).to_contain_text("Hand 2: insurance for $0.50")
     offer.locator("button[data-offer]").nth(1).click()  # insure hand 2 only
     expect(offer.locator("button[data-offer]").nth(1)).to_have_attribute("aria-pressed", "true")
-    page.locator("#offer-confirm").click()
+    page.wait_for_timeout(900)  # the cards have landed
+    shot(page, "first-person-insurance-for-three-hands")
+    page.locator("#view").focus()
+    page.keyboard.press("Enter")  # confirms the choices
     banner = page.locator("#result")
     expect(banner).to_contain_text("Insurance (hand 2): paid 2:1, +$1.00")
     expect(banner.locator("li", has_text="Insurance")).to_have_count(1)

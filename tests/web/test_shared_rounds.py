@@ -60,7 +60,8 @@ def test_players_join_one_round_and_see_each_others_bets_and_turns(browser: Any,
                 for other, watcher in enumerate(pages):
                     if other != turn:
                         expect(watcher.locator(f".others .seat.active[data-player='{names[turn]}']")).to_contain_text(
-                            f"{names[turn]} is deciding")
+                            "deciding…")
+                        expect(watcher.locator("#action-bar")).to_contain_text(f"{names[turn]} is deciding")
                         expect(watcher.locator("button[data-action='stand']")).to_have_count(0)
                 if turn == 1:
                     shot(pages[0], f"{table}-{players}-players-others-turn")

@@ -175,7 +175,8 @@ def test_multiplayer_shows_other_players_and_whose_turn(page: Any, live_server: 
     expect(page.locator("#timer")).to_contain_text("Decision:")
     before = balance(page)
     page.locator("button[data-action='stand']").click()
-    expect(page.locator(".others .seat.active[data-player='bob']")).to_contain_text("bob is deciding")
+    expect(page.locator(".others .seat.active[data-player='bob']")).to_contain_text("deciding…")
+    expect(page.locator("#action-bar")).to_contain_text("bob is deciding")
     shot(page, "multiplayer-mid-round")
     rounds = httpx.get(live_server.url + "/me/history", headers=headers).json()["rounds"]
     httpx.post(live_server.url + f"/rounds/{rounds[0]['id']}/actions", json={"action": "stand"},

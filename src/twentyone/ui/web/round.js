@@ -117,7 +117,7 @@ export function othersStrip(round) {
         cards(round, `${hand.seat}.${hand.hand}`, hand.cards),
         el("span", { class: "total" }, totalText(hand.total, hand.soft, hand.cards.length)),
         hand.outcome ? el("span", { class: `outcome ${hand.outcome}` }, OUTCOMES[hand.outcome] || hand.outcome) : null)),
-      turn ? el("div", { class: "turn" }, `${seat.name} is deciding…`) : null);
+      turn ? el("div", { class: "turn" }, "deciding…") : null);
   }));
   const count = round.seat_count ?? seats.length;
   if (count > seats.length) strip.append(el("li", { class: "seat more" }, `and ${count - seats.length} more`));

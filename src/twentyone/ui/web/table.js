@@ -482,6 +482,8 @@ document.addEventListener("keydown", (event) => {
     if (OFFER_TITLES[round.decision.kind]) {
       if (key === "y" && press("[data-focus='offer-yes']")) event.preventDefault();
       if (key === "n" && press("[data-focus='offer-no']")) event.preventDefault();
+      // Enter confirms the choices, unless a button has the focus (then Enter presses that button).
+      if (key === "enter" && event.target.tagName !== "BUTTON" && press("#offer-confirm")) event.preventDefault();
       return;
     }
     const match = ACTIONS.find(([action, , shortcut]) => shortcut === key && round.legal_actions.includes(action));
