@@ -52,7 +52,7 @@ def test_register_login_and_errors(http: TestClient) -> None:
     assert login.status_code == 200 and login.json()["token"] != ann.token
     assert http.get("/me").status_code == 401
     assert http.get("/me", headers={"Authorization": "Bearer nonsense"}).json()["detail"].startswith("The token")
-    assert http.post("/auth/register", json={"name": "x"}).json()["detail"] == "password: Field required."
+    assert http.post("/auth/register", json={"name": "xyz"}).json()["detail"] == "password: Field required."
 
 
 def test_guest_gets_a_demo_balance_without_a_form(guest: Client) -> None:
@@ -71,7 +71,7 @@ def test_tables_from_the_shipped_config(http: TestClient) -> None:
     power = tables["power"]
     assert power["side_bet_titles"] == {"any_pair": "Any Pair", "21+3": "21+3", "hot_3": "Hot 3", "bust_it": "Bust It"}
     assert power["side_bet_lines"]["bust_it"]["bust_4"] == "dealer busts with 4 cards"
-    assert tables["first-person"]["side_bet_lines"]["perfect_pairs"]["colored"] == "colored pair"
+    assert tables["first-person"]["side_bet_lines"]["perfect_pairs"]["colored"] == "coloured pair"
     assert power["offer_answers"]["insurance"] == {"accept": "insurance", "decline": "no-insurance"}
     assert tables["classic"]["side_bet_titles"] == {}
 

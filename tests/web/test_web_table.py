@@ -87,14 +87,14 @@ def test_first_person_side_bets_insurance_and_cash_out(page: Any, live_server: L
     page.locator("#deal").click()
     expect(page.locator(".offer")).to_contain_text("insurance for $0.50")
     page.keyboard.press("n")
-    expect(page.locator("#side-results")).to_contain_text("Perfect Pairs: colored pair, +$12.00")
+    expect(page.locator("#side-results")).to_contain_text("Perfect Pairs: coloured pair, +$12.00")
     cash_out = page.locator("button[data-action='cash-out']")
     expect(cash_out).to_contain_text("CASH OUT $")
     amount = float(re.search(r"\$(\d+\.\d\d)", cash_out.inner_text()).group(1))
     cash_out.click()
     expect(page.locator(".outcome")).to_contain_text("CASHED OUT")
     expect(page.locator("#balance strong")).to_have_text(f"${1000 - 1 - 1 + 13 + amount:,.2f}")
-    expect(page.locator("#result")).to_contain_text("Perfect Pairs: colored pair, +$12.00")
+    expect(page.locator("#result")).to_contain_text("Perfect Pairs: coloured pair, +$12.00")
 
 
 def test_split_then_play_both_hands(page: Any, live_server: LiveServer) -> None:

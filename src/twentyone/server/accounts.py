@@ -183,7 +183,7 @@ class Accounts:
             lost = net_loss_since(session, player.id, currency, day_start)
             if lost + stake > limit:
                 raise refusal(BetSlipError("This bet could take today's losses past your daily limit of {limit}.",
-                                           limit=limit), currency, status=403)
+                                           limit=limit), currency, status=403, amounts={"lost": lost, "stake": stake})
 
 
 def check_exclusion(limits: dict[str, Any], now: datetime) -> None:

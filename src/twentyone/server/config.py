@@ -20,8 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from twentyone.core.betting import MAIN, BetLimits
-from twentyone.core.round import OFFER_ANSWERS
-from twentyone.core.rules import SIDE_BET_LINE_WORDS, SIDE_BET_TITLES, RulesError
+from twentyone.core.rules import RulesError
 from twentyone.variants import VARIANTS, builtin_rules
 
 DEFAULT_DECISION_TIMEOUT = 20 * 60  # seconds: sheet 000's disconnection policy
@@ -95,15 +94,7 @@ class TableSpec:
                 "chips": list(self.chips), "limits": {k: list(v) for k, v in self.limits.items()},
                 "hands_per_player": self.hands_per_player, "seats": self.seats or None,
                 "decision_timeout": self.decision_timeout, "betting_window": self.betting_window,
-                "theme": self.theme, "same_bet_deals": self.same_bet_deals, "shared": self.shared,
-                **self.words()}
-
-    def words(self) -> dict[str, Any]:
-        """What clients print for the side bets, their paytable lines and the offers' answers."""
-        kinds = {name: side.kind for name, side in builtin_rules(self.variant).side_bets.items()}
-        return {"side_bet_titles": {name: SIDE_BET_TITLES[kind] for name, kind in kinds.items()},
-                "side_bet_lines": {name: dict(SIDE_BET_LINE_WORDS[kind]) for name, kind in kinds.items()},
-                "offer_answers": OFFER_ANSWERS}
+                "theme": self.theme, "same_bet_deals": self.same_bet_deals, "shared": self.shared}
 
 
 def table_from_mapping(table_id: str, data: Mapping[str, Any]) -> TableSpec:

@@ -34,5 +34,6 @@ def refusal(error: BetSlipError, currency: str, status: int = 409, **extra: Any)
     >>> refusal(BetSlipError("The maximum bet is {maximum} on this spot.", maximum=30000), "USD").detail
     'The maximum bet is $300.00 on this spot.'
     """
-    return ServiceError(status, error.sentence(lambda amount: written(amount, currency)), amounts=dict(error.amounts),
+    amounts = {**error.amounts, **extra.pop("amounts", {})}  # the sentence's, and any others worth knowing
+    return ServiceError(status, error.sentence(lambda amount: written(amount, currency)), amounts=amounts,
                         currency=currency, **extra)
