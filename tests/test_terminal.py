@@ -96,6 +96,14 @@ def test_chips_side_bets_undo_x2_and_rebet() -> None:
     assert game.slip.total == 1200
 
 
+def test_bet_refusals_write_their_amounts_as_money() -> None:
+    game = table("classic", balance=250)
+    press(game, "bbb")
+    assert game.message == "The balance does not cover another $1.00."
+    press(game, "x")
+    assert game.message == "Doubling every bet needs $4.00 but the balance is $2.50."
+
+
 def test_side_bet_without_a_main_bet_is_refused() -> None:
     game = table("first-person")
     press(game, "p")
@@ -162,7 +170,7 @@ def test_every_amount_is_in_the_tables_currency() -> None:
     assert "BET LIMITS main £25.00–£50.00" in betting
     press(game, "bb")
     press(game, "b")
-    assert game.message == "The maximum bet of £50.00 is reached on this spot."
+    assert game.message == "The maximum bet is £50.00 on this spot."
     press(game, "ds")
     assert game.message == "Round over: won £50.00."
     assert "win +£50.00" in screen(game)

@@ -16,9 +16,11 @@ from argon2.exceptions import InvalidHashError, VerificationError
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
+from twentyone.core.betting import BetSlipError
 from twentyone.server.config import Settings
 from twentyone.server.context import Caller, ServiceError, aware
 from twentyone.server.models import Player, Slip, Token
+from twentyone.server.money import refusal
 from twentyone.server.store import Store
 from twentyone.server.wallet import Wallet, net_loss_since
 
@@ -189,8 +191,8 @@ class Accounts:
             day_start = now.replace(hour=0, minute=0, second=0, microsecond=0)
             lost = net_loss_since(session, player.id, currency, day_start)
             if lost + stake > limit:
-                raise ServiceError(403, f"This bet could take today's losses past your daily limit of {limit}.",
-                                   amounts={"limit": limit, "lost": lost, "stake": stake}, currency=currency)
+                raise refusal(BetSlipError("This bet could take today's losses past your daily limit of {limit}.",
+                                           limit=limit), currency, status=403, amounts={"lost": lost, "stake": stake})
 
 
 def check_exclusion(limits: dict[str, Any], now: datetime) -> None:

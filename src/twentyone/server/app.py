@@ -346,7 +346,7 @@ def create_app(settings: Settings, operator_wallet: OperatorWallet | None = None
         await websocket.accept()
         returned = await run_in_threadpool(service.reconnect, who) if who.role != "operator" else []
         await websocket.send_json({"type": "hello", "table_id": table_id, "returned_bets": returned})
-        subscription = service.events.subscribe(table_id)
+        subscription = service.events.subscribe(table_id, None if who.role == "operator" else who.id)
 
         async def forward() -> None:
             while (event := await subscription.next()) is not None:

@@ -87,7 +87,7 @@ def round_json(session: Session, round_row: Round, table: TableSpec, player_id: 
         "seats": [{"player_id": seat.player_id, "name": name, "position": seat.position, "bets": seat.bets,
                    "total": bets_total(seat.bets)} for seat, name in seats],
         "dealer": {"cards": [], "total": 0, "hidden": 0}, "hands": [], "side_bets": [], "insurance": [],
-        "decision": None, "legal_actions": [], "offers": {},
+        "decision": None, "legal_actions": [], "offers": {}, "deciding": [],
     }
     mine = next((seat for seat, _ in seats if seat.player_id == player_id), None)
     if mine is not None:
@@ -106,6 +106,14 @@ def round_json(session: Session, round_row: Round, table: TableSpec, player_id: 
                             "deadline": iso(deadline)}
         view["legal_actions"] = [str(action) for action in seen.legal_actions]
         view["offers"] = dict(seen.offers)
+        if seen.viewer_to_act and decision.kind != "play":  # every offer of the viewer's, answered at once
+            stakes = {(hand.seat, hand.hand): hand.stake for hand in seen.hands}
+            view["offers"]["pending"] = [
+                {"seat": offer.seat, "hand": offer.hand, "kind": offer.kind,
+                 "cost": stakes[(offer.seat, offer.hand)] // 2 if offer.kind == "insurance" else 0}
+                for offer in engine.pending_offers(str(player_id))]
+        # Whose decision the table waits for: one player in turn, or everyone still deciding in a common draw.
+        view["deciding"] = [int(player) for player in names if engine.decision(player) is not None]
     if shoe.finished and round_row.status in FINISHED:
         view["revealed"] = {"salt": shoe.salt, "cards": shoe.cards.split(), "first_card": round_row.shoe_start}
     return view
