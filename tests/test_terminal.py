@@ -193,3 +193,17 @@ def test_a_push_reads_even() -> None:
     game = table("classic", ["TS", "9H", "8D", "9C"])
     press(game, "bds")
     assert game.message == "Round over: even." and "push even" in screen(game)
+
+
+@pytest.mark.parametrize("variant", ["classic", "first-person", "multiplayer", "power"])
+def test_the_hole_card_is_not_on_the_screen_until_it_is_turned(variant: str) -> None:
+    """The terminal draws from the player's view of the round: the hole card shows as a back, not its face."""
+    shoe = {"multiplayer": ["2S", "QH", "3D", "7C", "5C", "4S"],  # first card, hole, second card, up
+            "power": ["2S", "7C", "3D", "QH", "5C", "4S"]}.get(variant, ["2S", "7C", "3D", "QH", "5C", "4S"])
+    game = table(variant, shoe)
+    press(game, "bd")
+    assert game.game is not None and game.game.phase == "player-turns"
+    shown = screen(game)
+    assert "Q♥" not in shown and "QH" not in shown
+    press(game, "s")
+    assert "Q♥" in screen(game)  # turned over once the player is done
