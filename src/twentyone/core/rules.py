@@ -27,6 +27,7 @@ from typing import Any, NamedTuple
 
 from twentyone.core.cards import RANKS
 from twentyone.core.shoe import ShoeComposition
+from twentyone.core.sidebets import SIDE_BETS
 
 PEEK_POLICIES: tuple[str, ...] = ("none", "ace", "ace-ten", "ace-face")
 DEAL_STEPS: tuple[str, ...] = ("hands", "dealer-up", "dealer-hole")
@@ -106,6 +107,18 @@ class DealerRules:
             return up_rank in "JQK"
         return False
 
+    def draws(self, total: int, soft: bool) -> bool:
+        """Whether the dealer takes another card on this total: to 16, and on a soft 17 when hitting it.
+
+        The engine and the analysis both ask this; it is the one definition of the dealer's rule.
+
+        >>> DealerRules().draws(16, False), DealerRules().draws(17, True)
+        (True, False)
+        >>> DealerRules(hits_soft_17=True).draws(17, True)
+        True
+        """
+        return total < 17 or (total == 17 and soft and self.hits_soft_17)
+
 
 @dataclass(frozen=True)
 class DealRules:
@@ -140,6 +153,35 @@ class DoubleRules:
         low = 9 if self.totals == "9-11" else 10
         return low <= total <= 11
 
+    def refusal(self, multiplier: int, cards: int, total: int, soft: bool, from_split: bool) -> str | None:
+        """Why a hand may not double (x2), triple (x3) or quadruple (x4) now, or None when it may.
+
+        Split aces that take one card are refused by :meth:`SplitRules.one_card_only` first.
+
+        >>> DoubleRules().refusal(2, 2, 11, False, from_split=True)
+        'this game has no double after split'
+        >>> DoubleRules(after_split=True).refusal(2, 2, 11, False, from_split=True) is None
+        True
+        """
+        if multiplier not in self.multipliers:
+            names = {2: "double", 3: "triple", 4: "quadruple"}
+            return f"this game offers only {', '.join(names[m] for m in self.multipliers)}"
+        if cards != 2:
+            return "only the first two cards of a hand can be doubled"
+        if from_split and not self.after_split:
+            return "this game has no double after split"
+        if not self.allows_total(total, soft):
+            return f"doubling is allowed only on totals {self.totals}, not {total}"
+        return None
+
+    def allowed(self, multiplier: int, cards: int, total: int, soft: bool, from_split: bool) -> bool:
+        """Whether :meth:`refusal` lets the hand double (or triple, quadruple).
+
+        >>> DoubleRules(totals="9-11").allowed(2, 2, 12, False, from_split=False)
+        False
+        """
+        return self.refusal(multiplier, cards, total, soft, from_split) is None
+
 
 @dataclass(frozen=True)
 class SplitRules:
@@ -147,6 +189,52 @@ class SplitRules:
     max_hands: int = 2
     aces_one_card: bool = True
     resplit_aces: bool = False
+
+    def one_card_only(self, split_aces: bool) -> bool:
+        """Whether a hand from split aces is done drawing (it may still be split again).
+
+        >>> SplitRules().one_card_only(True), SplitRules(aces_one_card=False).one_card_only(True)
+        (True, False)
+        """
+        return split_aces and self.aces_one_card
+
+    def refusal(self, cards: int, pair: bool, hands: int, split_aces: bool) -> str | None:
+        """Why a hand may not be split now, or None when it may.
+
+        ``pair`` says whether its two cards match as :attr:`match` requires; ``hands`` is how
+        many hands its betting spot holds now (1 before any split).
+
+        >>> SplitRules().refusal(2, True, 2, False)
+        'this game allows at most 2 hands from one spot (no resplit)'
+        >>> SplitRules(max_hands=4).refusal(2, True, 2, False) is None
+        True
+        """
+        if cards != 2:
+            return "only a two-card hand can be split"
+        if not pair:
+            kind = "identical ranks" if self.match == "rank" else "cards of equal value"
+            return f"only a pair of {kind} can be split"
+        if hands >= self.max_hands:
+            return f"this game allows at most {self.max_hands} hands from one spot (no resplit)"
+        if split_aces and not self.resplit_aces:
+            return "split aces cannot be split again"
+        return None
+
+    def allowed(self, cards: int, pair: bool, hands: int, split_aces: bool) -> bool:
+        """Whether :meth:`refusal` lets the hand split.
+
+        >>> SplitRules(max_hands=4).allowed(2, True, 3, split_aces=True)
+        False
+        """
+        return self.refusal(cards, pair, hands, split_aces) is None
+
+    def pair(self, first: tuple[str, int], second: tuple[str, int]) -> bool:
+        """Whether two cards, as (rank, value), make a pair that may be split.
+
+        >>> SplitRules().pair(("K", 10), ("T", 10)), SplitRules(match="rank").pair(("K", 10), ("T", 10))
+        (True, False)
+        """
+        return first[0] == second[0] if self.match == "rank" else first[1] == second[1]
 
 
 @dataclass(frozen=True)
@@ -204,15 +292,23 @@ class Rules:
     # Returns the operator publishes (percent), kept only as references to compare computed ones with.
     published: Mapping[str, float] = field(default_factory=dict)
 
+    def surrender_refusal(self, cards: int, from_split: bool) -> str | None:
+        """Why a hand may not surrender as a play now (late surrender), or None when it may.
 
-# Every paytable line each side-bet kind can pay, best first.
-SIDE_BET_LINES: dict[str, tuple[str, ...]] = {
-    "perfect_pairs": ("perfect", "colored", "mixed"),
-    "21+3": ("suited_trips", "straight_flush", "three_of_a_kind", "straight", "flush"),
-    "any_pair": ("suited_pair", "any_pair"),
-    "hot_3": ("seven_seven_seven", "suited_21", "21", "20", "19"),
-    "bust_it": ("bust_8_plus", "bust_7", "bust_6", "bust_5", "bust_4", "bust_3"),
-}
+        Early surrender is an offer before the dealer's check, not a play.
+
+        >>> Rules("x", "X", ShoeRules(1), surrender="late").surrender_refusal(2, from_split=False) is None
+        True
+        """
+        if self.surrender != "late":
+            return "this game has no late surrender"
+        if cards != 2 or from_split:
+            return "surrender is only allowed as the first decision on the original two cards"
+        return None
+
+
+# Every paytable line each side-bet kind can pay, best first (from the registry in core.sidebets).
+SIDE_BET_LINES: dict[str, tuple[str, ...]] = {kind: spec.lines for kind, spec in SIDE_BETS.items()}
 
 
 def _get(table: Mapping[str, Any], key: str, kind: type | tuple[type, ...], where: str,

@@ -19,12 +19,13 @@ from sqlalchemy import select
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
-from twentyone.core.operations import Action
+from twentyone.core.operations import OFFER_ANSWERS, Action, DecisionKind
 from twentyone.core.round import IllegalActionError, Phase
 from twentyone.core.round import Round as Engine
+from twentyone.core.shoe import needs_shuffle
 from twentyone.server.accounts import Accounts
 from twentyone.server.config import TableSpec
-from twentyone.server.context import Caller, ServiceError
+from twentyone.server.context import Caller, ServiceError, aware
 from twentyone.server.events import Broadcaster
 from twentyone.server.live import LiveRounds, rebuild
 from twentyone.server.models import Player, Round, RoundSeat, Slip
@@ -175,8 +176,12 @@ class Rounds:
                     engine = self.live.engine(session, round_row)
             return round_json(session, round_row, self.tables.get(round_row.table_id), caller.id, engine)
 
-    def close_betting(self, table_id: str) -> int | None:
-        """The betting window closed: debit every seat, deal, and return undealt bets at the table."""
+    def close_betting(self, table_id: str, due: datetime | None = None) -> int | None:
+        """The betting window closed: debit every seat, deal, and return undealt bets at the table.
+
+        ``due``: the timer's moment; a round whose window closes later (a new round formed since
+        the timer judged the table due) is left to its own window.
+        """
         table = self.tables.get(table_id)
         round_id = None
         returned: list[tuple[int, int]] = []
@@ -185,6 +190,9 @@ class Rounds:
                 round_row = session.scalars(select(Round).where(Round.table_id == table.id, Round.status == "betting")
                                             .with_for_update()).first()
                 if round_row is None:
+                    return None
+                closes = aware(round_row.betting_closes_at)
+                if due is not None and closes is not None and closes > due:
                     return None
                 round_id = round_row.id
                 for seat in session.scalars(select(RoundSeat).where(RoundSeat.round_id == round_row.id)
@@ -229,10 +237,12 @@ class Rounds:
 
     # ---------------------------------------------------------- decisions
     def act(self, caller: Caller, round_id: int, action: str, source: str = "player",
-            player: str | None = None) -> dict[str, Any]:
+            player: str | None = None, expected_version: int | None = None) -> dict[str, Any]:
         """Take a decision; an illegal or out-of-turn one is answered 409 with the legal actions.
 
-        ``player`` (the timer's use) names whose decision the operator takes.
+        ``player`` (the timer's use) names whose decision the operator takes. ``expected_version``:
+        the timer's auto decision applies only to the round as it judged it timed out; if a decision
+        (in any process) moved the round on since, it is refused.
         """
         with self.live.locked(round_id):
             try:
@@ -243,6 +253,9 @@ class Rounds:
                     table = self.tables.get(round_row.table_id)
                     if round_row.status != "playing":
                         raise ServiceError(409, f"Round {round_id} is {round_row.status}: no decision is pending.",
+                                           legal_actions=[])
+                    if expected_version is not None and round_row.version != expected_version:
+                        raise ServiceError(409, f"Round {round_id} moved on: its timer starts again.",
                                            legal_actions=[])
                     engine = self.live.engine(session, round_row)
                     # The operator (the timer) acts for whoever is awaited; a player only for themselves,
@@ -298,11 +311,13 @@ class Rounds:
             self.events.publish(table.id, {"type": "round", "round_id": round_id, "status": body["status"]})
         return body
 
-    def auto_decide(self, round_id: int) -> int:
+    def auto_decide(self, round_id: int, version: int | None = None) -> int:
         """Stand for the waiting hand (decline an offer) after the timeout: the sheets' auto decision.
 
         In a common-draw game the time-out is the round's, so every player still deciding is stood;
         elsewhere it is the waiting player's alone, and the next player's clock starts afresh.
+        ``version``: the round's version when the timeout was judged; a round moved on since (a
+        decision here or in another process) is not timed out.
         """
         timer = Caller(0, "timer", "operator")
         decided = 0
@@ -311,15 +326,17 @@ class Rounds:
                 round_row = session.get(Round, round_id)
                 if round_row is None or round_row.status != "playing":
                     return decided
+                expected = version if version is not None and not decided else round_row.version
                 with self.live.locked(round_id):
                     engine = self.live.engine(session, round_row)
                     decision = engine.decision()
                     independent = engine.rules.deal.common_draw
             if decision is None:
                 return decided
-            action = Action.STAND if decision.kind == "play" else OFFER_DECLINE[decision.kind]
+            action = Action.STAND if decision.kind == DecisionKind.PLAY else OFFER_ANSWERS[decision.kind][1]
             try:
-                self.act(timer, round_id, str(action), source="timeout", player=decision.player)
+                self.act(timer, round_id, str(action), source="timeout", player=decision.player,
+                         expected_version=expected)
             except ServiceError:
                 return decided
             decided += 1
@@ -366,7 +383,7 @@ class Rounds:
         shoe = session.get(ShoeRow, round_row.shoe_id)
         assert shoe is not None
         shoe.position = round_row.shoe_start + engine.shoe.position
-        if shoe.cut_card is None or shoe.position >= shoe.cut_card:
+        if needs_shuffle(shoe.position, shoe.cut_card):
             shoe.finished = True
 
     def void(self, round_id: int, reason: str) -> None:
@@ -405,10 +422,6 @@ class Rounds:
         except Exception:
             log.exception("operator wallet delivery failed; retried at the next tick")
             return 0
-
-
-OFFER_DECLINE = {"insurance": Action.NO_INSURANCE, "even-money": Action.NO_EVEN_MONEY,
-                 "surrender": Action.NO_SURRENDER}
 
 
 def _player(session: Session, caller: Caller) -> Player:

@@ -17,7 +17,7 @@ from sqlalchemy.orm import Session
 
 from twentyone.core.commitment import verify_record
 from twentyone.core.round import Round as Engine
-from twentyone.core.view import RoundView, operation_json
+from twentyone.core.view import RoundView, hand_json, operation_json
 from twentyone.server.config import TableSpec
 from twentyone.server.context import Caller, ServiceError, aware, iso
 from twentyone.server.live import LiveRounds
@@ -93,7 +93,7 @@ def round_json(session: Session, round_row: Round, table: TableSpec, player_id: 
         deadline = since + timedelta(seconds=table.decision_timeout) if since else None
         decision = seen.decision
         view["decision"] = {"player_id": int(decision.player), "name": names.get(decision.player),
-                            "seat": decision.seat, "hand": decision.hand, "kind": decision.kind,
+                            "seat": decision.seat, "hand": decision.hand, "kind": str(decision.kind),
                             "deadline": iso(deadline)}
         view["legal_actions"] = [str(action) for action in seen.legal_actions]
         view["offers"] = dict(seen.offers)
@@ -108,16 +108,14 @@ def _cards_json(seen: RoundView, names: dict[str, str], viewer: str) -> dict[str
     result: dict[str, Any] = {
         "dealer": {"cards": [str(card) for card in seen.dealer_cards], "total": dealer.total, "soft": dealer.soft,
                    "hidden": seen.dealer_hidden, "blackjack": seen.dealer_blackjack},
-        "hands": [{"player_id": int(h.player), "name": names.get(h.player, h.player), "seat": h.seat,
-                   "hand": h.hand, "cards": [str(c) for c in h.cards], "total": h.value.total, "soft": h.value.soft,
-                   "stake": h.stake, "status": h.status, "from_split": h.from_split, "outcome": h.outcome,
-                   "returned": h.returned} for h in hands],
+        "hands": [{**hand_json(h, names), "player_id": int(h.player), "name": names.get(h.player, h.player)}
+                  for h in hands],
         "side_bets": [], "insurance": [],
     }
     for op in seen.settlements:
         if op.player not in names:
             continue
-        entry = {"player_id": int(op.player), "seat": op.seat, "stake": op.stake, "result": op.result,
+        entry = {"player_id": int(op.player), "seat": op.seat, "stake": op.stake, "result": str(op.result),
                  "returned": op.returned}
         if op.item == "insurance":
             result["insurance"].append(entry)
