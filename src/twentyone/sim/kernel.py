@@ -193,14 +193,13 @@ def _peeks(peek, up_card):  # type: ignore[no-untyped-def]
 @njit(cache=True)
 def _draw(deck, pos, n_cards, state):  # type: ignore[no-untyped-def]
     """Deal the card at ``pos``: swap a uniformly chosen undealt card into place (partial Fisher-Yates)."""
-    if pos >= n_cards:
-        # A round that outlasts the shoe (no built-in game can: compile_game checks the margin)
-        # draws from a fresh shuffle rather than reading past the array.
-        return deck[below(state, n_cards)]
-    j = pos + below(state, n_cards - pos)
+    # Never past the array, even for a round that would outlast the shoe (compile_game refuses
+    # hands that could). A min, not a branch with a second draw: that branch halved the speed.
+    at = min(pos, n_cards - 1)
+    j = at + below(state, n_cards - at)
     card = deck[j]
-    deck[j] = deck[pos]
-    deck[pos] = card
+    deck[j] = deck[at]
+    deck[at] = card
     return card
 
 
