@@ -250,6 +250,22 @@ class GameAnalysis:
         assert policy is not None
         return splitter.value(chart=(policy, two_card_policy))
 
+    def split_play(self, pair: int, up: int, hands: int, values: tuple[int, ...]) -> str:
+        """The play the split strategy makes on a split hand (pair card first) in a spot of ``hands`` hands.
+
+        Splitting again is not asked here: where the rules allow it, split hands always resplit.
+
+        Examples
+        --------
+        >>> from twentyone.variants import builtin_rules
+        >>> GameAnalysis(builtin_rules("classic")).split_play(8, 6, 2, (8, 3))
+        'double'
+        """
+        variant = self.variants(up)[0]
+        if pair not in variant.splits:
+            variant.splits[pair] = PairSplit(self, variant, pair)
+        return variant.splits[pair].decide(self.split_strategy, hands, values)
+
     @staticmethod
     def _follow(table: dict[tuple[int, bool], str], space: StateSpace, state: int, values: dict[str, float]) -> str:
         """The basic-strategy action for a two-card hand, falling back when it is not open."""
