@@ -52,7 +52,7 @@ def test_register_login_and_errors(http: TestClient) -> None:
     assert login.status_code == 200 and login.json()["token"] != ann.token
     assert http.get("/me").status_code == 401
     assert http.get("/me", headers={"Authorization": "Bearer nonsense"}).json()["detail"].startswith("The token")
-    assert http.post("/auth/register", json={"name": "x"}).json()["detail"] == "password: Field required."
+    assert http.post("/auth/register", json={"name": "xyz"}).json()["detail"] == "password: Field required."
 
 
 def test_guest_gets_a_demo_balance_without_a_form(guest: Client) -> None:
@@ -227,27 +227,24 @@ def test_a_hint_ranks_the_legal_actions_of_my_decision(guest: Client, service: G
     assert evs == sorted(evs, reverse=True)
 
 
-def test_a_change_and_its_idempotency_key_commit_together(guest: Client, service: GameService) -> None:
-    """A server that stops after the change but before recording its answer still knows the key."""
+def test_a_change_its_key_and_its_answer_commit_together(guest: Client, service: GameService) -> None:
+    """A server that fails after the commit but before answering sends the first answer on a retry."""
     service.stacked.append(["2S", "6H", "3D", "TC", "2C", "2D", "9S"])
     guest.bet("classic", 500)
     round_id = guest.post("/tables/classic/deal").json()["id"]
-    original = service.db.transaction
-    calls: list[int] = []
+    original = service.events.publish
 
-    def stops_before_answering():  # type: ignore[no-untyped-def]
-        calls.append(1)
-        if len(calls) == 2:  # the hit committed; the answer's write never happens
-            raise RuntimeError("server stopped before answering")
-        return original()
+    def fails_after_commit(table_id, event):  # type: ignore[no-untyped-def]
+        raise RuntimeError("server stopped before answering")
 
-    service.db.transaction = stops_before_answering  # type: ignore[method-assign]
+    service.events.publish = fails_after_commit  # type: ignore[method-assign]
     try:
         with pytest.raises(RuntimeError):
             guest.post(f"/rounds/{round_id}/actions", {"action": "hit"}, key="hit-1")
     finally:
-        service.db.transaction = original  # type: ignore[method-assign]
-    assert len(guest.get(f"/rounds/{round_id}").json()["hands"][0]["cards"]) == 3
+        service.events.publish = original  # type: ignore[method-assign]
+    first = guest.get(f"/rounds/{round_id}").json()
+    assert len(first["hands"][0]["cards"]) == 3
     retry = guest.post(f"/rounds/{round_id}/actions", {"action": "hit"}, key="hit-1")
-    assert retry.status_code == 409 and "already applied" in retry.json()["detail"]
+    assert retry.status_code == 200 and retry.json()["hands"] == first["hands"]  # the first answer, again
     assert len(guest.get(f"/rounds/{round_id}").json()["hands"][0]["cards"]) == 3  # no second hit

@@ -27,6 +27,7 @@ from typing import Any, NamedTuple
 
 from twentyone.core.cards import RANKS
 from twentyone.core.shoe import ShoeComposition
+from twentyone.core.sidebets import SIDE_BETS
 
 PEEK_POLICIES: tuple[str, ...] = ("none", "ace", "ace-ten", "ace-face")
 DEAL_STEPS: tuple[str, ...] = ("hands", "dealer-up", "dealer-hole")
@@ -306,14 +307,8 @@ class Rules:
         return None
 
 
-# Every paytable line each side-bet kind can pay, best first.
-SIDE_BET_LINES: dict[str, tuple[str, ...]] = {
-    "perfect_pairs": ("perfect", "colored", "mixed"),
-    "21+3": ("suited_trips", "straight_flush", "three_of_a_kind", "straight", "flush"),
-    "any_pair": ("suited_pair", "any_pair"),
-    "hot_3": ("seven_seven_seven", "suited_21", "21", "20", "19"),
-    "bust_it": ("bust_8_plus", "bust_7", "bust_6", "bust_5", "bust_4", "bust_3"),
-}
+# Every paytable line each side-bet kind can pay, best first (from the registry in core.sidebets).
+SIDE_BET_LINES: dict[str, tuple[str, ...]] = {kind: spec.lines for kind, spec in SIDE_BETS.items()}
 
 
 def _get(table: Mapping[str, Any], key: str, kind: type | tuple[type, ...], where: str,

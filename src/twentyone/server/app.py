@@ -14,39 +14,69 @@ import json
 import logging
 from collections.abc import AsyncIterator, Callable
 from datetime import datetime
-from pathlib import Path
-from typing import Annotated, Any
+from importlib import resources
+from typing import Annotated, Any, Literal
 
 from fastapi import Depends, FastAPI, Header, Query, Request, WebSocket, WebSocketDisconnect
+from fastapi import Path as PathParam
 from fastapi.exceptions import RequestValidationError
-from fastapi.responses import HTMLResponse, JSONResponse
+from fastapi.responses import HTMLResponse, JSONResponse, Response
 from fastapi.staticfiles import StaticFiles
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, BeforeValidator, Field, StrictBool
 from starlette.concurrency import run_in_threadpool
 
 from twentyone.core.shoe import RandomBits
+from twentyone.server.cluster import AdvisoryOwnership, PostgresBroadcaster, is_postgres
 from twentyone.server.config import Settings
+from twentyone.server.context import Caller, ServiceError
 from twentyone.server.db import Database, migrate
-from twentyone.server.service import Caller, GameService, ServiceError
+from twentyone.server.events import DROPPED_CODE
+from twentyone.server.guards import BodyLimit, RateLimiter, document_errors
+from twentyone.server.service import GameService
+from twentyone.server.tables import table_json
 from twentyone.server.wallet import OperatorWallet
+from twentyone.variants import VARIANTS
 
 log = logging.getLogger("twentyone.server")
+MAX_ID = 2**63 - 1  # ids and page numbers are 64-bit in storage: anything larger is refused with 422
+MAX_AMOUNT = 10**15  # minor units: far beyond any table's limit, well inside 64 bits
+CURRENCY = "^[A-Z]{3}$"
+MAX_BODY = 64 * 1024  # bytes: the largest request any endpoint needs is a table definition
 
 
 # ------------------------------------------------------------------ shapes
+def _json_integer(value: Any) -> Any:
+    """What the schema's ``integer`` means in JSON: 5 or 5.0, never ``false`` (taken as 0) nor ``"5"``."""
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        raise ValueError("Input should be a valid integer")
+    return value
+
+
+def json_int(**bounds: int) -> Any:
+    """An integer field with bounds; the bounds go first so the schema shows them as minimum and maximum."""
+    return Annotated[int, Field(**bounds), BeforeValidator(_json_integer)]  # type: ignore[call-overload]
+
+
 class Credentials(BaseModel):
     name: str = Field(min_length=1, max_length=64)
     password: str = Field(min_length=1, max_length=256)
 
 
+class Registration(BaseModel):
+    """A new player's name and password: the schema states the rules the server enforces."""
+
+    name: str = Field(pattern=r"^[A-Za-z0-9_.-]{3,32}$")
+    password: str = Field(min_length=8, max_length=256)
+
+
 class ChipChoice(BaseModel):
-    chip: int = Field(gt=0)
+    chip: json_int(gt=0, le=MAX_AMOUNT)
 
 
 class BetPlacement(BaseModel):
-    spot: int = Field(default=1, ge=1, le=10)
+    spot: json_int(ge=1, le=10) = 1
     type: str = Field(default="main", max_length=32)
-    chip: int | None = Field(default=None, gt=0)
+    chip: json_int(gt=0, le=MAX_AMOUNT) | None = None
 
 
 class Decision(BaseModel):
@@ -54,35 +84,36 @@ class Decision(BaseModel):
 
 
 class SettingsUpdate(BaseModel):
-    cash_out_visible: bool | None = None
-    sound: bool | None = None
-    hints: bool | None = None
+    cash_out_visible: StrictBool | None = None
+    sound: StrictBool | None = None
+    hints: StrictBool | None = None
 
 
 class LimitsUpdate(BaseModel):
-    daily_loss_limit: int | None = Field(default=None, ge=0)
-    session_minutes: int | None = Field(default=None, ge=1, le=24 * 60)
-    exclude_days: int | None = Field(default=None, ge=1, le=3650)
+    daily_loss_limit: json_int(ge=0, le=MAX_AMOUNT) | None = None
+    session_minutes: json_int(ge=1, le=24 * 60) | None = None
+    exclude_days: json_int(ge=1, le=3650) | None = None
 
 
 class TableCreate(BaseModel):
-    id: str = Field(min_length=3, max_length=32)
+    id: str = Field(pattern=r"^[A-Za-z0-9_.-]{3,32}$")
     name: str = Field(min_length=1, max_length=64)
-    variant: str
-    currency: str
-    chips: list[int]
-    limits: dict[str, list[int]]
-    hands_per_player: int | None = None
-    seats: int | None = None
-    decision_timeout: int | None = Field(default=None, ge=1)
-    betting_window: int | None = Field(default=None, ge=0)
-    theme: str | None = None
+    variant: Literal[VARIANTS]  # type: ignore[valid-type]
+    currency: str = Field(pattern=CURRENCY)
+    chips: list[json_int(gt=0, le=MAX_AMOUNT)] = Field(min_length=1, max_length=20)
+    limits: dict[str, Annotated[list[json_int(gt=0, le=MAX_AMOUNT)], Field(min_length=2, max_length=2)]] = Field(
+        max_length=10)
+    hands_per_player: json_int(ge=1, le=10) | None = None
+    seats: json_int(ge=0, le=100_000) | None = None
+    decision_timeout: json_int(ge=1, le=86_400) | None = None
+    betting_window: json_int(ge=0, le=3_600) | None = None
+    theme: str | None = Field(default=None, max_length=32)
 
 
 class Credit(BaseModel):
-    player: str
-    currency: str = Field(min_length=3, max_length=3)
-    amount: int = Field(gt=0)
+    player: str = Field(max_length=64)
+    currency: str = Field(pattern=CURRENCY)
+    amount: json_int(gt=0, le=MAX_AMOUNT)
 
 
 def caller(request: Request, authorization: Annotated[str | None, Header()] = None) -> Caller:
@@ -93,40 +124,57 @@ def caller(request: Request, authorization: Annotated[str | None, Header()] = No
 
 
 Me = Annotated[Caller, Depends(caller)]
-Key = Annotated[str | None, Header(alias="Idempotency-Key")]
-
-
-WEB = Path(__file__).resolve().parent.parent / "ui" / "web"  # the web table's static files
+Key = Annotated[str | None, Header(alias="Idempotency-Key", max_length=128)]
+RoundId = Annotated[int, PathParam(ge=1, le=MAX_ID)]
+WEB = resources.files("twentyone.ui") / "web"  # the web table's static files, wherever the package is installed
 
 
 def create_app(settings: Settings, operator_wallet: OperatorWallet | None = None,
                clock: Callable[[], datetime] | None = None, rng: RandomBits | None = None,
-               timers: bool = True) -> FastAPI:
-    """The application; migrations run here, timers run while it serves."""
+               timers: bool = True, cluster: bool | None = None) -> FastAPI:
+    """The application; migrations run here, timers run while it serves.
+
+    ``cluster`` (default: on for PostgreSQL) makes the process one of several on
+    the database: timers owned by advisory lock, events bridged by LISTEN/NOTIFY
+    (:mod:`~twentyone.server.cluster`). SQLite is one process: everything is local.
+    """
     migrate(settings.database_url)
     db = Database(settings.database_url)
     kwargs: dict[str, Any] = {}
     if clock is not None:
         kwargs["clock"] = clock
+    if cluster is None:
+        cluster = is_postgres(settings.database_url)
+    if cluster:
+        kwargs["events"] = PostgresBroadcaster(settings.database_url)
+        kwargs["ownership"] = AdvisoryOwnership(settings.database_url)
     service = GameService(db, settings, operator_wallet, rng=rng, **kwargs)
+    if isinstance(service.events, PostgresBroadcaster):
+        service.events.on_tables_changed = service.reload_tables
 
     @contextlib.asynccontextmanager
     async def lifespan(_app: FastAPI) -> AsyncIterator[None]:
+        await run_in_threadpool(service.events.start)
         task = asyncio.create_task(_timers(service)) if timers else None
         yield
         if task is not None:
             task.cancel()
             with contextlib.suppress(asyncio.CancelledError):
                 await task
+        await run_in_threadpool(service.events.stop)
+        service.ownership.close()  # a clean stop hands this process's tables to the others at once
         db.engine.dispose()
 
     app = FastAPI(title="twentyone", version="0.1.0", lifespan=lifespan,
                   description="Blackjack tables, wallet and history. Amounts are integers in minor units.")
     app.state.service = service
+    app.add_middleware(BodyLimit, limit=MAX_BODY)
+    guests = RateLimiter(per_minute=settings.guests_per_minute)
+    document_errors(app)
 
     @app.exception_handler(ServiceError)
     async def service_error(_request: Request, error: ServiceError) -> JSONResponse:
-        return JSONResponse({"detail": error.detail, **error.extra}, status_code=error.status)
+        return JSONResponse({"detail": error.detail, **error.extra}, status_code=error.status, headers=error.headers)
 
     @app.exception_handler(RequestValidationError)
     async def validation_error(_request: Request, error: RequestValidationError) -> JSONResponse:
@@ -139,18 +187,20 @@ def create_app(settings: Settings, operator_wallet: OperatorWallet | None = None
         fingerprint = f"{request.method} {request.url.path} " + hashlib.sha256(
             json.dumps(body, sort_keys=True, default=str).encode()).hexdigest()[:32]
 
-        def run() -> tuple[int, dict[str, Any]]:
-            return status, work()
-
-        code, answer = await run_in_threadpool(service.idempotent, who, key, fingerprint, run)
+        code, answer = await run_in_threadpool(service.idempotent, who, key, fingerprint, status, work)
         return JSONResponse(answer, status_code=code)
 
     # ----------------------------------------------------------- pages
-    app.mount("/static", StaticFiles(directory=WEB), name="static")
+    with resources.as_file(WEB) as web_directory:
+        app.mount("/static", StaticFiles(directory=web_directory), name="static")
 
     @app.get("/", response_class=HTMLResponse, include_in_schema=False)
     async def index() -> str:
         return (WEB / "index.html").read_text("utf-8")
+
+    @app.get("/favicon.ico", include_in_schema=False)
+    async def favicon() -> Response:
+        return Response((WEB / "favicon.svg").read_bytes(), media_type="image/svg+xml")
 
     @app.get("/health")
     async def health() -> dict[str, str]:
@@ -158,7 +208,7 @@ def create_app(settings: Settings, operator_wallet: OperatorWallet | None = None
 
     # ------------------------------------------------------------ auth
     @app.post("/auth/register", status_code=201)
-    def register(body: Credentials) -> dict[str, Any]:
+    def register(body: Registration) -> dict[str, Any]:
         who, token = service.register(body.name, body.password)
         return {"token": token, "player": {"id": who.id, "name": who.name}}
 
@@ -168,7 +218,8 @@ def create_app(settings: Settings, operator_wallet: OperatorWallet | None = None
         return {"token": token, "player": {"id": who.id, "name": who.name}, "returned_bets": returned}
 
     @app.post("/auth/guest", status_code=201)
-    def guest() -> dict[str, Any]:
+    def guest(request: Request) -> dict[str, Any]:
+        guests.check(request.client.host if request.client else "unknown")
         who, token = service.guest()
         return {"token": token, "player": {"id": who.id, "name": who.name, "guest": True}}
 
@@ -188,7 +239,7 @@ def create_app(settings: Settings, operator_wallet: OperatorWallet | None = None
             who, body.daily_loss_limit, body.session_minutes, body.exclude_days)})
 
     @app.get("/me/history")
-    def history(who: Me, page: Annotated[int, Query(ge=1)] = 1,
+    def history(who: Me, page: Annotated[int, Query(ge=1, le=MAX_ID)] = 1,
                 size: Annotated[int, Query(ge=1, le=100)] = 10) -> dict[str, Any]:
         return service.history(who, page, size)
 
@@ -200,7 +251,7 @@ def create_app(settings: Settings, operator_wallet: OperatorWallet | None = None
     @app.get("/tables")
     def tables() -> dict[str, Any]:
         seated = service.seated()
-        return {"tables": [{**table.public(), "players": seated.get(table.id, 0)}
+        return {"tables": [{**table_json(table), "players": seated.get(table.id, 0)}
                            for table in service.tables().values()]}
 
     @app.get("/tables/{table_id}")
@@ -232,24 +283,24 @@ def create_app(settings: Settings, operator_wallet: OperatorWallet | None = None
 
     # ---------------------------------------------------------- rounds
     @app.get("/rounds/{round_id}")
-    def round_view(who: Me, round_id: int) -> dict[str, Any]:
+    def round_view(who: Me, round_id: RoundId) -> dict[str, Any]:
         return service.round_view(who, round_id)
 
     @app.post("/rounds/{round_id}/actions")
-    async def act(who: Me, round_id: int, body: Decision, request: Request, key: Key = None) -> JSONResponse:
+    async def act(who: Me, round_id: RoundId, body: Decision, request: Request, key: Key = None) -> JSONResponse:
         return await once(who, key, request, body.model_dump(), lambda: service.act(who, round_id, body.action))
 
     @app.get("/rounds/{round_id}/hint")
-    def round_hint(who: Me, round_id: int) -> dict[str, Any]:
+    def round_hint(who: Me, round_id: RoundId) -> dict[str, Any]:
         return service.hint(who, round_id)
 
     @app.get("/rounds/{round_id}/replay")
-    def replay(who: Me, round_id: int) -> dict[str, Any]:
+    def replay(who: Me, round_id: RoundId) -> dict[str, Any]:
         return service.replay(who, round_id)
 
     @app.get("/rounds/{round_id}/verify")
-    def verify(who: Me, round_id: int) -> dict[str, Any]:
-        return service.verify(round_id)
+    def verify(who: Me, round_id: RoundId) -> dict[str, Any]:
+        return service.verify(who, round_id)
 
     # ----------------------------------------------------------- admin
     @app.post("/admin/tables", status_code=201)
@@ -258,6 +309,17 @@ def create_app(settings: Settings, operator_wallet: OperatorWallet | None = None
         table_id = spec.pop("id")
         return await once(who, key, request, body.model_dump(),
                           lambda: service.create_table(who, table_id, spec), status=201)
+
+    @app.post("/admin/tables/{table_id}/close-betting")
+    async def close_betting(who: Me, table_id: str, request: Request, key: Key = None) -> JSONResponse:
+        """Close a shared table's betting window now and deal (what the timer does when it runs out)."""
+
+        def work() -> dict[str, Any]:
+            if not who.is_operator:
+                raise ServiceError(403, "Only the operator can do this.")
+            return {"round_id": service.close_betting(table_id)}
+
+        return await once(who, key, request, {}, work)
 
     @app.post("/admin/credit")
     async def credit(who: Me, body: Credit, request: Request, key: Key = None) -> JSONResponse:
@@ -275,32 +337,42 @@ def create_app(settings: Settings, operator_wallet: OperatorWallet | None = None
             who = await run_in_threadpool(service.authenticate, token)
             await run_in_threadpool(service.table, table_id)
         except ServiceError as error:
-            await websocket.close(code=4401 if error.status == 401 else 4404, reason=error.detail)
+            # Accept first: a close before the handshake reaches the client as a bare HTTP 403,
+            # without the code that says why.
+            await websocket.accept()
+            await websocket.close(code=4401 if error.status == 401 else 4404, reason=error.detail[:120])
             return
         await websocket.accept()
         returned = await run_in_threadpool(service.reconnect, who) if who.role != "operator" else []
         await websocket.send_json({"type": "hello", "table_id": table_id, "returned_bets": returned})
-        queue = service.events.subscribe(table_id)
+        subscription = service.events.subscribe(table_id)
 
         async def forward() -> None:
-            while True:
-                await websocket.send_json(await queue.get())
+            while (event := await subscription.next()) is not None:
+                await websocket.send_json(event)
+
+        async def dropped() -> None:  # fires even while a send to a client that does not read is stuck
+            await subscription.wait_dropped()
 
         async def listen() -> None:  # notices a client that left, so the connection closes at once
             while (await websocket.receive())["type"] != "websocket.disconnect":
                 pass
 
-        tasks = {asyncio.create_task(forward()), asyncio.create_task(listen())}
+        tasks = {asyncio.create_task(forward()), asyncio.create_task(listen()), asyncio.create_task(dropped())}
         try:
             _, pending = await asyncio.wait(tasks, return_when=asyncio.FIRST_COMPLETED)
             for task in pending:
                 task.cancel()
+            if subscription.dropped:  # too slow (or events were lost between processes): reconnect and re-read
+                with contextlib.suppress(Exception):
+                    await asyncio.wait_for(websocket.close(code=DROPPED_CODE, reason="Too many unread events: "
+                                                           "reconnect and read the table again."), timeout=2)
         except WebSocketDisconnect:
             pass
         finally:
             for task in tasks:
                 task.cancel()
-            service.events.unsubscribe(table_id, queue)
+            service.events.unsubscribe(table_id, subscription)
 
     return app
 

@@ -20,6 +20,7 @@ from datetime import UTC, datetime, timedelta
 from typing import Protocol
 
 from sqlalchemy import func, select, update
+from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
 from twentyone.server.models import Account, LedgerEntry, WalletCall
@@ -87,11 +88,17 @@ def account(session: Session, owner: str, currency: str, lock: bool = False) -> 
     if lock:
         query = query.with_for_update()
     found = session.scalars(query).first()
-    if found is None:
-        found = Account(owner=owner, currency=currency, version=0)
-        session.add(found)
-        session.flush()
-    return found
+    if found is not None:
+        return found
+    try:  # two first uses at once (the house account on a fresh database): one insert wins, both go on
+        with session.begin_nested():
+            created = Account(owner=owner, currency=currency, version=0)
+            session.add(created)
+        return created
+    except IntegrityError:
+        found = session.scalars(query).first()
+        assert found is not None
+        return found
 
 
 def player_owner(player_id: int) -> str:
@@ -103,6 +110,19 @@ def ledger_balance(session: Session, player_id: int, currency: str) -> int:
     total = session.scalar(select(func.coalesce(func.sum(LedgerEntry.amount), 0)).where(
         LedgerEntry.account_id == owned.id))
     return int(total or 0)
+
+
+def ledger_balances(session: Session, player_ids: list[int], currency: str) -> dict[int, int]:
+    """Several players' balances in one query (settling a round of hundreds of players)."""
+    owners = {player_owner(player_id): player_id for player_id in player_ids}
+    rows = session.execute(
+        select(Account.owner, func.coalesce(func.sum(LedgerEntry.amount), 0))
+        .join(LedgerEntry, LedgerEntry.account_id == Account.id, isouter=True)
+        .where(Account.owner.in_(list(owners)), Account.currency == currency).group_by(Account.owner)).all()
+    balances = dict.fromkeys(player_ids, 0)
+    for owner, total in rows:
+        balances[owners[owner]] = int(total or 0)
+    return balances
 
 
 def lock_player(session: Session, player_id: int, currency: str) -> Account:
@@ -206,3 +226,86 @@ class RemoteWallet:
             call.status = "done"
             sent += 1
         return sent
+
+
+class Wallet(Protocol):
+    """Where players' money lives; the round logic moves money only through this.
+
+    Two implementations: :class:`LedgerWallet` (the built-in double-entry ledger) and
+    :class:`OperatorLedgerWallet` (an operator's wallet, shadowed in the ledger for reports and limits).
+    Every method works inside the caller's transaction.
+    """
+
+    keeps_balances: bool  # False when balances live with an operator (no demo credits, no operator credit)
+
+    def balance(self, session: Session, player_id: int, currency: str) -> int: ...
+    def lock(self, session: Session, player_id: int, currency: str) -> None: ...
+    def stake(self, session: Session, player_id: int, currency: str, amount: int, round_id: int, key: str) -> None: ...
+    def pay(self, session: Session, player_id: int, currency: str, amount: int, kind: str, round_id: int,
+            key: str) -> None: ...
+    def credit(self, session: Session, player_id: int, currency: str, amount: int) -> None: ...
+    def balances_after(self, session: Session, player_ids: list[int], currency: str) -> dict[int, int | None]: ...
+    def deliver(self, session: Session) -> int: ...
+
+
+class LedgerWallet:
+    """The built-in wallet: balances are sums of ledger rows in the game's own database."""
+
+    keeps_balances = True
+
+    def balance(self, session: Session, player_id: int, currency: str) -> int:
+        return ledger_balance(session, player_id, currency)
+
+    def lock(self, session: Session, player_id: int, currency: str) -> None:
+        lock_player(session, player_id, currency)
+
+    def stake(self, session: Session, player_id: int, currency: str, amount: int, round_id: int, key: str) -> None:
+        transfer(session, player_id, currency, -amount, "stake", round_id)
+
+    def pay(self, session: Session, player_id: int, currency: str, amount: int, kind: str, round_id: int,
+            key: str) -> None:
+        transfer(session, player_id, currency, amount, kind, round_id)
+
+    def credit(self, session: Session, player_id: int, currency: str, amount: int) -> None:
+        transfer(session, player_id, currency, amount, "credit", None)
+
+    def balances_after(self, session: Session, player_ids: list[int], currency: str) -> dict[int, int | None]:
+        """Balances once this transaction's transfers count (for the round's record)."""
+        session.flush()
+        return dict(ledger_balances(session, player_ids, currency))
+
+    def deliver(self, session: Session) -> int:
+        return 0
+
+
+class OperatorLedgerWallet(LedgerWallet):
+    """An operator's wallet: debits confirmed before the deal, credits sent from an outbox after commit.
+
+    The ledger still records every stake and payment (reports, loss limits), but balances are the operator's.
+    """
+
+    keeps_balances = False
+
+    def __init__(self, wallet: OperatorWallet) -> None:
+        self.remote = RemoteWallet(wallet)
+
+    def balance(self, session: Session, player_id: int, currency: str) -> int:
+        return self.remote.balance(player_id, currency)
+
+    def stake(self, session: Session, player_id: int, currency: str, amount: int, round_id: int, key: str) -> None:
+        self.remote.debit_now(player_id, currency, amount, key)
+        super().stake(session, player_id, currency, amount, round_id, key)
+
+    def pay(self, session: Session, player_id: int, currency: str, amount: int, kind: str, round_id: int,
+            key: str) -> None:
+        super().pay(session, player_id, currency, amount, kind, round_id, key)
+        RemoteWallet.queue(session, player_id, currency, "credit", amount, key, round_id)
+
+    def credit(self, session: Session, player_id: int, currency: str, amount: int) -> None:
+        raise WalletError("Balances live in the operator's wallet on this server.")
+
+    def balances_after(self, session: Session, player_ids: list[int], currency: str) -> dict[int, int | None]:
+        return dict.fromkeys(player_ids)  # the operator's wallet knows; the game does not ask per round
+
+    def deliver(self, session: Session) -> int:
+        return self.remote.deliver(session)

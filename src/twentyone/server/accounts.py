@@ -1,0 +1,200 @@
+"""Players: sign-up, sign-in and tokens, settings, and the responsible-gaming limits checked before a stake."""
+
+from __future__ import annotations
+
+import hashlib
+import re
+import secrets
+import threading
+from collections import OrderedDict
+from collections.abc import Callable
+from datetime import datetime, timedelta
+from typing import Any
+
+from argon2 import PasswordHasher
+from argon2.exceptions import InvalidHashError, VerificationError
+from sqlalchemy import select
+from sqlalchemy.orm import Session
+
+from twentyone.server.config import Settings
+from twentyone.server.context import Caller, ServiceError, aware
+from twentyone.server.models import Player, Slip, Token
+from twentyone.server.store import Store
+from twentyone.server.wallet import Wallet, net_loss_since
+
+NAME = re.compile(r"^[A-Za-z0-9_.-]{3,32}$")
+CURRENCIES = ("USD", "GBP", "EUR")
+SETTINGS_DEFAULTS = {"cash_out_visible": True, "sound": True, "hints": False}
+TOKEN_CACHE = 10_000  # signed-in callers kept in memory, so a request needs no query to know who it is
+
+
+def token_hash(token: str) -> str:
+    return hashlib.sha256(token.encode()).hexdigest()
+
+
+class Accounts:
+    def __init__(self, store: Store, settings: Settings, wallet: Wallet, clock: Callable[[], datetime]) -> None:
+        self.store = store
+        self.settings = settings
+        self.wallet = wallet
+        self.clock = clock
+        self.hasher = PasswordHasher()
+        self._callers: OrderedDict[str, Caller] = OrderedDict()
+        self._callers_lock = threading.Lock()
+
+    # ------------------------------------------------------------ sign-in
+    def register(self, name: str, password: str) -> tuple[Caller, str]:
+        if not NAME.match(name):
+            raise ServiceError(422, "A name is 3 to 32 letters, digits, dots, dashes or underscores.")
+        if len(password) < 8:
+            raise ServiceError(422, "A password needs at least 8 characters.")
+        password_hash = self.hasher.hash(password)  # slow on purpose: done before the transaction
+        with self.store.write() as session:
+            if session.scalars(select(Player).where(Player.name == name)).first() is not None:
+                raise ServiceError(409, f"The name {name!r} is taken.")
+            player = self._new_player(session, name, password_hash, guest=False)
+            return Caller(player.id, player.name, player.role), self._issue_token(session, player)
+
+    def guest(self) -> tuple[Caller, str]:
+        if not self.settings.demo:
+            raise ServiceError(403, "Guest play is off on this server: register or sign in.")
+        with self.store.write() as session:
+            player = self._new_player(session, f"guest-{secrets.token_hex(4)}", None, guest=True)
+            return Caller(player.id, player.name, player.role, True), self._issue_token(session, player)
+
+    def _new_player(self, session: Session, name: str, password_hash: str | None, guest: bool) -> Player:
+        player = Player(name=name, password_hash=password_hash, role="player", guest=guest,
+                        settings=dict(SETTINGS_DEFAULTS), limits={}, created_at=self.clock())
+        session.add(player)
+        session.flush()
+        if self.settings.demo and self.wallet.keeps_balances:
+            for currency in CURRENCIES:
+                self.wallet.credit(session, player.id, currency, self.settings.demo_balance)
+        return player
+
+    def _issue_token(self, session: Session, player: Player) -> str:
+        token = secrets.token_urlsafe(32)
+        session.add(Token(token_hash=token_hash(token), player_id=player.id, created_at=self.clock()))
+        player.session_started_at = self.clock()
+        return token
+
+    def login(self, name: str, password: str) -> tuple[Caller, str, list[dict[str, Any]]]:
+        with self.store.read() as session:
+            player = session.scalars(select(Player).where(Player.name == name)).first()
+            stored_hash = player.password_hash if player is not None else None
+        try:
+            if player is None or stored_hash is None:
+                raise VerificationError()
+            self.hasher.verify(stored_hash, password)
+        except (VerificationError, InvalidHashError):
+            raise ServiceError(401, "The name or password is wrong.") from None
+        check_exclusion(player.limits, self.clock())
+        with self.store.write() as session:
+            row = session.get(Player, player.id)
+            assert row is not None
+            token = self._issue_token(session, row)
+            returned = return_undealt_bets(session, row.id)
+            return Caller(row.id, row.name, row.role, row.guest), token, returned
+
+    def authenticate(self, token: str | None) -> Caller:
+        if not token:
+            raise ServiceError(401, "Sign in first: send the bearer token from /auth/login or /auth/guest.")
+        if not token.isascii():
+            raise ServiceError(401, "The token is not valid: sign in again.")
+        if secrets.compare_digest(token, self.settings.operator_token):
+            return Caller(0, "operator", "operator")
+        digest = token_hash(token)
+        with self._callers_lock:
+            known = self._callers.get(digest)
+        if known is not None:
+            return known
+        with self.store.read() as session:
+            row = session.get(Token, digest)
+            if row is None:
+                raise ServiceError(401, "The token is not valid: sign in again.")
+            player = session.get(Player, row.player_id)
+            assert player is not None
+            caller = Caller(player.id, player.name, player.role, player.guest)
+        with self._callers_lock:
+            self._callers[digest] = caller
+            while len(self._callers) > TOKEN_CACHE:
+                self._callers.popitem(last=False)
+        return caller
+
+    def reconnect(self, caller: Caller) -> list[dict[str, Any]]:
+        """A player is back (a new connection): bets placed but never dealt are returned."""
+        with self.store.read() as session:
+            if not any(slip.bets for slip in session.scalars(select(Slip).where(Slip.player_id == caller.id))):
+                return []
+        with self.store.write() as session:
+            return return_undealt_bets(session, caller.id)
+
+    # ---------------------------------------------------- settings, limits
+    def profile(self, caller: Caller) -> dict[str, Any]:
+        with self.store.read() as session:
+            player = session.get(Player, caller.id)
+            if player is None:
+                raise ServiceError(404, "The operator has no player profile.")
+            balances = {currency: self.wallet.balance(session, player.id, currency) for currency in CURRENCIES}
+            return {"id": player.id, "name": player.name, "guest": player.guest, "role": player.role,
+                    "settings": {**SETTINGS_DEFAULTS, **player.settings}, "limits": player.limits,
+                    "balances": balances}
+
+    def update_settings(self, caller: Caller, changes: dict[str, bool]) -> dict[str, Any]:
+        with self.store.write() as session:
+            player = self._player(session, caller)
+            player.settings = {**SETTINGS_DEFAULTS, **player.settings, **changes}
+            return self.store.answer(session, {"settings": dict(player.settings)})
+
+    def update_limits(self, caller: Caller, daily_loss_limit: int | None, session_minutes: int | None,
+                      exclude_days: int | None) -> dict[str, Any]:
+        with self.store.write() as session:
+            player = self._player(session, caller)
+            limits = dict(player.limits)
+            if daily_loss_limit is not None:
+                limits["daily_loss_limit"] = daily_loss_limit
+            if session_minutes is not None:
+                limits["session_minutes"] = session_minutes
+            if exclude_days is not None:
+                limits["excluded_until"] = (self.clock() + timedelta(days=exclude_days)).isoformat()
+            player.limits = limits
+            return self.store.answer(session, {"limits": limits})
+
+    @staticmethod
+    def _player(session: Session, caller: Caller) -> Player:
+        player = session.get(Player, caller.id)
+        if player is None:
+            raise ServiceError(404, "The operator has no player profile.")
+        return player
+
+    def check_limits(self, session: Session, player: Player, currency: str, stake: int) -> None:
+        """Refuse a stake that self-exclusion, the session time limit or the daily loss limit forbids."""
+        now = self.clock()
+        check_exclusion(player.limits, now)
+        minutes = player.limits.get("session_minutes")
+        started = aware(player.session_started_at)
+        if minutes and started and now - started > timedelta(minutes=minutes):
+            raise ServiceError(403, f"Your session time limit of {minutes} minutes is reached.")
+        limit = player.limits.get("daily_loss_limit")
+        if limit is not None:
+            day_start = now.replace(hour=0, minute=0, second=0, microsecond=0)
+            lost = net_loss_since(session, player.id, currency, day_start)
+            if lost + stake > limit:
+                raise ServiceError(403, f"This bet could take today's losses past your daily limit of {limit}.",
+                                   amounts={"limit": limit, "lost": lost, "stake": stake}, currency=currency)
+
+
+def check_exclusion(limits: dict[str, Any], now: datetime) -> None:
+    until = limits.get("excluded_until")
+    if until and datetime.fromisoformat(until) > now:
+        raise ServiceError(403, f"You have excluded yourself from play until {until[:16]} UTC.")
+
+
+def return_undealt_bets(session: Session, player_id: int) -> list[dict[str, Any]]:
+    """Clear every bet slip of the player's that was never dealt, and say what was returned."""
+    returned = []
+    for slip in session.scalars(select(Slip).where(Slip.player_id == player_id)).all():
+        if slip.bets:
+            returned.append({"table_id": slip.table_id, "bets": slip.bets, "total": sum(slip.bets.values())})
+            slip.bets, slip.history = {}, []
+    return returned

@@ -1,0 +1,138 @@
+"""What stands between the network and the game: a body-size limit, a rate limit, and a schema that tells the truth.
+
+The OpenAPI schema is what test labs and client generators read, so it must
+describe the server as it answers: every error is ``{"detail": "..."}`` (400,
+401, 403, 404, 409, 413, 422, 429, 503), and a request that changes state
+requires an ``Idempotency-Key``.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections import deque
+from typing import Any
+
+from fastapi import FastAPI
+from fastapi.openapi.utils import get_openapi
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
+
+from twentyone.server.context import ServiceError
+
+ERROR_STATUSES = {
+    "400": "A header is missing or malformed (the Idempotency-Key).",
+    "401": "No valid bearer token.",
+    "403": "Not allowed for this caller (operator only, limits, self-exclusion).",
+    "404": "No such table, round or control for this caller.",
+    "409": "Refused in the game's present state; the detail says why.",
+    "413": "The request body is too large.",
+    "422": "A field is missing or has a wrong value.",
+    "429": "Too many requests of this kind from this address.",
+    "503": "The game is busy and changed nothing; retry after Retry-After seconds.",
+}
+
+
+class BodyLimit:
+    """Refuse (413) a request body larger than ``limit`` bytes, before the application reads it."""
+
+    def __init__(self, app: ASGIApp, limit: int) -> None:
+        self.app = app
+        self.limit = limit
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        declared = dict(scope.get("headers") or []).get(b"content-length")
+        if declared is not None and (not declared.isdigit() or int(declared) > self.limit):
+            await _too_large(send, self.limit)
+            return
+        seen = 0
+        refused = False
+
+        async def counted() -> Message:
+            nonlocal seen, refused
+            message = await receive()
+            if message["type"] == "http.request":
+                seen += len(message.get("body", b""))
+                if seen > self.limit:
+                    refused = True
+                    raise _TooLarge()
+            return message
+
+        try:
+            await self.app(scope, counted, send)
+        except _TooLarge:
+            if refused:
+                await _too_large(send, self.limit)
+
+
+class _TooLarge(Exception):
+    pass
+
+
+async def _too_large(send: Send, limit: int) -> None:
+    body = f'{{"detail": "The request body is larger than {limit} bytes."}}'.encode()
+    await send({"type": "http.response.start", "status": 413,
+                "headers": [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode())]})
+    await send({"type": "http.response.body", "body": body})
+
+
+class RateLimiter:
+    """At most ``per_minute`` events per key (a client address) in any sliding minute; past it, 429.
+
+    >>> limiter = RateLimiter(per_minute=2)
+    >>> limiter.check("1.2.3.4"); limiter.check("1.2.3.4")
+    >>> limiter.check("1.2.3.4")
+    Traceback (most recent call last):
+    ...
+    twentyone.server.context.ServiceError: Too many new guests from this address: try again in a minute.
+    """
+
+    def __init__(self, per_minute: int, clock: Any = time.monotonic) -> None:
+        self.per_minute = per_minute
+        self.clock = clock
+        self._events: dict[str, deque[float]] = {}
+        self._lock = threading.Lock()
+
+    def check(self, key: str) -> None:
+        now = self.clock()
+        with self._lock:
+            if len(self._events) > 100_000:  # forget idle addresses rather than grow without bound
+                self._events = {k: v for k, v in self._events.items() if v and now - v[-1] < 60}
+            events = self._events.setdefault(key, deque())
+            while events and now - events[0] >= 60:
+                events.popleft()
+            if len(events) >= self.per_minute:
+                raise ServiceError(429, "Too many new guests from this address: try again in a minute.",
+                                   {"Retry-After": "60"})
+            events.append(now)
+
+
+def document_errors(app: FastAPI) -> None:
+    """Make ``/openapi.json`` describe the errors the server really sends, and the required key header."""
+
+    def schema() -> dict[str, Any]:
+        if app.openapi_schema:
+            return app.openapi_schema
+        spec = get_openapi(title=app.title, version=app.version, description=app.description, routes=app.routes)
+        components = spec.setdefault("components", {}).setdefault("schemas", {})
+        components["Error"] = {"type": "object", "required": ["detail"], "additionalProperties": True,
+                               "properties": {"detail": {"type": "string"}}}
+        components.pop("HTTPValidationError", None)
+        components.pop("ValidationError", None)
+        error = {"content": {"application/json": {"schema": {"$ref": "#/components/schemas/Error"}}}}
+        for path_item in spec.get("paths", {}).values():
+            for operation in path_item.values():
+                responses = operation.setdefault("responses", {})
+                for status, description in ERROR_STATUSES.items():
+                    responses[status] = {"description": description, **error}
+                for parameter in operation.get("parameters", []):
+                    if parameter.get("name") == "Idempotency-Key":
+                        parameter["required"] = True
+                        parameter["schema"] = {"type": "string", "minLength": 1, "maxLength": 128,
+                                               "pattern": "^[\\x21-\\x7e]+$"}
+        app.openapi_schema = spec
+        return spec
+
+    app.openapi = schema  # type: ignore[method-assign]

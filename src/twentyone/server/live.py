@@ -1,0 +1,91 @@
+"""Live rounds in memory: each process keeps the engines of the rounds it serves; the database is the log.
+
+An engine is rebuilt from its record (rules, shoe order, bets, actions) only when
+the process does not hold it: after a restart, or when another process moved the
+round on (its ``version`` no longer matches). Every change to a round happens
+under that round's lock, and an engine whose transaction did not commit is
+dropped, so memory never runs ahead of the log.
+
+Several processes: a decision takes the round's row lock (``SELECT ... FOR
+UPDATE``), which returns the row as last committed by any process; every
+decision adds one to ``version`` in the same transaction as its log entry. So
+an engine kept at the row's version has applied exactly the logged actions, and
+one kept at an older version (another process decided since) is rebuilt. The
+in-process lock only orders this process's threads; the row lock orders processes.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections import OrderedDict
+from collections.abc import Iterator
+from contextlib import contextmanager
+
+from sqlalchemy import select
+from sqlalchemy.orm import Session
+
+from twentyone.core.round import Round as Engine
+from twentyone.core.shoe import Shoe
+from twentyone.server.models import Round, RoundSeat
+from twentyone.server.models import Shoe as ShoeRow
+from twentyone.server.tables import hand_bets_of
+from twentyone.variants import builtin_rules
+
+KEPT = 20_000  # engines kept at most; the least recently used are rebuilt from the log when needed again
+STRIPES = 1024  # round locks: a fixed set, so settled rounds leave nothing behind
+
+
+class LiveRounds:
+    def __init__(self) -> None:
+        self._engines: OrderedDict[int, tuple[int, Engine]] = OrderedDict()
+        self._locks = [threading.RLock() for _ in range(STRIPES)]
+        self._guard = threading.Lock()
+
+    @contextmanager
+    def locked(self, round_id: int) -> Iterator[None]:
+        """Hold the round: one change (or read of its engine) at a time in this process."""
+        with self._locks[round_id % STRIPES]:
+            yield
+
+    def engine(self, session: Session, round_row: Round) -> Engine:
+        """The round's engine as of ``round_row.version``: the one in memory, or rebuilt from the log."""
+        with self._guard:
+            kept = self._engines.get(round_row.id)
+            if kept is not None and kept[0] == round_row.version:
+                self._engines.move_to_end(round_row.id)
+                return kept[1]
+        engine = rebuild(session, round_row)
+        self.keep(round_row.id, round_row.version, engine)
+        return engine
+
+    def keep(self, round_id: int, version: int, engine: Engine) -> None:
+        with self._guard:
+            kept = self._engines.get(round_id)
+            if kept is not None and kept[0] > version:
+                return  # a read of an older snapshot must not replace the newer engine a decision left
+            self._engines[round_id] = (version, engine)
+            self._engines.move_to_end(round_id)
+            while len(self._engines) > KEPT:
+                self._engines.popitem(last=False)
+
+    def forget(self, round_id: int) -> None:
+        """Drop an engine whose change did not commit, or a round that is over."""
+        with self._guard:
+            self._engines.pop(round_id, None)
+
+
+def rebuild(session: Session, round_row: Round) -> Engine:
+    """Replay a round from its record: the bets, the shoe from its first card, the actions in order."""
+    shoe = session.get(ShoeRow, round_row.shoe_id)
+    assert shoe is not None
+    engine = Engine(builtin_rules(round_row.variant), Shoe.stacked(shoe.cards.split()[round_row.shoe_start:]))
+    seats = session.scalars(select(RoundSeat).where(RoundSeat.round_id == round_row.id)
+                            .order_by(RoundSeat.position)).all()
+    for seat in seats:
+        engine.place_bets(str(seat.player_id), hand_bets_of(seat.bets))
+    if round_row.status == "betting" or not seats:
+        return engine
+    engine.deal()
+    for entry in round_row.actions:
+        engine.act(entry["action"], str(entry["player"]))
+    return engine

@@ -1,0 +1,431 @@
+"""The round lifecycle: deal (private tables), join and close betting (shared tables), decisions, settlement.
+
+Each change is one short transaction under the round's lock: the decision is
+applied to the live engine, appended to the round's log and its money moved,
+all committed together; if anything fails before the commit the engine is
+dropped and rebuilt from the log next time. A fault of the game itself (the
+engine or a card reader failing) voids the round and refunds every stake;
+storage trouble never does (it is :class:`~twentyone.server.context.Busy`).
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+from datetime import datetime, timedelta
+from typing import Any
+
+from sqlalchemy import select
+from sqlalchemy.exc import IntegrityError
+from sqlalchemy.orm import Session
+
+from twentyone.core.operations import OFFER_ANSWERS, Action, DecisionKind
+from twentyone.core.round import IllegalActionError, Phase
+from twentyone.core.round import Round as Engine
+from twentyone.core.shoe import needs_shuffle
+from twentyone.server.accounts import Accounts
+from twentyone.server.config import TableSpec
+from twentyone.server.context import Caller, ServiceError, aware
+from twentyone.server.events import Broadcaster
+from twentyone.server.live import LiveRounds, rebuild
+from twentyone.server.models import Player, Round, RoundSeat, Slip
+from twentyone.server.models import Shoe as ShoeRow
+from twentyone.server.store import AlreadyApplied, Store
+from twentyone.server.tables import (
+    Shoes,
+    TableRegistry,
+    bets_total,
+    hand_bet_json,
+    ready_bets,
+    slip_row,
+    take_bets,
+)
+from twentyone.server.views import round_json, seat_of
+from twentyone.server.wallet import Wallet, WalletError
+
+log = logging.getLogger("twentyone.server")
+OPEN = ("betting", "playing")
+
+
+class Malfunction(Exception):
+    """The game itself failed (not storage): the round is voided and its stakes refunded."""
+
+
+def current_round(session: Session, table: TableSpec, player_id: int) -> Round | None:
+    """The round at ``table`` the player sees now: the shared table's open round, or the player's own."""
+    query = select(Round).where(Round.table_id == table.id, Round.status.in_(OPEN))
+    if not table.shared:
+        query = query.join(RoundSeat, RoundSeat.round_id == Round.id).where(RoundSeat.player_id == player_id)
+    return session.scalars(query.order_by(Round.id.desc())).first()
+
+
+class Rounds:
+    def __init__(self, store: Store, tables: TableRegistry, shoes: Shoes, wallet: Wallet, accounts: Accounts,
+                 live: LiveRounds, events: Broadcaster, clock: Callable[[], datetime]) -> None:
+        self.store = store
+        self.tables = tables
+        self.shoes = shoes
+        self.wallet = wallet
+        self.accounts = accounts
+        self.live = live
+        self.events = events
+        self.clock = clock
+        self.fault: Callable[[str], None] = lambda stage: None  # tests inject malfunctions here
+        self.deliver_outbox: Callable[[], int] = self.deliver  # after each commit that may owe the operator
+
+    # ------------------------------------------------------------ private
+    def deal(self, caller: Caller, table_id: str) -> dict[str, Any]:
+        """DEAL: a private table deals at once; a shared one takes the bets into the round being formed."""
+        table = self.tables.get(table_id)
+        if table.shared:
+            return self._join_shared(caller, table)
+        round_id = None
+        try:
+            with self.store.write() as session:
+                player = _player(session, caller)
+                if current_round(session, table, caller.id) is not None:
+                    raise ServiceError(409, "Finish the round in play before dealing another.")
+                self.wallet.lock(session, caller.id, table.currency)
+                slip = slip_row(session, caller.id, table, self.clock)
+                balance, state, hand_bets = ready_bets(session, slip, table, self.wallet, caller.id)
+                self.accounts.check_limits(session, player, table.currency, state.total)
+                if state.total > balance:
+                    raise ServiceError(409, f"The balance of {balance} does not cover bets of {state.total}.",
+                                       amounts={"balance": balance, "bets": state.total}, currency=table.currency)
+                shoe = self.shoes.prepared(session, table, caller.id)
+                round_row = Round(table_id=table.id, variant=table.variant, status="playing", shoe_id=shoe.id,
+                                  shoe_start=shoe.position, actions=[], version=0, created_at=self.clock(),
+                                  decision_since=self.clock())
+                session.add(round_row)
+                session.flush()
+                round_id = round_row.id
+                seat = RoundSeat(round_id=round_row.id, player_id=caller.id, position=1,
+                                 bets=[hand_bet_json(b) for b in hand_bets], confirmed=True, staked=0, returned=0,
+                                 balance_before=balance)
+                session.add(seat)
+                self._stake(session, table, round_row, seat, state.total)
+                take_bets(slip)
+                session.flush()
+                engine = self._deal_engine(session, round_row)
+                self._after_change(session, round_row, engine, table)
+                body = self.store.answer(session, round_json(session, round_row, table, caller.id, engine))
+            self._remember(round_row, engine)
+        except (ServiceError, AlreadyApplied, IntegrityError):
+            raise
+        except WalletError as error:
+            raise ServiceError(error.status, error.detail) from None
+        except Exception as error:  # the game failed before anything committed: nothing was staked
+            if round_id is None:
+                raise
+            log.exception("round %s malfunctioned during the deal", round_id)
+            raise ServiceError(500, f"The round could not be dealt and nothing was staked ({error}).") from None
+        self.deliver_outbox()
+        self.events.publish(table.id, {"type": "round", "round_id": body["id"], "status": body["status"]})
+        return body
+
+    def _deal_engine(self, session: Session, round_row: Round) -> Engine:
+        self.fault("deal")
+        try:
+            return rebuild(session, round_row)
+        except Exception as error:
+            raise Malfunction(str(error)) from error
+
+    # ------------------------------------------------------------- shared
+    def _join_shared(self, caller: Caller, table: TableSpec) -> dict[str, Any]:
+        with self.store.write() as session:
+            player = _player(session, caller)
+            round_row = session.scalars(select(Round).where(Round.table_id == table.id, Round.status == "betting")
+                                        .with_for_update()).first()
+            if round_row is None:
+                if session.scalars(select(Round.id).where(Round.table_id == table.id,
+                                                          Round.status == "playing")).first() is not None:
+                    raise ServiceError(409, "A round is in play at this table: bet on the next one when it ends.")
+                shoe = self.shoes.prepared(session, table, caller.id)
+                round_row = Round(table_id=table.id, variant=table.variant, status="betting", shoe_id=shoe.id,
+                                  shoe_start=shoe.position, actions=[], version=0, created_at=self.clock(),
+                                  betting_closes_at=self.clock() + timedelta(seconds=table.betting_window))
+                session.add(round_row)
+                session.flush()
+            if seat_of(session, round_row.id, caller.id) is not None:
+                raise ServiceError(409, "Your bets are already in this round.")
+            taken = session.scalars(select(RoundSeat.position).where(RoundSeat.round_id == round_row.id)).all()
+            if table.seats and len(taken) >= table.seats:
+                raise ServiceError(409, f"The table is full: {table.seats} players at most.")
+            slip = slip_row(session, caller.id, table, self.clock)
+            _, state, hand_bets = ready_bets(session, slip, table, self.wallet, caller.id)
+            self.accounts.check_limits(session, player, table.currency, state.total)
+            session.add(RoundSeat(round_id=round_row.id, player_id=caller.id, position=max(taken, default=0) + 1,
+                                  bets=[hand_bet_json(b) for b in hand_bets], confirmed=True, staked=0, returned=0))
+            take_bets(slip)
+            session.flush()
+            round_id = round_row.id
+            body = self.store.answer(session, round_json(session, round_row, table, caller.id, None))
+        self.events.publish(table.id, {"type": "bets", "round_id": round_id, "player_id": caller.id})
+        if table.betting_window <= 0:
+            self.close_betting(table.id)
+            return self.view_of(caller, round_id)
+        return body
+
+    def view_of(self, caller: Caller, round_id: int) -> dict[str, Any]:
+        with self.store.read() as session:
+            round_row = session.get(Round, round_id)
+            assert round_row is not None
+            engine = None
+            if round_row.status != "betting":
+                with self.live.locked(round_id):
+                    engine = self.live.engine(session, round_row)
+            return round_json(session, round_row, self.tables.get(round_row.table_id), caller.id, engine)
+
+    def close_betting(self, table_id: str, due: datetime | None = None) -> int | None:
+        """The betting window closed: debit every seat, deal, and return undealt bets at the table.
+
+        ``due``: the timer's moment; a round whose window closes later (a new round formed since
+        the timer judged the table due) is left to its own window.
+        """
+        table = self.tables.get(table_id)
+        round_id = None
+        returned: list[tuple[int, int]] = []
+        try:
+            with self.store.write() as session:
+                round_row = session.scalars(select(Round).where(Round.table_id == table.id, Round.status == "betting")
+                                            .with_for_update()).first()
+                if round_row is None:
+                    return None
+                closes = aware(round_row.betting_closes_at)
+                if due is not None and closes is not None and closes > due:
+                    return None
+                round_id = round_row.id
+                for seat in session.scalars(select(RoundSeat).where(RoundSeat.round_id == round_row.id)
+                                            .order_by(RoundSeat.position)).all():
+                    self.wallet.lock(session, seat.player_id, table.currency)
+                    total = bets_total(seat.bets)
+                    balance = self.wallet.balance(session, seat.player_id, table.currency)
+                    if total > balance:  # spent elsewhere since: the seat sits this round out
+                        session.delete(seat)
+                        returned.append((seat.player_id, 0))
+                        continue
+                    seat.balance_before = balance
+                    self._stake(session, table, round_row, seat, total)
+                session.flush()
+                for slip in session.scalars(select(Slip).where(Slip.table_id == table.id)).all():
+                    if slip.bets:  # bets placed but never confirmed with DEAL are returned
+                        returned.append((slip.player_id, sum(slip.bets.values())))
+                        slip.bets, slip.history = {}, []
+                if session.scalars(select(RoundSeat.id).where(RoundSeat.round_id == round_row.id)).first() is None:
+                    round_row.status = "void"
+                    round_row.void_reason = "no seat could cover its bets"
+                    return round_id
+                round_row.status = "playing"
+                round_row.decision_since = self.clock()
+                engine = self._deal_engine(session, round_row)
+                self._after_change(session, round_row, engine, table)
+            self._remember(round_row, engine)
+        except (ServiceError, AlreadyApplied, IntegrityError):
+            raise
+        except Exception as error:
+            if round_id is None:
+                raise
+            log.exception("round %s malfunctioned during the deal", round_id)
+            self.void(round_id, f"malfunction during the deal: {error}")
+        for player_id, total in returned:
+            self.events.publish(table.id, {"type": "bets-returned", "player_id": player_id, "total": total,
+                                           "reason": "Your bets were not in the round when betting closed: "
+                                                     "press DEAL to join the next one." if total else
+                                                     "Your balance no longer covered your bets."})
+        self.events.publish(table.id, {"type": "round", "round_id": round_id})
+        return round_id
+
+    # ---------------------------------------------------------- decisions
+    def act(self, caller: Caller, round_id: int, action: str, source: str = "player",
+            player: str | None = None, expected_version: int | None = None) -> dict[str, Any]:
+        """Take a decision; an illegal or out-of-turn one is answered 409 with the legal actions.
+
+        ``player`` (the timer's use) names whose decision the operator takes. ``expected_version``:
+        the timer's auto decision applies only to the round as it judged it timed out; if a decision
+        (in any process) moved the round on since, it is refused.
+        """
+        with self.live.locked(round_id):
+            try:
+                with self.store.write() as session:
+                    round_row = session.scalars(select(Round).where(Round.id == round_id).with_for_update()).first()
+                    if round_row is None or (not caller.is_operator and seat_of(session, round_id, caller.id) is None):
+                        raise ServiceError(404, f"There is no round {round_id} of yours.")
+                    table = self.tables.get(round_row.table_id)
+                    if round_row.status != "playing":
+                        raise ServiceError(409, f"Round {round_id} is {round_row.status}: no decision is pending.",
+                                           legal_actions=[])
+                    if expected_version is not None and round_row.version != expected_version:
+                        raise ServiceError(409, f"Round {round_id} moved on: its timer starts again.",
+                                           legal_actions=[])
+                    engine = self.live.engine(session, round_row)
+                    # The operator (the timer) acts for whoever is awaited; a player only for themselves,
+                    # in turn, or at once in a common-draw game where every player decides independently.
+                    who = player if player is not None else (None if caller.is_operator else str(caller.id))
+                    decision = engine.decision(who)
+                    if decision is None:
+                        raise ServiceError(409, "It is not your turn." if who is not None else
+                                           "No decision is pending.", legal_actions=[])
+                    legal = [str(a) for a in engine.legal_actions(decision.player)]
+                    try:
+                        engine.verify(action, decision.player)
+                    except IllegalActionError as error:
+                        raise ServiceError(409, str(error), legal_actions=legal) from None
+                    cost = engine.cost_of(action, decision.player)
+                    seat = seat_of(session, round_id, int(decision.player))
+                    assert seat is not None
+                    if cost:
+                        self.wallet.lock(session, seat.player_id, table.currency)
+                        balance = self.wallet.balance(session, seat.player_id, table.currency)
+                        if cost > balance:
+                            raise ServiceError(409, f"{action} needs {cost} more and the balance is {balance}.",
+                                               legal_actions=legal, amounts={"cost": cost, "balance": balance},
+                                               currency=table.currency)
+                        self._stake(session, table, round_row, seat, cost)
+                    self.fault("act")
+                    try:
+                        engine.act(action, decision.player)
+                    except Exception as error:
+                        raise Malfunction(str(error)) from error
+                    round_row.actions = [*round_row.actions, {"player": int(decision.player), "action": str(action),
+                                                              "source": source}]
+                    round_row.decision_since = self.clock()
+                    round_row.version += 1
+                    self._after_change(session, round_row, engine, table)
+                    body = self.store.answer(session, round_json(session, round_row, table, caller.id, engine))
+                self._remember(round_row, engine)
+            except BaseException as error:
+                self.live.forget(round_id)
+                if isinstance(error, ServiceError | AlreadyApplied | IntegrityError):
+                    raise
+                if isinstance(error, WalletError):
+                    raise ServiceError(error.status, error.detail) from None
+                if not isinstance(error, Exception):
+                    raise
+                log.exception("round %s malfunctioned", round_id)
+                self.void(round_id, f"malfunction: {error}")
+                return self.view_of(caller, round_id)
+        self.deliver_outbox()
+        if not engine.rules.deal.common_draw or body["status"] != "playing":
+            # In a common draw nobody waits for anybody, so one player's decision is news to no one else;
+            # a table of hundreds hears only that the round settled.
+            self.events.publish(table.id, {"type": "round", "round_id": round_id, "status": body["status"]})
+        return body
+
+    def auto_decide(self, round_id: int, version: int | None = None) -> int:
+        """Stand for the waiting hand (decline an offer) after the timeout: the sheets' auto decision.
+
+        In a common-draw game the time-out is the round's, so every player still deciding is stood;
+        elsewhere it is the waiting player's alone, and the next player's clock starts afresh.
+        ``version``: the round's version when the timeout was judged; a round moved on since (a
+        decision here or in another process) is not timed out.
+        """
+        timer = Caller(0, "timer", "operator")
+        decided = 0
+        for _ in range(10_000):  # bounded: a round has far fewer decisions than this
+            with self.store.read() as session:
+                round_row = session.get(Round, round_id)
+                if round_row is None or round_row.status != "playing":
+                    return decided
+                expected = version if version is not None and not decided else round_row.version
+                with self.live.locked(round_id):
+                    engine = self.live.engine(session, round_row)
+                    decision = engine.decision()
+                    independent = engine.rules.deal.common_draw
+            if decision is None:
+                return decided
+            action = Action.STAND if decision.kind == DecisionKind.PLAY else OFFER_ANSWERS[decision.kind][1]
+            try:
+                self.act(timer, round_id, str(action), source="timeout", player=decision.player,
+                         expected_version=expected)
+            except ServiceError:
+                return decided
+            decided += 1
+            if not independent:
+                return decided
+        return decided
+
+    # --------------------------------------------------------- settlement
+    def _remember(self, round_row: Round, engine: Engine) -> None:
+        if round_row.status == "playing":
+            self.live.keep(round_row.id, round_row.version, engine)
+        else:
+            self.live.forget(round_row.id)
+
+    def _stake(self, session: Session, table: TableSpec, round_row: Round, seat: RoundSeat, amount: int) -> None:
+        if amount <= 0:
+            return
+        self.wallet.stake(session, seat.player_id, table.currency, amount, round_row.id,
+                          f"{round_row.id}-{seat.player_id}-{seat.staked}")
+        seat.staked += amount
+
+    def _after_change(self, session: Session, round_row: Round, engine: Engine, table: TableSpec) -> None:
+        if engine.phase is Phase.SETTLED:
+            self._settle(session, round_row, engine, table)
+
+    def _settle(self, session: Session, round_row: Round, engine: Engine, table: TableSpec) -> None:
+        """Pay every seat and close the round, in the same transaction as the last decision."""
+        returned: dict[str, int] = {}
+        for op in engine.settlements:
+            returned[op.player] = returned.get(op.player, 0) + op.returned
+        seats = session.scalars(select(RoundSeat).where(RoundSeat.round_id == round_row.id)).all()
+        for seat in seats:
+            amount = returned.get(str(seat.player_id), 0)
+            seat.returned = amount
+            if amount:
+                self.wallet.pay(session, seat.player_id, table.currency, amount, "win", round_row.id,
+                                f"credit-{round_row.id}-{seat.player_id}")
+        after = self.wallet.balances_after(session, [seat.player_id for seat in seats], table.currency)
+        for seat in seats:
+            seat.balance_after = after[seat.player_id]
+        round_row.status = "settled"
+        round_row.settled_at = self.clock()
+        round_row.decision_since = None
+        shoe = session.get(ShoeRow, round_row.shoe_id)
+        assert shoe is not None
+        shoe.position = round_row.shoe_start + engine.shoe.position
+        if needs_shuffle(shoe.position, shoe.cut_card):
+            shoe.finished = True
+
+    def void(self, round_id: int, reason: str) -> None:
+        """Malfunction voids the round: every stake of it is refunded, in one transaction."""
+        with self.live.locked(round_id):
+            self.live.forget(round_id)
+            with self.store.write() as session:
+                round_row = session.scalars(select(Round).where(Round.id == round_id).with_for_update()).first()
+                if round_row is None or round_row.status in ("settled", "void"):
+                    return
+                table = self.tables.get(round_row.table_id)
+                seats = session.scalars(select(RoundSeat).where(RoundSeat.round_id == round_id)).all()
+                for seat in seats:
+                    if seat.staked:
+                        self.wallet.pay(session, seat.player_id, table.currency, seat.staked, "void", round_id,
+                                        f"void-{round_id}-{seat.player_id}")
+                    seat.returned = seat.staked
+                after = self.wallet.balances_after(session, [seat.player_id for seat in seats], table.currency)
+                for seat in seats:
+                    seat.balance_after = after[seat.player_id]
+                round_row.status = "void"
+                round_row.void_reason = reason
+                round_row.settled_at = self.clock()
+                shoe = session.get(ShoeRow, round_row.shoe_id)
+                if shoe is not None:
+                    shoe.finished = True
+        self.events.publish(table.id, {"type": "void", "round_id": round_id, "reason": reason})
+
+    def deliver(self) -> int:
+        """Send the operator wallet what the outbox holds; a failure waits for the next tick."""
+        if self.wallet.keeps_balances:
+            return 0  # the built-in ledger has no outbox
+        try:
+            with self.store.write() as session:
+                return self.wallet.deliver(session)
+        except Exception:
+            log.exception("operator wallet delivery failed; retried at the next tick")
+            return 0
+
+
+def _player(session: Session, caller: Caller) -> Player:
+    player = session.get(Player, caller.id)
+    if player is None:
+        raise ServiceError(403, "Only players can bet: the operator has no seat.")
+    return player

@@ -1,0 +1,130 @@
+"""Units of work over the database: short transactions, storage trouble as 503, idempotent requests.
+
+Every request that changes state is one transaction. A request carrying an
+``Idempotency-Key`` records its key *and its answer* in that same transaction,
+so a retry after any failure either finds nothing (nothing happened: it runs
+again) or finds the first answer (it happened: the answer is sent again). A
+lock, a pool time-out or a lost connection is storage trouble, not a game
+malfunction: the transaction rolls back, the round stays as it was, and the
+caller gets :class:`~twentyone.server.context.Busy` (503 with ``Retry-After``).
+No transaction here ever waits for a second connection.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+from sqlalchemy import exc as db_errors
+from sqlalchemy.orm import Session
+
+from twentyone.server.context import Busy, Caller, ServiceError
+from twentyone.server.db import Database
+from twentyone.server.models import IdempotentRequest
+
+MAX_KEY = 128
+
+
+@dataclass
+class _Pending:
+    """The idempotent request this thread serves, until a transaction records its answer."""
+
+    player_id: int
+    key: str
+    request: str
+    status: int
+    recorded: bool = False
+
+
+class AlreadyApplied(Exception):
+    """A concurrent twin of this request committed first: answer with its stored answer."""
+
+
+@contextmanager
+def storage_trouble_as_busy() -> Iterator[None]:
+    """Turn a lock, pool time-out or lost connection into :class:`Busy` (nothing was committed)."""
+    try:
+        yield
+    except (db_errors.OperationalError, db_errors.TimeoutError, db_errors.InterfaceError) as error:
+        raise Busy() from error
+    except db_errors.DBAPIError as error:
+        if error.connection_invalidated:
+            raise Busy() from error
+        raise
+
+
+class Store:
+    """The service's only door to the database."""
+
+    def __init__(self, db: Database, clock: Callable[[], datetime]) -> None:
+        self.db = db
+        self.clock = clock
+        self._local = threading.local()
+
+    @contextmanager
+    def read(self) -> Iterator[Session]:
+        """A read: no write lock, no transaction held open after the block."""
+        with storage_trouble_as_busy(), self.db.sessions() as session:
+            yield session
+
+    @contextmanager
+    def write(self) -> Iterator[Session]:
+        """One write transaction; the request's key, if any, is checked first and recorded with the answer."""
+        pending: _Pending | None = getattr(self._local, "pending", None)
+        with storage_trouble_as_busy(), self.db.transaction() as session:
+            if pending is not None and not pending.recorded and session.get(
+                    IdempotentRequest, (pending.player_id, pending.key)) is not None:
+                raise AlreadyApplied()
+            yield session
+
+    def answer(self, session: Session, body: dict[str, Any]) -> dict[str, Any]:
+        """Record ``body`` as the answer of the idempotent request being served, in ``session``'s transaction."""
+        pending: _Pending | None = getattr(self._local, "pending", None)
+        if pending is not None and not pending.recorded:
+            session.add(IdempotentRequest(player_id=pending.player_id, key=pending.key, request=pending.request,
+                                          status_code=pending.status, response=body, created_at=self.clock()))
+            pending.recorded = True
+        return body
+
+    def idempotent(self, caller: Caller, key: str | None, request: str, status: int,
+                   work: Callable[[], dict[str, Any]]) -> tuple[int, dict[str, Any]]:
+        """Run ``work`` once per (caller, key): a retry, or a concurrent twin, gets the first answer back."""
+        if key is None:
+            raise ServiceError(400, "Send an Idempotency-Key header with every request that changes state.")
+        if not 1 <= len(key) <= MAX_KEY or not key.isascii() or not key.isprintable():
+            raise ServiceError(400, f"An Idempotency-Key is 1 to {MAX_KEY} printable ASCII characters.")
+        stored = self._stored(caller.id, key, request)
+        if stored is not None:
+            return stored
+        self._local.pending = pending = _Pending(caller.id, key, request, status)
+        try:
+            body = work()
+        except (AlreadyApplied, db_errors.IntegrityError) as error:
+            stored = self._stored(caller.id, key, request)
+            if stored is None:
+                if isinstance(error, AlreadyApplied):  # pragma: no cover - a committed key cannot vanish
+                    raise Busy() from None
+                raise
+            return stored
+        finally:
+            self._local.pending = None
+        if not pending.recorded:  # the work wrote nothing: keep the answer all the same, for a retry
+            try:
+                with self.write() as session:
+                    self.answer(session, body)
+            except db_errors.IntegrityError:
+                pass
+        return status, body
+
+    def _stored(self, player_id: int, key: str, request: str) -> tuple[int, dict[str, Any]] | None:
+        with self.read() as session:
+            row = session.get(IdempotentRequest, (player_id, key))
+            if row is None:
+                return None
+            if row.request != request:
+                raise ServiceError(422, "This Idempotency-Key was already used for a different request.")
+            return row.status_code, row.response

@@ -1,0 +1,239 @@
+"""Tables: the registry (shipped and operator tables, held in memory), bet slips, and the shoes rounds use.
+
+The registry is read from the database once and kept: a request never queries
+for a table's definition, so no request waits on a second connection for it.
+A table created by the operator is added in the same process at once, and other
+processes find it on their next miss.
+"""
+
+from __future__ import annotations
+
+import secrets
+import threading
+from collections.abc import Callable
+from datetime import datetime
+from typing import Any
+
+from sqlalchemy import select
+from sqlalchemy.orm import Session
+
+from twentyone.core.betting import MAIN, BetSlip, BetSlipError
+from twentyone.core.commitment import commitment
+from twentyone.core.operations import OFFER_ANSWERS
+from twentyone.core.round import HandBet
+from twentyone.core.shoe import RandomBits, Shoe, needs_shuffle
+from twentyone.core.sidebets import SIDE_BETS
+from twentyone.server.config import TableConfigError, TableSpec, shipped_tables, table_from_mapping
+from twentyone.server.context import Caller, ServiceError
+from twentyone.server.models import Shoe as ShoeRow
+from twentyone.server.models import Slip, TableConfig
+from twentyone.server.store import Store
+from twentyone.server.wallet import Wallet
+from twentyone.variants import builtin_rules
+
+TABLE_ID_PATTERN = r"^[A-Za-z0-9_.-]{3,32}$"
+
+
+class TableRegistry:
+    def __init__(self, store: Store, clock: Callable[[], datetime]) -> None:
+        self.store = store
+        self.clock = clock
+        self._tables: dict[str, TableSpec] | None = None
+        self._lock = threading.Lock()
+
+    def all(self) -> dict[str, TableSpec]:
+        with self._lock:
+            if self._tables is not None:
+                return dict(self._tables)
+        return self._load()
+
+    def _load(self) -> dict[str, TableSpec]:
+        tables = dict(shipped_tables())
+        with self.store.read() as session:
+            for row in session.scalars(select(TableConfig)).all():
+                tables[row.id] = table_from_mapping(row.id, row.spec)
+        with self._lock:
+            self._tables = tables
+        return dict(tables)
+
+    def get(self, table_id: str) -> TableSpec:
+        table = self.all().get(table_id) or self._load().get(table_id)
+        if table is None:
+            raise ServiceError(404, f"There is no table {table_id!r}.")
+        return table
+
+    def create(self, caller: Caller, table_id: str, spec: dict[str, Any]) -> dict[str, Any]:
+        import re
+
+        if not caller.is_operator:
+            raise ServiceError(403, "Only the operator can do this.")
+        if not re.match(TABLE_ID_PATTERN, table_id):
+            raise ServiceError(422, "A table id is 3 to 32 letters, digits, dots, dashes or underscores.")
+        try:
+            table = table_from_mapping(table_id, spec)
+        except TableConfigError as error:
+            raise ServiceError(422, str(error)) from None
+        if table_id in self._load():
+            raise ServiceError(409, f"A table {table_id!r} already exists.")
+        with self.store.write() as session:
+            session.add(TableConfig(id=table_id, spec=dict(spec), created_at=self.clock()))
+            body = self.store.answer(session, table_json(table))
+        with self._lock:
+            if self._tables is not None:
+                self._tables[table_id] = table
+        return body
+
+
+def table_json(table: TableSpec) -> dict[str, Any]:
+    """A table as clients read it: its setting, and the game's words, so no client re-declares them."""
+    rules = builtin_rules(table.variant)
+    return {**table.public(),
+            "side_bet_titles": {name: SIDE_BETS[side.kind].title for name, side in rules.side_bets.items()},
+            "side_bet_lines": {name: dict(SIDE_BETS[side.kind].line_titles) for name, side in rules.side_bets.items()},
+            "offer_answers": {str(kind): {"accept": str(accept), "decline": str(decline)}
+                              for kind, (accept, decline) in OFFER_ANSWERS.items()}}
+
+
+# ------------------------------------------------------------------ bet slips
+def slip_row(session: Session, player_id: int, table: TableSpec, clock: Callable[[], datetime]) -> Slip:
+    slip = session.get(Slip, (player_id, table.id))
+    if slip is None:
+        slip = Slip(player_id=player_id, table_id=table.id, bets={}, history=[], chip=table.chips[0], previous={},
+                    updated_at=clock())
+        session.add(slip)
+        session.flush()
+    return slip
+
+
+def _key(text: str) -> tuple[int, str]:
+    spot, bet_type = text.split("|", 1)
+    return int(spot), bet_type
+
+
+def _text(bets: dict[tuple[int, str], int]) -> dict[str, int]:
+    return {f"{spot}|{bet_type}": amount for (spot, bet_type), amount in bets.items()}
+
+
+def bet_slip(slip: Slip | None, table: TableSpec, balance: int) -> BetSlip:
+    """The engine's bet slip for a stored one (or an empty one)."""
+    rules = builtin_rules(table.variant)
+    result = BetSlip(table.bet_limits, table.chips, balance, table.hands_per_player, tuple(rules.side_bets))
+    if slip is not None:
+        result.bets = {_key(k): v for k, v in slip.bets.items()}
+        result._history = [{_key(k): v for k, v in entry.items()} for entry in slip.history]
+        result.chip = slip.chip
+    return result
+
+
+def slip_view(slip: Slip | None, slip_state: BetSlip) -> dict[str, Any]:
+    return {"bets": [{"spot": s, "type": t, "amount": v} for (s, t), v in sorted(slip_state.bets.items())],
+            "total": slip_state.total, "chip": slip_state.chip, "enabled_chips": list(slip_state.enabled_chips()),
+            "can_rebet": bool(slip is not None and slip.previous)}
+
+
+def apply_control(slip: Slip, state: BetSlip, control: str, spot: int, bet_type: str, chip: int | None,
+                  currency: str) -> None:
+    """CHIP, place a chip (``bet``), UNDO, x2 (``double``), REBET, CLEAR: the sheet's bet controls."""
+    try:
+        if control == "chip":
+            if chip is None:
+                raise BetSlipError("Name the chip to select.")
+            state.select_chip(chip)
+        elif control == "bet":
+            if chip is not None:
+                state.select_chip(chip)
+            state.place(spot, bet_type)
+        elif control == "undo":
+            state.undo()
+        elif control == "double":
+            state.double_all()
+        elif control == "rebet":
+            state.rebet({_key(k): v for k, v in slip.previous.items()})
+        elif control == "clear":
+            state.clear()
+        else:
+            raise ServiceError(404, f"There is no bet control {control!r}.")
+    except BetSlipError as error:
+        raise ServiceError(409, str(error), maximum="maximum" in str(error), currency=currency) from None
+    slip.bets = _text(state.bets)
+    slip.history = [_text(entry) for entry in state._history]
+    slip.chip = state.chip
+
+
+def take_bets(slip: Slip) -> None:
+    """The slip's bets went into a round: remember them for REBET and empty the slip."""
+    slip.previous, slip.bets, slip.history = dict(slip.bets), {}, []
+
+
+def hand_bet_json(hand_bet: HandBet) -> dict[str, Any]:
+    return {"bet": hand_bet.bet, "side_bets": dict(hand_bet.side_bets)}
+
+
+def hand_bets_of(bets: list[dict[str, Any]]) -> list[HandBet]:
+    return [HandBet(entry["bet"], dict(entry["side_bets"])) for entry in bets]
+
+
+def bets_total(bets: list[dict[str, Any]]) -> int:
+    return sum(entry["bet"] + sum(entry["side_bets"].values()) for entry in bets)
+
+
+def ready_bets(session: Session, slip: Slip, table: TableSpec, wallet: Wallet, player_id: int
+               ) -> tuple[int, BetSlip, list[HandBet]]:
+    """The player's slip as bets ready for a deal: balance and the table's minimums checked."""
+    balance = wallet.balance(session, player_id, table.currency)
+    state = bet_slip(slip, table, balance)
+    try:
+        hand_bets = state.hand_bets()
+    except BetSlipError as error:
+        raise ServiceError(409, str(error), currency=table.currency) from None
+    return balance, state, hand_bets
+
+
+# --------------------------------------------------------------------- shoes
+class Shoes:
+    """The shoes of every table: shuffled before use, committed to by hash, revealed when finished."""
+
+    def __init__(self, rng: RandomBits, clock: Callable[[], datetime]) -> None:
+        self.rng = rng
+        self.clock = clock
+        # Certification and tests stack the top of the next shoes; the rest is shuffled as usual.
+        self.stacked: list[list[str]] = []
+
+    def current(self, session: Session, table: TableSpec, player_id: int) -> ShoeRow | None:
+        owner = None if table.shared else player_id
+        query = select(ShoeRow).where(ShoeRow.table_id == table.id, ShoeRow.finished.is_(False))
+        query = query.where(ShoeRow.player_id.is_(None) if owner is None else ShoeRow.player_id == owner)
+        shoe = session.scalars(query.order_by(ShoeRow.id.desc())).first()
+        # A shoe no round has drawn from is fresh; a used one serves on only until its cut card.
+        if shoe is not None and (shoe.position == 0 or not needs_shuffle(shoe.position, shoe.cut_card)):
+            return shoe
+        return None
+
+    def prepared(self, session: Session, table: TableSpec, player_id: int) -> ShoeRow:
+        """The shoe the next round will use; its commitment is published before the deal."""
+        shoe = self.current(session, table, player_id)
+        if shoe is not None:
+            return shoe
+        owner = None if table.shared else player_id
+        for old in session.scalars(select(ShoeRow).where(
+                ShoeRow.table_id == table.id, ShoeRow.finished.is_(False),
+                ShoeRow.player_id.is_(None) if owner is None else ShoeRow.player_id == owner)).all():
+            old.finished = True  # past its cut card
+        rules = builtin_rules(table.variant)
+        cards = [str(card) for card in Shoe.shuffled(rules.shoe.composition, self.rng).order]
+        if self.stacked:
+            top = self.stacked.pop(0)
+            rest = list(cards)
+            for card in top:
+                rest.remove(card)
+            cards = top + rest
+        salt = secrets.token_hex(16)
+        shoe = ShoeRow(table_id=table.id, player_id=owner, cards=" ".join(cards), salt=salt,
+                       commitment=commitment(salt, cards), position=0, cut_card=rules.shoe.cut_card,
+                       finished=False, created_at=self.clock())
+        session.add(shoe)
+        session.flush()
+        return shoe
+
+
+__all__ = ["MAIN", "Shoes", "TableRegistry"]

@@ -1,0 +1,259 @@
+"""What players read: a round, their history, a round's replay, the shuffle's proof, hints, reports.
+
+Every round a player reads is built from the engine's
+:meth:`~twentyone.core.round.Round.view` for that player: face-down and undealt
+cards never leave the server before they are shown, and a player reads only the
+rounds they sit in. Reads take no write transaction.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from datetime import timedelta
+from typing import Any
+
+from sqlalchemy import func, select
+from sqlalchemy.orm import Session
+
+from twentyone.core.commitment import verify_record
+from twentyone.core.round import Round as Engine
+from twentyone.core.view import RoundView, hand_json, operation_json
+from twentyone.server.config import TableSpec
+from twentyone.server.context import Caller, ServiceError, aware, iso
+from twentyone.server.live import LiveRounds
+from twentyone.server.models import Player, Round, RoundSeat
+from twentyone.server.models import Shoe as ShoeRow
+from twentyone.server.store import Store
+from twentyone.server.tables import bets_total
+
+FINISHED = ("settled", "void")
+OTHERS_SHOWN = 48  # other players' seats and hands sent in full; past that, counts (power seats hundreds)
+
+
+def seat_of(session: Session, round_id: int, player_id: int) -> RoundSeat | None:
+    return session.scalars(select(RoundSeat).where(RoundSeat.round_id == round_id,
+                                                   RoundSeat.player_id == player_id)).first()
+
+
+def seats_of(session: Session, round_id: int, limit: int | None = None) -> list[tuple[RoundSeat, str]]:
+    query = (select(RoundSeat, Player.name).join(Player, Player.id == RoundSeat.player_id)
+             .where(RoundSeat.round_id == round_id).order_by(RoundSeat.position))
+    if limit is not None:
+        query = query.limit(limit)
+    return [(seat, name) for seat, name in session.execute(query).all()]
+
+
+def _seats_shown(session: Session, round_id: int, player_id: int) -> tuple[list[tuple[RoundSeat, str]], int]:
+    """The first seats of the round and the viewer's own, and how many seats there are in all."""
+    shown = seats_of(session, round_id, OTHERS_SHOWN + 1)
+    if len(shown) <= OTHERS_SHOWN:
+        return shown, len(shown)
+    count = session.scalar(select(func.count()).select_from(RoundSeat).where(RoundSeat.round_id == round_id))
+    shown = shown[:OTHERS_SHOWN]
+    if all(seat.player_id != player_id for seat, _ in shown):
+        row = session.execute(select(RoundSeat, Player.name).join(Player, Player.id == RoundSeat.player_id)
+                              .where(RoundSeat.round_id == round_id, RoundSeat.player_id == player_id)).first()
+        if row is not None:
+            shown.append((row[0], row[1]))
+    return shown, int(count or 0)
+
+
+def round_json(session: Session, round_row: Round, table: TableSpec, player_id: int, engine: Engine | None
+               ) -> dict[str, Any]:
+    """A round as one player may see it: the engine's view for that player, with the table's facts around it.
+
+    At a table of hundreds (power), other players beyond the first :data:`OTHERS_SHOWN` are counted,
+    not listed: ``seat_count`` says how many there are.
+    """
+    seats, seat_count = _seats_shown(session, round_row.id, player_id)
+    names = {str(seat.player_id): name for seat, name in seats}
+    shoe = session.get(ShoeRow, round_row.shoe_id)
+    assert shoe is not None
+    view: dict[str, Any] = {
+        "id": round_row.id, "table_id": round_row.table_id, "variant": round_row.variant,
+        "status": round_row.status, "commitment": shoe.commitment, "currency": table.currency,
+        "void_reason": round_row.void_reason, "betting_closes_at": iso(round_row.betting_closes_at),
+        "players": [{"player_id": seat.player_id, "name": name} for seat, name in seats],
+        "seat_count": seat_count,
+        "seats": [{"player_id": seat.player_id, "name": name, "position": seat.position, "bets": seat.bets,
+                   "total": bets_total(seat.bets)} for seat, name in seats],
+        "dealer": {"cards": [], "total": 0, "hidden": 0}, "hands": [], "side_bets": [], "insurance": [],
+        "decision": None, "legal_actions": [], "offers": {},
+    }
+    mine = next((seat for seat, _ in seats if seat.player_id == player_id), None)
+    if mine is not None:
+        view["me"] = {"staked": mine.staked, "returned": mine.returned, "balance_before": mine.balance_before,
+                      "balance_after": mine.balance_after, "bets": mine.bets}
+    if round_row.status == "betting" or engine is None:
+        return view
+    seen = engine.view(str(player_id))
+    view.update(_cards_json(seen, names, str(player_id)))
+    if seen.decision is not None and round_row.status == "playing":
+        since = aware(round_row.decision_since)
+        deadline = since + timedelta(seconds=table.decision_timeout) if since else None
+        decision = seen.decision
+        view["decision"] = {"player_id": int(decision.player), "name": names.get(decision.player),
+                            "seat": decision.seat, "hand": decision.hand, "kind": str(decision.kind),
+                            "deadline": iso(deadline)}
+        view["legal_actions"] = [str(action) for action in seen.legal_actions]
+        view["offers"] = dict(seen.offers)
+    if shoe.finished and round_row.status in FINISHED:
+        view["revealed"] = {"salt": shoe.salt, "cards": shoe.cards.split(), "first_card": round_row.shoe_start}
+    return view
+
+
+def _cards_json(seen: RoundView, names: dict[str, str], viewer: str) -> dict[str, Any]:
+    dealer = seen.dealer_value
+    hands = [h for h in seen.hands if h.player in names or h.player == viewer]
+    result: dict[str, Any] = {
+        "dealer": {"cards": [str(card) for card in seen.dealer_cards], "total": dealer.total, "soft": dealer.soft,
+                   "hidden": seen.dealer_hidden, "blackjack": seen.dealer_blackjack},
+        "hands": [{**hand_json(h, names), "player_id": int(h.player), "name": names.get(h.player, h.player)}
+                  for h in hands],
+        "side_bets": [], "insurance": [],
+    }
+    for op in seen.settlements:
+        if op.player not in names:
+            continue
+        entry = {"player_id": int(op.player), "seat": op.seat, "stake": op.stake, "result": str(op.result),
+                 "returned": op.returned}
+        if op.item == "insurance":
+            result["insurance"].append(entry)
+        elif op.item != "hand":
+            result["side_bets"].append({**entry, "name": op.item})
+    return result
+
+
+class Views:
+    def __init__(self, store: Store, live: LiveRounds, table: Callable[[str], TableSpec]) -> None:
+        self.store = store
+        self.live = live
+        self.table = table
+
+    def engine(self, session: Session, round_row: Round) -> Engine | None:
+        if round_row.status == "betting":
+            return None
+        with self.live.locked(round_row.id):
+            engine = self.live.engine(session, round_row)
+            if round_row.status in FINISHED:
+                self.live.forget(round_row.id)
+            return engine
+
+    def _mine(self, session: Session, caller: Caller, round_id: int) -> Round:
+        """The round, if the caller sits in it (the operator reads every round); else 404 either way."""
+        round_row = session.get(Round, round_id)
+        if round_row is None or (not caller.is_operator and seat_of(session, round_id, caller.id) is None):
+            raise ServiceError(404, f"There is no round {round_id} of yours.")
+        return round_row
+
+    def round(self, caller: Caller, round_id: int) -> dict[str, Any]:
+        with self.store.read() as session:
+            round_row = self._mine(session, caller, round_id)
+            return round_json(session, round_row, self.table(round_row.table_id), caller.id,
+                              self.engine(session, round_row))
+
+    def history(self, caller: Caller, page: int, size: int) -> dict[str, Any]:
+        if page < 1 or not 1 <= size <= 100:
+            raise ServiceError(422, "page starts at 1 and size is 1 to 100.")
+        with self.store.read() as session:
+            query = (select(Round).join(RoundSeat, RoundSeat.round_id == Round.id)
+                     .where(RoundSeat.player_id == caller.id, Round.status.in_(("settled", "void", "playing")))
+                     .order_by(Round.id.desc()))
+            rows = session.scalars(query.offset((page - 1) * size).limit(size + 1)).all()
+            items = [self._history_entry(session, row, caller.id) for row in rows[:size]]
+            return {"page": page, "size": size, "has_more": len(rows) > size, "rounds": items}
+
+    def _history_entry(self, session: Session, round_row: Round, player_id: int) -> dict[str, Any]:
+        view = round_json(session, round_row, self.table(round_row.table_id), player_id,
+                          self.engine(session, round_row))
+        seat = seat_of(session, round_row.id, player_id)
+        assert seat is not None
+        return {"id": round_row.id, "table_id": round_row.table_id, "variant": round_row.variant,
+                "status": round_row.status, "created_at": iso(round_row.created_at),
+                "settled_at": iso(round_row.settled_at), "bets": seat.bets, "dealer": view["dealer"],
+                "hands": [hand for hand in view["hands"] if hand["player_id"] == player_id],
+                "decisions": [a["action"] for a in round_row.actions if a["player"] == player_id],
+                "side_bets": [s for s in view["side_bets"] if s["player_id"] == player_id],
+                "insurance": [s for s in view["insurance"] if s["player_id"] == player_id],
+                "staked": seat.staked, "returned": seat.returned, "balance_before": seat.balance_before,
+                "balance_after": seat.balance_after, "void_reason": round_row.void_reason}
+
+    def replay(self, caller: Caller, round_id: int) -> dict[str, Any]:
+        """The round's log as the caller may see it now: every card, decision and settlement in order."""
+        with self.store.read() as session:
+            round_row = self._mine(session, caller, round_id)
+            engine = self.engine(session, round_row)
+            if engine is None:
+                raise ServiceError(409, "The round has not been dealt yet.")
+            names = {str(seat.player_id): name for seat, name in seats_of(session, round_id)}
+            seen = engine.view(None if caller.is_operator else str(caller.id))
+            return {"id": round_id, "variant": round_row.variant, "status": round_row.status,
+                    "operations": [operation_json(op, names) for op in seen.operations],
+                    "actions": round_row.actions}
+
+    def verify(self, caller: Caller, round_id: int) -> dict[str, Any]:
+        """The shuffle's proof for a round of the caller's: the commitment, and once the shoe is finished
+        and the round over, its order and salt."""
+        with self.store.read() as session:
+            round_row = self._mine(session, caller, round_id)
+            shoe = session.get(ShoeRow, round_row.shoe_id)
+            assert shoe is not None
+            if not shoe.finished or round_row.status not in FINISHED:
+                raise ServiceError(409, "The shoe is still in play: its order and salt are revealed when it is "
+                                        "finished.")
+            engine = self.engine(session, round_row)
+            drawn = [str(card) for card in engine.shoe.order[:engine.shoe.position]] if engine else []
+            record = {"round_id": round_id, "shoe_id": shoe.id, "commitment": shoe.commitment, "salt": shoe.salt,
+                      "cards": shoe.cards.split(), "first_card": round_row.shoe_start, "drawn": drawn}
+            return {**record, "valid": verify_record(record)}
+
+    def hint(self, caller: Caller, round_id: int) -> dict[str, Any]:
+        """The EV of each legal action for the caller's pending decision, best first (exact maths)."""
+        from twentyone.analysis.hints import hint
+
+        with self.store.read() as session:
+            round_row = self._mine(session, caller, round_id)
+            if round_row.status != "playing":
+                raise ServiceError(409, "No decision is pending in this round.")
+            engine = self.engine(session, round_row)
+            assert engine is not None
+            seen = engine.view(str(caller.id))
+        hand = seen.pending_hand
+        if hand is None or not seen.viewer_to_act:
+            raise ServiceError(409, "It is not your turn.")
+        assert seen.decision is not None
+        up = seen.dealer_cards[0]  # while a decision waits, the one card the dealer shows
+        ranked = hint(engine.rules, hand.cards, up, [str(a) for a in seen.legal_actions],
+                      first_decision=hand.first_decision)
+        return {"round_id": round_id, "seat": seen.decision.seat, "hand": seen.decision.hand,
+                "actions": [{"action": action, "ev": value} for action, value in ranked]}
+
+    def seated(self) -> dict[str, int]:
+        """Players in each table's open round (shared tables) or playing a round now (private ones)."""
+        with self.store.read() as session:
+            rows = session.execute(select(Round.table_id, func.count(func.distinct(RoundSeat.player_id)))
+                                   .join(RoundSeat, RoundSeat.round_id == Round.id)
+                                   .where(Round.status.in_(("betting", "playing"))).group_by(Round.table_id)).all()
+        return {table_id: int(count) for table_id, count in rows}
+
+    def report(self, caller: Caller) -> dict[str, Any]:
+        """Operator report: rounds and money by table (house result = staked - returned)."""
+        if not caller.is_operator:
+            raise ServiceError(403, "Only the operator can do this.")
+        with self.store.read() as session:
+            rows: dict[str, dict[str, int]] = {}
+            for table_id, status, count in session.execute(
+                    select(Round.table_id, Round.status, func.count()).group_by(Round.table_id, Round.status)):
+                entry = rows.setdefault(table_id, {"rounds": 0, "void": 0, "staked": 0, "returned": 0})
+                entry["rounds"] += int(count)
+                entry["void"] += int(count) if status == "void" else 0
+            for table_id, staked, returned in session.execute(
+                    select(Round.table_id, func.coalesce(func.sum(RoundSeat.staked), 0),
+                           func.coalesce(func.sum(RoundSeat.returned), 0))
+                    .join(RoundSeat, RoundSeat.round_id == Round.id).where(Round.status == "settled")
+                    .group_by(Round.table_id)):
+                rows[table_id]["staked"] = int(staked)
+                rows[table_id]["returned"] = int(returned)
+            for entry in rows.values():
+                entry["house_result"] = entry["staked"] - entry["returned"]
+            return {"tables": rows}
