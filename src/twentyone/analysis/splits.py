@@ -247,8 +247,10 @@ class PairSplit:
               chart: tuple[dict[tuple[int, bool], int], dict[tuple[int, bool], str]] | None = None) -> float:
         """Unnormalised value of splitting (every hand's stake added up), by ``strategy`` or by ``chart``."""
         rules = self.rules
-        may_resplit = self.pair != 1 or rules.split.resplit_aces
-        terms = split_terms(rules.split.max_hands if may_resplit else 2)
+        limit = 2  # the most hands the spot can reach, as the rules' own split predicate says
+        while rules.split.allowed(2, True, limit, split_aces=self.pair == 1):
+            limit += 1
+        terms = split_terms(limit)
         pairs_left = int(self.base[self.pair - 1]) - 2
         cards_left = int(self.base.sum()) - 2
         total = 0.0
