@@ -174,13 +174,16 @@ class GameAnalysis:
         return self._variants[up]
 
     def space(self, base: Counts, variant: UpVariant | int, peeked: bool | None = None,
-              must_contain: int | None = None) -> StateSpace:
-        """The player's hands from ``base`` against an up card (or a variant's up card and peek)."""
+              must_contain: int | None = None, shared: tuple[StateSpace, int] | None = None) -> StateSpace:
+        """The player's hands from ``base`` against an up card (or a variant's up card and peek).
+
+        ``shared`` is a space whose base holds one more card of a value (see :class:`StateSpace`).
+        """
         if not isinstance(variant, int):
             variant, peeked = variant.up, variant.peeked
         assert peeked is not None
         return StateSpace(base, variant, self.rules.dealer.hits_soft_17, peeked, must_contain=must_contain,
-                          win_pays=self.win_pays)
+                          win_pays=self.win_pays, shared=shared)
 
     def blackjack_loss(self, stake: float, split: bool) -> float:
         """What a dealer blackjack revealed without a peek takes from a hand of ``stake`` units.

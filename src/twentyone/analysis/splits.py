@@ -134,7 +134,12 @@ class PairSplit:
         if key not in self.variant.split_spaces:
             base = self.base.copy()
             base[self.pair - 1] -= removed
-            self.variant.split_spaces[key] = self.analysis.space(base, self.variant, must_contain=self.pair)
+            # The space with one pair card fewer removed (or the unsplit hands') already holds most outcomes.
+            shared = None
+            if removed > 0:
+                shared = (self.space(removed - 1) if removed > 1 else self.variant.space, self.pair)
+            self.variant.split_spaces[key] = self.analysis.space(base, self.variant, must_contain=self.pair,
+                                                                 shared=shared)
         return self.variant.split_spaces[key]
 
     def open_actions(self, total: int, soft: bool) -> list[str]:
