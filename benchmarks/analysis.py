@@ -1,4 +1,4 @@
-"""Seconds per game for the full exact RTP computation, on one core.
+"""CPU seconds per game for the full exact RTP computation, on one core.
 
 For each game: a fresh analysis (no cached state), then optimal and basic
 strategy returns with every up card's contribution; then the same 8-deck games
@@ -28,10 +28,11 @@ from twentyone.variants import VARIANTS, builtin_rules
 
 
 def time_game(rules: Rules, split_strategy: str = "cdp") -> tuple[float, float, float]:
-    start = time.perf_counter()
+    # CPU seconds of this process: on a shared machine wall time also counts other people's work.
+    start = time.process_time()
     analysis = GameAnalysis(rules, split_strategy=split_strategy)
     report = analysis.main_return()
-    return time.perf_counter() - start, report.optimal, report.basic
+    return time.process_time() - start, report.optimal, report.basic
 
 
 def best_of(repeat: int, rules: Rules, split_strategy: str = "cdp") -> tuple[float, float, float]:
@@ -40,9 +41,11 @@ def best_of(repeat: int, rules: Rules, split_strategy: str = "cdp") -> tuple[flo
 
 
 def cli_seconds(*arguments: str) -> float:
-    start = time.perf_counter()
+    """CPU seconds (user and system) of one command-line run, start-up included."""
+    before = os.times()
     subprocess.run([sys.executable, "-m", "twentyone.cli.main", *arguments], check=True, capture_output=True)
-    return time.perf_counter() - start
+    after = os.times()
+    return (after.children_user - before.children_user) + (after.children_system - before.children_system)
 
 
 def main() -> None:
@@ -52,7 +55,7 @@ def main() -> None:
     start = time.perf_counter()
     time_game(builtin_rules("single-deck"))
     print(f"warm-up (kernel compile or cache load): {time.perf_counter() - start:.2f} s")
-    header = f"{'game':<34}{'seconds (best of ' + str(args.repeat) + ')':>22}{'optimal %':>12}{'basic %':>10}"
+    header = f"{'game':<34}{'CPU s (best of ' + str(args.repeat) + ')':>22}{'optimal %':>12}{'basic %':>10}"
     print(header)
     for variant in VARIANTS:
         seconds, optimal, basic = best_of(args.repeat, builtin_rules(variant))
@@ -69,7 +72,7 @@ def main() -> None:
         fresh = min(cli_seconds("rtp", "classic", "--json", "--no-cache") for _ in range(args.repeat))
         cli_seconds("rtp", "classic", "--json")
         cached = min(cli_seconds("rtp", "classic", "--json") for _ in range(args.repeat))
-    print(f"twentyone rtp classic --json: {fresh:.2f} s computing afresh, {cached:.2f} s from the report cache")
+    print(f"twentyone rtp classic --json (CPU s): {fresh:.2f} computing afresh, {cached:.2f} from the report cache")
 
 
 if __name__ == "__main__":
