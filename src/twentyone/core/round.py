@@ -54,7 +54,7 @@ from twentyone.core.operations import (
     Outcome,
     Settled,
 )
-from twentyone.core.rules import Rules
+from twentyone.core.rules import AutoStand, BlackjackTakes, DealStep, Rules, Surrender
 from twentyone.core.shoe import Shoe
 from twentyone.core.sidebets import SIDE_BETS, Settles
 from twentyone.core.view import Decision, HandState, RoundView, mask_operations
@@ -221,9 +221,9 @@ class Round:
         self.verify_deal()
         start = len(self.operations)
         for step in self.rules.deal.order:
-            if step == "hands":
+            if step == DealStep.HANDS:
                 self._deal_hands_card()
-            elif step == "dealer-up":
+            elif step == DealStep.DEALER_UP:
                 self._deal_dealer(face_up=True)
             else:
                 self._deal_dealer(face_up=False)
@@ -263,8 +263,8 @@ class Round:
         return self._dealer[index]
 
     def _dealer_up_index(self) -> int:
-        order = [step for step in self.rules.deal.order if step != "hands"]
-        return order.index("dealer-up")
+        order = [step for step in self.rules.deal.order if step != DealStep.HANDS]
+        return order.index(DealStep.DEALER_UP)
 
     @property
     def dealer_cards(self) -> tuple[Card, ...]:
@@ -536,7 +536,7 @@ class Round:
         rules = self.rules
         offers: list[tuple[DecisionKind, _Hand]] = []
         hands = self._all_hands()
-        if rules.surrender == "early":
+        if rules.surrender == Surrender.EARLY:
             offers += [(DecisionKind.SURRENDER, hand) for hand in hands if hand.status == HandStatus.PLAYING]
         if self.dealer_up.is_ace:
             for hand in hands:
@@ -618,7 +618,7 @@ class Round:
         if value.bust:
             hand.status = HandStatus.BUST
         elif value.total == 21 and (
-            self.rules.auto_stand == "21" or (self.rules.auto_stand == "soft-21" and value.soft)
+            self.rules.auto_stand == AutoStand.TWENTY_ONE or (self.rules.auto_stand == AutoStand.SOFT_21 and value.soft)
         ):
             hand.status = HandStatus.STOOD
 
@@ -782,7 +782,7 @@ class Round:
                     self._settle_hand(hand, Outcome.BLACKJACK, hand.stake + rules.blackjack_payout.winnings(hand.stake))
             elif dealer_blackjack:
                 kept = 0
-                if not self._checked_blackjack and rules.dealer.no_peek_blackjack_takes == "original":
+                if not self._checked_blackjack and rules.dealer.no_peek_blackjack_takes == BlackjackTakes.ORIGINAL:
                     kept = hand.stake - (hand.bet if hand.holds_original else 0)
                 self._settle_hand(hand, Outcome.LOSE, kept)
             elif dealer.bust or value.total > dealer.total:
