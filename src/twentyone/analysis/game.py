@@ -143,7 +143,7 @@ class GameAnalysis:
         self.total_cards = int(self.counts.sum())
         self._variants: dict[int, list[UpVariant]] = {}
         self._ten_ranks = self._ten_rank_counts()
-        self._continuation_cache: dict[tuple[int, bool, int | None, int], tuple[FloatArray, FloatArray]] = {}
+        self._continuation_cache: dict[tuple[int, bool, int, int], tuple[FloatArray, FloatArray]] = {}
 
     # ------------------------------------------------------------ structure
     def _ten_rank_counts(self) -> dict[str, int]:
@@ -215,7 +215,7 @@ class GameAnalysis:
                       policy: dict[tuple[int, bool], int] | None) -> tuple[FloatArray, FloatArray]:
         """(value, hit value) at stake 1 with only hit and stand left, best or by ``policy``."""
         loss = self._blackjack_loss(1.0, split)
-        key = (variant.up, variant.peeked, space.must_contain, id(policy) if policy is not None else 0)
+        key = (variant.up, variant.peeked, id(space), id(policy) if policy is not None else 0)
         if key not in self._continuation_cache:
             per_state = None if policy is None else policy_array(policy)[space.key_id]
             self._continuation_cache[key] = space.hit_stand(loss, per_state)
@@ -242,12 +242,20 @@ class GameAnalysis:
             values["surrender"] = float(-0.5 * space.mass[state])
         return values
 
+    def pair_split(self, variant: UpVariant, pair: int) -> PairSplit:
+        """Splitting ``pair`` against one up card (peek variant): its spaces, plans and values."""
+        if pair not in variant.splits:
+            variant.splits[pair] = PairSplit(self, variant, pair)
+        return variant.splits[pair]
+
+    def split_space(self, variant: UpVariant, pair: int) -> StateSpace:
+        """Split hands from the shoe after the first split (the other pair card removed), as CDP1 plays them."""
+        return self.pair_split(variant, pair).space(1)
+
     def _split_value(self, variant: UpVariant, pair: int, policy: dict[tuple[int, bool], int] | None,
                      two_card_policy: dict[tuple[int, bool], str] | None) -> float:
         """Unnormalised value of splitting a pair (every hand's stake together), resplits included."""
-        if pair not in variant.splits:
-            variant.splits[pair] = PairSplit(self, variant, pair)
-        splitter = variant.splits[pair]
+        splitter = self.pair_split(variant, pair)
         if two_card_policy is None:
             return splitter.value(self.split_strategy)
         assert policy is not None
@@ -264,10 +272,7 @@ class GameAnalysis:
         >>> GameAnalysis(builtin_rules("classic")).split_play(8, 6, 2, (8, 3))
         'double'
         """
-        variant = self.variants(up)[0]
-        if pair not in variant.splits:
-            variant.splits[pair] = PairSplit(self, variant, pair)
-        return variant.splits[pair].decide(self.split_strategy, hands, values)
+        return self.pair_split(self.variants(up)[0], pair).decide(self.split_strategy, hands, values)
 
     @staticmethod
     def _follow(table: dict[tuple[int, bool], str], space: StateSpace, state: int, values: dict[str, float]) -> str:
