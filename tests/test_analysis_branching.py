@@ -70,6 +70,9 @@ def card_classes(rules: Rules, counts: np.ndarray) -> list[tuple[Card, int]]:
             classes.append((Card(rank, "S"), int(counts[value - 1])))
             continue
         ranks = [rank for rank in "TJQK" if rank not in rules.shoe.removed_ranks]
+        if rules.split.match == "rank":  # every ten rank apart: which tens pair up depends on it
+            classes += [(Card(rank, "S"), int(counts[9]) // len(ranks)) for rank in ranks]
+            continue
         faces = [rank for rank in ranks if rules.dealer.peeks_under(rank) != rules.dealer.peeks_under(ranks[0])]
         if not faces:
             classes.append((Card(ranks[0], "S"), int(counts[9])))

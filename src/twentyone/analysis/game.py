@@ -200,15 +200,21 @@ class GameAnalysis:
     def _can_split(self, pair: int) -> bool:
         return self.rules.split.allowed(2, True, 1, False)
 
-    def _pair_share(self, pair: int) -> float:
-        """The chance that two cards of value ``pair`` may be split: below 1 for tens that must match in rank.
+    def _pair_cases(self, variant: UpVariant, pair: int) -> list[tuple[float, float | None]]:
+        """(chance, cards of the pair's rank) for a pair that may split; one certain case unless ranks must match.
 
-        The ten ranks are taken in the shares of the rules' full shoe, as for the peek.
+        Two tens split only when their ranks match (``split.match = "rank"``). Every ten rank present
+        holds as many cards, so given two tens, their rank matches the up card's (a ten up) or not.
         """
         if pair != 10 or self.rules.split.match == "value":
-            return 1.0
-        tens = sum(self._ten_ranks.values())
-        return sum(c * (c - 1) for c in self._ten_ranks.values()) / (tens * (tens - 1))
+            return [(1.0, None)]
+        ranks = sum(1 for count in self._ten_ranks.values() if count)
+        each = float(self.counts[9]) / ranks  # cards of one ten rank in the shoe analysed
+        tens = float(variant.space.base[9])  # tens left after the up card
+        ways = tens * (tens - 1)
+        if variant.up != 10:
+            return [(ranks * each * (each - 1) / ways, each)]
+        return [((each - 1) * (each - 2) / ways, each - 1), ((ranks - 1) * each * (each - 1) / ways, each)]
 
     # ------------------------------------------------------------- values
     def _continuation(self, variant: UpVariant, space: StateSpace, split: bool,
@@ -253,13 +259,13 @@ class GameAnalysis:
         return self.pair_split(variant, pair).space(1)
 
     def _split_value(self, variant: UpVariant, pair: int, policy: dict[tuple[int, bool], int] | None,
-                     two_card_policy: dict[tuple[int, bool], str] | None) -> float:
+                     two_card_policy: dict[tuple[int, bool], str] | None, rank_count: float | None = None) -> float:
         """Unnormalised value of splitting a pair (every hand's stake together), resplits included."""
         splitter = self.pair_split(variant, pair)
         if two_card_policy is None:
-            return splitter.value(self.split_strategy)
+            return splitter.value(self.split_strategy, rank_count=rank_count)
         assert policy is not None
-        return splitter.value(chart=(policy, two_card_policy))
+        return splitter.value(chart=(policy, two_card_policy), rank_count=rank_count)
 
     def split_play(self, pair: int, up: int, hands: int, values: tuple[int, ...]) -> str:
         """The play the split strategy makes on a split hand (pair card first) in a spot of ``hands`` hands.
@@ -377,10 +383,15 @@ class GameAnalysis:
 
                 play = play_of(unnormalised)
                 if cards[0] == cards[1] and self._can_split(cards[0]):
-                    unsplit = dict(unnormalised)
-                    unnormalised["split"] = float(self._split_value(variant, cards[0], policy, two_card))
-                    share = self._pair_share(cards[0])  # below 1 only for tens when ranks must match
-                    play = share * play_of(unnormalised) + (1.0 - share) * play_of(unsplit)
+                    # More than one case only for tens that split when their ranks match.
+                    cases = self._pair_cases(variant, cards[0])
+                    play = (1.0 - sum(chance for chance, _ in cases)) * play
+                    splits = 0.0
+                    for chance, rank_count in cases:
+                        split = float(self._split_value(variant, cards[0], policy, two_card, rank_count))
+                        play += chance * play_of({**unnormalised, "split": split})
+                        splits += chance * split
+                    unnormalised["split"] = splits / sum(chance for chance, _ in cases)
                 mass = float(space.mass[state])
                 values = {name: u / mass if variant.peeked else u for name, u in unnormalised.items()}
             if insurance is not None and (not natural or rules.insurance.to_blackjack):
@@ -547,8 +558,9 @@ class GameAnalysis:
                 policy = strategy.hit_by_up[up]
                 values = self._two_card_values(variant, space, state, False, policy)
                 keep = values[self._follow(strategy.two_card_by_up[up], space, state, values)]
-                split = self._split_value(variant, pair, policy, strategy.two_card_by_up[up])
-                gain += variant.weight * (split - keep)
+                for chance, rank_count in self._pair_cases(variant, pair):
+                    split = self._split_value(variant, pair, policy, strategy.two_card_by_up[up], rank_count)
+                    gain += variant.weight * chance * (split - keep)
             if seen:
                 table[pair] = gain > 0
         return table

@@ -98,8 +98,8 @@ def split_terms(max_hands: int) -> tuple[Term, ...]:
     return tuple(sorted((others, is_pair, t, c) for (others, is_pair, t), c in coefficients.items() if c))
 
 
-def falling(n: int, k: int) -> int:
-    result = 1
+def falling(n: float, k: int) -> float:
+    result = 1.0
     for i in range(k):
         result *= n - i
     return result
@@ -217,12 +217,15 @@ class PairSplit:
         assert plan.space is not None and plan.policy is not None
         return "hit" if plan.policy[plan.space.state(_hand(*values))] else "stand"
 
-    def hand_values(self, key: object, removed: int, plan: Plan) -> tuple[float, float]:
+    def hand_values(self, key: object, removed: int, plan: Plan, rank_count: float | None = None
+                    ) -> tuple[float, float]:
         """One split hand's value from the shoe less ``removed`` other pair cards: (non-pair second, pair second).
 
-        Each is weighted by the chance of such a second card.
+        Each is weighted by the chance of such a second card. ``rank_count`` (tens split by rank only):
+        how many cards of the pair's rank the shoe less the up card held; a ten of another rank is then
+        not a pair card.
         """
-        cache_key = (key, removed)
+        cache_key = (key, removed, rank_count)
         if cache_key not in self._values:
             space = self.space(removed)
             _, hit = space.hit_stand(self.loss, plan.hits(space))
@@ -241,22 +244,31 @@ class PairSplit:
                 else:
                     multiplier = float(_MULTIPLIER[action])
                     value = float(space.one_card(multiplier, self.analysis.blackjack_loss(multiplier, True))[child])
-                if card == self.pair:
-                    same += p * value
-                else:
+                if card != self.pair:
                     other += p * value
+                    continue
+                share = 1.0
+                if rank_count is not None:  # the pair's rank among the tens left
+                    share = (rank_count - removed - 1) / float(space.left[one, card - 1])
+                same += share * p * value
+                other += (1.0 - share) * p * value
             self._values[cache_key] = (other, same)
         return self._values[cache_key]
 
     def value(self, strategy: str = "cdp",
-              chart: tuple[dict[tuple[int, bool], int], dict[tuple[int, bool], str]] | None = None) -> float:
-        """Unnormalised value of splitting (every hand's stake added up), by ``strategy`` or by ``chart``."""
+              chart: tuple[dict[tuple[int, bool], int], dict[tuple[int, bool], str]] | None = None,
+              rank_count: float | None = None) -> float:
+        """Unnormalised value of splitting (every hand's stake added up), by ``strategy`` or by ``chart``.
+
+        ``rank_count``: for tens that split only by rank, the cards of the pair's rank in the shoe less
+        the up card (the pair included); resplits then need that rank.
+        """
         rules = self.rules
         limit = 2  # the most hands the spot can reach, as the rules' own split predicate says
         while rules.split.allowed(2, True, limit, split_aces=self.pair == 1):
             limit += 1
         terms = split_terms(limit)
-        pairs_left = int(self.base[self.pair - 1]) - 2
+        pairs_left = (float(self.base[self.pair - 1]) if rank_count is None else rank_count) - 2
         cards_left = int(self.base.sum()) - 2
         total = 0.0
         for others, second_is_pair, t, coefficient in terms:
@@ -267,7 +279,7 @@ class PairSplit:
             else:
                 key = {"cdz-": 0, "cdp1": 1, "cdp": others}[strategy]
             plan = self.plan(key, chart)
-            other, same = self.hand_values(key, 1 + t, plan)
+            other, same = self.hand_values(key, 1 + t, plan, rank_count)
             chance = falling(pairs_left, t) / falling(cards_left, t)
             total += coefficient * chance * (same if second_is_pair else other)
         return total

@@ -42,7 +42,7 @@ FIELDS: dict[str, str] = {
     "double.totals": "modelled",
     "double.multipliers": "modelled",
     "double.after_split": "modelled",
-    "split.match": "modelled (two tens split only when their ranks match; not with split.max_hands above 2)",
+    "split.match": "modelled (two tens split, and resplit, only when their ranks match)",
     "split.max_hands": "modelled",
     "split.aces_one_card": "modelled",
     "split.resplit_aces": "modelled",
@@ -77,11 +77,6 @@ def check_supported(rules: Rules) -> None:
     ...
     twentyone.analysis.support.UnsupportedRules: dealer.no_peek_blackjack_takes: "original" with split.max_hands ...
     """
-    if rules.split.match == "rank" and rules.split.max_hands > 2:
-        raise UnsupportedRules(
-            'split.match: "rank" with split.max_hands above 2 is not modelled (resplitting tens needs the '
-            "ranks of the cards left, and the analysis counts cards by value)."
-        )
     blackjack_ups = [rank for rank in "ATJQK" if rank not in rules.shoe.removed_ranks]
     unpeeked = not rules.deal.hole_card or not all(rules.dealer.peeks_under(rank) for rank in blackjack_ups)
     if rules.dealer.no_peek_blackjack_takes == "original" and rules.split.max_hands > 2 and unpeeked:
