@@ -140,8 +140,9 @@ CASES: dict[str, tuple[Rules, list[int], set[Action]]] = {
         CUSTOM + '[dealer]\nhits_soft_17 = true\n[double]\nafter_split = true\n'
         '[split]\nmax_hands = 4\nresplit_aces = true\n[player]\nsurrender = "late"\nblackjack_pays = "6:5"\n'),
         RESPLIT_SHOE, {Action.SPLIT}),
-    "no hole card, resplit to 3, aces hit, x2-x4 after split, early surrender": (rules_from_toml(
-        CUSTOM + '[deal]\norder = ["hands", "dealer-up", "hands"]\n[double]\nmultipliers = [2, 3, 4]\n'
+    "no hole card, original bets only, resplit to 3, aces hit, x2-x4 after split, early surrender": (rules_from_toml(
+        CUSTOM + '[dealer]\nno_peek_blackjack_takes = "original"\n'
+        '[deal]\norder = ["hands", "dealer-up", "hands"]\n[double]\nmultipliers = [2, 3, 4]\n'
         'after_split = true\n[split]\nmax_hands = 3\naces_one_card = false\n[player]\nsurrender = "early"\n'),
         [3, 0, 0, 0, 0, 1, 0, 3, 0, 7], {Action.SPLIT}),
     "peek under ace only, original bets, 10-11 doubles, wins pay 6:5, insurance 3:1": (rules_from_toml(

@@ -28,7 +28,7 @@ coefficients of those terms depend only on ``max_hands`` (:func:`split_terms`).
 Without resplits a split is worth two hands, each played from the shoe after the split:
 
 >>> split_terms(2)
-((1, False, 0, 2), (1, True, 0, 2))
+((1, False, 0, False, 1), (1, False, 0, True, 1), (1, True, 0, False, 1), (1, True, 0, True, 1))
 """
 
 from __future__ import annotations
@@ -50,8 +50,9 @@ if TYPE_CHECKING:
     from twentyone.analysis.game import GameAnalysis, UpVariant
 
 SPLIT_STRATEGIES = ("cdz-", "cdp1", "cdp")
-# (pair cards other than the hand's own its strategy assumes gone, second card is a pair card, t, coefficient)
-Term = tuple[int, bool, int, int]
+# (pair cards other than the hand's own its strategy assumes gone, second card is a pair card, t,
+#  the hand holds the original bet (the leftmost hand of the spot), coefficient)
+Term = tuple[int, bool, int, bool, int]
 
 
 @cache
@@ -64,17 +65,17 @@ def split_terms(max_hands: int) -> tuple[Term, ...]:
 
     Examples
     --------
-    >>> len(split_terms(3)), len(split_terms(4)), max(others for others, *_ in split_terms(4))
-    (6, 11, 3)
+    >>> max(others for others, *_ in split_terms(4))  # CDP's most pair cards heading other hands
+    3
     """
-    coefficients: dict[tuple[int, bool, int], int] = {}
+    coefficients: dict[tuple[int, bool, int, bool], int] = {}
 
     def record(hands: tuple[tuple[bool, int], ...], pair_draws: int, other_draws: int) -> None:
-        for second_is_pair, others in hands:
+        for position, (second_is_pair, others) in enumerate(hands):
             known = pair_draws - second_is_pair  # pair cards drawn besides this hand's second card
             unknown = other_draws - (not second_is_pair)  # draws known only not to be pair cards
             for i in range(unknown + 1):
-                key = (others, second_is_pair, known + i)
+                key = (others, second_is_pair, known + i, position == 0)
                 coefficients[key] = coefficients.get(key, 0) + (-1) ** i * comb(unknown, i)
 
     def play(hands: tuple[tuple[bool, int | None], ...], pair_draws: int, other_draws: int) -> None:
@@ -95,7 +96,8 @@ def split_terms(max_hands: int) -> tuple[Term, ...]:
     for first in (True, False):
         for second in (True, False):
             play(((first, None), (second, None)), first + second, 2 - first - second)
-    return tuple(sorted((others, is_pair, t, c) for (others, is_pair, t), c in coefficients.items() if c))
+    return tuple(sorted((others, is_pair, t, first, c) for (others, is_pair, t, first), c in coefficients.items()
+                        if c))
 
 
 def falling(n: float, k: int) -> float:
@@ -217,18 +219,20 @@ class PairSplit:
         assert plan.space is not None and plan.policy is not None
         return "hit" if plan.policy[plan.space.state(_hand(*values))] else "stand"
 
-    def hand_values(self, key: object, removed: int, plan: Plan, rank_count: float | None = None
-                    ) -> tuple[float, float]:
+    def hand_values(self, key: object, removed: int, plan: Plan, rank_count: float | None = None,
+                    original: bool | None = None) -> tuple[float, float]:
         """One split hand's value from the shoe less ``removed`` other pair cards: (non-pair second, pair second).
 
         Each is weighted by the chance of such a second card. ``rank_count`` (tens split by rank only):
         how many cards of the pair's rank the shoe less the up card held; a ten of another rank is then
-        not a pair card.
+        not a pair card. ``original``: under "original bets only", whether this hand holds the spot's
+        original bet (a dealer blackjack found at the end takes just that bet, from that hand only).
         """
-        cache_key = (key, removed, rank_count)
+        cache_key = (key, removed, rank_count, original)
         if cache_key not in self._values:
             space = self.space(removed)
-            _, hit = space.hit_stand(self.loss, plan.hits(space))
+            loss = self.loss if original is None else float(original)
+            _, hit = space.hit_stand(loss, plan.hits(space))
             one = space.state(_hand(self.pair))
             other = same = 0.0
             for card in range(1, 11):
@@ -238,12 +242,13 @@ class PairSplit:
                 child = int(space.child[one, card - 1])
                 action = plan.first[card]
                 if action == "stand":
-                    value = float(space.stand(1.0, self.loss)[child])
+                    value = float(space.stand(1.0, loss)[child])
                 elif action == "hit":
                     value = float(hit[child])
                 else:
                     multiplier = float(_MULTIPLIER[action])
-                    value = float(space.one_card(multiplier, self.analysis.blackjack_loss(multiplier, True))[child])
+                    double_loss = self.analysis.blackjack_loss(multiplier, True) if original is None else loss
+                    value = float(space.one_card(multiplier, double_loss)[child])
                 if card != self.pair:
                     other += p * value
                     continue
@@ -271,7 +276,10 @@ class PairSplit:
         pairs_left = (float(self.base[self.pair - 1]) if rank_count is None else rank_count) - 2
         cards_left = int(self.base.sum()) - 2
         total = 0.0
-        for others, second_is_pair, t, coefficient in terms:
+        # "Original bets only" without a peek: the leftmost hand alone loses (its original bet) to a
+        # blackjack found at the end; the plans still weigh that loss as shared, half on each hand.
+        by_hand = rules.dealer.no_peek_blackjack_takes == "original" and not self.variant.peeked
+        for others, second_is_pair, t, holds_original, coefficient in terms:
             if t > pairs_left:
                 continue
             if chart is not None:
@@ -279,7 +287,7 @@ class PairSplit:
             else:
                 key = {"cdz-": 0, "cdp1": 1, "cdp": others}[strategy]
             plan = self.plan(key, chart)
-            other, same = self.hand_values(key, 1 + t, plan, rank_count)
+            other, same = self.hand_values(key, 1 + t, plan, rank_count, holds_original if by_hand else None)
             chance = falling(pairs_left, t) / falling(cards_left, t)
             total += coefficient * chance * (same if second_is_pair else other)
         return total
