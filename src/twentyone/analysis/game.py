@@ -188,8 +188,8 @@ class GameAnalysis:
     def blackjack_loss(self, stake: float, split: bool) -> float:
         """What a dealer blackjack revealed without a peek takes from a hand of ``stake`` units.
 
-        "Original bets only" takes the one original bet of a split spot; shared over its two hands
-        that is half each, which is exact by symmetry (more hands than two are refused).
+        "Original bets only" takes the one original bet of a split spot: split hands' plans weigh it
+        as half on each hand; their values charge it to the hand that holds it (:mod:`.splits`).
         """
         if self.rules.dealer.no_peek_blackjack_takes == "all":
             return stake
