@@ -70,6 +70,9 @@ def card_classes(rules: Rules, counts: np.ndarray) -> list[tuple[Card, int]]:
             classes.append((Card(rank, "S"), int(counts[value - 1])))
             continue
         ranks = [rank for rank in "TJQK" if rank not in rules.shoe.removed_ranks]
+        if rules.split.match == "rank":  # every ten rank apart: which tens pair up depends on it
+            classes += [(Card(rank, "S"), int(counts[9]) // len(ranks)) for rank in ranks]
+            continue
         faces = [rank for rank in ranks if rules.dealer.peeks_under(rank) != rules.dealer.peeks_under(ranks[0])]
         if not faces:
             classes.append((Card(ranks[0], "S"), int(counts[9])))
@@ -137,8 +140,9 @@ CASES: dict[str, tuple[Rules, list[int], set[Action]]] = {
         CUSTOM + '[dealer]\nhits_soft_17 = true\n[double]\nafter_split = true\n'
         '[split]\nmax_hands = 4\nresplit_aces = true\n[player]\nsurrender = "late"\nblackjack_pays = "6:5"\n'),
         RESPLIT_SHOE, {Action.SPLIT}),
-    "no hole card, resplit to 3, aces hit, x2-x4 after split, early surrender": (rules_from_toml(
-        CUSTOM + '[deal]\norder = ["hands", "dealer-up", "hands"]\n[double]\nmultipliers = [2, 3, 4]\n'
+    "no hole card, original bets only, resplit to 3, aces hit, x2-x4 after split, early surrender": (rules_from_toml(
+        CUSTOM + '[dealer]\nno_peek_blackjack_takes = "original"\n'
+        '[deal]\norder = ["hands", "dealer-up", "hands"]\n[double]\nmultipliers = [2, 3, 4]\n'
         'after_split = true\n[split]\nmax_hands = 3\naces_one_card = false\n[player]\nsurrender = "early"\n'),
         [3, 0, 0, 0, 0, 1, 0, 3, 0, 7], {Action.SPLIT}),
     "peek under ace only, original bets, 10-11 doubles, wins pay 6:5, insurance 3:1": (rules_from_toml(
@@ -161,3 +165,83 @@ def test_engine_branching_over_every_card_equals_the_analysis(name: str) -> None
     taken: set[Action] = set()
     assert engine_expectation(rules, shoe, strategy, taken) == pytest.approx(exact, abs=1e-9), name
     assert expected_actions <= taken, taken
+
+
+# Eric Farmer's small shoe (blackjackinfo.com, "Software update with new split EVs", page 5): by value
+# A..10, S17, double any two and after splits, resplits to four hands, no resplitting aces.
+FARMER_SHOE = np.array([0, 4, 4, 2, 0, 0, 2, 0, 0, 7])
+FARMER = rules_from_toml(CUSTOM + '[double]\nafter_split = true\n[split]\nmax_hands = 4\n')
+
+
+def split_expectation(analysis: GameAnalysis, pair: Card, up: Card, counts: np.ndarray) -> float:
+    """The engine's exact expected net of splitting ``pair`` against ``up``, split hands played by the analysis."""
+    left = counts.copy()
+    left[pair.value - 1] -= 2
+    left[up.value - 1] -= 1
+    classes = [(card, int(left[card.value - 1])) for card, _ in card_classes(analysis.rules, counts)]
+    classes = [(card, count) for card, count in classes if count]
+
+    def play(prefix: tuple[Card, ...]) -> float | None:
+        game = Round(analysis.rules, Shoe((pair, up, pair, *prefix)))
+        game.place_bets("p", [HandBet(BET)])
+        try:
+            game.deal()
+            game.split()
+            while game.decision() is not None:
+                decision = game.decision()
+                assert decision is not None
+                hands = [h for h in game.hands if h.seat == decision.seat]
+                values = tuple(card.value for card in hands[decision.hand - 1].cards)
+                if game.can_split():
+                    game.split()
+                else:
+                    game.act(analysis.split_play(pair.value, up.value, len(hands), values))
+        except ShoeError:
+            return None
+        return (game.returned - game.staked) / BET
+
+    expected = 0.0
+    stack: list[tuple[tuple[Card, ...], tuple[int, ...], float]] = [((), tuple(c for _, c in classes), 1.0)]
+    while stack:
+        prefix, rest, chance = stack.pop()
+        result = play(prefix)
+        if result is not None:
+            expected += chance * result
+            continue
+        n = sum(rest)
+        assert n > 0
+        for index, (card, _) in enumerate(classes):
+            if rest[index]:
+                stack.append(((*prefix, card), (*rest[:index], rest[index] - 1, *rest[index + 1:]),
+                              chance * rest[index] / n))
+    return expected
+
+
+# Small shoes (by value, Aces first) on which the three strategies give three different split values.
+SPLIT_CASES = [([1, 0, 0, 1, 0, 4, 1, 0, 0, 9], "6", "7"), ([1, 1, 4, 0, 1, 0, 0, 0, 0, 9], "3", "5")]
+
+
+def split_values(counts: list[int], pair: str, up: str) -> dict[str, float]:
+    shoe = np.array(counts)
+    return {strategy: GameAnalysis(FARMER, counts=shoe, split_strategy=strategy).hand_ev(
+        (Card(pair, "S").value,) * 2, Card(up, "H").value).actions["split"] for strategy in ("cdz-", "cdp1", "cdp")}
+
+
+@pytest.mark.parametrize("strategy", ["cdz-", "cdp1", "cdp"])
+def test_engine_branching_values_each_split_strategy_as_the_analysis_does(strategy: str) -> None:
+    differs = set()
+    for counts, pair, up in SPLIT_CASES:
+        values = split_values(counts, pair, up)
+        differs |= {other for other, value in values.items() if abs(value - values[strategy]) > 1e-6}
+        analysis = GameAnalysis(FARMER, counts=np.array(counts), split_strategy=strategy)
+        engine = split_expectation(analysis, Card(pair, "S"), Card(up, "H"), np.array(counts))
+        assert engine == pytest.approx(values[strategy], abs=1e-9), (strategy, pair, up)
+    assert differs == {"cdz-", "cdp1", "cdp"} - {strategy}  # the cases tell this strategy from the others
+
+
+def test_cdz_split_matches_eric_farmers_published_value_on_his_small_shoe() -> None:
+    # His calculator printed Split E(X) = -76.210220335 % for 2,2 against a 7 (CDZ-, resplit to 4 hands).
+    analysis = GameAnalysis(FARMER, counts=FARMER_SHOE, split_strategy="cdz-")
+    ev = analysis.hand_ev((2, 2), 7).actions
+    assert round(ev["split"] * 100, 9) == -76.210220335
+    assert (round(ev["stand"] * 100, 9), round(ev["hit"] * 100, 9)) == (-61.639194139, -13.266733267)

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import dataclasses
 from dataclasses import replace
-from pathlib import Path
 
 import numpy as np
 import pytest
@@ -121,20 +120,15 @@ def test_changing_a_field_changes_the_return_exactly_when_it_is_modelled(path: s
         assert after == before, (path, FIELDS[path])
 
 
-def test_original_bets_only_with_resplits_is_refused_naming_the_field() -> None:
-    rules = replace(BASE, dealer=DealerRules(peek="none", no_peek_blackjack_takes="original"),
-                    split=SplitRules(max_hands=3))
-    with pytest.raises(UnsupportedRules, match=r"^dealer\.no_peek_blackjack_takes: "):
-        GameAnalysis(rules)
+def test_cli_refuses_an_unsupported_rule_set_with_one_line_and_exit_2(monkeypatch: pytest.MonkeyPatch) -> None:
+    # Nothing the parser accepts is refused today; the wiring from a refusal to the command line is checked.
+    def refuse(rules: Rules) -> None:
+        raise UnsupportedRules("split.max_hands: not modelled (a refusal for this test).")
 
-
-def test_cli_refuses_an_unsupported_rule_set_with_one_line_and_exit_2(tmp_path: Path) -> None:
-    path = tmp_path / "odd.toml"
-    path.write_text('id = "odd"\nname = "Odd"\n[shoe]\ndecks = 1\n[dealer]\npeek = "none"\n'
-                    'no_peek_blackjack_takes = "original"\n[split]\nmax_hands = 4\n')
-    result = CliRunner().invoke(app, ["rtp", "--rules", str(path), "--no-cache"])
+    monkeypatch.setattr("twentyone.analysis.game.check_supported", refuse)
+    result = CliRunner().invoke(app, ["rtp", "classic", "--no-cache"])
     assert result.exit_code == 2
-    assert result.output.strip().count("\n") == 0 and "dealer.no_peek_blackjack_takes" in result.output
+    assert result.output.strip().count("\n") == 0 and "split.max_hands: not modelled" in result.output
 
 
 def test_the_vectorised_hand_total_is_the_core_definition_on_every_hand() -> None:

@@ -23,6 +23,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from twentyone.analysis.game import STRATEGY_UPS, GameAnalysis
+from twentyone.core.hand import value_of_points
 from twentyone.core.rules import Rules
 
 HARD_TOTALS = tuple(range(4, 21))
@@ -82,9 +83,8 @@ def cash_out_table(rules: Rules, analysis: GameAnalysis | None = None, decimals:
         considered = FAIR_VALUE_ACTIONS.get(rules.cash_out.fair_value)
         fair = max(value for action, value in ev.actions.items()
                    if action != "insurance" and (considered is None or action in considered))
-        hard = cards[0] + cards[1]
-        soft = 1 in cards and hard + 10 <= 21
-        key = (soft, hard + 10 if soft else hard, up)
+        total, soft = value_of_points(cards)
+        key = (soft, total, up)
         offered[key] = offered.get(key, 0.0) + reach
         weighted[key] = weighted.get(key, 0.0) + reach * (1.0 + fair)
     fair_by_key = {key: weighted[key] / offered[key] - 1.0 for key in offered}

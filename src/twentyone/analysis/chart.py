@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from twentyone.analysis.game import STRATEGY_UPS, BasicStrategy
+from twentyone.core.hand import value_of_points
 
 UP_LABELS = {1: "A", 10: "10"}
 LEGEND = {
@@ -44,7 +45,7 @@ def strategy_chart(strategy: BasicStrategy) -> dict[str, Any]:
         if not any(pair in strategy.pairs_by_up.get(up, {}) for up in ups):
             continue
         label = "A,A" if pair == 1 else f"{pair},{pair}"
-        total, soft = (12, True) if pair == 1 else (2 * pair, False)
+        total, soft = value_of_points([pair, pair])
         chart["pairs"][label] = {
             UP_LABELS.get(up, str(up)): "P" if strategy.pairs_by_up[up].get(pair) else
             strategy.two_card_by_up[up].get((total, soft), "H")

@@ -143,7 +143,7 @@ class GameAnalysis:
         self.total_cards = int(self.counts.sum())
         self._variants: dict[int, list[UpVariant]] = {}
         self._ten_ranks = self._ten_rank_counts()
-        self._continuation_cache: dict[tuple[int, bool, int | None, int], tuple[FloatArray, FloatArray]] = {}
+        self._continuation_cache: dict[tuple[int, bool, int, int], tuple[FloatArray, FloatArray]] = {}
 
     # ------------------------------------------------------------ structure
     def _ten_rank_counts(self) -> dict[str, int]:
@@ -174,19 +174,22 @@ class GameAnalysis:
         return self._variants[up]
 
     def space(self, base: Counts, variant: UpVariant | int, peeked: bool | None = None,
-              must_contain: int | None = None) -> StateSpace:
-        """The player's hands from ``base`` against an up card (or a variant's up card and peek)."""
+              must_contain: int | None = None, shared: tuple[StateSpace, int] | None = None) -> StateSpace:
+        """The player's hands from ``base`` against an up card (or a variant's up card and peek).
+
+        ``shared`` is a space whose base holds one more card of a value (see :class:`StateSpace`).
+        """
         if not isinstance(variant, int):
             variant, peeked = variant.up, variant.peeked
         assert peeked is not None
         return StateSpace(base, variant, self.rules.dealer.hits_soft_17, peeked, must_contain=must_contain,
-                          win_pays=self.win_pays)
+                          win_pays=self.win_pays, shared=shared)
 
     def blackjack_loss(self, stake: float, split: bool) -> float:
         """What a dealer blackjack revealed without a peek takes from a hand of ``stake`` units.
 
-        "Original bets only" takes the one original bet of a split spot; shared over its two hands
-        that is half each, which is exact by symmetry (more hands than two are refused).
+        "Original bets only" takes the one original bet of a split spot: split hands' plans weigh it
+        as half on each hand; their values charge it to the hand that holds it (:mod:`.splits`).
         """
         if self.rules.dealer.no_peek_blackjack_takes == "all":
             return stake
@@ -197,22 +200,28 @@ class GameAnalysis:
     def _can_split(self, pair: int) -> bool:
         return self.rules.split.allowed(2, True, 1, False)
 
-    def _pair_share(self, pair: int) -> float:
-        """The chance that two cards of value ``pair`` may be split: below 1 for tens that must match in rank.
+    def _pair_cases(self, variant: UpVariant, pair: int) -> list[tuple[float, float | None]]:
+        """(chance, cards of the pair's rank) for a pair that may split; one certain case unless ranks must match.
 
-        The ten ranks are taken in the shares of the rules' full shoe, as for the peek.
+        Two tens split only when their ranks match (``split.match = "rank"``). Every ten rank present
+        holds as many cards, so given two tens, their rank matches the up card's (a ten up) or not.
         """
         if pair != 10 or self.rules.split.match == "value":
-            return 1.0
-        tens = sum(self._ten_ranks.values())
-        return sum(c * (c - 1) for c in self._ten_ranks.values()) / (tens * (tens - 1))
+            return [(1.0, None)]
+        ranks = sum(1 for count in self._ten_ranks.values() if count)
+        each = float(self.counts[9]) / ranks  # cards of one ten rank in the shoe analysed
+        tens = float(variant.space.base[9])  # tens left after the up card
+        ways = tens * (tens - 1)
+        if variant.up != 10:
+            return [(ranks * each * (each - 1) / ways, each)]
+        return [((each - 1) * (each - 2) / ways, each - 1), ((ranks - 1) * each * (each - 1) / ways, each)]
 
     # ------------------------------------------------------------- values
     def _continuation(self, variant: UpVariant, space: StateSpace, split: bool,
                       policy: dict[tuple[int, bool], int] | None) -> tuple[FloatArray, FloatArray]:
         """(value, hit value) at stake 1 with only hit and stand left, best or by ``policy``."""
         loss = self._blackjack_loss(1.0, split)
-        key = (variant.up, variant.peeked, space.must_contain, id(policy) if policy is not None else 0)
+        key = (variant.up, variant.peeked, id(space), id(policy) if policy is not None else 0)
         if key not in self._continuation_cache:
             per_state = None if policy is None else policy_array(policy)[space.key_id]
             self._continuation_cache[key] = space.hit_stand(loss, per_state)
@@ -239,16 +248,37 @@ class GameAnalysis:
             values["surrender"] = float(-0.5 * space.mass[state])
         return values
 
-    def _split_value(self, variant: UpVariant, pair: int, policy: dict[tuple[int, bool], int] | None,
-                     two_card_policy: dict[tuple[int, bool], str] | None) -> float:
-        """Unnormalised value of splitting a pair (every hand's stake together), resplits included."""
+    def pair_split(self, variant: UpVariant, pair: int) -> PairSplit:
+        """Splitting ``pair`` against one up card (peek variant): its spaces, plans and values."""
         if pair not in variant.splits:
             variant.splits[pair] = PairSplit(self, variant, pair)
-        splitter = variant.splits[pair]
+        return variant.splits[pair]
+
+    def split_space(self, variant: UpVariant, pair: int) -> StateSpace:
+        """Split hands from the shoe after the first split (the other pair card removed), as CDP1 plays them."""
+        return self.pair_split(variant, pair).space(1)
+
+    def _split_value(self, variant: UpVariant, pair: int, policy: dict[tuple[int, bool], int] | None,
+                     two_card_policy: dict[tuple[int, bool], str] | None, rank_count: float | None = None) -> float:
+        """Unnormalised value of splitting a pair (every hand's stake together), resplits included."""
+        splitter = self.pair_split(variant, pair)
         if two_card_policy is None:
-            return splitter.value(self.split_strategy)
+            return splitter.value(self.split_strategy, rank_count=rank_count)
         assert policy is not None
-        return splitter.value(chart=(policy, two_card_policy))
+        return splitter.value(chart=(policy, two_card_policy), rank_count=rank_count)
+
+    def split_play(self, pair: int, up: int, hands: int, values: tuple[int, ...]) -> str:
+        """The play the split strategy makes on a split hand (pair card first) in a spot of ``hands`` hands.
+
+        Splitting again is not asked here: where the rules allow it, split hands always resplit.
+
+        Examples
+        --------
+        >>> from twentyone.variants import builtin_rules
+        >>> GameAnalysis(builtin_rules("classic")).split_play(8, 6, 2, (8, 3))
+        'double'
+        """
+        return self.pair_split(self.variants(up)[0], pair).decide(self.split_strategy, hands, values)
 
     @staticmethod
     def _follow(table: dict[tuple[int, bool], str], space: StateSpace, state: int, values: dict[str, float]) -> str:
@@ -353,10 +383,15 @@ class GameAnalysis:
 
                 play = play_of(unnormalised)
                 if cards[0] == cards[1] and self._can_split(cards[0]):
-                    unsplit = dict(unnormalised)
-                    unnormalised["split"] = float(self._split_value(variant, cards[0], policy, two_card))
-                    share = self._pair_share(cards[0])  # below 1 only for tens when ranks must match
-                    play = share * play_of(unnormalised) + (1.0 - share) * play_of(unsplit)
+                    # More than one case only for tens that split when their ranks match.
+                    cases = self._pair_cases(variant, cards[0])
+                    play = (1.0 - sum(chance for chance, _ in cases)) * play
+                    splits = 0.0
+                    for chance, rank_count in cases:
+                        split = float(self._split_value(variant, cards[0], policy, two_card, rank_count))
+                        play += chance * play_of({**unnormalised, "split": split})
+                        splits += chance * split
+                    unnormalised["split"] = splits / sum(chance for chance, _ in cases)
                 mass = float(space.mass[state])
                 values = {name: u / mass if variant.peeked else u for name, u in unnormalised.items()}
             if insurance is not None and (not natural or rules.insurance.to_blackjack):
@@ -523,8 +558,9 @@ class GameAnalysis:
                 policy = strategy.hit_by_up[up]
                 values = self._two_card_values(variant, space, state, False, policy)
                 keep = values[self._follow(strategy.two_card_by_up[up], space, state, values)]
-                split = self._split_value(variant, pair, policy, strategy.two_card_by_up[up])
-                gain += variant.weight * (split - keep)
+                for chance, rank_count in self._pair_cases(variant, pair):
+                    split = self._split_value(variant, pair, policy, strategy.two_card_by_up[up], rank_count)
+                    gain += variant.weight * chance * (split - keep)
             if seen:
                 table[pair] = gain > 0
         return table

@@ -28,7 +28,7 @@ coefficients of those terms depend only on ``max_hands`` (:func:`split_terms`).
 Without resplits a split is worth two hands, each played from the shoe after the split:
 
 >>> split_terms(2)
-((1, False, 0, 2), (1, True, 0, 2))
+((1, False, 0, False, 1), (1, False, 0, True, 1), (1, True, 0, False, 1), (1, True, 0, True, 1))
 """
 
 from __future__ import annotations
@@ -50,8 +50,9 @@ if TYPE_CHECKING:
     from twentyone.analysis.game import GameAnalysis, UpVariant
 
 SPLIT_STRATEGIES = ("cdz-", "cdp1", "cdp")
-# (pair cards other than the hand's own its strategy assumes gone, second card is a pair card, t, coefficient)
-Term = tuple[int, bool, int, int]
+# (pair cards other than the hand's own its strategy assumes gone, second card is a pair card, t,
+#  the hand holds the original bet (the leftmost hand of the spot), coefficient)
+Term = tuple[int, bool, int, bool, int]
 
 
 @cache
@@ -64,17 +65,17 @@ def split_terms(max_hands: int) -> tuple[Term, ...]:
 
     Examples
     --------
-    >>> len(split_terms(3)), len(split_terms(4)), max(others for others, *_ in split_terms(4))
-    (6, 11, 3)
+    >>> max(others for others, *_ in split_terms(4))  # CDP's most pair cards heading other hands
+    3
     """
-    coefficients: dict[tuple[int, bool, int], int] = {}
+    coefficients: dict[tuple[int, bool, int, bool], int] = {}
 
     def record(hands: tuple[tuple[bool, int], ...], pair_draws: int, other_draws: int) -> None:
-        for second_is_pair, others in hands:
+        for position, (second_is_pair, others) in enumerate(hands):
             known = pair_draws - second_is_pair  # pair cards drawn besides this hand's second card
             unknown = other_draws - (not second_is_pair)  # draws known only not to be pair cards
             for i in range(unknown + 1):
-                key = (others, second_is_pair, known + i)
+                key = (others, second_is_pair, known + i, position == 0)
                 coefficients[key] = coefficients.get(key, 0) + (-1) ** i * comb(unknown, i)
 
     def play(hands: tuple[tuple[bool, int | None], ...], pair_draws: int, other_draws: int) -> None:
@@ -95,11 +96,12 @@ def split_terms(max_hands: int) -> tuple[Term, ...]:
     for first in (True, False):
         for second in (True, False):
             play(((first, None), (second, None)), first + second, 2 - first - second)
-    return tuple(sorted((others, is_pair, t, c) for (others, is_pair, t), c in coefficients.items() if c))
+    return tuple(sorted((others, is_pair, t, first, c) for (others, is_pair, t, first), c in coefficients.items()
+                        if c))
 
 
-def falling(n: int, k: int) -> int:
-    result = 1
+def falling(n: float, k: int) -> float:
+    result = 1.0
     for i in range(k):
         result *= n - i
     return result
@@ -134,7 +136,12 @@ class PairSplit:
         if key not in self.variant.split_spaces:
             base = self.base.copy()
             base[self.pair - 1] -= removed
-            self.variant.split_spaces[key] = self.analysis.space(base, self.variant, must_contain=self.pair)
+            # The space with one pair card fewer removed (or the unsplit hands') already holds most outcomes.
+            shared = None
+            if removed > 0:
+                shared = (self.space(removed - 1) if removed > 1 else self.variant.space, self.pair)
+            self.variant.split_spaces[key] = self.analysis.space(base, self.variant, must_contain=self.pair,
+                                                                 shared=shared)
         return self.variant.split_spaces[key]
 
     def open_actions(self, total: int, soft: bool) -> list[str]:
@@ -212,15 +219,20 @@ class PairSplit:
         assert plan.space is not None and plan.policy is not None
         return "hit" if plan.policy[plan.space.state(_hand(*values))] else "stand"
 
-    def hand_values(self, key: object, removed: int, plan: Plan) -> tuple[float, float]:
+    def hand_values(self, key: object, removed: int, plan: Plan, rank_count: float | None = None,
+                    original: bool | None = None) -> tuple[float, float]:
         """One split hand's value from the shoe less ``removed`` other pair cards: (non-pair second, pair second).
 
-        Each is weighted by the chance of such a second card.
+        Each is weighted by the chance of such a second card. ``rank_count`` (tens split by rank only):
+        how many cards of the pair's rank the shoe less the up card held; a ten of another rank is then
+        not a pair card. ``original``: under "original bets only", whether this hand holds the spot's
+        original bet (a dealer blackjack found at the end takes just that bet, from that hand only).
         """
-        cache_key = (key, removed)
+        cache_key = (key, removed, rank_count, original)
         if cache_key not in self._values:
             space = self.space(removed)
-            _, hit = space.hit_stand(self.loss, plan.hits(space))
+            loss = self.loss if original is None else float(original)
+            _, hit = space.hit_stand(loss, plan.hits(space))
             one = space.state(_hand(self.pair))
             other = same = 0.0
             for card in range(1, 11):
@@ -230,29 +242,44 @@ class PairSplit:
                 child = int(space.child[one, card - 1])
                 action = plan.first[card]
                 if action == "stand":
-                    value = float(space.stand(1.0, self.loss)[child])
+                    value = float(space.stand(1.0, loss)[child])
                 elif action == "hit":
                     value = float(hit[child])
                 else:
                     multiplier = float(_MULTIPLIER[action])
-                    value = float(space.one_card(multiplier, self.analysis.blackjack_loss(multiplier, True))[child])
-                if card == self.pair:
-                    same += p * value
-                else:
+                    double_loss = self.analysis.blackjack_loss(multiplier, True) if original is None else loss
+                    value = float(space.one_card(multiplier, double_loss)[child])
+                if card != self.pair:
                     other += p * value
+                    continue
+                share = 1.0
+                if rank_count is not None:  # the pair's rank among the tens left
+                    share = (rank_count - removed - 1) / float(space.left[one, card - 1])
+                same += share * p * value
+                other += (1.0 - share) * p * value
             self._values[cache_key] = (other, same)
         return self._values[cache_key]
 
     def value(self, strategy: str = "cdp",
-              chart: tuple[dict[tuple[int, bool], int], dict[tuple[int, bool], str]] | None = None) -> float:
-        """Unnormalised value of splitting (every hand's stake added up), by ``strategy`` or by ``chart``."""
+              chart: tuple[dict[tuple[int, bool], int], dict[tuple[int, bool], str]] | None = None,
+              rank_count: float | None = None) -> float:
+        """Unnormalised value of splitting (every hand's stake added up), by ``strategy`` or by ``chart``.
+
+        ``rank_count``: for tens that split only by rank, the cards of the pair's rank in the shoe less
+        the up card (the pair included); resplits then need that rank.
+        """
         rules = self.rules
-        may_resplit = self.pair != 1 or rules.split.resplit_aces
-        terms = split_terms(rules.split.max_hands if may_resplit else 2)
-        pairs_left = int(self.base[self.pair - 1]) - 2
+        limit = 2  # the most hands the spot can reach, as the rules' own split predicate says
+        while rules.split.allowed(2, True, limit, split_aces=self.pair == 1):
+            limit += 1
+        terms = split_terms(limit)
+        pairs_left = (float(self.base[self.pair - 1]) if rank_count is None else rank_count) - 2
         cards_left = int(self.base.sum()) - 2
         total = 0.0
-        for others, second_is_pair, t, coefficient in terms:
+        # "Original bets only" without a peek: the leftmost hand alone loses (its original bet) to a
+        # blackjack found at the end; the plans still weigh that loss as shared, half on each hand.
+        by_hand = rules.dealer.no_peek_blackjack_takes == "original" and not self.variant.peeked
+        for others, second_is_pair, t, holds_original, coefficient in terms:
             if t > pairs_left:
                 continue
             if chart is not None:
@@ -260,7 +287,7 @@ class PairSplit:
             else:
                 key = {"cdz-": 0, "cdp1": 1, "cdp": others}[strategy]
             plan = self.plan(key, chart)
-            other, same = self.hand_values(key, 1 + t, plan)
+            other, same = self.hand_values(key, 1 + t, plan, rank_count, holds_original if by_hand else None)
             chance = falling(pairs_left, t) / falling(cards_left, t)
             total += coefficient * chance * (same if second_is_pair else other)
         return total

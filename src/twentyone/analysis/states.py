@@ -113,6 +113,9 @@ class StateSpace:
     peeked: bool  # the dealer has checked for blackjack: values are unnormalised by P(no blackjack)
     must_contain: int | None = None
     win_pays: float = 1.0  # winnings per unit staked on a won hand (rules.win_payout)
+    # A space of the same up card whose base holds one more card of value ``shared[1]``: a hand of this
+    # space and that hand plus such a card leave the same cards, so the dealer's outcomes are shared.
+    shared: tuple[StateSpace, int] | None = field(default=None, repr=False)
     array: npt.NDArray[np.int64] = field(init=False)
 
     def __post_init__(self) -> None:
@@ -138,7 +141,8 @@ class StateSpace:
         self.child = structure.child
         self.key_id = self.total + 22 * self.soft.astype(np.int64)  # (total, soft) as one index
         self.by_hard_sum = np.argsort(-hard, kind="stable")  # every draw leads to a state earlier in it
-        outcomes = dealer_outcomes(left, self.up, self.hits_soft_17)
+        outcomes = self._dealer_outcomes(left)
+        self.outcomes = outcomes
         self.blackjack = outcomes[:, BLACKJACK]
         # Probability of each non-blackjack dealer result, and how a standing total fares against it.
         self.no_blackjack = outcomes[:, :BLACKJACK]
@@ -154,6 +158,19 @@ class StateSpace:
                 n_after = np.maximum(taken.sum(axis=1), 1)
                 self.bust_mass[:, v] = 1.0 - np.clip(taken[:, completing], 0, None) / n_after
         self.stand_base = self._stand_base()
+
+    def _dealer_outcomes(self, left: npt.NDArray[np.int64]) -> FloatArray:
+        """The dealer's outcomes from each state's cards left, reusing ``shared``'s where they are the same."""
+        if self.shared is None:
+            return dealer_outcomes(left, self.up, self.hits_soft_17)
+        other, value = self.shared
+        found = other.index_of(self.keys + _PLACE[value - 1])
+        outcomes = np.empty((self.size, other.outcomes.shape[1]))
+        have = found >= 0
+        outcomes[have] = other.outcomes[found[have]]
+        if not have.all():
+            outcomes[~have] = dealer_outcomes(left[~have], self.up, self.hits_soft_17)
+        return outcomes
 
     def _stand_base(self) -> FloatArray:
         """Stake-1 value of standing, over the dealer's non-blackjack results only."""

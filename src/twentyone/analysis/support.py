@@ -42,7 +42,7 @@ FIELDS: dict[str, str] = {
     "double.totals": "modelled",
     "double.multipliers": "modelled",
     "double.after_split": "modelled",
-    "split.match": "modelled (two tens split only when their ranks match; not with split.max_hands above 2)",
+    "split.match": "modelled (two tens split, and resplit, only when their ranks match)",
     "split.max_hands": "modelled",
     "split.aces_one_card": "modelled",
     "split.resplit_aces": "modelled",
@@ -66,26 +66,15 @@ class UnsupportedRules(ValueError):
 def check_supported(rules: Rules) -> None:
     """Raise :class:`UnsupportedRules` when ``rules`` hold a combination the analysis does not model.
 
+    Every combination the rules parser accepts is modelled at present, so nothing is refused;
+    a rule added to :class:`~twentyone.core.rules.Rules` must be modelled or refused here.
+
     >>> from dataclasses import replace
     >>> from twentyone.core.rules import DealerRules, SplitRules
     >>> from twentyone.variants import builtin_rules
-    >>> rules = builtin_rules("single-deck")
-    >>> odd = replace(rules, split=SplitRules(max_hands=4), dealer=DealerRules(peek="none",
-    ...               no_peek_blackjack_takes="original"))
-    >>> check_supported(odd)  # doctest: +ELLIPSIS
-    Traceback (most recent call last):
-    ...
-    twentyone.analysis.support.UnsupportedRules: dealer.no_peek_blackjack_takes: "original" with split.max_hands ...
+    >>> odd = replace(builtin_rules("single-deck"), split=SplitRules(max_hands=4, match="rank"),
+    ...               dealer=DealerRules(peek="none", no_peek_blackjack_takes="original"))
+    >>> check_supported(odd) is None
+    True
     """
-    if rules.split.match == "rank" and rules.split.max_hands > 2:
-        raise UnsupportedRules(
-            'split.match: "rank" with split.max_hands above 2 is not modelled (resplitting tens needs the '
-            "ranks of the cards left, and the analysis counts cards by value)."
-        )
-    blackjack_ups = [rank for rank in "ATJQK" if rank not in rules.shoe.removed_ranks]
-    unpeeked = not rules.deal.hole_card or not all(rules.dealer.peeks_under(rank) for rank in blackjack_ups)
-    if rules.dealer.no_peek_blackjack_takes == "original" and rules.split.max_hands > 2 and unpeeked:
-        raise UnsupportedRules(
-            'dealer.no_peek_blackjack_takes: "original" with split.max_hands above 2 is not modelled '
-            "(which hand keeps the original bet depends on the order of the resplits)."
-        )
+    return None

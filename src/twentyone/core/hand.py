@@ -28,16 +28,24 @@ class HandValue(NamedTuple):
         return self.total > 21
 
 
+def best_total(hard: int, has_ace: bool) -> HandValue:
+    """The rule itself: one Ace counts 11 when that keeps the hand at 21 or less (the hand is then soft).
+
+    >>> best_total(7, True), best_total(17, True)
+    (HandValue(total=17, soft=True), HandValue(total=17, soft=False))
+    """
+    if has_ace and hard + 10 <= 21:
+        return HandValue(hard + 10, True)
+    return HandValue(hard, False)
+
+
 def value_of_points(points: Sequence[int]) -> HandValue:
     """Best total of card point values (Ace = 1).
 
     >>> value_of_points([1, 1, 9])
     HandValue(total=21, soft=True)
     """
-    hard = sum(points)
-    if 1 in points and hard + 10 <= 21:
-        return HandValue(hard + 10, True)
-    return HandValue(hard, False)
+    return best_total(sum(points), 1 in points)
 
 
 def value_of_counts(counts: Sequence[int]) -> HandValue:
@@ -48,10 +56,7 @@ def value_of_counts(counts: Sequence[int]) -> HandValue:
     >>> value_of_counts((1, 0, 0, 0, 0, 1, 0, 0, 0, 0))
     HandValue(total=17, soft=True)
     """
-    hard = sum((index + 1) * count for index, count in enumerate(counts))
-    if counts[0] and hard + 10 <= 21:
-        return HandValue(hard + 10, True)
-    return HandValue(hard, False)
+    return best_total(sum((index + 1) * count for index, count in enumerate(counts)), counts[0] > 0)
 
 
 def hand_value(cards: Sequence[Card]) -> HandValue:
