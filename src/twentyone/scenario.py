@@ -66,10 +66,14 @@ def _hand_bets(hands: Any, where: str) -> list[HandBet]:
     return result
 
 
-def _decisions(values: Any, where: str) -> list[str]:
-    _require(isinstance(values, list) and all(isinstance(v, str) for v in values),
-             f"{where}: 'decisions' must be a list of words like \"hit\".")
+def _strings(values: Any, message: str) -> list[str]:
+    """``values`` if it is a list of strings; otherwise the error ``message``."""
+    _require(isinstance(values, list) and all(isinstance(v, str) for v in values), message)
     return list(values)
+
+
+def _decisions(values: Any, where: str) -> list[str]:
+    return _strings(values, f"{where}: 'decisions' must be a list of words like \"hit\".")
 
 
 def _players(scenario: Mapping[str, Any]) -> list[tuple[str, list[HandBet], list[str]]]:
@@ -108,9 +112,7 @@ def scenario_rules(scenario: Mapping[str, Any]) -> Rules:
 def play_scenario(scenario: Mapping[str, Any], rules: Rules | None = None) -> Round:
     """Play a scenario through the engine and return the settled :class:`Round`."""
     rules = rules or scenario_rules(scenario)
-    shoe_cards = scenario.get("shoe")
-    _require(isinstance(shoe_cards, list) and all(isinstance(c, str) for c in shoe_cards),
-             "'shoe' must be a list of cards like \"AS\".")
+    shoe_cards = _strings(scenario.get("shoe"), "'shoe' must be a list of cards like \"AS\".")
     try:
         shoe = Shoe.stacked(shoe_cards, rules.shoe.composition)
     except (ShoeError, CardError) as error:

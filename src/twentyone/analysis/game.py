@@ -179,10 +179,12 @@ class GameAnalysis:
 
         ``shared`` is a space whose base holds one more card of a value (see :class:`StateSpace`).
         """
-        if not isinstance(variant, int):
-            variant, peeked = variant.up, variant.peeked
+        if isinstance(variant, int):
+            up = variant
+        else:
+            up, peeked = variant.up, variant.peeked
         assert peeked is not None
-        return StateSpace(base, variant, self.rules.dealer.hits_soft_17, peeked, must_contain=must_contain,
+        return StateSpace(base, up, self.rules.dealer.hits_soft_17, peeked, must_contain=must_contain,
                           win_pays=self.win_pays, shared=shared)
 
     def blackjack_loss(self, stake: float, split: bool) -> float:
@@ -506,7 +508,8 @@ class GameAnalysis:
         n = int(base.sum())
         table = np.array([[comb(int(base[v]), m) for m in range(22)] for v in range(10)], dtype=np.float64)
         ways = np.prod(table[np.arange(10)[None, :], space.array], axis=1)
-        return ways / np.array([comb(n, int(k)) for k in range(22)], dtype=np.float64)[space.cards]
+        occurrence: FloatArray = ways / np.array([comb(n, int(k)) for k in range(22)], dtype=np.float64)[space.cards]
+        return occurrence
 
     def _two_card_table(self, up: int, policy: dict[tuple[int, bool], int]) -> dict[tuple[int, bool], str]:
         sums: dict[tuple[int, bool], dict[str, float]] = {}

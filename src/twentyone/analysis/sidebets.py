@@ -62,7 +62,7 @@ def _deal_time(rules: Rules, name: str) -> SideBetReport:
                 n3 = counts[up]
                 if n3:
                     line = evaluate(first, second, up)
-                    ways[line if line in side.paytable else "lose"] += n1 * n2 * n3
+                    ways[line if line is not None and line in side.paytable else "lose"] += n1 * n2 * n3
             counts[second] += 1
         counts[first] += 1
     total = n * (n - 1) * (n - 2)

@@ -128,7 +128,7 @@ class PairSplit:
         self.base = variant.space.base
         self.loss = analysis.blackjack_loss(1.0, split=True)
         self._plans: dict[object, Plan] = {}
-        self._values: dict[tuple[object, int], tuple[float, float]] = {}
+        self._values: dict[tuple[object, int, float | None, bool | None], tuple[float, float]] = {}
 
     def space(self, removed: int) -> StateSpace:
         """Hands holding a pair card, from the shoe less the up card and ``removed`` other pair cards."""

@@ -178,7 +178,7 @@ class StateSpace:
         player = self.total[:, None]
         difference = player - dealer_totals[None, :]
         versus = np.where(difference > 0, self.win_pays, np.where(difference < 0, -1.0, 0.0))
-        made = (self.no_blackjack[:, :BUST] * versus).sum(axis=1)
+        made: FloatArray = (self.no_blackjack[:, :BUST] * versus).sum(axis=1)
         return made + self.win_pays * self.no_blackjack[:, BUST]
 
     def stand(self, stake: float, blackjack_loss: float) -> FloatArray:

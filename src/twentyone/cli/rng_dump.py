@@ -74,7 +74,7 @@ def shuffled_indices(size: int, rng: RandomBits) -> list[int]:
     >>> order == list(Shoe.shuffled(shoe, random.Random(5)).order)
     True
     """
-    return shuffled(range(size), rng)  # type: ignore[arg-type]  # Fisher-Yates moves any items alike
+    return shuffled(range(size), rng)
 
 
 def dump_text(composition: ShoeComposition, rng: RandomBits, rounds: int, fmt: str, out: TextIO) -> None:

@@ -19,9 +19,11 @@ import threading
 from collections import Counter
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
-from typing import Protocol
+from typing import Protocol, TypeVar
 
 from twentyone.core.cards import RANKS, Card, CardError, full_deck, parse_card
+
+_Item = TypeVar("_Item")
 
 
 class RandomBits(Protocol):
@@ -93,8 +95,8 @@ def uniform_below(rng: RandomBits, n: int) -> int:
             return value
 
 
-def shuffled(cards: Sequence[Card], rng: RandomBits) -> list[Card]:
-    """A Fisher–Yates shuffle of ``cards`` (a new list) driven by ``rng``.
+def shuffled(cards: Sequence[_Item], rng: RandomBits) -> list[_Item]:
+    """A Fisher–Yates shuffle of ``cards`` (a new list) driven by ``rng``; it moves any items alike.
 
     >>> import random
     >>> sorted(shuffled(full_deck(), random.Random(1))) == sorted(full_deck())

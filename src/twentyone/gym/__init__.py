@@ -17,4 +17,6 @@ __all__ = ["ACTIONS", "BlackjackEnv"]
 
 for _variant in VARIANTS:
     if f"twentyone/{_variant}-v0" not in gymnasium.registry:
-        gymnasium.register(f"twentyone/{_variant}-v0", entry_point=BlackjackEnv, kwargs={"rules": _variant})
+        # The entry point by name, as Gymnasium documents it (its EnvCreator protocol takes **kwargs only).
+        gymnasium.register(f"twentyone/{_variant}-v0", entry_point="twentyone.gym.env:BlackjackEnv",
+                           kwargs={"rules": _variant})

@@ -27,7 +27,7 @@ bets, insurance, doubles and splits included).
 from __future__ import annotations
 
 import random
-from typing import Any, ClassVar
+from typing import Any
 
 import gymnasium
 import numpy as np
@@ -67,7 +67,7 @@ class BlackjackEnv(gymnasium.Env[dict[str, Any], np.int64]):
         Add ``counts``: cards of each rank seen since the last shuffle (A..K), for counters.
     """
 
-    metadata: ClassVar[dict[str, Any]] = {"render_modes": ["ansi"]}
+    metadata: dict[str, Any] = {"render_modes": ["ansi"]}  # noqa: RUF012 (gymnasium.Env declares it so)
 
     def __init__(self, rules: str | Rules = "classic", hands: int = 1, bet: int = 100,
                  side_bets: dict[str, int] | None = None, counts: bool = False,

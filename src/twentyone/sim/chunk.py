@@ -61,7 +61,7 @@ def chunk_seed(seed: int, index: int, chunks: int) -> npt.NDArray[np.uint64]:
     (dtype('uint64'), 4, True)
     """
     child = np.random.SeedSequence(seed).spawn(chunks)[index]
-    return child.generate_state(4, dtype=np.uint64)
+    return child.generate_state(4, dtype=np.uint64).astype(np.uint64, copy=False)  # typed: uint32 or uint64
 
 
 def _empty(game: KernelGame) -> ChunkResult:

@@ -17,12 +17,13 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from twentyone.analysis.game import BasicStrategy
 from twentyone.core.cards import Card
 from twentyone.core.round import HandBet, Round
 from twentyone.core.rules import Rules
 from twentyone.core.shoe import Shoe
 from twentyone.sim.optimal import OptimalTables
-from twentyone.sim.strategy import BasicStrategy, engine_action
+from twentyone.sim.strategy import engine_action
 from twentyone.sim.tables import SimOptions
 
 

@@ -72,8 +72,8 @@ def strategy_tables(strategy: BasicStrategy, optimal: OptimalTables | None = Non
             total, soft = key % 22, bool(key // 22)
             # A total missing from the chart stands, as BasicStrategy.action_for and the split plans read it.
             two_card[up, 0, key] = two_card[up, 1, key] = _encode(table.get((total, soft), "S"))
-    for up, table in strategy.pairs_by_up.items():
-        for value, split in table.items():
+    for up, splits in strategy.pairs_by_up.items():
+        for value, split in splits.items():
             pairs[up, value] = split
     if optimal is None:
         return StrategyTables(hit, two_card, pairs)
@@ -106,11 +106,11 @@ def strategy_from_chart(chart: dict[str, Any]) -> BasicStrategy:
             hit: dict[tuple[int, bool], int] = {}
             for total in range(2, 22):
                 for soft in (False, True):
-                    code = two.get((total, soft))
-                    if code is None:
+                    found = two.get((total, soft))
+                    if found is None:
                         hit[(total, soft)] = int(total < (18 if soft else 17))
                     else:
-                        hit[(total, soft)] = int(code[0] != "S" and not code.endswith("s"))
+                        hit[(total, soft)] = int(found[0] != "S" and not found.endswith("s"))
             hit[(21, False)] = hit[(21, True)] = 0
             strategy.hit_by_up[up] = hit
             strategy.two_card_by_up[up] = two

@@ -20,7 +20,7 @@ import numpy as np
 import numpy.typing as npt
 
 from twentyone.core.cards import RANKS, SUITS, Card
-from twentyone.core.rules import PEEK_POLICIES, SIDE_BET_LINES, Rules
+from twentyone.core.rules import PEEK_POLICIES, SIDE_BET_LINES, DealStep, Rules
 from twentyone.sim import kernel
 
 IntArray = npt.NDArray[np.int64]
@@ -151,8 +151,8 @@ def compile_game(rules: Rules, options: SimOptions) -> KernelGame:
     params[kernel.P_AUTO_STAND] = ("21", "soft-21", "none").index(rules.auto_stand)
     params[kernel.P_CASH_OUT] = rules.cash_out.enabled
     params[kernel.P_HOLE] = rules.deal.hole_card
-    dealer_steps = [step for step in rules.deal.order if step != "hands"]
-    params[kernel.P_UP_INDEX] = dealer_steps.index("dealer-up")
+    dealer_steps = [step for step in rules.deal.order if step != DealStep.HANDS]
+    params[kernel.P_UP_INDEX] = dealer_steps.index(DealStep.DEALER_UP)
     # Common draw: every player gets the same cards, so identical players play identically;
     # the kernel plays one spot and scales the money by the number of players.
     params[kernel.P_SPOTS] = 1 if common else options.hands

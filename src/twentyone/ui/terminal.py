@@ -12,6 +12,7 @@ import re
 import sys
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
+from typing import TextIO
 
 from rich.console import Console, Group
 from rich.panel import Panel
@@ -103,7 +104,7 @@ def cards_text(cards: tuple[Card | None, ...]) -> Text:
     return text
 
 
-def read_keys(stream: object = None) -> Iterator[str]:
+def read_keys(stream: TextIO | None = None) -> Iterator[str]:
     """Yield single keys: raw mode on a terminal, one character at a time from a pipe."""
     stdin = stream or sys.stdin
     if hasattr(stdin, "isatty") and stdin.isatty():
