@@ -70,8 +70,9 @@ def split_terms(max_hands: int) -> tuple[Term, ...]:
     """
     coefficients: dict[tuple[int, bool, int, bool], int] = {}
 
-    def record(hands: tuple[tuple[bool, int], ...], pair_draws: int, other_draws: int) -> None:
+    def record(hands: tuple[tuple[bool, int | None], ...], pair_draws: int, other_draws: int) -> None:
         for position, (second_is_pair, others) in enumerate(hands):
+            assert others is not None  # play() records a spot once every hand is decided
             known = pair_draws - second_is_pair  # pair cards drawn besides this hand's second card
             unknown = other_draws - (not second_is_pair)  # draws known only not to be pair cards
             for i in range(unknown + 1):
@@ -91,7 +92,7 @@ def split_terms(max_hands: int) -> tuple[Term, ...]:
             else:
                 play((*hands[:index], (second_is_pair, len(hands) - 1), *hands[index + 1:]), pair_draws, other_draws)
             return
-        record(hands, pair_draws, other_draws)  # type: ignore[arg-type]
+        record(hands, pair_draws, other_draws)
 
     for first in (True, False):
         for second in (True, False):

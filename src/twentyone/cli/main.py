@@ -15,7 +15,7 @@ from __future__ import annotations
 import json
 import sys
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Any, NoReturn
+from typing import TYPE_CHECKING, Annotated, Any, NoReturn, TypedDict
 
 import typer
 
@@ -24,6 +24,9 @@ from twentyone.variants import VARIANTS
 
 if TYPE_CHECKING:
     from twentyone.core.rules import Rules
+    from twentyone.server.config import Settings
+    from twentyone.server.context import Caller
+    from twentyone.server.service import GameService
 
 app = typer.Typer(
     name="twentyone",
@@ -436,7 +439,37 @@ def rng_dump(
 # uvicorn as `serve` runs it (the load benchmark's bare endpoint runs with the same): httptools and uvloop
 # (uvicorn[standard]), no access log line per request, and idle connections kept 75 s rather than 5 s, so a
 # player who thinks a few seconds between decisions does not reconnect (or race a closing connection).
-UVICORN_OPTIONS: dict[str, object] = {"log_level": "warning", "access_log": False, "timeout_keep_alive": 75}
+def _server_settings(database: str | None, data_dir: Path | None) -> Settings:
+    """The server's settings from the options and the environment, or a one-line error (exit 2)."""
+    from twentyone.server.config import Settings
+
+    try:
+        return Settings.from_environment(database, data_dir)
+    except OSError as error:
+        fail(f"cannot use the data directory ({error.strerror}: {error.filename}).")
+    except ValueError as error:  # a setting in the environment that is not a number
+        fail(f"a server setting in the environment is wrong ({error}).")
+
+
+def _cannot_open(settings: Settings, error: Exception) -> NoReturn:
+    """A bad URL or an unreachable database: the first line of the error, exit 2."""
+    first = (str(error).splitlines() or [""])[0]
+    fail(f"cannot open the database {settings.database_url!r} ({type(error).__name__}: {first}).")
+
+
+class _UvicornOptions(TypedDict):
+    log_level: str
+    access_log: bool
+    timeout_keep_alive: int
+
+
+UVICORN_OPTIONS: _UvicornOptions = {"log_level": "warning", "access_log": False, "timeout_keep_alive": 75}
+
+
+def _announce(settings: Settings, host: str, port: int, how: str) -> None:
+    shown = "localhost" if host in ("127.0.0.1", "0.0.0.0") else host
+    typer.echo(f"twentyone is serving the web table at http://{shown}:{port}/ {how}")
+    typer.echo(f"database: {settings.database_url}; operator token in {settings.data_dir / 'operator-token'}")
 
 
 @app.command()
@@ -459,19 +492,13 @@ def serve(
     import uvicorn
 
     from twentyone.server.app import create_app
-    from twentyone.server.config import Settings
     from twentyone.server.wallet import load_operator_wallet
 
     if not 0 < port < 65536:
         fail(f"--port must be 1 to 65535, got {port}.")
     if workers < 1:
         fail(f"--workers must be 1 or more, got {workers}.")
-    try:
-        settings = Settings.from_environment(database, data_dir)
-    except OSError as error:
-        fail(f"cannot use the data directory ({error.strerror}: {error.filename}).")
-    except ValueError as error:  # a setting in the environment that is not a number
-        fail(f"a server setting in the environment is wrong ({error}).")
+    settings = _server_settings(database, data_dir)
     if workers > 1 and settings.database_url.startswith("sqlite"):
         fail("--workers > 1 needs PostgreSQL (--database postgresql+psycopg://...); SQLite is one process.")
     spec = wallet or os.environ.get("TWENTYONE_OPERATOR_WALLET")
@@ -485,14 +512,12 @@ def serve(
     try:
         application = create_app(settings, operator_wallet=operator_wallet)
     except Exception as error:  # a bad URL or an unreachable database: one line, exit 2
-        fail(f"cannot open the database {settings.database_url!r} ({type(error).__name__}: {error}).".split("\n")[0])
-    shown = "localhost" if host in ("127.0.0.1", "0.0.0.0") else host
-    typer.echo(f"twentyone is serving the web table at http://{shown}:{port}/ (API docs at /docs)")
-    typer.echo(f"database: {settings.database_url}; operator token in {settings.data_dir / 'operator-token'}")
-    uvicorn.run(application, host=host, port=port, **UVICORN_OPTIONS)  # type: ignore[arg-type]
+        _cannot_open(settings, error)
+    _announce(settings, host, port, "(API docs at /docs)")
+    uvicorn.run(application, host=host, port=port, **UVICORN_OPTIONS)
 
 
-def _serve_workers(settings, wallet: str | None, host: str, port: int, workers: int) -> None:  # type: ignore[no-untyped-def]
+def _serve_workers(settings: Settings, wallet: str | None, host: str, port: int, workers: int) -> None:
     """``serve --workers N``: uvicorn's worker processes, each a full server sharing the PostgreSQL database.
 
     Migrations run once here, before any worker starts; the workers get their
@@ -507,40 +532,32 @@ def _serve_workers(settings, wallet: str | None, host: str, port: int, workers: 
     try:
         migrate(settings.database_url)
     except Exception as error:  # a bad URL or an unreachable database: one line, exit 2
-        fail(f"cannot open the database {settings.database_url!r} ({type(error).__name__}: {error}).".split("\n")[0])
+        _cannot_open(settings, error)
     os.environ.update({"TWENTYONE_DATABASE_URL": settings.database_url, "TWENTYONE_DATA_DIR": str(settings.data_dir),
                        "TWENTYONE_OPERATOR_TOKEN": settings.operator_token,
                        "TWENTYONE_DEMO": "1" if settings.demo else "0"})
     if wallet:
         os.environ["TWENTYONE_OPERATOR_WALLET"] = wallet
-    shown = "localhost" if host in ("127.0.0.1", "0.0.0.0") else host
-    typer.echo(f"twentyone is serving the web table at http://{shown}:{port}/ with {workers} worker processes")
-    typer.echo(f"database: {settings.database_url}; operator token in {settings.data_dir / 'operator-token'}")
+    _announce(settings, host, port, f"with {workers} worker processes")
     uvicorn.run("twentyone.server.cluster:worker_app", factory=True, host=host, port=port, workers=workers,
-                **UVICORN_OPTIONS)  # type: ignore[arg-type]
+                **UVICORN_OPTIONS)
 
 
 admin_app = typer.Typer(help="Operator tasks on a server's database.", no_args_is_help=True)
 app.add_typer(admin_app, name="admin")
 
 
-def _admin_service(database: str | None, data_dir: Path | None):  # type: ignore[no-untyped-def]
-    from twentyone.server.config import Settings
+def _admin_service(database: str | None, data_dir: Path | None) -> tuple[GameService, Caller, Settings]:
+    from twentyone.server.context import Caller
     from twentyone.server.db import Database, migrate
-    from twentyone.server.service import Caller, GameService
+    from twentyone.server.service import GameService
 
-    try:
-        settings = Settings.from_environment(database, data_dir)
-    except OSError as error:
-        fail(f"cannot use the data directory ({error.strerror}: {error.filename}).")
-    except ValueError as error:  # a setting in the environment that is not a number
-        fail(f"a server setting in the environment is wrong ({error}).")
+    settings = _server_settings(database, data_dir)
     try:
         migrate(settings.database_url)
         service = GameService(Database(settings.database_url), settings)
     except Exception as error:  # a bad URL or an unreachable database: one line, exit 2
-        first = (str(error).splitlines() or [""])[0]
-        fail(f"cannot open the database {settings.database_url!r} ({type(error).__name__}: {first}).")
+        _cannot_open(settings, error)
     return service, Caller(0, "operator", "operator"), settings
 
 

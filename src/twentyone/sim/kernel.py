@@ -203,6 +203,35 @@ def _draw(deck, pos, n_cards, state):  # type: ignore[no-untyped-def]
     return card
 
 
+@njit(cache=True, inline="always")
+def _trace(tracing, trace, r, count, item):  # type: ignore[no-untyped-def]
+    """When tracing, record ``item`` (a card or a decision) after the ``count`` of round ``r``; the new count."""
+    if tracing:
+        trace[r, count] = item
+        return count + 1
+    return count
+
+
+@njit(cache=True, inline="always")
+def _add_card(h_cards, h_n, h_hard, h_aces, h, card):  # type: ignore[no-untyped-def]
+    """Put ``card`` on hand ``h``: its cards, their count, its hard total and its Aces."""
+    h_cards[h, h_n[h]] = card
+    h_n[h] += 1
+    h_hard[h] += _value(card)
+    h_aces[h] += card >> 2 == 0
+
+
+@njit(cache=True, inline="always")
+def _hard_aces(cards, n):  # type: ignore[no-untyped-def]
+    """The hard total of the first ``n`` ``cards`` and how many of them are Aces."""
+    hard = 0
+    aces = 0
+    for k in range(n):
+        hard += _value(cards[k])
+        aces += cards[k] >> 2 == 0
+    return hard, aces
+
+
 @njit(cache=True)
 def _double_allowed(P, total, n_cards, from_split, split_aces, multiplier):  # type: ignore[no-untyped-def]
     if (P[P_DOUBLE_MASK] >> multiplier) & 1 == 0 or n_cards != 2:
@@ -304,31 +333,19 @@ def simulate_chunk(P, fresh_deck, hit_table, two_card, pair_table,  # type: igno
                 if P[P_COMMON]:
                     card = _draw(deck, pos, n_cards, state)
                     pos += 1
-                    if tracing:
-                        trace_cards[r, t_cards] = card
-                        t_cards += 1
+                    t_cards = _trace(tracing, trace_cards, r, t_cards, card)
                     for h in range(n_hands):
-                        h_cards[h, h_n[h]] = card
-                        h_n[h] += 1
-                        h_hard[h] += _value(card)
-                        h_aces[h] += card >> 2 == 0
+                        _add_card(h_cards, h_n, h_hard, h_aces, h, card)
                 else:
                     for h in range(n_hands):
                         card = _draw(deck, pos, n_cards, state)
                         pos += 1
-                        if tracing:
-                            trace_cards[r, t_cards] = card
-                            t_cards += 1
-                        h_cards[h, h_n[h]] = card
-                        h_n[h] += 1
-                        h_hard[h] += _value(card)
-                        h_aces[h] += card >> 2 == 0
+                        t_cards = _trace(tracing, trace_cards, r, t_cards, card)
+                        _add_card(h_cards, h_n, h_hard, h_aces, h, card)
             else:
                 card = _draw(deck, pos, n_cards, state)
                 pos += 1
-                if tracing:
-                    trace_cards[r, t_cards] = card
-                    t_cards += 1
+                t_cards = _trace(tracing, trace_cards, r, t_cards, card)
                 d_cards[dn] = card
                 dn += 1
         up = d_cards[P[P_UP_INDEX]]
@@ -378,9 +395,7 @@ def simulate_chunk(P, fresh_deck, hit_table, two_card, pair_table,  # type: igno
                 if take:
                     h_status[h] = SURRENDERED
                     h_returned[h] = h_stake[h] // 2
-                if tracing:
-                    trace_actions[r, t_actions] = SURRENDER if take else NO_SURRENDER
-                    t_actions += 1
+                t_actions = _trace(tracing, trace_actions, r, t_actions, SURRENDER if take else NO_SURRENDER)
         if up >> 2 == 0:
             for h in range(n_hands):
                 if h_status[h] == SURRENDERED:
@@ -390,12 +405,8 @@ def simulate_chunk(P, fresh_deck, hit_table, two_card, pair_table,  # type: igno
                         if P[P_TAKE_EVEN_MONEY]:
                             h_status[h] = EVEN_MONEY_TAKEN
                             h_returned[h] = 2 * h_stake[h]
-                            if tracing:
-                                trace_actions[r, t_actions] = EVEN_MONEY
-                                t_actions += 1
-                        elif tracing:
-                            trace_actions[r, t_actions] = NO_EVEN_MONEY
-                            t_actions += 1
+                        t_actions = _trace(tracing, trace_actions, r, t_actions,
+                                           EVEN_MONEY if P[P_TAKE_EVEN_MONEY] else NO_EVEN_MONEY)
                         continue
                     if not (P[P_INS_OFFERED] and P[P_INS_TO_BJ] and bet // 2 > 0):
                         continue
@@ -404,17 +415,12 @@ def simulate_chunk(P, fresh_deck, hit_table, two_card, pair_table,  # type: igno
                 if P[P_TAKE_INSURANCE]:
                     insurance[h_spot[h]] = bet // 2
                     staked += bet // 2
-                    if tracing:
-                        trace_actions[r, t_actions] = INSURANCE
-                        t_actions += 1
-                elif tracing:
-                    trace_actions[r, t_actions] = NO_INSURANCE
-                    t_actions += 1
+                t_actions = _trace(tracing, trace_actions, r, t_actions,
+                                   INSURANCE if P[P_TAKE_INSURANCE] else NO_INSURANCE)
 
         dealer_natural = False
         if dn >= 2:
-            d_hard = _value(d_cards[0]) + _value(d_cards[1])
-            d_aces = (d_cards[0] >> 2 == 0) + (d_cards[1] >> 2 == 0)
+            d_hard, d_aces = _hard_aces(d_cards, 2)
             dealer_natural = d_hard == 11 and d_aces > 0
         checked = False
         settled_early = False
@@ -506,9 +512,7 @@ def simulate_chunk(P, fresh_deck, hit_table, two_card, pair_table,  # type: igno
                     action = HIT if hit_table[up_value, total + 22 * soft] else STAND
                 if action == HIT and not can_hit:
                     action = STAND
-                if tracing:
-                    trace_actions[r, t_actions] = action
-                    t_actions += 1
+                t_actions = _trace(tracing, trace_actions, r, t_actions, action)
                 # ---- act
                 if action == STAND:
                     h_status[h] = STOOD
@@ -525,13 +529,8 @@ def simulate_chunk(P, fresh_deck, hit_table, two_card, pair_table,  # type: igno
                         staked += extra
                     card = _draw(deck, pos, n_cards, state)
                     pos += 1
-                    if tracing:
-                        trace_cards[r, t_cards] = card
-                        t_cards += 1
-                    h_cards[h, n] = card
-                    h_n[h] = n + 1
-                    h_hard[h] += _value(card)
-                    h_aces[h] += card >> 2 == 0
+                    t_cards = _trace(tracing, trace_cards, r, t_cards, card)
+                    _add_card(h_cards, h_n, h_hard, h_aces, h, card)
                     if optimal and h_state[h] >= 0 and not h_split[h]:
                         h_state[h] = opt_child[h_state[h], _value(card) - 1]
                     total, soft = _total(h_hard[h], h_aces[h])
@@ -579,13 +578,8 @@ def simulate_chunk(P, fresh_deck, hit_table, two_card, pair_table,  # type: igno
                     for hh in (h, new):
                         card = _draw(deck, pos, n_cards, state)
                         pos += 1
-                        if tracing:
-                            trace_cards[r, t_cards] = card
-                            t_cards += 1
-                        h_cards[hh, 1] = card
-                        h_n[hh] = 2
-                        h_hard[hh] += _value(card)
-                        h_aces[hh] += card >> 2 == 0
+                        t_cards = _trace(tracing, trace_cards, r, t_cards, card)
+                        _add_card(h_cards, h_n, h_hard, h_aces, hh, card)  # its second card
                     for hh in (h, new):
                         t2, s2 = _total(h_hard[hh], h_aces[hh])
                         if aces and P[P_ACES_ONE]:
@@ -619,14 +613,11 @@ def simulate_chunk(P, fresh_deck, hit_table, two_card, pair_table,  # type: igno
             if not P[P_HOLE] and (live or bust_pending or insurance_pending):
                 card = _draw(deck, pos, n_cards, state)
                 pos += 1
-                if tracing:
-                    trace_cards[r, t_cards] = card
-                    t_cards += 1
+                t_cards = _trace(tracing, trace_cards, r, t_cards, card)
                 d_cards[dn] = card
                 dn += 1
             if dn >= 2:
-                d_hard = _value(d_cards[0]) + _value(d_cards[1])
-                d_aces = (d_cards[0] >> 2 == 0) + (d_cards[1] >> 2 == 0)
+                d_hard, d_aces = _hard_aces(d_cards, 2)
                 dealer_natural = d_hard == 11 and d_aces > 0
                 if drawing and not dealer_natural:
                     while True:
@@ -634,20 +625,14 @@ def simulate_chunk(P, fresh_deck, hit_table, two_card, pair_table,  # type: igno
                         if d_total < 17 or (d_total == 17 and d_soft and P[P_H17]):
                             card = _draw(deck, pos, n_cards, state)
                             pos += 1
-                            if tracing:
-                                trace_cards[r, t_cards] = card
-                                t_cards += 1
+                            t_cards = _trace(tracing, trace_cards, r, t_cards, card)
                             d_cards[dn] = card
                             dn += 1
                             d_hard += _value(card)
                             d_aces += card >> 2 == 0
                         else:
                             break
-        d_hard = 0
-        d_aces = 0
-        for k in range(dn):
-            d_hard += _value(d_cards[k])
-            d_aces += d_cards[k] >> 2 == 0
+        d_hard, d_aces = _hard_aces(d_cards, dn)
         d_total, _ = _total(d_hard, d_aces)
         for s in range(spots):
             for i in range(n_side):

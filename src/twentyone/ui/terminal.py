@@ -12,9 +12,9 @@ import re
 import sys
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
-from typing import TextIO
+from typing import TextIO, TypedDict
 
-from rich.console import Console, Group
+from rich.console import Console, Group, RenderableType
 from rich.panel import Panel
 from rich.table import Table
 from rich.text import Text
@@ -332,16 +332,16 @@ class TerminalTable:
         header.add_column(justify="right")
         header.add_row(Text(rules.name, style="bold green"),
                        Text(f"Balance {self.money(self.balance)}", style="bold yellow"))
-        parts: list[object] = [header]
+        parts: list[RenderableType] = [header]
         if self.game is not None:
             parts += self._render_round(self.game)
         else:
             parts += self._render_betting()
         parts.append(Text(self.message or " ", style="bold cyan"))
         parts.append(self._render_keys())
-        return Group(*parts)  # type: ignore[arg-type]
+        return Group(*parts)
 
-    def _render_round(self, game: Round) -> list[object]:
+    def _render_round(self, game: Round) -> list[RenderableType]:
         seen = game.view(PLAYER)  # what the player may see: the hole card stays face down until turned
         shown: tuple[Card | None, ...] = (*seen.dealer_cards, *[None] * seen.dealer_hidden)
         dealer = Text("Dealer  ")
@@ -375,12 +375,12 @@ class TerminalTable:
             else:
                 continue
             sides.append(f"{title} #{s.seat}: {words}, {net_text(s.returned - s.stake, self.currency)}")
-        parts: list[object] = [Panel(dealer, title="Dealer", border_style="green"), table]
+        parts: list[RenderableType] = [Panel(dealer, title="Dealer", border_style="green"), table]
         if sides:
             parts.append(Text("  ".join(sides), style="magenta"))
         return parts
 
-    def _render_betting(self) -> list[object]:
+    def _render_betting(self) -> list[RenderableType]:
         slip = self.slip
         table = Table(expand=True, show_edge=False, box=None, padding=(0, 1))
         table.add_column("Spot")
@@ -427,6 +427,14 @@ class TerminalTable:
         return Text("  ".join(labels) + "  [?] hint", style="bold")
 
 
+class _Setting(TypedDict, total=False):
+    """A table's setting as :class:`TerminalTable` takes it; what is left out keeps its default."""
+
+    currency: str
+    chips: tuple[int, ...]
+    limits: BetLimits
+
+
 def play(rules: Rules, balance: int, seed: int | None, console: Console | None = None,
          keys: Iterator[str] | None = None, rng_factory: Callable[[int], RandomBits] | None = None,
          currency: str = "USD", chips: tuple[int, ...] | None = None, limits: BetLimits | None = None) -> int:
@@ -437,11 +445,11 @@ def play(rules: Rules, balance: int, seed: int | None, console: Console | None =
     with 1-5-25-100 chips and a 1-500 main bet.
     """
     rng: RandomBits = (rng_factory or random.Random)(seed) if seed is not None else system_rng()
-    setting: dict[str, object] = {"currency": currency}
+    setting: _Setting = {"currency": currency}
     if chips:
         setting["chips"] = tuple(chips)
     if limits is not None:
         setting["limits"] = limits
-    table = TerminalTable(rules, balance, rng, console or Console(), **setting)  # type: ignore[arg-type]
+    table = TerminalTable(rules, balance, rng, console or Console(), **setting)
     table.run(keys if keys is not None else read_keys())
     return table.balance
