@@ -25,7 +25,7 @@ from starlette.websockets import WebSocketDisconnect
 from test_resilience import call, free_port, start_server
 
 from twentyone.server.app import create_app
-from twentyone.server.cluster import lock_key, table_timers
+from twentyone.server.cluster import OUTBOX, lock_key, table_timers
 from twentyone.server.config import Settings
 from twentyone.server.events import DROPPED_CODE
 from twentyone.server.service import GameService
@@ -185,6 +185,23 @@ def test_a_tables_timers_run_in_exactly_one_process_and_move_when_it_dies(tmp_pa
         assert first.tick()["auto"] == 0  # back on its feet, it finds the table taken
         assert second.tick()["auto"] == 1
         assert ann.get(f"/rounds/{round_id}").json()["status"] == "settled"
+
+
+def test_operator_wallet_retries_run_in_one_process(tmp_path: Path, postgres_url: str) -> None:
+    from test_resilience import FlakyOperatorWallet
+
+    settings = Settings(postgres_url, tmp_path, OPERATOR)
+    wallet = FlakyOperatorWallet()
+    first_app = create_app(settings, operator_wallet=wallet, timers=False)
+    second_app = create_app(settings, operator_wallet=wallet, timers=False)
+    with TestClient(first_app), TestClient(second_app):
+        first: GameService = first_app.state.service
+        second: GameService = second_app.state.service
+        first.tick()
+        retries: list[int] = []
+        second._deliver_outbox = lambda: retries.append(1) or 0  # type: ignore[method-assign]
+        second.tick()
+        assert retries == [] and len(lock_holders(postgres_url, OUTBOX)) == 1
 
 
 def test_a_table_created_in_one_process_is_listed_by_the_others(tmp_path: Path, postgres_url: str) -> None:
