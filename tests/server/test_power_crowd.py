@@ -69,3 +69,45 @@ def test_the_timer_stands_every_player_of_a_common_draw_round_at_once(
     assert service.tick()["auto"] == 5  # every waiting player stands when the round's time is up
     view = players[2].get(f"/rounds/{round_id}").json()
     assert view["status"] == "settled" and all(hand["status"] != "playing" for hand in view["hands"])
+
+
+def test_hints_in_a_live_shoe_count_the_cards_already_seen(
+        http: TestClient, service: GameService, clock: Clock) -> None:
+    """Power deals to a cut card: the second round's hint is for the shoe less the first round's cards and
+    the cards face up now, with the hole card still counted as unseen."""
+    from twentyone.analysis.hints import hint
+    from twentyone.core.cards import parse_card, parse_cards
+    from twentyone.server.models import Round, Shoe
+    from twentyone.variants import builtin_rules
+
+    body = http.post("/auth/guest").json()
+    player = Client(http, body["token"], body["player"]["name"])
+    service.stacked.append(["5S", "7H", "6D", "8C", "KD", "QC", "5C", "8H", "3D", "JS"])
+    for _ in range(2):
+        player.bet("power", 500)
+        player.post("/tables/power/deal")
+        clock.advance(16)
+        service.tick()
+        round_id = player.get("/tables/power").json()["round"]["id"]
+        if player.get(f"/rounds/{round_id}").json()["legal_actions"] and _ == 0:
+            player.act(round_id, "stand")
+    view = player.get(f"/rounds/{round_id}").json()
+    answer = player.get(f"/rounds/{round_id}/hint").json()
+    rules = builtin_rules("power")
+    with service.db.sessions() as session:
+        round_row = session.get(Round, round_id)
+        cards = session.get(Shoe, round_row.shoe_id).cards.split()
+        earlier, start = cards[:round_row.shoe_start], round_row.shoe_start
+    assert start > 0  # the second round drew from the same shoe
+    hole = cards[start + 3]  # power: shared card, up card, shared card, hole card
+    assert hole not in [c for h in view["hands"] for c in h["cards"]] + view["dealer"]["cards"]
+    unseen = list(rules.shoe.composition.cards())
+    for text in [*earlier, *view["hands"][0]["cards"], *view["dealer"]["cards"]]:
+        unseen.remove(parse_card(text))
+    expected = hint(rules, parse_cards(view["hands"][0]["cards"]), parse_card(view["dealer"]["cards"][0]),
+                    view["legal_actions"], first_decision=True, unseen=unseen)
+    assert [(entry["action"], entry["ev"]) for entry in answer["actions"]] == [
+        (action, value) for action, value in expected]
+    fresh = hint(rules, parse_cards(view["hands"][0]["cards"]), parse_card(view["dealer"]["cards"][0]),
+                 view["legal_actions"], first_decision=True)
+    assert [entry["ev"] for entry in answer["actions"]] != [value for _, value in fresh]

@@ -39,7 +39,6 @@ from fractions import Fraction
 from twentyone.core.cards import Card
 from twentyone.core.hand import HandValue, hand_value, is_natural
 from twentyone.core.operations import (
-    ACTION_OF_MULTIPLIER,
     MULTIPLIER_OF,
     OFFER_ANSWERS,
     Action,
@@ -55,7 +54,7 @@ from twentyone.core.operations import (
     Outcome,
     Settled,
 )
-from twentyone.core.rules import Rules
+from twentyone.core.rules import AutoStand, BlackjackTakes, DealStep, Rules, Surrender
 from twentyone.core.shoe import Shoe
 from twentyone.core.sidebets import SIDE_BETS, Settles
 from twentyone.core.view import Decision, HandState, RoundView, mask_operations
@@ -222,9 +221,9 @@ class Round:
         self.verify_deal()
         start = len(self.operations)
         for step in self.rules.deal.order:
-            if step == "hands":
+            if step == DealStep.HANDS:
                 self._deal_hands_card()
-            elif step == "dealer-up":
+            elif step == DealStep.DEALER_UP:
                 self._deal_dealer(face_up=True)
             else:
                 self._deal_dealer(face_up=False)
@@ -264,8 +263,8 @@ class Round:
         return self._dealer[index]
 
     def _dealer_up_index(self) -> int:
-        order = [step for step in self.rules.deal.order if step != "hands"]
-        return order.index("dealer-up")
+        order = [step for step in self.rules.deal.order if step != DealStep.HANDS]
+        return order.index(DealStep.DEALER_UP)
 
     @property
     def dealer_cards(self) -> tuple[Card, ...]:
@@ -500,49 +499,26 @@ class Round:
         return ", ".join(self.legal_actions(player)) or "none"
 
     def _play_refusal(self, hand: _Hand, action: Action) -> str | None:
-        """Why ``action`` is not allowed on ``hand`` now, or None if it is."""
+        """Why ``action`` is not allowed on ``hand`` now, or None if it is (the rules' own predicates decide)."""
         rules = self.rules
         value = hand.value
-        two_cards = len(hand.cards) == 2
+        cards = len(hand.cards)
         if action is Action.STAND:
             return None
         if action is Action.HIT:
-            if hand.split_aces and rules.split.aces_one_card:
+            if rules.split.one_card_only(hand.split_aces):
                 return "split aces receive one card each"
             return None
         if action in MULTIPLIER_OF:
-            multiplier = MULTIPLIER_OF[action]
-            if multiplier not in rules.double.multipliers:
-                allowed = ", ".join(ACTION_OF_MULTIPLIER[m] for m in rules.double.multipliers)
-                return f"this game offers only {allowed}"
-            if not two_cards:
-                return "only the first two cards of a hand can be doubled"
-            if hand.split_aces and rules.split.aces_one_card:
+            if MULTIPLIER_OF[action] in rules.double.multipliers and cards == 2 \
+                    and rules.split.one_card_only(hand.split_aces):
                 return "split aces receive one card each"
-            if hand.from_split and not rules.double.after_split:
-                return "this game has no double after split"
-            if not rules.double.allows_total(value.total, value.soft):
-                return f"doubling is allowed only on totals {rules.double.totals}, not {value.total}"
-            return None
+            return rules.double.refusal(MULTIPLIER_OF[action], cards, value.total, value.soft, hand.from_split)
         if action is Action.SPLIT:
-            if not two_cards:
-                return "only a two-card hand can be split"
-            first, second = hand.cards
-            same = first.rank == second.rank if rules.split.match == "rank" else first.value == second.value
-            if not same:
-                kind = "identical ranks" if rules.split.match == "rank" else "cards of equal value"
-                return f"only a pair of {kind} can be split"
-            if len(self._spot_of(hand).hands) >= rules.split.max_hands:
-                return f"this game allows at most {rules.split.max_hands} hands from one spot (no resplit)"
-            if hand.split_aces and not rules.split.resplit_aces:
-                return "split aces cannot be split again"
-            return None
+            pair = cards == 2 and rules.split.pair(*((card.rank, card.value) for card in hand.cards))
+            return rules.split.refusal(cards, pair, len(self._spot_of(hand).hands), hand.split_aces)
         if action is Action.SURRENDER:
-            if rules.surrender != "late":
-                return "this game has no late surrender"
-            if not two_cards or hand.from_split:
-                return "surrender is only allowed as the first decision on the original two cards"
-            return None
+            return rules.surrender_refusal(cards, hand.from_split)
         if action is Action.CASH_OUT:
             if not rules.cash_out.enabled:
                 return "this game has no cash out"
@@ -560,7 +536,7 @@ class Round:
         rules = self.rules
         offers: list[tuple[DecisionKind, _Hand]] = []
         hands = self._all_hands()
-        if rules.surrender == "early":
+        if rules.surrender == Surrender.EARLY:
             offers += [(DecisionKind.SURRENDER, hand) for hand in hands if hand.status == HandStatus.PLAYING]
         if self.dealer_up.is_ace:
             for hand in hands:
@@ -642,7 +618,7 @@ class Round:
         if value.bust:
             hand.status = HandStatus.BUST
         elif value.total == 21 and (
-            self.rules.auto_stand == "21" or (self.rules.auto_stand == "soft-21" and value.soft)
+            self.rules.auto_stand == AutoStand.TWENTY_ONE or (self.rules.auto_stand == AutoStand.SOFT_21 and value.soft)
         ):
             hand.status = HandStatus.STOOD
 
@@ -728,9 +704,7 @@ class Round:
         self._settle_dealer_side_bets()
 
     def _dealer_draws_to(self, value: HandValue) -> bool:
-        if value.total < 17:
-            return True
-        return value.total == 17 and value.soft and self.rules.dealer.hits_soft_17
+        return self.rules.dealer.draws(value.total, value.soft)
 
     def _reveal_hole(self) -> None:
         if not self._hole_revealed and len(self._dealer) >= 2:
@@ -808,7 +782,7 @@ class Round:
                     self._settle_hand(hand, Outcome.BLACKJACK, hand.stake + rules.blackjack_payout.winnings(hand.stake))
             elif dealer_blackjack:
                 kept = 0
-                if not self._checked_blackjack and rules.dealer.no_peek_blackjack_takes == "original":
+                if not self._checked_blackjack and rules.dealer.no_peek_blackjack_takes == BlackjackTakes.ORIGINAL:
                     kept = hand.stake - (hand.bet if hand.holds_original else 0)
                 self._settle_hand(hand, Outcome.LOSE, kept)
             elif dealer.bust or value.total > dealer.total:

@@ -15,14 +15,14 @@ import logging
 from collections.abc import AsyncIterator, Callable
 from datetime import datetime
 from importlib import resources
-from typing import Annotated, Any
+from typing import Annotated, Any, Literal
 
 from fastapi import Depends, FastAPI, Header, Query, Request, WebSocket, WebSocketDisconnect
 from fastapi import Path as PathParam
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import HTMLResponse, JSONResponse, Response
 from fastapi.staticfiles import StaticFiles
-from pydantic import BaseModel, Field, StrictInt
+from pydantic import BaseModel, BeforeValidator, Field, StrictBool
 from starlette.concurrency import run_in_threadpool
 
 from twentyone.core.shoe import RandomBits
@@ -35,27 +35,48 @@ from twentyone.server.guards import BodyLimit, RateLimiter, document_errors
 from twentyone.server.service import GameService
 from twentyone.server.tables import table_json
 from twentyone.server.wallet import OperatorWallet
+from twentyone.variants import VARIANTS
 
 log = logging.getLogger("twentyone.server")
 MAX_ID = 2**63 - 1  # ids and page numbers are 64-bit in storage: anything larger is refused with 422
 MAX_AMOUNT = 10**15  # minor units: far beyond any table's limit, well inside 64 bits
+CURRENCY = "^[A-Z]{3}$"
 MAX_BODY = 64 * 1024  # bytes: the largest request any endpoint needs is a table definition
 
 
 # ------------------------------------------------------------------ shapes
+def _json_integer(value: Any) -> Any:
+    """What the schema's ``integer`` means in JSON: 5 or 5.0, never ``false`` (taken as 0) nor ``"5"``."""
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        raise ValueError("Input should be a valid integer")
+    return value
+
+
+def json_int(**bounds: int) -> Any:
+    """An integer field with bounds; the bounds go first so the schema shows them as minimum and maximum."""
+    return Annotated[int, Field(**bounds), BeforeValidator(_json_integer)]  # type: ignore[call-overload]
+
+
 class Credentials(BaseModel):
     name: str = Field(min_length=1, max_length=64)
     password: str = Field(min_length=1, max_length=256)
 
 
+class Registration(BaseModel):
+    """A new player's name and password: the schema states the rules the server enforces."""
+
+    name: str = Field(pattern=r"^[A-Za-z0-9_.-]{3,32}$")
+    password: str = Field(min_length=8, max_length=256)
+
+
 class ChipChoice(BaseModel):
-    chip: StrictInt = Field(gt=0, le=MAX_AMOUNT)
+    chip: json_int(gt=0, le=MAX_AMOUNT)
 
 
 class BetPlacement(BaseModel):
-    spot: int = Field(default=1, ge=1, le=10)
+    spot: json_int(ge=1, le=10) = 1
     type: str = Field(default="main", max_length=32)
-    chip: StrictInt | None = Field(default=None, gt=0, le=MAX_AMOUNT)
+    chip: json_int(gt=0, le=MAX_AMOUNT) | None = None
 
 
 class Decision(BaseModel):
@@ -63,35 +84,36 @@ class Decision(BaseModel):
 
 
 class SettingsUpdate(BaseModel):
-    cash_out_visible: bool | None = None
-    sound: bool | None = None
-    hints: bool | None = None
+    cash_out_visible: StrictBool | None = None
+    sound: StrictBool | None = None
+    hints: StrictBool | None = None
 
 
 class LimitsUpdate(BaseModel):
-    daily_loss_limit: StrictInt | None = Field(default=None, ge=0, le=MAX_AMOUNT)
-    session_minutes: int | None = Field(default=None, ge=1, le=24 * 60)
-    exclude_days: int | None = Field(default=None, ge=1, le=3650)
+    daily_loss_limit: json_int(ge=0, le=MAX_AMOUNT) | None = None
+    session_minutes: json_int(ge=1, le=24 * 60) | None = None
+    exclude_days: json_int(ge=1, le=3650) | None = None
 
 
 class TableCreate(BaseModel):
-    id: str = Field(min_length=3, max_length=32)
+    id: str = Field(pattern=r"^[A-Za-z0-9_.-]{3,32}$")
     name: str = Field(min_length=1, max_length=64)
-    variant: str = Field(max_length=32)
-    currency: str = Field(max_length=3)
-    chips: list[Annotated[StrictInt, Field(gt=0, le=MAX_AMOUNT)]] = Field(min_length=1, max_length=20)
-    limits: dict[str, list[Annotated[StrictInt, Field(gt=0, le=MAX_AMOUNT)]]] = Field(max_length=10)
-    hands_per_player: StrictInt | None = Field(default=None, ge=1, le=10)
-    seats: StrictInt | None = Field(default=None, ge=0, le=100_000)
-    decision_timeout: StrictInt | None = Field(default=None, ge=1, le=86_400)
-    betting_window: StrictInt | None = Field(default=None, ge=0, le=3_600)
+    variant: Literal[VARIANTS]  # type: ignore[valid-type]
+    currency: str = Field(pattern=CURRENCY)
+    chips: list[json_int(gt=0, le=MAX_AMOUNT)] = Field(min_length=1, max_length=20)
+    limits: dict[str, Annotated[list[json_int(gt=0, le=MAX_AMOUNT)], Field(min_length=2, max_length=2)]] = Field(
+        max_length=10)
+    hands_per_player: json_int(ge=1, le=10) | None = None
+    seats: json_int(ge=0, le=100_000) | None = None
+    decision_timeout: json_int(ge=1, le=86_400) | None = None
+    betting_window: json_int(ge=0, le=3_600) | None = None
     theme: str | None = Field(default=None, max_length=32)
 
 
 class Credit(BaseModel):
     player: str = Field(max_length=64)
-    currency: str = Field(min_length=3, max_length=3)
-    amount: StrictInt = Field(gt=0, le=MAX_AMOUNT)
+    currency: str = Field(pattern=CURRENCY)
+    amount: json_int(gt=0, le=MAX_AMOUNT)
 
 
 def caller(request: Request, authorization: Annotated[str | None, Header()] = None) -> Caller:
@@ -186,7 +208,7 @@ def create_app(settings: Settings, operator_wallet: OperatorWallet | None = None
 
     # ------------------------------------------------------------ auth
     @app.post("/auth/register", status_code=201)
-    def register(body: Credentials) -> dict[str, Any]:
+    def register(body: Registration) -> dict[str, Any]:
         who, token = service.register(body.name, body.password)
         return {"token": token, "player": {"id": who.id, "name": who.name}}
 

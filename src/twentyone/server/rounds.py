@@ -22,6 +22,7 @@ from sqlalchemy.orm import Session
 from twentyone.core.operations import OFFER_ANSWERS, Action, DecisionKind
 from twentyone.core.round import IllegalActionError, Phase
 from twentyone.core.round import Round as Engine
+from twentyone.core.shoe import needs_shuffle
 from twentyone.server.accounts import Accounts
 from twentyone.server.config import TableSpec
 from twentyone.server.context import Caller, ServiceError, aware
@@ -382,7 +383,7 @@ class Rounds:
         shoe = session.get(ShoeRow, round_row.shoe_id)
         assert shoe is not None
         shoe.position = round_row.shoe_start + engine.shoe.position
-        if shoe.cut_card is None or shoe.position >= shoe.cut_card:
+        if needs_shuffle(shoe.position, shoe.cut_card):
             shoe.finished = True
 
     def void(self, round_id: int, reason: str) -> None:

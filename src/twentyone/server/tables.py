@@ -21,7 +21,7 @@ from twentyone.core.betting import MAIN, BetSlip, BetSlipError
 from twentyone.core.commitment import commitment
 from twentyone.core.operations import OFFER_ANSWERS
 from twentyone.core.round import HandBet
-from twentyone.core.shoe import RandomBits, Shoe
+from twentyone.core.shoe import RandomBits, Shoe, needs_shuffle
 from twentyone.core.sidebets import SIDE_BETS
 from twentyone.server.config import TableConfigError, TableSpec, shipped_tables, table_from_mapping
 from twentyone.server.context import Caller, ServiceError
@@ -204,7 +204,8 @@ class Shoes:
         query = select(ShoeRow).where(ShoeRow.table_id == table.id, ShoeRow.finished.is_(False))
         query = query.where(ShoeRow.player_id.is_(None) if owner is None else ShoeRow.player_id == owner)
         shoe = session.scalars(query.order_by(ShoeRow.id.desc())).first()
-        if shoe is not None and (shoe.cut_card is None or shoe.position < shoe.cut_card):
+        # A shoe no round has drawn from is fresh; a used one serves on only until its cut card.
+        if shoe is not None and (shoe.position == 0 or not needs_shuffle(shoe.position, shoe.cut_card)):
             return shoe
         return None
 

@@ -8,6 +8,7 @@ rounds they sit in. Reads take no write transaction.
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Callable
 from datetime import timedelta
 from typing import Any
@@ -15,7 +16,9 @@ from typing import Any
 from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
+from twentyone.core.cards import Card, parse_card
 from twentyone.core.commitment import verify_record
+from twentyone.core.operations import CardDealt
 from twentyone.core.round import Round as Engine
 from twentyone.core.view import RoundView, hand_json, operation_json
 from twentyone.server.config import TableSpec
@@ -124,6 +127,25 @@ def _cards_json(seen: RoundView, names: dict[str, str], viewer: str) -> dict[str
     return result
 
 
+def unseen_cards(shoe: list[Card], earlier_rounds: list[Card], seen: RoundView) -> list[Card]:
+    """What a live shoe still holds as this player knows it: the whole shoe less the cards of earlier
+    rounds (all shown by their end) and the cards face up in this round. The hole card stays unseen.
+
+    >>> from twentyone.core.cards import parse_cards
+    >>> from twentyone.core.view import FaceDownCard
+    >>> from twentyone.core.operations import CardDealt
+    >>> cards = parse_cards(["AS", "KD", "7C", "7C", "2H"])
+    >>> log = (CardDealt(cards[1], 1, 1), FaceDownCard(0, 0))
+    >>> class Seen: operations = log
+    >>> [str(c) for c in unseen_cards(cards, [cards[2]], Seen)]
+    ['AS', '7C', '2H']
+    """
+    left = Counter(shoe)
+    left.subtract(earlier_rounds)
+    left.subtract(op.card for op in seen.operations if isinstance(op, CardDealt))
+    return list((+left).elements())
+
+
 class Views:
     def __init__(self, store: Store, live: LiveRounds, table: Callable[[str], TableSpec]) -> None:
         self.store = store
@@ -218,13 +240,19 @@ class Views:
             engine = self.engine(session, round_row)
             assert engine is not None
             seen = engine.view(str(caller.id))
+            unseen = None
+            if engine.rules.shoe.cut_card is not None:  # a live shoe: the cards the player has not seen
+                shoe = session.get(ShoeRow, round_row.shoe_id)
+                assert shoe is not None
+                unseen = unseen_cards(engine.rules.shoe.composition.cards(),
+                                      [parse_card(text) for text in shoe.cards.split()[:round_row.shoe_start]], seen)
         hand = seen.pending_hand
         if hand is None or not seen.viewer_to_act:
             raise ServiceError(409, "It is not your turn.")
         assert seen.decision is not None
         up = seen.dealer_cards[0]  # while a decision waits, the one card the dealer shows
         ranked = hint(engine.rules, hand.cards, up, [str(a) for a in seen.legal_actions],
-                      first_decision=hand.first_decision)
+                      first_decision=hand.first_decision, unseen=unseen)
         return {"round_id": round_id, "seat": seen.decision.seat, "hand": seen.decision.hand,
                 "actions": [{"action": action, "ev": value} for action, value in ranked]}
 

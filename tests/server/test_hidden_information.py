@@ -1,0 +1,246 @@
+"""Hidden information, enumerated: at every phase of a round of every shipped table, every answer a player can get.
+
+The top of the shoe is stacked with distinct cards, so every card of the round is
+unique and a face-down or undealt card's text anywhere in an answer is a leak,
+exactly. Ground truth (the hole card, the undealt cards, the salts of unfinished
+shoes) comes from the database and the engine's own log, never from a view.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import time
+from collections import Counter
+from typing import Any
+
+import pytest
+from fastapi.testclient import TestClient
+from integrity import Secrets, leaks, stack_for, table_secrets
+from server_helpers import Client, Clock
+from sqlalchemy import select
+
+from twentyone.server.models import Shoe as ShoeRow
+from twentyone.server.service import GameService
+from twentyone.variants import builtin_rules
+
+TABLES = ["first-person", "classic", "classic-premium", "single-deck", "multiplayer", "power"]
+OFFERS_TAKEN = ("no-even-money", "insurance", "no-insurance", "no-surrender")
+
+
+def choose(view: dict[str, Any]) -> str:
+    """A fixed policy that walks through offers, splits, doubles, hits and stands."""
+    legal = view["legal_actions"]
+    for offer in OFFERS_TAKEN:
+        if offer in legal:
+            return offer
+    decision = view["decision"]
+    hand = next(h for h in view["hands"] if (h["seat"], h["hand"]) == (decision["seat"], decision["hand"]))
+    if "split" in legal:
+        return "split"
+    if "double" in legal and hand["total"] in (9, 10, 11):
+        return "double"
+    if "hit" in legal and hand["total"] < 13:
+        return "hit"
+    return "stand" if "stand" in legal else legal[0]
+
+
+class Probe:
+    """Reads everything each player can read and checks it against what is secret at this moment."""
+
+    def __init__(self, http: TestClient, service: GameService, table: str, players: dict[str, Client]) -> None:
+        self.http = http
+        self.service = service
+        self.table = table
+        self.players = players
+        self.stacks: dict[int, int] = {}
+        self.rounds: list[int] = []
+        self.seated: dict[str, set[int]] = {name: set() for name in players}
+        self.sockets: dict[str, Any] = {}
+        self.received: Counter[str] = Counter()
+        self.published: Counter[str] = Counter()
+        self.reads = 0
+        self.phases: list[str] = []
+        self.hidden_seen = 0  # checks made while a face-down card was secret: proves the check was armed
+        original = service.events.publish
+
+        def counting(table_id: str, event: dict[str, Any]) -> None:
+            self.published[table_id] += 1
+            original(table_id, event)
+
+        service.events.publish = counting  # type: ignore[method-assign]
+
+    def secrets(self) -> Secrets:
+        return table_secrets(self.service, self.table, self.stacks)
+
+    def answer(self, what: str, response: Any) -> Any:
+        """A POST's answer, checked against the secrets right after it."""
+        body = response.json()
+        found = leaks(body, self.secrets())
+        assert not found, f"{self.table} {what}: {found[:5]}"
+        self.reads += 1
+        return body
+
+    def checkpoint(self, phase: str) -> None:
+        self.phases.append(phase)
+        before = self.secrets()
+        answers: list[tuple[str, Any]] = []
+        for name, client in self.players.items():
+            answers.append((f"{name} GET /tables", self.http.get("/tables").json()))
+            for path in (f"/tables/{self.table}", "/me", "/me/history"):
+                response = client.get(path)
+                assert response.status_code == 200, (path, response.json())
+                answers.append((f"{name} GET {path}", response.json()))
+            for round_id in self.rounds:
+                for suffix in ("", "/replay", "/hint", "/verify"):
+                    response = client.get(f"/rounds/{round_id}{suffix}")
+                    if round_id in self.seated[name]:
+                        assert response.status_code in (200, 409), (suffix, response.json())
+                    else:  # someone else's private round: not even its existence
+                        assert response.status_code == 404, (name, suffix, response.json())
+                    answers.append((f"{name} GET /rounds/{round_id}{suffix}", response.json()))
+                if round_id not in self.seated[name]:
+                    refused = client.post(f"/rounds/{round_id}/actions", {"action": "stand"})
+                    assert refused.status_code == 404, refused.json()
+            socket = self.sockets.get(name)
+            while socket is not None and self.received[name] < self.published[self.table]:
+                answers.append((f"{name} WebSocket event", socket.receive_json()))
+                self.received[name] += 1
+        after = self.secrets()
+        secrets = Secrets(before.cards | after.cards, before.salts | after.salts, before.orders + after.orders)
+        if secrets.cards & set(self.hole_cards()):
+            self.hidden_seen += 1
+        for where, body in answers:
+            found = leaks(body, secrets)
+            assert not found, f"{self.table}, {phase}, {where}: {found[:5]}"
+        self.reads += len(answers)
+
+    def hole_cards(self) -> list[str]:
+        from integrity import visible_and_hidden
+
+        from twentyone.server.live import rebuild
+        from twentyone.server.models import Round
+
+        with self.service.db.sessions() as session:
+            hidden: list[str] = []
+            for round_id in self.rounds:
+                row = session.get(Round, round_id)
+                if row is not None and row.status == "playing":
+                    hidden += sorted(visible_and_hidden(rebuild(session, row))[1])
+            return hidden
+
+
+def guest(http: TestClient) -> Client:
+    body = http.post("/auth/guest").json()
+    return Client(http, body["token"], body["player"]["name"])
+
+
+@pytest.mark.parametrize("table", TABLES)
+def test_no_answer_shows_a_hidden_card_a_shoe_or_a_salt_before_its_time(table: str, http: TestClient,
+                                                                        service: GameService, clock: Clock) -> None:
+    spec = service.table(table)
+    ann, bob, cid = guest(http), guest(http), guest(http)
+    players = {"ann": ann, "bob": bob, "cid": cid}
+    ids = {name: client.get("/me").json()["id"] for name, client in players.items()}
+    probe = Probe(http, service, table, players)
+    if not spec.shared:  # bob and cid get their own private shoes first, so the stacked one is ann's
+        for client in (bob, cid):
+            client.get(f"/tables/{table}")
+    layout = [1, 1] if spec.shared else [2]
+    # A blackjack under the Ace (even money) and a small hand; power's players share their two cards.
+    common = builtin_rules(spec.variant).deal.common_draw
+    stack = stack_for(spec.variant, layout, up="AH", hands=[["2D", "3S"]] if common else [["AS", "KD"], ["2D", "3S"]])
+    service.stacked.append(stack)
+    shoe_id = ann.get(f"/tables/{table}").json()["next_shoe"]["id"]
+    with service.db.sessions() as session:
+        shoe = session.get(ShoeRow, shoe_id)
+        assert shoe is not None and shoe.cards.split()[:len(stack)] == stack
+    probe.stacks[shoe_id] = len(stack)
+    assert service.stacked == []
+
+    with contextlib.ExitStack() as sockets:
+        for name, client in players.items():
+            socket = sockets.enter_context(http.websocket_connect(f"/ws/tables/{table}?token={client.token}"))
+            hello = socket.receive_json()
+            assert hello["type"] == "hello"
+            probe.sockets[name] = socket
+        deadline = time.monotonic() + 10
+        while len(service.events._subscribers.get(table, ())) < 3 and time.monotonic() < deadline:
+            time.sleep(0.01)
+        assert len(service.events._subscribers.get(table, ())) == 3
+
+        probe.checkpoint("before the deal")
+        chip = spec.chips[0] if spec.limits["main"][0] <= spec.chips[0] else spec.limits["main"][0]
+        for spot in range(1, layout[0] + 1):
+            probe.answer("bet", ann.post(f"/tables/{table}/bets", {"spot": spot, "type": "main", "chip": chip}))
+        probe.checkpoint("bets placed")
+        dealt = probe.answer("deal", ann.post(f"/tables/{table}/deal"))
+        round_id = dealt["id"]
+        probe.rounds.append(round_id)
+        probe.seated["ann"].add(round_id)
+        if spec.shared:
+            assert dealt["status"] == "betting"
+            probe.checkpoint("ann's bets in the round being formed")
+            probe.answer("bet", bob.post(f"/tables/{table}/bets", {"spot": 1, "type": "main", "chip": chip}))
+            probe.answer("deal", bob.post(f"/tables/{table}/deal"))
+            probe.seated["bob"].add(round_id)
+            probe.checkpoint("bets placed at a shared table")
+            clock.advance(spec.betting_window + 1)
+            assert service.tick()["dealt"] == 1
+        probe.checkpoint("after the deal")
+        view = ann.get(f"/rounds/{round_id}").json()
+        assert view["status"] == "playing" and view["dealer"]["cards"][0] == "AH"
+        taken: list[str] = []
+        for _ in range(30):
+            if view["status"] != "playing":
+                break
+            actor = next(name for name, pid in ids.items() if pid == view["decision"]["player_id"])
+            action = choose(players[actor].get(f"/rounds/{round_id}").json())
+            view = probe.answer(f"{actor} {action}", players[actor].post(f"/rounds/{round_id}/actions",
+                                                                          {"action": action}))
+            assert "status" in view, view
+            taken.append(action)
+            probe.checkpoint(f"after {actor}'s {action}")
+        assert view["status"] == "settled", taken
+        probe.checkpoint("after settlement")
+
+    # The walk went where it had to: an offer under the Ace, several decisions, the hole card secret until the end.
+    assert any(action in OFFERS_TAKEN for action in taken), taken
+    assert len(taken) >= 3, taken
+    if service.table(table).variant != "single-deck":  # no hole card there: the second card is undealt
+        assert probe.hidden_seen >= 2
+    proof = ann.get(f"/rounds/{round_id}/verify")
+    if table == "power":  # a live shoe: its order stays secret until the cut card
+        assert proof.status_code == 409
+        assert probe.secrets().salts
+    else:
+        assert proof.status_code == 200 and proof.json()["valid"] and proof.json()["cards"][:len(stack)] == stack
+        assert bob.get(f"/rounds/{round_id}/verify").status_code == (200 if spec.shared else 404)
+    assert cid.get(f"/rounds/{round_id}/verify").status_code == 404
+    assert probe.reads > 100
+
+
+def test_the_leak_detector_finds_what_it_looks_for() -> None:
+    secrets = Secrets({"7C"}, {"abcdef0123"}, [["2S", "3S", "4S", "5S", "6S", "7S", "8S"]])
+    assert leaks({"dealer": {"cards": ["AH", "7C"]}}, secrets)
+    assert leaks({"operations": [{"type": "card", "card": "7C"}]}, secrets)
+    assert leaks({"detail": "hole 7C"}, secrets)
+    assert leaks({"revealed": {"salt": "abcdef0123"}}, secrets)
+    assert leaks({"x": ["3S", "4S", "5S", "6S", "7S", "8S"]}, secrets)
+    assert not leaks({"dealer": {"cards": ["AH"]}, "created_at": "2026-11-29T12:00:00+00:00", "n": "17C8"}, secrets)
+
+
+def test_stacked_ground_truth_comes_from_the_database(http: TestClient, service: GameService) -> None:
+    client = guest(http)
+    stack = stack_for("classic", [1])
+    service.stacked.append(stack)
+    shoe_id = client.get("/tables/classic").json()["next_shoe"]["id"]
+    secrets = table_secrets(service, "classic", {shoe_id: len(stack)})
+    assert secrets.cards == set(stack)  # before the deal, every stacked card is secret
+    client.bet("classic", 100)
+    view = client.post("/tables/classic/deal").json()
+    secrets = table_secrets(service, "classic", {shoe_id: len(stack)})
+    shown = set(view["dealer"]["cards"]) | {card for hand in view["hands"] for card in hand["cards"]}
+    assert len(shown) == 3 and not shown & secrets.cards
+    assert secrets.cards == set(stack) - shown  # the hole card and every undealt card
+    with service.db.sessions() as session:
+        assert select(ShoeRow) is not None and session.get(ShoeRow, shoe_id).salt in secrets.salts
