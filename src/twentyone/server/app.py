@@ -25,6 +25,7 @@ from fastapi.staticfiles import StaticFiles
 from pydantic import BaseModel, BeforeValidator, Field, StrictBool
 from starlette.concurrency import run_in_threadpool
 
+from twentyone.core.money import MAX_AMOUNT
 from twentyone.core.shoe import RandomBits
 from twentyone.server.cluster import AdvisoryOwnership, PostgresBroadcaster, is_postgres
 from twentyone.server.config import Settings
@@ -39,7 +40,6 @@ from twentyone.variants import VARIANTS
 
 log = logging.getLogger("twentyone.server")
 MAX_ID = 2**63 - 1  # ids and page numbers are 64-bit in storage: anything larger is refused with 422
-MAX_AMOUNT = 10**15  # minor units: far beyond any table's limit, well inside 64 bits
 CURRENCY = "^[A-Z]{3}$"
 MAX_BODY = 64 * 1024  # bytes: the largest request any endpoint needs is a table definition
 
