@@ -303,11 +303,12 @@ def test_two_processes_share_rounds_events_and_take_over_a_dead_ones_timers(tmp_
             events.wait(lambda e: e["type"] == "round" and e.get("round_id") == round_id, 15)
         # Decisions cross over and race: ann's through the second process while bob's go through the first.
         with ThreadPoolExecutor(2) as pool:
-            list(pool.map(lambda player: decide_until_done(round_id, *player),
-                          [(ann["token"], ports[1]), (bob["token"], ports[0])]))
+            decided = sum(pool.map(lambda player: decide_until_done(round_id, *player),
+                                   [(ann["token"], ports[1]), (bob["token"], ports[0])]))
         assert call(ports[0], "GET", f"/rounds/{round_id}", ann["token"]).json()["status"] == "settled"
-        for events in (ann_events, bob_events):
-            events.wait(lambda e: e["type"] == "round" and e.get("status") == "settled", 10)
+        if decided:  # (a deal can settle at once, a dealer blackjack: then the deal's event was the last)
+            for events in (ann_events, bob_events):  # the last decision's process told both processes' clients
+                events.wait(lambda e: e["type"] == "round" and e.get("status") == "settled", 10)
         assert all("cards" not in e and "shoe" not in e for e in ann_events.seen + bob_events.seen)
 
         # A multiplayer round whose timers' owner dies while its betting window is open.
@@ -333,9 +334,11 @@ def test_two_processes_share_rounds_events_and_take_over_a_dead_ones_timers(tmp_
             watcher.wait(lambda e: e["type"] == "round" and e.get("round_id") == timed_id, 20)
         eventually(lambda: call(survivor, "GET", f"/rounds/{timed_id}", ann["token"]).json()["status"] == "settled",
                    40, "the survivor's decision timers settled the round")
-        watcher.wait(lambda e: e["type"] == "round" and e.get("status") == "settled", 10)
         log = query(postgres_url, "SELECT actions FROM rounds WHERE id = :id", id=timed_id)[0][0]
-        assert log and all(entry["source"] == "timeout" for entry in log)
+        assert left == "betting" or log, "no timer of the dead owner was left to the survivor"
+        assert all(entry["source"] == "timeout" for entry in log)
+        if log:  # (a dealer blackjack settles at the deal: then the window was the survivor's only timer)
+            watcher.wait(lambda e: e["type"] == "round" and e.get("status") == "settled", 10)
         reconcile(postgres_url, {pid: (token, survivor) for pid, (token, _) in ids.items()},
                   {"power-duo": "EUR", "timed-duo": "USD"})
     finally:
