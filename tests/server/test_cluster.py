@@ -160,6 +160,7 @@ def test_a_tables_timers_run_in_exactly_one_process_and_move_when_it_dies(tmp_pa
         first: GameService = first_app.state.service
         second: GameService = second_app.state.service
         ann, bob = new_player(first_http, "ann"), new_player(second_http, "bob")
+        first.stacked.append(["TS", "9S", "7H", "6S", "8S", "8D", "2C", "5C"])  # both decide; no dealer ace
         ann.bet("multiplayer", 500)
         round_id = ann.post("/tables/multiplayer/deal").json()["id"]
         bob.bet("multiplayer", 500)
