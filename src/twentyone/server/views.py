@@ -13,7 +13,7 @@ from collections.abc import Callable
 from datetime import timedelta
 from typing import Any
 
-from sqlalchemy import func, select
+from sqlalchemy import bindparam, func, select
 from sqlalchemy.orm import Session
 
 from twentyone.core.cards import Card, parse_card
@@ -33,9 +33,16 @@ FINISHED = ("settled", "void")
 OTHERS_SHOWN = 48  # other players' seats and hands sent in full; past that, counts (power seats hundreds)
 
 
+# Statements built once: every decision and every round view runs them, and building a statement
+# (and its cache key) costs more than SQLite takes to answer it.
+SEAT = select(RoundSeat).where(RoundSeat.round_id == bindparam("round_id"),
+                               RoundSeat.player_id == bindparam("player_id"))
+SHOE = (select(ShoeRow.commitment, ShoeRow.finished, ShoeRow.salt, ShoeRow.cards)
+        .where(ShoeRow.id == bindparam("shoe_id")))
+
+
 def seat_of(session: Session, round_id: int, player_id: int) -> RoundSeat | None:
-    return session.scalars(select(RoundSeat).where(RoundSeat.round_id == round_id,
-                                                   RoundSeat.player_id == player_id)).first()
+    return session.scalars(SEAT, {"round_id": round_id, "player_id": player_id}).first()
 
 
 def seats_of(session: Session, round_id: int, limit: int | None = None) -> list[tuple[RoundSeat, str]]:
@@ -70,8 +77,7 @@ def round_json(session: Session, round_row: Round, table: TableSpec, player_id: 
     """
     seats, seat_count = _seats_shown(session, round_row.id, player_id)
     names = {str(seat.player_id): name for seat, name in seats}
-    shoe = session.get(ShoeRow, round_row.shoe_id)
-    assert shoe is not None
+    shoe = session.execute(SHOE, {"shoe_id": round_row.shoe_id}).one()  # a row, not an ORM object
     view: dict[str, Any] = {
         "id": round_row.id, "table_id": round_row.table_id, "variant": round_row.variant,
         "status": round_row.status, "commitment": shoe.commitment, "currency": table.currency,
