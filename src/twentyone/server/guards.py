@@ -51,24 +51,27 @@ class BodyLimit:
         refused = False
 
         async def counted() -> Message:
+            # A streamed body past the limit: answer 413 here and tell the app the client left. (Raising
+            # instead would reach the framework's body parser, which turns any error into a 400.)
             nonlocal seen, refused
             message = await receive()
-            if message["type"] == "http.request":
+            if message["type"] == "http.request" and not refused:
                 seen += len(message.get("body", b""))
                 if seen > self.limit:
                     refused = True
-                    raise _TooLarge()
+                    await _too_large(send, self.limit)
+                    return {"type": "http.disconnect"}
             return message
 
+        async def guarded(message: Message) -> None:
+            if not refused:  # once the 413 is sent, the app's own answer is dropped
+                await send(message)
+
         try:
-            await self.app(scope, counted, send)
-        except _TooLarge:
-            if refused:
-                await _too_large(send, self.limit)
-
-
-class _TooLarge(Exception):
-    pass
+            await self.app(scope, counted, guarded)
+        except Exception:
+            if not refused:
+                raise
 
 
 async def _too_large(send: Send, limit: int) -> None:
