@@ -152,6 +152,15 @@ def test_kill_9_at_every_stage_of_a_round_loses_nothing(tmp_path: Path, database
 
 def kill_chain(tmp_path: Path, database_url: str, names: list[str] | None) -> None:
     server = Server(tmp_path, database_url)
+    try:
+        run_chain(server, database_url, names)
+    finally:
+        if server.process is not None and server.process.poll() is None:
+            server.process.kill()
+            server.process.wait()
+
+
+def run_chain(server: Server, database_url: str, names: list[str] | None) -> None:
     server.start()
     body = server.call("POST", "/auth/register", body={"name": "survivor", "password": "correct horse"}).json()
     token, player_id = body["token"], body["player"]["id"]
