@@ -118,6 +118,22 @@ def test_play_from_a_pipe_bets_deals_and_quits() -> None:
     assert "Classic Blackjack" in result.stdout and "Goodbye. Final balance" in result.stdout
 
 
+def test_play_whose_input_ends_mid_round_settles_the_round() -> None:
+    result = run("play", "classic", "--seed", "1", stdin="bd")
+    assert result.returncode == 0, result.stderr
+    assert "The input ended mid-round: 1 open hand stood" in result.stdout
+    assert "Round over:" in result.stdout and "after 1 round." in result.stdout
+
+
+def test_play_sits_at_the_games_table_in_its_currency() -> None:
+    single = run("play", "single-deck", "--seed", "2", stdin="q")
+    assert "Balance £1,000.00" in single.stdout and "£25" in single.stdout
+    assert "Goodbye. Final balance £1,000.00 after 0 rounds." in single.stdout
+    power = run("play", "power", "--seed", "2", "--currency", "chf", stdin="q")
+    assert "Balance 1,000.00 CHF" in power.stdout
+    assert_one_line_error(run("play", "--currency", "12"), "three-letter code")
+
+
 def test_unknown_verb_is_a_usage_error() -> None:
     result = run("shuffle")
     assert result.returncode == 2 and "Traceback" not in result.stderr
@@ -180,3 +196,103 @@ def test_cash_out_table_needs_a_game_with_cash_out() -> None:
 def test_variants_rejects_unknown_options() -> None:
     result = run("variants", "--colour")
     assert result.returncode == 2 and "Traceback" not in result.stderr
+
+
+# ---------------------------------------------------------------- bad input of every kind (issue 8)
+
+def test_files_that_are_not_utf8_are_refused_in_one_line(tmp_path: Path) -> None:
+    scenario = tmp_path / "scenario.json"
+    scenario.write_bytes(b"\xff\xfe{}")
+    assert_one_line_error(run("replay", str(scenario)), "not UTF-8", "0xff")
+    assert_one_line_error(run("verify", str(scenario)), "not UTF-8")
+    rules = tmp_path / "rules.toml"
+    rules.write_bytes(b'id = "x"\n\xff')
+    assert_one_line_error(run("play", "--rules", str(rules)), "rules file", "not UTF-8", "offset 9")
+    assert_one_line_error(run("rtp", "--rules", str(rules)), "not UTF-8")
+    on_stdin = subprocess.run([*CLI, "replay", "-"], input=b"\x80{}", capture_output=True, timeout=60)
+    assert on_stdin.returncode == 2 and on_stdin.stderr.decode().count("\n") == 1
+    assert b"not UTF-8" in on_stdin.stderr and b"Traceback" not in on_stdin.stderr
+
+
+def test_a_utf8_byte_order_mark_is_accepted(tmp_path: Path) -> None:
+    path = tmp_path / "scenario.json"
+    path.write_bytes(b"\xef\xbb\xbf" + json.dumps(SCENARIO).encode())
+    assert run("replay", str(path)).returncode == 0
+
+
+@pytest.mark.parametrize(
+    ("change", "fragments"),
+    [
+        ({"rules": 5}, ["'rules' must be the path of a rules file, got 5"]),
+        ({"variant": ["classic"]}, ["'variant' must be a game's name"]),
+        ({"hands": [{"bet": "100"}]}, ["the main bet must be a whole number", "'100'"]),
+        ({"hands": [{"bet": 10**23}]}, ["capped at 1000000000000000 (10^15) minor units"]),
+        ({"hands": [{"bet": 1000, "side_bets": {"perfect_pairs": 10**16}}]}, ["side bet 'perfect_pairs'", "capped"]),
+        ({"hands": [{"bet": 1.5}]}, ["whole number of minor units, got 1.5"]),
+    ],
+)
+def test_scenario_values_of_the_wrong_kind_or_size(change: dict[str, object], fragments: list[str]) -> None:
+    assert_one_line_error(run("replay", "-", stdin=json.dumps({**SCENARIO, **change})), *fragments)
+
+
+def test_the_largest_bet_allowed_is_replayed() -> None:
+    scenario = {"variant": "classic", "shoe": ["TS", "6H", "9D", "TC", "8C"], "hands": [{"bet": 10**15}],
+                "decisions": ["stand"]}
+    result = json.loads(run("replay", "-", stdin=json.dumps(scenario)).stdout)
+    assert result["returned"] == 2 * 10**15
+
+
+def test_a_paytable_whose_returns_outgrow_64_bits_is_refused(tmp_path: Path) -> None:
+    rules = tmp_path / "huge.toml"
+    rules.write_text('id = "huge"\nname = "Huge"\n[shoe]\ndecks = 8\n[side_bets.perfect_pairs]\n'
+                     'kind = "perfect_pairs"\npaytable = { perfect = 100000000, colored = 1, mixed = 1 }\n')
+    scenario = {"rules": str(rules), "shoe": ["8S", "5H", "8S", "TC", "KS"], "decisions": ["stand"],
+                "hands": [{"bet": 10**15, "side_bets": {"perfect_pairs": 10**15}}]}
+    assert_one_line_error(run("replay", "-", stdin=json.dumps(scenario)), "exceed 9223372036854775807")
+
+
+def test_json_nested_too_deeply_or_with_endless_numbers() -> None:
+    assert_one_line_error(run("replay", "-", stdin="[" * 100_000 + "]" * 100_000), "nests", "too deeply")
+    assert_one_line_error(run("replay", "-", stdin='{"bet": ' + "9" * 5000 + "}"), "cannot be read")
+    assert_one_line_error(run("admin", "create-table", "t", "[" * 100_000), "table definition", "too deeply")
+    assert_one_line_error(run("verify", "-", stdin="[1, 2]"), "must be a JSON object")
+
+
+def test_rules_file_nested_too_deeply(tmp_path: Path) -> None:
+    rules = tmp_path / "deep.toml"
+    rules.write_text("a = " + "[" * 5000 + "]" * 5000 + "\n")
+    assert_one_line_error(run("rtp", "--rules", str(rules)), "nests arrays or tables too deeply")
+
+
+def test_output_files_into_a_missing_folder_or_of_the_wrong_kind(tmp_path: Path) -> None:
+    assert_one_line_error(run("cash-out-table", "--output", str(tmp_path / "missing" / "table.toml")),
+                          "cannot write", "no folder")
+    assert_one_line_error(run("cash-out-table", "--output", str(tmp_path)), "cannot write")
+    assert_one_line_error(run("strategy", "classic", "--png", str(tmp_path / "chart.xyz")), "ending in .png")
+    assert_one_line_error(run("strategy", "classic", "--png", str(tmp_path / "no" / "chart.png")), "no folder")
+    assert not list(tmp_path.iterdir())
+
+
+def test_admin_with_a_database_url_that_is_not_one(tmp_path: Path) -> None:
+    for verb in (["report"], ["token"], ["credit", "ann", "100"], ["create-table", "t", "{}"]):
+        assert_one_line_error(run("admin", *verb, "--database", "notaurl://x", "--data-dir", str(tmp_path)),
+                              "cannot open the database 'notaurl://x'")
+
+
+def test_amounts_beyond_the_cap_are_refused_before_anything_changes(tmp_path: Path) -> None:
+    database = f"sqlite:///{tmp_path / 'ledger.db'}"
+    assert_one_line_error(run("admin", "credit", "ann", str(10**23), "--database", database,
+                              "--data-dir", str(tmp_path)), "capped at 1000000000000000")
+    assert not (tmp_path / "ledger.db").exists()
+    assert_one_line_error(run("play", "classic", "--balance", str(10**14)), "--balance is at most 10000000000000")
+
+
+def test_server_and_table_definitions_with_bad_values(tmp_path: Path) -> None:
+    assert_one_line_error(run("serve", "--data-dir", "/proc/no/such/dir"), "cannot use the data directory")
+    database = ["--database", f"sqlite:///{tmp_path / 'ledger.db'}", "--data-dir", str(tmp_path)]
+    table = {"name": "Big", "variant": "classic", "currency": "USD", "chips": [100], "limits": {"main": [100, 1000]}}
+    huge = {**table, "limits": {"main": [100, 10**23]}}
+    assert_one_line_error(run("admin", "create-table", "big", json.dumps(huge), *database), "capped at")
+    endless = json.dumps({**table, "decision_timeout": 1}).replace('"decision_timeout": 1', '"decision_timeout": 1e400')
+    assert_one_line_error(run("admin", "create-table", "endless", endless, *database), "wrong kind")
+    assert_one_line_error(run("admin", "create-table", "odd", json.dumps({**table, "chips": 5}), *database), "chips")

@@ -191,3 +191,43 @@ def test_bust_it_loses_to_a_peeked_dealer_blackjack() -> None:
 def test_only_the_multipliers_of_the_rules_are_offered() -> None:
     with pytest.raises(IllegalActionError, match="only double"):
         start("classic", ["5S", "7H", "6D", "8C", "KC"], 100).triple()
+
+
+def test_common_draw_players_decide_independently_and_the_result_does_not_depend_on_their_order() -> None:
+    """Power's common draw: a player's k-th card is the k-th card of one sequence, so players need not wait
+    for each other; any order of their decisions deals the same cards and settles the same money."""
+    rules = builtin_rules(V)
+    shoe = ["5S", "7H", "6D", "8C", "4C", "KD", "2H", "3S", "QC"]
+    plans = {"ann": ["hit", "stand"], "bob": ["stand"], "cy": ["hit", "hit"]}
+
+    def run(order: list[str]) -> Round:
+        game = Round(rules, Shoe.stacked(shoe, rules.shoe.composition))
+        for name in plans:
+            game.place_bets(name, [HandBet(100)])
+        game.deal()
+        queues = {name: list(actions) for name, actions in plans.items()}
+        for name in order:
+            assert game.decision(name) is not None, name  # waiting on this player, whoever came first
+            game.act(queues[name].pop(0), name)
+        assert game.phase is Phase.SETTLED
+        return game
+
+    in_seat_order = run(["ann", "ann", "bob", "cy", "cy"])
+    last_first = run(["cy", "bob", "cy", "ann", "ann"])
+    assert [h.cards for h in in_seat_order.hands] == [h.cards for h in last_first.hands]
+    assert [h.returned for h in in_seat_order.hands] == [h.returned for h in last_first.hands]
+    assert in_seat_order.dealer_cards == last_first.dealer_cards
+    # Both players hitting first take the same card: the first of the common sequence.
+    assert in_seat_order.hands[0].cards[2] == in_seat_order.hands[2].cards[2]
+
+
+def test_players_at_a_table_without_common_draw_still_decide_in_turn() -> None:
+    rules = builtin_rules("multiplayer")
+    game = Round(rules, Shoe.stacked(["5S", "7H", "6D", "8C", "4C", "KD", "2H", "3S", "QC"],
+                                     rules.shoe.composition))
+    game.place_bets("ann", [HandBet(100)])
+    game.place_bets("bob", [HandBet(100)])
+    game.deal()
+    assert game.decision("bob") is None and game.decision("ann") is not None
+    with pytest.raises(IllegalActionError, match="no decision is pending for player 'bob'"):
+        game.act("stand", "bob")

@@ -5,15 +5,18 @@ import random
 import pytest
 from rich.console import Console
 
+from twentyone.core.betting import BetLimits
+from twentyone.core.money import format_money
 from twentyone.core.shoe import Shoe
-from twentyone.ui.terminal import TerminalTable, money
+from twentyone.ui.terminal import TerminalTable
 from twentyone.variants import VARIANTS, builtin_rules
 
 
-def table(variant: str, shoe: list[str] | None = None, balance: int = 100000) -> TerminalTable:
+def table(variant: str, shoe: list[str] | None = None, balance: int = 100000, **setting: object) -> TerminalTable:
     console = Console(width=80, height=24, record=True, color_system=None, force_terminal=False)
     source = (lambda: Shoe.stacked(shoe)) if shoe else None
-    return TerminalTable(builtin_rules(variant), balance, random.Random(1), console, shoe_source=source)
+    return TerminalTable(builtin_rules(variant), balance, random.Random(1), console, shoe_source=source,
+                         **setting)  # type: ignore[arg-type]
 
 
 def press(game: TerminalTable, keys: str) -> None:
@@ -33,7 +36,7 @@ def test_bet_deal_stand_and_the_balance_follows_the_round() -> None:
     press(game, "s")
     assert game.game is not None and game.game.hands[0].outcome == "win"
     assert game.balance == 100000 + 100
-    assert "Round over: won 1.00" in screen(game)
+    assert "Round over: won $1.00" in screen(game)
 
 
 def test_illegal_key_is_refused_with_the_reason_and_changes_nothing() -> None:
@@ -53,7 +56,7 @@ def test_soft_totals_shown_as_two_numbers() -> None:
 def test_insurance_offer_answered_with_y() -> None:
     game = table("first-person", ["TS", "AH", "9D", "KC"])
     press(game, "bd")
-    assert "Insurance for 0.50 on hand 1? [y]es [n]o" in screen(game)
+    assert "Insurance for $0.50 on hand 1? [y]es [n]o" in screen(game)
     press(game, "?")
     assert game.message.startswith("Hint (EV per unit bet): insurance ")
     press(game, "y")
@@ -66,7 +69,7 @@ def test_cash_out_button_shows_its_amount() -> None:
     press(game, "bd")
     assert game.game is not None
     offer = game.game.offer_amount(game.game.legal_actions()[-1])
-    assert f"[c] cash-out {money(offer)}" in screen(game)
+    assert f"[c] cash-out {format_money(offer, 'USD')}" in screen(game)
     press(game, "c")
     assert game.balance == 100000 - 100 + offer
 
@@ -75,7 +78,7 @@ def test_a_double_the_balance_cannot_cover_is_refused() -> None:
     game = table("classic", ["5S", "6H", "6D", "TC", "8C"], balance=150)
     press(game, "bd")
     press(game, "d")
-    assert "needs 1.00 and the balance is 0.50" in game.message
+    assert "needs $1.00 and the balance is $0.50" in game.message
     assert game.game is not None and game.game.hands[0].stake == 100
 
 
@@ -124,3 +127,61 @@ def test_question_mark_shows_the_ev_of_each_legal_action_best_first() -> None:
     for action in ("stand", "double", "triple", "quadruple"):
         assert action in game.message
     assert game.balance == 100000 - 100  # a hint changes nothing
+
+
+def test_input_ending_mid_round_stands_the_hand_and_settles_it() -> None:
+    game = table("classic", ["TS", "6H", "9D", "TC", "8C"])
+    game.run(iter("bd"))
+    assert game.game is not None and game.game.hands[0].outcome == "win"
+    assert game.balance == 100000 + 100 and game.rounds == 1
+    assert "The input ended mid-round: 1 open hand stood, as the server does" in game.message
+    assert "Goodbye. Final balance $1,001.00 after 1 round." in game.console.export_text()
+
+
+def test_quitting_mid_round_declines_the_offer_then_stands_every_hand() -> None:
+    game = table("first-person", ["TS", "9S", "AH", "9D", "8D", "7C"])
+    game.run(iter("b2bdq"))  # two hands: 19 and 17 against an Ace up; insurance offered on each
+    assert game.game is not None
+    assert [hand.outcome for hand in game.game.hands] == ["win", "lose"]  # dealer A7 stands on 18
+    assert game.balance == 100000 - 200 + 200 and game.rounds == 1
+    assert game.message.startswith("You quit mid-round: 2 open hands stood and 2 offers declined")
+
+
+def test_quitting_between_rounds_settles_nothing() -> None:
+    game = table("classic", ["TS", "6H", "9D", "TC", "8C"])
+    game.run(iter("bdsq"))
+    assert game.rounds == 1 and game.balance == 100000 + 100
+    assert "mid-round" not in game.message
+
+
+def test_every_amount_is_in_the_tables_currency() -> None:
+    game = table("single-deck", ["TS", "8H", "9D", "TC", "KC"], currency="GBP", chips=(2500, 10000),
+                 limits=BetLimits({"main": (2500, 5000)}))
+    betting = screen(game)
+    assert "Balance £1,000.00" in betting and "£25 " in betting and "£100 " in betting
+    assert "BET LIMITS main £25.00–£50.00" in betting
+    press(game, "bb")
+    press(game, "b")
+    assert game.message == "The maximum bet of £50.00 is reached on this spot."
+    press(game, "ds")
+    assert game.message == "Round over: won £50.00."
+    assert "win +£50.00" in screen(game)
+
+
+def test_side_bets_and_insurance_are_told_in_words_with_what_they_won() -> None:
+    game = table("power", ["8S", "6H", "KD", "6D", "2C", "KC"])
+    press(game, "bkad")  # main, Bust It and Any Pair, 1.00 each
+    press(game, "s")  # 18 stands; the dealer draws 6 6 2 K: bust with 4 cards
+    text = screen(game)
+    assert "Bust It #1: dealer busts with 4 cards, +$2.00" in text
+    assert "Any Pair #1: no pair, −$1.00" in text
+    assert "win +$1.00" in text and game.message == "Round over: won $2.00."
+    insured = table("first-person", ["TS", "AH", "9D", "KC"])
+    press(insured, "bdy")
+    assert "Insurance #1: dealer blackjack, +$1.00" in screen(insured)
+
+
+def test_a_push_reads_even() -> None:
+    game = table("classic", ["TS", "9H", "8D", "9C"])
+    press(game, "bds")
+    assert game.message == "Round over: even." and "push even" in screen(game)

@@ -18,6 +18,7 @@ from typing import Any
 
 from twentyone.core.cards import CardError
 from twentyone.core.hand import hand_value
+from twentyone.core.money import INT64_MAX, MAX_AMOUNT
 from twentyone.core.round import BetError, HandBet, IllegalActionError, Round
 from twentyone.core.rules import Rules, RulesError
 from twentyone.core.shoe import Shoe, ShoeError
@@ -33,6 +34,23 @@ def _require(condition: bool, message: str) -> None:
         raise ScenarioError(message)
 
 
+def _short(value: Any, limit: int = 40) -> str:
+    """``repr`` of a user's value, cut short so that an error message stays one readable line."""
+    text = repr(value)
+    return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
+def _amount(value: Any, where: str, least: int) -> int:
+    """A stake in minor units: a whole number from ``least`` to :data:`MAX_AMOUNT`."""
+    _require(isinstance(value, int) and not isinstance(value, bool),
+             f"{where} must be a whole number of minor units, got {_short(value)}.")
+    _require(value >= least, f"{where} must be at least {least}{' (side bets need a main bet)' if least else ''}, "
+                             f"got {value}.")
+    _require(value <= MAX_AMOUNT, f"{where} is {_short(value)} but amounts are capped at {MAX_AMOUNT} "
+                                  f"(10^15) minor units, so every total fits the ledger's 64-bit integers.")
+    return int(value)
+
+
 def _hand_bets(hands: Any, where: str) -> list[HandBet]:
     _require(isinstance(hands, list) and bool(hands), f"{where}: 'hands' must be a non-empty list.")
     result = []
@@ -41,7 +59,10 @@ def _hand_bets(hands: Any, where: str) -> list[HandBet]:
                  f"{where}: hands[{index}] must be an object with a 'bet'.")
         sides = hand.get("side_bets", {})
         _require(isinstance(sides, Mapping), f"{where}: hands[{index}].side_bets must be an object.")
-        result.append(HandBet(hand["bet"], dict(sides)))
+        bet = _amount(hand["bet"], f"{where}: hands[{index}]: the main bet", 1)
+        stakes = {name: _amount(amount, f"{where}: hands[{index}]: side bet {_short(name)}", 0)
+                  for name, amount in sides.items()}
+        result.append(HandBet(bet, stakes))
     return result
 
 
@@ -74,6 +95,10 @@ def scenario_rules(scenario: Mapping[str, Any]) -> Rules:
     variant = scenario.get("variant")
     rules_file = scenario.get("rules")
     _require(variant is not None or rules_file is not None, "The scenario needs a 'variant'.")
+    _require(variant is None or isinstance(variant, str),
+             f"'variant' must be a game's name like \"classic\", got {_short(variant)}.")
+    _require(rules_file is None or isinstance(rules_file, str),
+             f"'rules' must be the path of a rules file, got {_short(rules_file)}.")
     try:
         return resolve_rules(variant, rules_file)
     except RulesError as error:
@@ -133,23 +158,28 @@ def _label(player: str, index: int, several: bool) -> str:
     return f"player {player!r} decisions[{index}]" if several else f"decisions[{index}]"
 
 
+def _word(value: str | None) -> str | None:
+    """The plain word of a vocabulary value (JSON carries words, not enum members)."""
+    return None if value is None else str(value)
+
+
 def round_result(game: Round) -> dict[str, Any]:
     """The replay output: dealer, hands, side bets, insurance and money totals."""
     dealer = game.dealer_cards
     hands = [
         {"seat": hand.seat, "player": hand.player, "hand": hand.hand,
          "cards": [str(card) for card in hand.cards], "total": hand.value.total,
-         "soft": hand.value.soft, "stake": hand.stake, "outcome": hand.outcome,
+         "soft": hand.value.soft, "stake": hand.stake, "outcome": _word(hand.outcome),
          "returned": hand.returned}
         for hand in game.hands
     ]
     side_bets = [
         {"seat": s.seat, "player": s.player, "name": s.item, "stake": s.stake,
-         "result": s.result, "returned": s.returned}
+         "result": str(s.result), "returned": s.returned}
         for s in game.settlements if s.item not in ("hand", "insurance")
     ]
     insurance = [
-        {"seat": s.seat, "player": s.player, "stake": s.stake, "result": s.result,
+        {"seat": s.seat, "player": s.player, "stake": s.stake, "result": str(s.result),
          "returned": s.returned}
         for s in game.settlements if s.item == "insurance"
     ]
@@ -168,8 +198,22 @@ def round_result(game: Round) -> dict[str, Any]:
 
 
 def run_scenario(scenario: Mapping[str, Any]) -> dict[str, Any]:
-    """Play a scenario and return its result as plain JSON-ready data."""
-    return round_result(play_scenario(scenario))
+    """Play a scenario and return its result as plain JSON-ready data.
+
+    Stakes are capped at :data:`~twentyone.core.money.MAX_AMOUNT` minor units, and a
+    round whose totals would not fit a signed 64-bit integer (a rules file with
+    enormous odds) is refused rather than reported.
+
+    >>> run_scenario({"variant": "classic", "shoe": [], "hands": [{"bet": 10**23}]})  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ...
+    twentyone.scenario.ScenarioError: scenario: hands[0]: the main bet is 1000...000 but amounts are capped at ...
+    """
+    game = play_scenario(scenario)
+    if max(game.staked, game.returned) > INT64_MAX:
+        raise ScenarioError(f"The round's totals (staked {game.staked}, returned {game.returned}) exceed "
+                            f"{INT64_MAX}, the largest amount the ledger stores; lower the bets or the paytable.")
+    return round_result(game)
 
 
 __all__ = ["ScenarioError", "play_scenario", "round_result", "run_scenario", "scenario_rules"]

@@ -68,15 +68,3 @@ def initial_deals(counts: Counts) -> Iterator[tuple[int, tuple[int, int], float]
 
 def values_of(cards: Iterable[Card]) -> list[int]:
     return [card.value for card in cards]
-
-
-def hand_total(hand: tuple[int, ...]) -> tuple[int, bool]:
-    """Best total and softness of a hand given as counts by value (index 0 = Aces).
-
-    >>> hand_total((1, 0, 0, 0, 0, 1, 0, 0, 0, 0))
-    (17, True)
-    """
-    hard = sum((index + 1) * count for index, count in enumerate(hand))
-    if hand[0] and hard + 10 <= 21:
-        return hard + 10, True
-    return hard, False

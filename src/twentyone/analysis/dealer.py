@@ -31,6 +31,9 @@ import numba
 import numpy as np
 import numpy.typing as npt
 
+from twentyone.core.hand import value_of_counts
+from twentyone.core.rules import DealerRules
+
 # Final dealer results, in the column order of every outcome table.
 OUTCOMES = ("17", "18", "19", "20", "21", "bust", "blackjack")
 BUST = OUTCOMES.index("bust")
@@ -39,15 +42,6 @@ BLACKJACK = OUTCOMES.index("blackjack")
 BUST_CARDS = (3, 4, 5, 6, 7, 8)
 
 
-def _total(hand: tuple[int, ...]) -> tuple[int, bool]:
-    hard = sum((index + 1) * count for index, count in enumerate(hand))
-    if hand[0] and hard + 10 <= 21:
-        return hard + 10, True
-    return hard, False
-
-
-def _draws(total: int, soft: bool, hits_soft_17: bool) -> bool:
-    return total < 17 or (total == 17 and soft and hits_soft_17)
 
 
 @dataclass(frozen=True)
@@ -67,6 +61,7 @@ class DealerFinals:
 @cache
 def dealer_finals(up: int, hits_soft_17: bool) -> DealerFinals:
     """Final multisets of the dealer's drawn cards (hole card first) behind up card ``up``."""
+    rule = DealerRules(hits_soft_17=hits_soft_17)
     up_hand = tuple(1 if index == up - 1 else 0 for index in range(10))
     empty = (0,) * 10
     level: dict[tuple[int, ...], int] = {empty: 1}
@@ -77,9 +72,9 @@ def dealer_finals(up: int, hits_soft_17: bool) -> DealerFinals:
             for index in range(10):
                 new = tuple(d + (1 if i == index else 0) for i, d in enumerate(drawn))
                 hand = tuple(d + u for d, u in zip(new, up_hand, strict=True))
-                total, soft = _total(hand)
+                total, soft = value_of_counts(hand)
                 blackjack = sum(new) == 1 and total == 21
-                if blackjack or total > 21 or not _draws(total, soft, hits_soft_17):
+                if blackjack or total > 21 or not rule.draws(total, soft):
                     finals[new] = finals.get(new, 0) + ways
                 else:
                     following[new] = following.get(new, 0) + ways
@@ -93,7 +88,7 @@ def dealer_finals(up: int, hits_soft_17: bool) -> DealerFinals:
     multiplicity: list[int] = []
     for k, key in enumerate(keys):
         hand = tuple(d + u for d, u in zip(key, up_hand, strict=True))
-        total, _ = _total(hand)
+        total, _ = value_of_counts(hand)
         if sum(key) == 1 and total == 21:
             outcome[k] = BLACKJACK
         elif total > 21:

@@ -3,11 +3,10 @@
 :class:`GameAnalysis` reads a :class:`~twentyone.core.rules.Rules` and a shoe
 composition (a fresh shoe by default) and computes, exactly:
 
-* the value of standing, hitting, doubling (x2, x3, x4), splitting and
-  surrendering every initial hand against every up card, with composition-
-  dependent play and finite-deck removal ("CDZ-": each split hand is played
-  with the best strategy for the composition left after the split, and the two
-  split hands are valued independently; resplits are not modelled);
+* the value of standing, hitting, doubling (x2, x3, x4), splitting (resplits
+  included) and surrendering every initial hand against every up card, with
+  composition-dependent play and finite-deck removal; split hands are played
+  by the chosen post-split strategy, CDZ-, CDP1 or CDP (:mod:`.splits`);
 * a total-dependent basic strategy derived from those values, and its exact
   return when followed;
 * the return of the main bet under each, with each up card's contribution.
@@ -32,7 +31,10 @@ from math import comb
 import numpy as np
 
 from twentyone.analysis.composition import Counts, initial_deals, remove, value_counts
+from twentyone.analysis.splits import SPLIT_STRATEGIES, PairSplit
 from twentyone.analysis.states import FloatArray, Hand, StateSpace
+from twentyone.analysis.support import check_supported
+from twentyone.core.hand import value_of_counts
 from twentyone.core.operations import ACTION_OF_MULTIPLIER
 from twentyone.core.rules import Rules
 
@@ -74,10 +76,9 @@ def hand_of(*values: int) -> Hand:
 
 
 def total_of(hand: Hand) -> tuple[int, bool]:
-    hard = sum((i + 1) * c for i, c in enumerate(hand))
-    if hand[0] and hard + 10 <= 21:
-        return hard + 10, True
-    return hard, False
+    """Best total and softness of a hand as counts by value (:func:`twentyone.core.hand.value_of_counts`)."""
+    total, soft = value_of_counts(hand)
+    return total, soft
 
 
 @dataclass(frozen=True)
@@ -108,7 +109,8 @@ class UpVariant:
     peeked: bool
     weight: float
     space: StateSpace
-    split_spaces: dict[int, StateSpace] = field(default_factory=dict)
+    split_spaces: dict[tuple[int, int], StateSpace] = field(default_factory=dict)
+    splits: dict[int, PairSplit] = field(default_factory=dict)
     weights: FloatArray | None = None  # how often each state is dealt, for basic strategy
 
 
@@ -123,10 +125,20 @@ class ReturnReport:
 
 
 class GameAnalysis:
-    """Exact analysis of one rule set from one shoe composition."""
+    """Exact analysis of one rule set from one shoe composition.
 
-    def __init__(self, rules: Rules, counts: Counts | None = None) -> None:
+    ``split_strategy`` is how split hands are played: ``"cdp"`` (the default), ``"cdp1"`` or
+    ``"cdz-"`` (docs/maths.md). Rules the analysis cannot model raise
+    :class:`~twentyone.analysis.support.UnsupportedRules`.
+    """
+
+    def __init__(self, rules: Rules, counts: Counts | None = None, split_strategy: str = "cdp") -> None:
+        check_supported(rules)
+        if split_strategy not in SPLIT_STRATEGIES:
+            raise ValueError(f"split strategy must be one of {', '.join(SPLIT_STRATEGIES)}, got {split_strategy!r}.")
         self.rules = rules
+        self.split_strategy = split_strategy
+        self.win_pays = rules.win_payout.numerator / rules.win_payout.denominator
         self.counts = value_counts(rules) if counts is None else np.asarray(counts, dtype=np.int64)
         self.total_cards = int(self.counts.sum())
         self._variants: dict[int, list[UpVariant]] = {}
@@ -157,26 +169,43 @@ class GameAnalysis:
             else:
                 shares = [(self._peeks("A" if up == 1 else str(up)), 1.0)]
             self._variants[up] = [
-                UpVariant(up, peeked, share, StateSpace(base, up, self.rules.dealer.hits_soft_17, peeked))
-                for peeked, share in shares
+                UpVariant(up, peeked, share, self.space(base, up, peeked)) for peeked, share in shares
             ]
         return self._variants[up]
 
-    def split_space(self, variant: UpVariant, pair: int) -> StateSpace:
-        if pair not in variant.split_spaces:
-            base = remove(variant.space.base, [pair])
-            variant.split_spaces[pair] = StateSpace(base, variant.up, self.rules.dealer.hits_soft_17,
-                                                    variant.peeked, must_contain=pair)
-        return variant.split_spaces[pair]
+    def space(self, base: Counts, variant: UpVariant | int, peeked: bool | None = None,
+              must_contain: int | None = None) -> StateSpace:
+        """The player's hands from ``base`` against an up card (or a variant's up card and peek)."""
+        if not isinstance(variant, int):
+            variant, peeked = variant.up, variant.peeked
+        assert peeked is not None
+        return StateSpace(base, variant, self.rules.dealer.hits_soft_17, peeked, must_contain=must_contain,
+                          win_pays=self.win_pays)
 
-    def _blackjack_loss(self, stake: float, split: bool) -> float:
-        """What a dealer blackjack revealed without a peek takes from a hand of ``stake`` units."""
+    def blackjack_loss(self, stake: float, split: bool) -> float:
+        """What a dealer blackjack revealed without a peek takes from a hand of ``stake`` units.
+
+        "Original bets only" takes the one original bet of a split spot; shared over its two hands
+        that is half each, which is exact by symmetry (more hands than two are refused).
+        """
         if self.rules.dealer.no_peek_blackjack_takes == "all":
             return stake
         return 0.5 if split else 1.0
 
+    _blackjack_loss = blackjack_loss
+
     def _can_split(self, pair: int) -> bool:
-        return self.rules.split.max_hands >= 2 and (self.rules.split.match == "value" or pair != 10)
+        return self.rules.split.allowed(2, True, 1, False)
+
+    def _pair_share(self, pair: int) -> float:
+        """The chance that two cards of value ``pair`` may be split: below 1 for tens that must match in rank.
+
+        The ten ranks are taken in the shares of the rules' full shoe, as for the peek.
+        """
+        if pair != 10 or self.rules.split.match == "value":
+            return 1.0
+        tens = sum(self._ten_ranks.values())
+        return sum(c * (c - 1) for c in self._ten_ranks.values()) / (tens * (tens - 1))
 
     # ------------------------------------------------------------- values
     def _continuation(self, variant: UpVariant, space: StateSpace, split: bool,
@@ -199,45 +228,34 @@ class GameAnalysis:
                   "hit": float(hit[state])}
         if total == 21:
             return {"stand": values["stand"]}
-        if (not split or rules.double.after_split) and rules.double.allows_total(total, soft):
-            for multiplier in rules.double.multipliers:
+        for multiplier in rules.double.multipliers:
+            if rules.double.allowed(multiplier, 2, total, soft, split):
                 name = str(ACTION_OF_MULTIPLIER[multiplier])
                 values[name] = float(space.one_card(float(multiplier),
                                                     self._blackjack_loss(float(multiplier), split))[state])
-        if not split and rules.surrender in ("late", "early"):
+        # Early surrender (an offer before the peek) is valued in _initial; as a play it is worth
+        # what late surrender is, so it is listed either way.
+        if rules.surrender == "early" or rules.surrender_refusal(2, split) is None:
             values["surrender"] = float(-0.5 * space.mass[state])
         return values
 
     def _split_value(self, variant: UpVariant, pair: int, policy: dict[tuple[int, bool], int] | None,
                      two_card_policy: dict[tuple[int, bool], str] | None) -> float:
-        """Unnormalised value of splitting a pair (both hands together, stake 2)."""
-        space = self.split_space(variant, pair)
-        one = space.state(hand_of(pair))
-        stand = space.stand(1.0, self._blackjack_loss(1.0, True))
-        aces_one_card = pair == 1 and self.rules.split.aces_one_card
-        result = 0.0
-        for v in range(10):
-            p = space.prob[one, v]
-            if p == 0.0:
-                continue
-            child = int(space.child[one, v])
-            if aces_one_card:
-                result += p * stand[child]
-                continue
-            values = self._two_card_values(variant, space, child, True, policy)
-            values.pop("surrender", None)
-            if two_card_policy is None:
-                result += p * max(values.values())
-            else:
-                result += p * values[self._follow(two_card_policy, space, child, values)]
-        return float(2.0 * result)
+        """Unnormalised value of splitting a pair (every hand's stake together), resplits included."""
+        if pair not in variant.splits:
+            variant.splits[pair] = PairSplit(self, variant, pair)
+        splitter = variant.splits[pair]
+        if two_card_policy is None:
+            return splitter.value(self.split_strategy)
+        assert policy is not None
+        return splitter.value(chart=(policy, two_card_policy))
 
     @staticmethod
     def _follow(table: dict[tuple[int, bool], str], space: StateSpace, state: int, values: dict[str, float]) -> str:
         """The basic-strategy action for a two-card hand, falling back when it is not open."""
         if len(values) == 1:
             return next(iter(values))
-        return code_action(table.get((int(space.total[state]), bool(space.soft[state])), "H"), values)
+        return code_action(table.get((int(space.total[state]), bool(space.soft[state])), "S"), values)
 
     # ------------------------------------------------------- initial hands
     def hand_ev(self, cards: tuple[int, int], up: int) -> HandEV:
@@ -303,7 +321,9 @@ class GameAnalysis:
             bj = float(space.blackjack[state])
             blackjack_chance += variant.weight * bj
             peeked_any = peeked_any or variant.peeked
-            insurance = 1.5 * bj - 0.5 if up == 1 and rules.insurance.offered else None
+            # Insurance costs half the bet and pays insurance.pays on a dealer blackjack.
+            pays = rules.insurance.payout.numerator / rules.insurance.payout.denominator
+            insurance = 0.5 * (pays * bj - (1.0 - bj)) if up == 1 and rules.insurance.offered else None
             if natural:
                 payout = rules.blackjack_payout.numerator / rules.blackjack_payout.denominator
                 values = {"stand": (1.0 - bj) * payout}
@@ -315,21 +335,30 @@ class GameAnalysis:
                     play += max(0.0, insurance)
             else:
                 unnormalised = self._two_card_values(variant, space, state, False, policy)
-                pair = cards[0] == cards[1]
-                if pair and self._can_split(cards[0]):
-                    unnormalised["split"] = float(self._split_value(variant, cards[0], policy, two_card))
                 blackjack_cost = -bj if variant.peeked else 0.0
+
+                def play_of(options: dict[str, float], insurance: float | None = insurance,
+                           blackjack_cost: float = blackjack_cost) -> float:
+                    if basic is None:
+                        play = max(options.values()) + blackjack_cost
+                        if insurance is not None:
+                            play += max(0.0, insurance)
+                        if rules.surrender == "early":  # offered first: a surrendered hand is not insured
+                            play = max(play, -0.5)
+                        return play
+                    action = basic.action_for(cards, up, options)
+                    if action == "surrender" and rules.surrender == "early":
+                        return -0.5  # taken as the early offer, before the peek
+                    return options[action] + blackjack_cost
+
+                play = play_of(unnormalised)
+                if cards[0] == cards[1] and self._can_split(cards[0]):
+                    unsplit = dict(unnormalised)
+                    unnormalised["split"] = float(self._split_value(variant, cards[0], policy, two_card))
+                    share = self._pair_share(cards[0])  # below 1 only for tens when ranks must match
+                    play = share * play_of(unnormalised) + (1.0 - share) * play_of(unsplit)
                 mass = float(space.mass[state])
                 values = {name: u / mass if variant.peeked else u for name, u in unnormalised.items()}
-                if basic is None:
-                    best = max(unnormalised.values())
-                else:
-                    best = unnormalised[basic.action_for(cards, up, unnormalised)]
-                play = best + blackjack_cost
-                if rules.surrender == "early":
-                    play = max(play, -0.5) if basic is None else play
-                if basic is None and insurance is not None:
-                    play += max(0.0, insurance)
             if insurance is not None and (not natural or rules.insurance.to_blackjack):
                 values = {**values, "insurance": insurance}
             for name, value in values.items():

@@ -9,8 +9,11 @@
 
 from __future__ import annotations
 
+from collections import OrderedDict
 from collections.abc import Iterable, Sequence
 from fractions import Fraction
+
+import numpy as np
 
 from twentyone.analysis.game import GameAnalysis
 from twentyone.core.cards import Card
@@ -18,24 +21,62 @@ from twentyone.core.hand import hand_value
 from twentyone.core.rules import Rules
 
 _ANALYSES: dict[int, tuple[Rules, GameAnalysis]] = {}
+_LIVE: OrderedDict[tuple[int, tuple[int, ...]], tuple[Rules, GameAnalysis]] = OrderedDict()
+_LIVE_KEPT = 32  # live-shoe analyses kept (one per table and shoe state in use)
 
 
-def analysis_for(rules: Rules) -> GameAnalysis:
-    """One fresh-shoe analysis per rules object, kept for the life of the process."""
+def analysis_for(rules: Rules, counts: Sequence[int] | None = None) -> GameAnalysis:
+    """One analysis per rules object (and shoe composition by value, for a live shoe), kept for reuse."""
+    if counts is not None:
+        key = (id(rules), tuple(int(c) for c in counts))
+        if key not in _LIVE:
+            _LIVE[key] = (rules, GameAnalysis(rules, counts=np.array(key[1], dtype=np.int64)))
+            while len(_LIVE) > _LIVE_KEPT:
+                _LIVE.popitem(last=False)
+        _LIVE.move_to_end(key)
+        return _LIVE[key][1]
     if id(rules) not in _ANALYSES:
         _ANALYSES[id(rules)] = (rules, GameAnalysis(rules))
     return _ANALYSES[id(rules)][1]
 
 
-def hint(rules: Rules, cards: Sequence[Card], up: Card, legal: Iterable[str] | None = None,
-         first_decision: bool | None = None, analysis: GameAnalysis | None = None) -> list[tuple[str, float]]:
-    """``(action, EV per unit bet)`` for each action, best first, from a fresh shoe less the cards shown.
+def live_counts(unseen: Iterable[Card], shown: Iterable[Card]) -> list[int]:
+    """The shoe by value as the analysis takes it: the unseen cards plus the player's and the up card.
 
-    ``legal`` limits the list to the actions the game offers now (as the engine
-    names them); ``first_decision`` says whether the hand is still on its first
-    two cards and not from a split (by default: two cards).
+    >>> from twentyone.core.cards import parse_cards
+    >>> live_counts(parse_cards(["KS", "5D", "5C"]), parse_cards(["8S", "3D", "KH"]))
+    [0, 0, 1, 0, 2, 0, 0, 1, 0, 2]
     """
-    analysis = analysis or analysis_for(rules)
+    counts = [0] * 10
+    for card in (*unseen, *shown):
+        counts[card.value - 1] += 1
+    return counts
+
+
+def hint(rules: Rules, cards: Sequence[Card], up: Card, legal: Iterable[str] | None = None,
+         first_decision: bool | None = None, analysis: GameAnalysis | None = None,
+         unseen: Iterable[Card] | None = None) -> list[tuple[str, float]]:
+    """``(action, EV per unit bet)`` for each action, best first.
+
+    By default the shoe is a fresh one less the cards shown; ``unseen`` gives
+    the cards a live shoe still holds as the player sees it (the hole card and
+    every undealt card; not the player's cards nor the up card), for a shoe that
+    is not reshuffled every round. ``legal`` limits the list to the actions the
+    game offers now (as the engine names them); ``first_decision`` says whether
+    the hand is still on its first two cards and not from a split (by default:
+    two cards).
+
+    >>> from twentyone.core.cards import parse_card, parse_cards
+    >>> from twentyone.variants import builtin_rules
+    >>> rules = builtin_rules("classic")
+    >>> hand, up = parse_cards(["TS", "3D"]), parse_card("4H")
+    >>> low = parse_cards(["2S"] * 30 + ["3S"] * 30 + ["TS"] * 5)   # a live shoe left rich in low cards
+    >>> hint(rules, hand, up)[0][0], hint(rules, hand, up, unseen=low)[0][0]
+    ('stand', 'hit')
+    """
+    if analysis is None:
+        counts = None if unseen is None else live_counts(unseen, [*cards, up])
+        analysis = analysis_for(rules, counts)
     values = tuple(card.value for card in cards)
     first = len(values) == 2 if first_decision is None else first_decision
     if first:

@@ -8,25 +8,34 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from twentyone.analysis.cashout import cash_out_table
-from twentyone.analysis.game import GameAnalysis
-from twentyone.analysis.sidebets import side_bet_return
 from twentyone.core.rules import Rules
+
+if TYPE_CHECKING:
+    from twentyone.analysis.game import GameAnalysis
 
 UP_NAMES = {1: "A", 10: "10"}
 
 
-def rtp_report(rules: Rules, analysis: GameAnalysis | None = None) -> dict[str, Any]:
-    """Every return of ``rules`` as percentages (4+ decimals), with the published ones where known."""
-    analysis = analysis or GameAnalysis(rules)
+def rtp_report(rules: Rules, analysis: GameAnalysis | None = None, split_strategy: str = "cdp") -> dict[str, Any]:
+    """Every return of ``rules`` as percentages (4+ decimals), with the published ones where known.
+
+    ``split_strategy`` (``cdz-``, ``cdp1``, ``cdp``) is how split hands are played under optimal play.
+    """
+    # Imported here: comparison_rows, below, serves a cached report without loading numpy or numba.
+    from twentyone.analysis.cashout import cash_out_table
+    from twentyone.analysis.game import GameAnalysis
+    from twentyone.analysis.sidebets import side_bet_return
+
+    analysis = analysis or GameAnalysis(rules, split_strategy=split_strategy)
     main = analysis.main_return()
     published = dict(rules.published)
     report: dict[str, Any] = {
         "variant": rules.id,
         "name": rules.name,
         "main": {
+            "split_strategy": analysis.split_strategy,
             "optimal": main.optimal * 100,
             "basic": main.basic * 100,
             "by_up_optimal": {UP_NAMES.get(up, str(up)): value * 100 for up, value in main.by_up_optimal.items()},

@@ -112,6 +112,7 @@ class StateSpace:
     hits_soft_17: bool
     peeked: bool  # the dealer has checked for blackjack: values are unnormalised by P(no blackjack)
     must_contain: int | None = None
+    win_pays: float = 1.0  # winnings per unit staked on a won hand (rules.win_payout)
     array: npt.NDArray[np.int64] = field(init=False)
 
     def __post_init__(self) -> None:
@@ -123,6 +124,7 @@ class StateSpace:
         self._one_card_cache: dict[tuple[float, float], FloatArray] = {}
         self.cards = array.sum(axis=1)
         hard = array @ np.arange(1, 11)
+        # core.hand.value_of_counts, vectorised (a test pins the two together on every hand).
         self.soft = (array[:, 0] > 0) & (hard + 10 <= 21)
         self.total = np.where(self.soft, hard + 10, hard)
         self.hard = hard
@@ -132,6 +134,7 @@ class StateSpace:
         self.prob = np.where(n_left[:, None] > 0, left / np.maximum(n_left, 1)[:, None], 0.0)
         # A draw leads to a hand of the space only if that card is left (so the grown hand fits the base).
         self._order, self._sorted_keys = structure.order, structure.sorted_keys
+        self.keys = array @ _PLACE
         self.child = structure.child
         self.key_id = self.total + 22 * self.soft.astype(np.int64)  # (total, soft) as one index
         self.by_hard_sum = np.argsort(-hard, kind="stable")  # every draw leads to a state earlier in it
@@ -156,9 +159,10 @@ class StateSpace:
         """Stake-1 value of standing, over the dealer's non-blackjack results only."""
         dealer_totals = np.array([17, 18, 19, 20, 21])
         player = self.total[:, None]
-        versus = np.sign(player - dealer_totals[None, :]).astype(np.float64)
+        difference = player - dealer_totals[None, :]
+        versus = np.where(difference > 0, self.win_pays, np.where(difference < 0, -1.0, 0.0))
         made = (self.no_blackjack[:, :BUST] * versus).sum(axis=1)
-        return made + self.no_blackjack[:, BUST]
+        return made + self.win_pays * self.no_blackjack[:, BUST]
 
     def stand(self, stake: float, blackjack_loss: float) -> FloatArray:
         """Value of standing with ``stake`` units; a revealed dealer blackjack costs ``blackjack_loss``."""
@@ -177,6 +181,11 @@ class StateSpace:
         if position < self.size and self._sorted_keys[position] == key:
             return int(self._order[position])
         return None
+
+    def index_of(self, keys: npt.NDArray[np.int64]) -> npt.NDArray[np.int64]:
+        """The index of each hand key (``counts @ RADIX ** arange(10)``) in this space, -1 where absent."""
+        position = np.clip(np.searchsorted(self._sorted_keys, keys), 0, self.size - 1)
+        return np.where(self._sorted_keys[position] == keys, self._order[position], -1)
 
     def state(self, hand: Hand) -> int:
         found = self.find(hand)

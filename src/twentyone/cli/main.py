@@ -2,6 +2,12 @@
 
 Every user error (bad input, bad rules file, illegal decision) ends with a
 one-line message on standard error and exit code 2, never a traceback.
+
+Start-up is kept short: this module imports typer and the standard library only.
+Everything else (the engine, rich, the analysis with numpy and numba, the server with
+FastAPI and SQLAlchemy, matplotlib) is imported inside the command that uses it, so
+``twentyone variants`` or ``twentyone replay`` never load what ``serve`` needs.
+``tests/test_cli_startup.py`` holds this to account.
 """
 
 from __future__ import annotations
@@ -9,14 +15,15 @@ from __future__ import annotations
 import json
 import sys
 from pathlib import Path
-from typing import Annotated, NoReturn
+from typing import TYPE_CHECKING, Annotated, Any, NoReturn
 
 import typer
-from rich.console import Console
 
-from twentyone.core.rules import Rules, RulesError
-from twentyone.scenario import ScenarioError, run_scenario
-from twentyone.variants import VARIANTS, builtin_rules, resolve_rules
+from twentyone.cli.simulate import simulate
+from twentyone.variants import VARIANTS
+
+if TYPE_CHECKING:
+    from twentyone.core.rules import Rules
 
 app = typer.Typer(
     name="twentyone",
@@ -29,8 +36,45 @@ app = typer.Typer(
 
 def fail(message: str) -> NoReturn:
     """Print a one-line error and exit with code 2."""
-    typer.echo(f"error: {message}", err=True)
+    line = " ".join(str(message).splitlines())
+    typer.echo(f"error: {line}", err=True)
     raise typer.Exit(2)
+
+
+def read_input(source: str, what: str) -> str:
+    """The text of file ``source`` (standard input for ``-``), which must be UTF-8 (a BOM is allowed)."""
+    try:
+        if source == "-":
+            stream = getattr(sys.stdin, "buffer", None)
+            data = stream.read() if stream is not None else sys.stdin.read().encode("utf-8", "surrogateescape")
+        else:
+            data = Path(source).read_bytes()
+    except OSError as error:
+        fail(f"cannot read {source!r} ({error.strerror}).")
+    try:
+        return data.decode("utf-8-sig")
+    except UnicodeDecodeError as error:
+        fail(f"{what} is not UTF-8 text (byte {data[error.start]:#04x} at offset {error.start}).")
+
+
+def parse_json(text: str, what: str) -> Any:
+    """JSON text as Python data; every way it can be unreadable is a one-line error."""
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError as error:
+        fail(f"{what} is not valid JSON ({error.msg} at line {error.lineno} column {error.colno}).")
+    except RecursionError:
+        fail(f"{what} nests arrays or objects too deeply to read.")
+    except ValueError as error:  # an integer longer than Python converts (4300 digits)
+        fail(f"{what} cannot be read ({str(error).split(':')[0]}).")
+
+
+def check_amount(amount: int, name: str) -> None:
+    """Refuse an amount (minor units) beyond the cap every stored amount keeps to."""
+    from twentyone.core.money import MAX_AMOUNT
+
+    if abs(amount) > MAX_AMOUNT:
+        fail(f"{name} is {amount} but amounts are capped at {MAX_AMOUNT} (10^15) minor units.")
 
 
 def rules_summary(rules: Rules) -> dict[str, object]:
@@ -67,6 +111,7 @@ def rules_summary(rules: Rules) -> dict[str, object]:
 def describe(rules: Rules) -> str:
     """One line of a game's key rules.
 
+    >>> from twentyone.variants import builtin_rules
     >>> describe(builtin_rules("single-deck"))
     '1 deck · S17 · no hole card · double 9-11 · no DAS · no resplit · BJ 3:2 · insurance · even money'
     """
@@ -104,13 +149,14 @@ def variants(
     as_json: Annotated[bool, typer.Option("--json", help="Machine-readable output.")] = False,
 ) -> None:
     """List the five games with their key rules, a line each."""
+    from twentyone.variants import builtin_rules
+
     rows = [rules_summary(builtin_rules(variant)) for variant in VARIANTS]
     if as_json:
         typer.echo(json.dumps(rows, indent=2))
         return
-    console = Console()
-    for variant in VARIANTS:
-        console.print(f"[bold green]{variant:<13}[/] {describe(builtin_rules(variant))}", highlight=False)
+    for variant in VARIANTS:  # typer's colours (stripped when piped): no need to load rich for five lines
+        typer.echo(f"{typer.style(f'{variant:<13}', fg='green', bold=True)} {describe(builtin_rules(variant))}")
 
 
 @app.command()
@@ -118,14 +164,9 @@ def replay(
     file: Annotated[str, typer.Argument(help="Scenario JSON file, or - for standard input.")],
 ) -> None:
     """Play a stacked-shoe scenario through the real engine and print the result as JSON."""
-    try:
-        text = sys.stdin.read() if file == "-" else Path(file).read_text("utf-8")
-    except OSError as error:
-        fail(f"cannot read {file!r} ({error.strerror}).")
-    try:
-        scenario = json.loads(text)
-    except json.JSONDecodeError as error:
-        fail(f"the scenario is not valid JSON ({error.msg} at line {error.lineno} column {error.colno}).")
+    from twentyone.scenario import ScenarioError, run_scenario
+
+    scenario = parse_json(read_input(file, "the scenario"), "the scenario")
     try:
         result = run_scenario(scenario)
     except ScenarioError as error:
@@ -139,17 +180,37 @@ def play(
     balance: Annotated[int, typer.Option(help="Starting balance in whole currency units.")] = 1000,
     seed: Annotated[int | None, typer.Option(help="Seed the shuffle (repeatable games).")] = None,
     rules_file: Annotated[Path | None, typer.Option("--rules", help="Play a rules file instead.")] = None,
+    currency: Annotated[str | None, typer.Option(help="Currency code, like GBP (default: the game's table's, "
+                                                 "else USD).")] = None,
 ) -> None:
-    """Sit at a game in the terminal: bet, deal, decide with single keys."""
+    """Sit at a game in the terminal: bet, deal, decide with single keys.
+
+    A built-in game sits at the server's table of the same name (its currency, chips and
+    limits); a rules file plays in dollars with 1-5-25-100 chips."""
+    from twentyone.core.money import MAX_AMOUNT
+    from twentyone.core.rules import RulesError
     from twentyone.ui.terminal import play as play_terminal
+    from twentyone.variants import resolve_rules
 
     if balance < 1:
         fail(f"--balance must be at least 1, got {balance}.")
+    if balance * 100 > MAX_AMOUNT:
+        fail(f"--balance is at most {MAX_AMOUNT // 100} whole units (amounts are capped at 10^15 minor units), "
+             f"got {balance}.")
     try:
         rules = resolve_rules(variant, rules_file)
     except RulesError as error:
         fail(str(error))
-    play_terminal(rules, balance * 100, seed)
+    table = None
+    if rules_file is None:
+        from twentyone.server.config import shipped_tables
+
+        table = shipped_tables().get(variant)
+    code = (currency or (table.currency if table else "USD")).upper()
+    if not (len(code) == 3 and code.isascii() and code.isalpha()):
+        fail(f"--currency must be a three-letter code like USD or GBP, got {currency!r}.")
+    play_terminal(rules, balance * 100, seed, currency=code, chips=table.chips if table else None,
+                  limits=table.bet_limits if table else None)
 
 
 RulesOption = Annotated[Path | None, typer.Option("--rules", help="A rules file instead of a built-in game.")]
@@ -157,6 +218,9 @@ JsonOption = Annotated[bool, typer.Option("--json", help="Machine-readable outpu
 
 
 def _rules(variant: str | None, rules_file: Path | None) -> Rules:
+    from twentyone.core.rules import RulesError
+    from twentyone.variants import resolve_rules
+
     if variant is None and rules_file is None:
         fail(f"name a game ({', '.join(VARIANTS)}) or give --rules FILE.")
     try:
@@ -165,23 +229,46 @@ def _rules(variant: str | None, rules_file: Path | None) -> Rules:
         fail(str(error))
 
 
+SplitStrategyOption = Annotated[str, typer.Option(
+    "--split-strategy", help="How split hands are played: cdz-, cdp1 or cdp (see docs/maths.md).")]
+
+
 @app.command()
 def rtp(
     variant: Annotated[str | None, typer.Argument(help="A built-in game.")] = None,
     rules_file: RulesOption = None,
     as_json: JsonOption = False,
+    split_strategy: SplitStrategyOption = "cdp",
+    no_cache: Annotated[bool, typer.Option("--no-cache", help="Compute afresh; do not read or keep a cached report.")]
+    = False,
 ) -> None:
     """Exact return to player: main game (optimal and basic), side bets, cash out, beside the published."""
-    from twentyone.analysis.report import comparison_rows, rtp_report
+    # Only light modules until a report must be computed: a cached one is served without numpy or numba.
+    from twentyone.analysis import cache
+    from twentyone.analysis.report import comparison_rows
 
     rules = _rules(variant, rules_file)
-    report = rtp_report(rules)
+    if split_strategy not in ("cdz-", "cdp1", "cdp"):
+        fail(f"--split-strategy must be cdz-, cdp1 or cdp, got {split_strategy!r}.")
+    key = cache.report_key(rules, split_strategy)
+    report = None if no_cache else cache.load(key)
+    if report is None:
+        from twentyone.analysis.report import rtp_report
+        from twentyone.analysis.support import UnsupportedRules
+
+        try:
+            report = rtp_report(rules, split_strategy=split_strategy)
+        except UnsupportedRules as error:
+            fail(str(error))
+        if not no_cache:
+            cache.store(key, report)
     if as_json:
         typer.echo(json.dumps(report, indent=2))
         return
+    from rich.console import Console
     from rich.table import Table
 
-    table = Table(title=f"{rules.name}: return to player", title_justify="left")
+    table = Table(title=f"{rules.name}: return to player (split hands: {split_strategy})", title_justify="left")
     for column in ("", "computed %", "published %", "difference"):
         table.add_column(column, justify="right" if column else "left")
     for label, value, published in comparison_rows(report):
@@ -204,18 +291,29 @@ def strategy(
     """The basic-strategy chart: hard totals, soft totals and pairs against each dealer up card."""
     from twentyone.analysis.chart import save_png, strategy_chart, terminal_chart
     from twentyone.analysis.game import GameAnalysis
+    from twentyone.analysis.support import UnsupportedRules
 
+    if png is not None:
+        if png.suffix.lower() != ".png":
+            fail(f"--png writes a PNG picture: give a file name ending in .png, got {str(png)!r}.")
+        if not png.parent.is_dir():
+            fail(f"cannot write {str(png)!r} (no folder {str(png.parent)!r}).")
     rules = _rules(variant, rules_file)
-    chart = strategy_chart(GameAnalysis(rules).basic_strategy())
+    try:
+        chart = strategy_chart(GameAnalysis(rules).basic_strategy())
+    except UnsupportedRules as error:
+        fail(str(error))
     title = f"{rules.name}: basic strategy"
     if png is not None:
         try:
             save_png(chart, title, png)
-        except OSError as error:
-            fail(f"cannot write {str(png)!r} ({error.strerror}).")
+        except (OSError, ValueError) as error:
+            fail(f"cannot write {str(png)!r} ({getattr(error, 'strerror', None) or error}).")
     if as_json:
         typer.echo(json.dumps(chart, indent=2))
     else:
+        from rich.console import Console
+
         Console().print(terminal_chart(chart, title))
         if png is not None:
             typer.echo(f"chart written to {png}")
@@ -228,8 +326,13 @@ def hint(
     dealer: Annotated[str, typer.Option("--dealer", help="The dealer's up card, like KH.")],
     rules_file: RulesOption = None,
     as_json: JsonOption = False,
+    seen: Annotated[str | None, typer.Option(
+        "--seen", help="Cards already dealt from a live shoe since its shuffle (other hands, earlier rounds), "
+        "like '5H KD 9C'; the hint then plays for the cards still unseen.")] = None,
 ) -> None:
     """The EV of every legal action for a hand against the dealer's up card, best first."""
+    from collections import Counter
+
     from twentyone.analysis.hints import hint as rank_actions
     from twentyone.core.cards import CardError, parse_card, parse_cards
 
@@ -237,13 +340,18 @@ def hint(
     try:
         hand = parse_cards(cards)
         up = parse_card(dealer)
-        rules.shoe.composition.check_stack([*hand, up])
+        earlier = parse_cards(seen.replace(",", " ").split()) if seen else []
+        rules.shoe.composition.check_stack([*hand, up, *earlier])
     except (CardError, ValueError) as error:
         fail(str(error))
     if len(hand) < 2:
         fail("give at least the player's two cards.")
+    unseen = None
+    if earlier:
+        left = rules.shoe.composition.counts() - Counter([*hand, up, *earlier])
+        unseen = list(left.elements())
     try:
-        ranked = rank_actions(rules, hand, up)
+        ranked = rank_actions(rules, hand, up, unseen=unseen)
     except ValueError as error:
         fail(str(error))
     if as_json:
@@ -263,17 +371,66 @@ def cash_out_table_command(
     """Derive the cash-out offer table from the exact fair values (prints it, or writes --output)."""
     from twentyone.analysis.cashout import cash_out_table
 
+    if output is not None and not output.parent.is_dir():
+        fail(f"cannot write {str(output)!r} (no folder {str(output.parent)!r}).")
     rules = _rules(None if rules_file else variant, rules_file)
     try:
         table = cash_out_table(rules)
-    except ValueError as error:
+    except ValueError as error:  # UnsupportedRules is a ValueError too
         fail(str(error))
     if output is None:
         typer.echo(table.to_toml(), nl=False)
         return
-    output.write_text(table.to_toml())
+    try:
+        output.write_text(table.to_toml(), "utf-8")
+    except OSError as error:
+        fail(f"cannot write {str(output)!r} ({error.strerror}).")
     typer.echo(f"wrote {output}: margin {table.margin * 100:.4f} %, always cash out "
                f"{table.always_cash_out * 100:.4f} %, offers {table.span[0]:.2f}-{table.span[1]:.2f}x")
+
+
+@app.command("rng-dump")
+def rng_dump(
+    variant: Annotated[str, typer.Argument(help="The game whose shoe is shuffled.")] = "first-person",
+    rounds: Annotated[int, typer.Option("--rounds", help="How many shoes to shuffle, one per round.")] = 1000,
+    output: Annotated[Path | None, typer.Option("--output", help="Write here instead of standard output.")] = None,
+    fmt: Annotated[str, typer.Option("--format", help="indices (a shoe per line, the unshuffled position of "
+                                     "each card), cards (a shoe per line as card codes) or binary (the raw bits "
+                                     "drawn, as little-endian 32-bit words for dieharder -g 201 or TestU01).")]
+    = "indices",
+    seed: Annotated[int | None, typer.Option(help="Use a seeded generator (reproducible, not the production "
+                                             "source); default: the system CSPRNG that play and the server use.")]
+    = None,
+    rules_file: RulesOption = None,
+) -> None:
+    """Write raw shuffle output for an outside lab's RNG test batteries (see README, "Randomness")."""
+    import random
+
+    from twentyone.cli.rng_dump import FORMATS, dump_binary, dump_text
+    from twentyone.core.shoe import system_rng
+
+    if fmt not in FORMATS:
+        fail(f"--format must be one of {', '.join(FORMATS)}, got {fmt!r}.")
+    if rounds < 1:
+        fail(f"--rounds must be at least 1, got {rounds}.")
+    if output is None and fmt == "binary" and sys.stdout.isatty():
+        fail("binary output goes to a file (--output FILE) or a pipe, not to the terminal.")
+    if output is not None and not output.parent.is_dir():
+        fail(f"cannot write {str(output)!r} (no folder {str(output.parent)!r}).")
+    composition = _rules(None if rules_file else variant, rules_file).shoe.composition
+    rng = random.Random(seed) if seed is not None else system_rng()
+    try:
+        if fmt == "binary":
+            with (open(output, "wb") if output else open(sys.stdout.fileno(), "wb", closefd=False)) as out:
+                dump_binary(composition, rng, rounds, out)
+        else:
+            with (open(output, "w", encoding="ascii") if output else open(sys.stdout.fileno(), "w",
+                  encoding="ascii", closefd=False)) as text:
+                dump_text(composition, rng, rounds, fmt, text)
+    except BrokenPipeError:  # the reader (head, dieharder) had enough: not an error
+        pass
+    except OSError as error:
+        fail(f"cannot write {str(output or '<stdout>')!r} ({error.strerror}).")
 
 
 @app.command()
@@ -287,6 +444,8 @@ def serve(
     wallet: Annotated[str | None, typer.Option("--wallet", help="An operator's wallet, as module:factory "
                                                 "(or TWENTYONE_OPERATOR_WALLET); default: the built-in ledger.")]
     = None,
+    workers: Annotated[int, typer.Option("--workers", help="Server processes on this port (PostgreSQL only; "
+                                         "docs/server.md, 'Several processes').")] = 1,
 ) -> None:
     """Run the game server: tables, wallet, history, the web table at /."""
     import os
@@ -299,12 +458,24 @@ def serve(
 
     if not 0 < port < 65536:
         fail(f"--port must be 1 to 65535, got {port}.")
-    settings = Settings.from_environment(database, data_dir)
+    if workers < 1:
+        fail(f"--workers must be 1 or more, got {workers}.")
+    try:
+        settings = Settings.from_environment(database, data_dir)
+    except OSError as error:
+        fail(f"cannot use the data directory ({error.strerror}: {error.filename}).")
+    except ValueError as error:  # a setting in the environment that is not a number
+        fail(f"a server setting in the environment is wrong ({error}).")
+    if workers > 1 and settings.database_url.startswith("sqlite"):
+        fail("--workers > 1 needs PostgreSQL (--database postgresql+psycopg://...); SQLite is one process.")
     spec = wallet or os.environ.get("TWENTYONE_OPERATOR_WALLET")
     try:
         operator_wallet = load_operator_wallet(spec) if spec else None
     except ValueError as error:
         fail(str(error))
+    if workers > 1:
+        _serve_workers(settings, spec, host, port, workers)
+        return
     try:
         application = create_app(settings, operator_wallet=operator_wallet)
     except Exception as error:  # a bad URL or an unreachable database: one line, exit 2
@@ -313,6 +484,34 @@ def serve(
     typer.echo(f"twentyone is serving the web table at http://{shown}:{port}/ (API docs at /docs)")
     typer.echo(f"database: {settings.database_url}; operator token in {settings.data_dir / 'operator-token'}")
     uvicorn.run(application, host=host, port=port, log_level="warning")
+
+
+def _serve_workers(settings, wallet: str | None, host: str, port: int, workers: int) -> None:  # type: ignore[no-untyped-def]
+    """``serve --workers N``: uvicorn's worker processes, each a full server sharing the PostgreSQL database.
+
+    Migrations run once here, before any worker starts; the workers get their
+    settings (the operator token included) through the environment.
+    """
+    import os
+
+    import uvicorn
+
+    from twentyone.server.db import migrate
+
+    try:
+        migrate(settings.database_url)
+    except Exception as error:  # a bad URL or an unreachable database: one line, exit 2
+        fail(f"cannot open the database {settings.database_url!r} ({type(error).__name__}: {error}).".split("\n")[0])
+    os.environ.update({"TWENTYONE_DATABASE_URL": settings.database_url, "TWENTYONE_DATA_DIR": str(settings.data_dir),
+                       "TWENTYONE_OPERATOR_TOKEN": settings.operator_token,
+                       "TWENTYONE_DEMO": "1" if settings.demo else "0"})
+    if wallet:
+        os.environ["TWENTYONE_OPERATOR_WALLET"] = wallet
+    shown = "localhost" if host in ("127.0.0.1", "0.0.0.0") else host
+    typer.echo(f"twentyone is serving the web table at http://{shown}:{port}/ with {workers} worker processes")
+    typer.echo(f"database: {settings.database_url}; operator token in {settings.data_dir / 'operator-token'}")
+    uvicorn.run("twentyone.server.cluster:worker_app", factory=True, host=host, port=port, workers=workers,
+                log_level="warning")
 
 
 admin_app = typer.Typer(help="Operator tasks on a server's database.", no_args_is_help=True)
@@ -324,9 +523,19 @@ def _admin_service(database: str | None, data_dir: Path | None):  # type: ignore
     from twentyone.server.db import Database, migrate
     from twentyone.server.service import Caller, GameService
 
-    settings = Settings.from_environment(database, data_dir)
-    migrate(settings.database_url)
-    return GameService(Database(settings.database_url), settings), Caller(0, "operator", "operator"), settings
+    try:
+        settings = Settings.from_environment(database, data_dir)
+    except OSError as error:
+        fail(f"cannot use the data directory ({error.strerror}: {error.filename}).")
+    except ValueError as error:  # a setting in the environment that is not a number
+        fail(f"a server setting in the environment is wrong ({error}).")
+    try:
+        migrate(settings.database_url)
+        service = GameService(Database(settings.database_url), settings)
+    except Exception as error:  # a bad URL or an unreachable database: one line, exit 2
+        first = (str(error).splitlines() or [""])[0]
+        fail(f"cannot open the database {settings.database_url!r} ({type(error).__name__}: {first}).")
+    return service, Caller(0, "operator", "operator"), settings
 
 
 DatabaseOption = Annotated[str | None, typer.Option("--database", help="SQLAlchemy URL of the server's database.")]
@@ -350,6 +559,7 @@ def admin_credit(
     """Credit a demo balance to a player."""
     from twentyone.server.service import ServiceError
 
+    check_amount(amount, "the amount")
     service, operator, _ = _admin_service(database, data_dir)
     try:
         result = service.credit(operator, player, currency, amount)
@@ -365,19 +575,25 @@ def admin_create_table(
     database: DatabaseOption = None, data_dir: DataDirOption = None,
 ) -> None:
     """Add a table (variant, name, currency, chips, limits, seats, timers, theme)."""
+    from twentyone.core.money import MAX_AMOUNT
     from twentyone.server.service import ServiceError
 
-    try:
-        definition = json.loads(spec)
-    except json.JSONDecodeError as error:
-        fail(f"the table definition is not valid JSON ({error.msg}).")
+    definition = parse_json(spec, "the table definition")
     if not isinstance(definition, dict):
         fail("the table definition must be a JSON object.")
+    chips, limits = definition.get("chips"), definition.get("limits")
+    amounts = [*(chips if isinstance(chips, list) else []),
+               *(value for pair in (limits.values() if isinstance(limits, dict) else []) if isinstance(pair, list)
+                 for value in pair)]
+    if any(isinstance(amount, int) and amount > MAX_AMOUNT for amount in amounts):
+        fail(f"chips and limits are capped at {MAX_AMOUNT} (10^15) minor units.")
     service, operator, _ = _admin_service(database, data_dir)
     try:
         table = service.create_table(operator, table_id, definition)
     except ServiceError as error:
         fail(error.detail)
+    except (TypeError, ValueError, OverflowError) as error:  # a field the table check let through
+        fail(f"the table definition has a value of the wrong kind ({error}).")
     typer.echo(f"created table {table['id']} ({table['variant']}, {table['currency']})")
 
 
@@ -396,16 +612,12 @@ def verify(
     round's cards are that shoe's cards in order."""
     from twentyone.core.commitment import verify_record
 
-    try:
-        text = sys.stdin.read() if record == "-" else Path(record).read_text("utf-8")
-        data = json.loads(text)
-    except OSError as error:
-        fail(f"cannot read {record!r} ({error.strerror}).")
-    except json.JSONDecodeError as error:
-        fail(f"the record is not valid JSON ({error.msg}).")
+    data = parse_json(read_input(record, "the record"), "the record")
+    if not isinstance(data, dict):
+        fail("the record must be a JSON object with salt, cards, commitment, first_card and drawn.")
     try:
         valid = verify_record(data)
-    except (KeyError, TypeError, ValueError) as error:
+    except (KeyError, TypeError, ValueError, OverflowError) as error:
         fail(f"the record lacks a field or has a wrong one ({error}); expected salt, cards, commitment, "
              "first_card and drawn.")
     if not valid:
@@ -413,6 +625,9 @@ def verify(
         raise typer.Exit(1)
     typer.echo(f"round {data.get('round_id')}: verified: SHA-256 of salt and shoe order is {data['commitment']}, "
                f"and its {len(data['drawn'])} cards came out of that shoe in order.")
+
+
+app.command()(simulate)
 
 
 def main() -> None:

@@ -40,6 +40,20 @@ def value_of_points(points: Sequence[int]) -> HandValue:
     return HandValue(hard, False)
 
 
+def value_of_counts(counts: Sequence[int]) -> HandValue:
+    """Best total of a hand given as counts by point value (index 0 Aces, index 9 tens).
+
+    The analysis keeps hands as such counts; this is the same rule as :func:`value_of_points`.
+
+    >>> value_of_counts((1, 0, 0, 0, 0, 1, 0, 0, 0, 0))
+    HandValue(total=17, soft=True)
+    """
+    hard = sum((index + 1) * count for index, count in enumerate(counts))
+    if counts[0] and hard + 10 <= 21:
+        return HandValue(hard + 10, True)
+    return HandValue(hard, False)
+
+
 def hand_value(cards: Sequence[Card]) -> HandValue:
     """Best total of a hand of cards."""
     return value_of_points([card.value for card in cards])

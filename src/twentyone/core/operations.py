@@ -31,6 +31,56 @@ class Action(StrEnum):
     NO_SURRENDER = "no-surrender"
 
 
+class DecisionKind(StrEnum):
+    """What a decision is about: playing a hand, or answering an offer."""
+
+    PLAY = "play"
+    INSURANCE = "insurance"
+    EVEN_MONEY = "even-money"
+    SURRENDER = "surrender"
+
+
+# The two answers to each offer, accept first: the one table of them every layer reads.
+OFFER_ANSWERS: dict[DecisionKind, tuple[Action, Action]] = {
+    DecisionKind.SURRENDER: (Action.SURRENDER, Action.NO_SURRENDER),
+    DecisionKind.INSURANCE: (Action.INSURANCE, Action.NO_INSURANCE),
+    DecisionKind.EVEN_MONEY: (Action.EVEN_MONEY, Action.NO_EVEN_MONEY),
+}
+
+
+class HandStatus(StrEnum):
+    """Where a hand stands: still ``playing``, or done in one of these ways."""
+
+    PLAYING = "playing"
+    STOOD = "stood"
+    DOUBLED = "doubled"
+    BUST = "bust"
+    BLACKJACK = "blackjack"
+    SURRENDERED = "surrendered"
+    CASHED_OUT = "cashed-out"
+    EVEN_MONEY = "even-money"
+
+
+class Outcome(StrEnum):
+    """How a settled stake ended (hands and insurance); side bets settle on a paytable line instead."""
+
+    BLACKJACK = "blackjack"
+    WIN = "win"
+    PUSH = "push"
+    LOSE = "lose"
+    BUST = "bust"
+    SURRENDER = "surrender"
+    CASH_OUT = "cash-out"
+    EVEN_MONEY = "even-money"
+
+
+class Item(StrEnum):
+    """What a settlement pays: a hand, the insurance, or (any other name) a side bet."""
+
+    HAND = "hand"
+    INSURANCE = "insurance"
+
+
 # Bet multiplier of each doubling action.
 MULTIPLIER_OF = {Action.DOUBLE: 2, Action.TRIPLE: 3, Action.QUADRUPLE: 4}
 ACTION_OF_MULTIPLIER = {value: key for key, value in MULTIPLIER_OF.items()}

@@ -25,7 +25,7 @@ Conventions every game shares (documented in ``docs/variants.md``):
 ['hit', 'stand', 'double', 'split']
 >>> game.stand()
 >>> game.phase, game.hands[0].outcome, game.hands[0].returned
-(<Phase.SETTLED: 'settled'>, 'win', 2000)
+(<Phase.SETTLED: 'settled'>, <Outcome.WIN: 'win'>, 2000)
 """
 
 from __future__ import annotations
@@ -39,20 +39,24 @@ from fractions import Fraction
 from twentyone.core.cards import Card
 from twentyone.core.hand import HandValue, hand_value, is_natural
 from twentyone.core.operations import (
-    ACTION_OF_MULTIPLIER,
     MULTIPLIER_OF,
+    OFFER_ANSWERS,
     Action,
     ActionTaken,
     BetsPlaced,
     CardDealt,
     DealerChecked,
+    DecisionKind,
+    HandStatus,
     HoleCardRevealed,
+    Item,
     Operation,
+    Outcome,
     Settled,
 )
-from twentyone.core.rules import Rules
+from twentyone.core.rules import AutoStand, BlackjackTakes, DealStep, Rules, Surrender
 from twentyone.core.shoe import Shoe
-from twentyone.core.sidebets import DEAL_TIME_EVALUATORS, DEALER_TIME_KINDS, bust_it
+from twentyone.core.sidebets import SIDE_BETS, Settles
 from twentyone.core.view import Decision, HandState, RoundView, mask_operations
 
 
@@ -90,8 +94,8 @@ class _Hand:
     split_aces: bool = False
     holds_original: bool = True
     # playing, stood, doubled, bust, blackjack, surrendered, cashed-out, even-money
-    status: str = "playing"
-    outcome: str | None = None
+    status: HandStatus = HandStatus.PLAYING
+    outcome: Outcome | None = None
     returned: int | None = None
 
     @property
@@ -115,12 +119,7 @@ class _Spot:
     pending_side_bets: dict[str, int] = field(default_factory=dict)
 
 
-_OFFER_ACTIONS = {
-    "surrender": (Action.SURRENDER, Action.NO_SURRENDER),
-    "insurance": (Action.INSURANCE, Action.NO_INSURANCE),
-    "even-money": (Action.EVEN_MONEY, Action.NO_EVEN_MONEY),
-}
-_LIVE = ("stood", "doubled", "blackjack")
+_LIVE = (HandStatus.STOOD, HandStatus.DOUBLED, HandStatus.BLACKJACK)  # hands the dealer's total settles
 
 
 class Round:
@@ -137,7 +136,7 @@ class Round:
         self._dealer: list[Card] = []
         self._hole_revealed = False
         self._checked_blackjack = False
-        self._offers: list[tuple[str, _Hand]] = []
+        self._offers: list[tuple[DecisionKind, _Hand]] = []
         self._common: list[Card] = []
         self._draws: dict[str, int] = {}
 
@@ -222,15 +221,15 @@ class Round:
         self.verify_deal()
         start = len(self.operations)
         for step in self.rules.deal.order:
-            if step == "hands":
+            if step == DealStep.HANDS:
                 self._deal_hands_card()
-            elif step == "dealer-up":
+            elif step == DealStep.DEALER_UP:
                 self._deal_dealer(face_up=True)
             else:
                 self._deal_dealer(face_up=False)
         for hand in self._all_hands():
             if hand.is_blackjack:
-                hand.status = "blackjack"
+                hand.status = HandStatus.BLACKJACK
         self._settle_deal_time_side_bets()
         self._offers = self._initial_offers()
         self.phase = Phase.OFFERS
@@ -264,8 +263,8 @@ class Round:
         return self._dealer[index]
 
     def _dealer_up_index(self) -> int:
-        order = [step for step in self.rules.deal.order if step != "hands"]
-        return order.index("dealer-up")
+        order = [step for step in self.rules.deal.order if step != DealStep.HANDS]
+        return order.index(DealStep.DEALER_UP)
 
     @property
     def dealer_cards(self) -> tuple[Card, ...]:
@@ -317,9 +316,9 @@ class Round:
         """Everything paid back to the players (stakes included)."""
         return sum(op.returned for op in self.settlements)
 
-    def pending_hand(self) -> HandState | None:
-        """The hand whose decision is awaited (an offer or a play), or None."""
-        decision = self.decision()
+    def pending_hand(self, player: str | None = None) -> HandState | None:
+        """The hand whose decision is awaited (an offer or a play; ``player``'s own if named), or None."""
+        decision = self.decision(player)
         if decision is None:
             return None
         return next(hand for hand in self.hands if (hand.seat, hand.hand) == (decision.seat, decision.hand))
@@ -330,23 +329,23 @@ class Round:
         Face-down cards stay hidden until turned (in the dealer's cards and in the log), the
         shoe never shows, and only ``player`` is told their legal actions and offers.
         """
-        decision = self.decision()
-        mine = decision is not None and player is not None and decision.player == player
-        legal = self.legal_actions() if mine else ()
+        own = self.decision(player) if player is not None else None
+        decision = own or self.decision()
+        legal = self.legal_actions(player) if own is not None else ()
         offers: dict[str, int] = {}
         if Action.CASH_OUT in legal:
-            offers["cash_out"] = self.offer_amount(Action.CASH_OUT)
+            offers["cash_out"] = self.offer_amount(Action.CASH_OUT, player)
         if Action.INSURANCE in legal:
-            offers["insurance"] = self.cost_of(Action.INSURANCE)
+            offers["insurance"] = self.cost_of(Action.INSURANCE, player)
         dealer = self.dealer_cards
         hidden = len(self._dealer) - len(dealer)
         return RoundView(player, str(self.phase), dealer, hidden, self.dealer_blackjack, self.hands,
                          self.settlements, mask_operations(self.operations), decision, legal, offers,
                          self.staked, self.returned)
 
-    def offer_amount(self, action: Action) -> int:
+    def offer_amount(self, action: Action, player: str | None = None) -> int:
         """The money an offer would pay back (cash out) or cost (insurance) right now."""
-        decision = self.decision()
+        decision = self.decision(player)
         if decision is None:
             return 0
         hand = self._hand_at(decision)
@@ -356,12 +355,12 @@ class Round:
             return self._spot_of(hand).bet // 2
         return 0
 
-    def cost_of(self, action: Action | str) -> int:
+    def cost_of(self, action: Action | str, player: str | None = None) -> int:
         """Money ``action`` would add to the table now (double, split, insurance), else 0.
 
         The engine does not know balances; callers check this against the wallet.
         """
-        decision = self.decision()
+        decision = self.decision(player)
         if decision is None:
             return 0
         action = Action(action)
@@ -375,24 +374,34 @@ class Round:
         return 0
 
     # --------------------------------------------------------- decisions
-    def decision(self) -> Decision | None:
-        """The decision the round waits for, or None before the deal and after settlement."""
-        if self.phase is Phase.OFFERS and self._offers:
-            kind, hand = self._offers[0]
-            return Decision(kind, hand.player, hand.seat, self._number_of(hand))
+    def decision(self, player: str | None = None) -> Decision | None:
+        """The decision the round waits for, or None before the deal and after settlement.
+
+        With ``player``, that player's own decision: in a common-draw game (power) every player
+        decides independently, since each player's k-th card is the k-th card of one common
+        sequence whoever draws first; elsewhere players decide in turn, so a player has a
+        decision only when it is their turn.
+        """
+        if player is not None and not self.rules.deal.common_draw:
+            decision = self.decision()
+            return decision if decision is not None and decision.player == player else None
+        if self.phase is Phase.OFFERS:
+            for kind, hand in self._offers:
+                if player is None or hand.player == player:
+                    return Decision(kind, hand.player, hand.seat, self._number_of(hand))
         if self.phase is Phase.PLAYER_TURNS:
-            current = self._current_hand()
+            current = self._current_hand(player)
             if current is not None:
-                return Decision("play", current.player, current.seat, self._number_of(current))
+                return Decision(DecisionKind.PLAY, current.player, current.seat, self._number_of(current))
         return None
 
-    def legal_actions(self) -> tuple[Action, ...]:
-        """The actions allowed now, in a fixed order (empty when nothing is asked)."""
-        decision = self.decision()
+    def legal_actions(self, player: str | None = None) -> tuple[Action, ...]:
+        """The actions allowed now (``player``'s, if named), in a fixed order (empty when nothing is asked)."""
+        decision = self.decision(player)
         if decision is None:
             return ()
-        if decision.kind != "play":
-            return _OFFER_ACTIONS[decision.kind]
+        if decision.kind != DecisionKind.PLAY:
+            return OFFER_ANSWERS[decision.kind]
         hand = self._hand_at(decision)
         return tuple(action for action in self._play_actions() if self._play_refusal(hand, action) is None)
 
@@ -401,51 +410,53 @@ class Round:
         return (Action.HIT, Action.STAND, Action.DOUBLE, Action.TRIPLE, Action.QUADRUPLE,
                 Action.SPLIT, Action.SURRENDER, Action.CASH_OUT)
 
-    def verify(self, action: Action | str) -> None:
-        """Raise :class:`IllegalActionError` unless ``action`` is allowed now."""
+    def verify(self, action: Action | str, player: str | None = None) -> None:
+        """Raise :class:`IllegalActionError` unless ``action`` is allowed now (for ``player``, if named)."""
         try:
             action = Action(action)
         except ValueError:
             raise IllegalActionError(
-                f"Unknown action {action!r}; legal actions: {self._legal_text()}."
+                f"Unknown action {action!r}; legal actions: {self._legal_text(player)}."
             ) from None
-        decision = self.decision()
+        decision = self.decision(player)
         if decision is None:
-            raise IllegalActionError(f"Cannot {action}: no decision is pending (phase {self.phase}).")
+            whose = f" for player {player!r}" if player is not None else ""
+            raise IllegalActionError(f"Cannot {action}: no decision is pending{whose} (phase {self.phase}).")
         where = f"seat {decision.seat} hand {decision.hand} (player {decision.player!r})"
-        if decision.kind != "play":
-            if action not in _OFFER_ACTIONS[decision.kind]:
+        if decision.kind != DecisionKind.PLAY:
+            if action not in OFFER_ANSWERS[decision.kind]:
                 raise IllegalActionError(
                     f"Cannot {action} at {where}: the {decision.kind} offer must be answered first; "
-                    f"legal actions: {self._legal_text()}."
+                    f"legal actions: {self._legal_text(player)}."
                 )
             return
         reason = self._play_refusal(self._hand_at(decision), action)
         if reason is not None:
             raise IllegalActionError(
-                f"Cannot {action} at {where}: {reason}; legal actions: {self._legal_text()}."
+                f"Cannot {action} at {where}: {reason}; legal actions: {self._legal_text(player)}."
             )
 
-    def can(self, action: Action | str) -> bool:
+    def can(self, action: Action | str, player: str | None = None) -> bool:
         try:
-            self.verify(action)
+            self.verify(action, player)
         except IllegalActionError:
             return False
         return True
 
-    def act(self, action: Action | str) -> tuple[Operation, ...]:
-        """Take ``action`` for the pending decision, run to the next one, and return the operations added."""
-        self.verify(action)
+    def act(self, action: Action | str, player: str | None = None) -> tuple[Operation, ...]:
+        """Take ``action`` for the pending decision (``player``'s, if named), run to the next one, and
+        return the operations added."""
+        self.verify(action, player)
         start = len(self.operations)
         action = Action(action)
-        decision = self.decision()
+        decision = self.decision(player)
         assert decision is not None
         hand = self._hand_at(decision)
         self.actions.append(action)
-        if decision.kind == "play":
+        if decision.kind == DecisionKind.PLAY:
             self._play(hand, action)
         else:
-            self._answer_offer(hand, action)
+            self._answer_offer(decision.kind, hand, action)
         self._advance()
         return tuple(self.operations[start:])
 
@@ -484,53 +495,30 @@ class Round:
     def decline_even_money(self) -> None: self.act(Action.NO_EVEN_MONEY)
     def decline_surrender(self) -> None: self.act(Action.NO_SURRENDER)
 
-    def _legal_text(self) -> str:
-        return ", ".join(self.legal_actions()) or "none"
+    def _legal_text(self, player: str | None = None) -> str:
+        return ", ".join(self.legal_actions(player)) or "none"
 
     def _play_refusal(self, hand: _Hand, action: Action) -> str | None:
-        """Why ``action`` is not allowed on ``hand`` now, or None if it is."""
+        """Why ``action`` is not allowed on ``hand`` now, or None if it is (the rules' own predicates decide)."""
         rules = self.rules
         value = hand.value
-        two_cards = len(hand.cards) == 2
+        cards = len(hand.cards)
         if action is Action.STAND:
             return None
         if action is Action.HIT:
-            if hand.split_aces and rules.split.aces_one_card:
+            if rules.split.one_card_only(hand.split_aces):
                 return "split aces receive one card each"
             return None
         if action in MULTIPLIER_OF:
-            multiplier = MULTIPLIER_OF[action]
-            if multiplier not in rules.double.multipliers:
-                allowed = ", ".join(ACTION_OF_MULTIPLIER[m] for m in rules.double.multipliers)
-                return f"this game offers only {allowed}"
-            if not two_cards:
-                return "only the first two cards of a hand can be doubled"
-            if hand.split_aces and rules.split.aces_one_card:
+            if MULTIPLIER_OF[action] in rules.double.multipliers and cards == 2 \
+                    and rules.split.one_card_only(hand.split_aces):
                 return "split aces receive one card each"
-            if hand.from_split and not rules.double.after_split:
-                return "this game has no double after split"
-            if not rules.double.allows_total(value.total, value.soft):
-                return f"doubling is allowed only on totals {rules.double.totals}, not {value.total}"
-            return None
+            return rules.double.refusal(MULTIPLIER_OF[action], cards, value.total, value.soft, hand.from_split)
         if action is Action.SPLIT:
-            if not two_cards:
-                return "only a two-card hand can be split"
-            first, second = hand.cards
-            same = first.rank == second.rank if rules.split.match == "rank" else first.value == second.value
-            if not same:
-                kind = "identical ranks" if rules.split.match == "rank" else "cards of equal value"
-                return f"only a pair of {kind} can be split"
-            if len(self._spot_of(hand).hands) >= rules.split.max_hands:
-                return f"this game allows at most {rules.split.max_hands} hands from one spot (no resplit)"
-            if hand.split_aces and not rules.split.resplit_aces:
-                return "split aces cannot be split again"
-            return None
+            pair = cards == 2 and rules.split.pair(*((card.rank, card.value) for card in hand.cards))
+            return rules.split.refusal(cards, pair, len(self._spot_of(hand).hands), hand.split_aces)
         if action is Action.SURRENDER:
-            if rules.surrender != "late":
-                return "this game has no late surrender"
-            if not two_cards or hand.from_split:
-                return "surrender is only allowed as the first decision on the original two cards"
-            return None
+            return rules.surrender_refusal(cards, hand.from_split)
         if action is Action.CASH_OUT:
             if not rules.cash_out.enabled:
                 return "this game has no cash out"
@@ -544,25 +532,26 @@ class Round:
         return f"{action} answers an offer, and no offer is pending"
 
     # ------------------------------------------------------------ offers
-    def _initial_offers(self) -> list[tuple[str, _Hand]]:
+    def _initial_offers(self) -> list[tuple[DecisionKind, _Hand]]:
         rules = self.rules
-        offers: list[tuple[str, _Hand]] = []
+        offers: list[tuple[DecisionKind, _Hand]] = []
         hands = self._all_hands()
-        if rules.surrender == "early":
-            offers += [("surrender", hand) for hand in hands if hand.status == "playing"]
+        if rules.surrender == Surrender.EARLY:
+            offers += [(DecisionKind.SURRENDER, hand) for hand in hands if hand.status == HandStatus.PLAYING]
         if self.dealer_up.is_ace:
             for hand in hands:
-                if hand.status == "blackjack":
+                if hand.status == HandStatus.BLACKJACK:
                     if rules.insurance.even_money:
-                        offers.append(("even-money", hand))
+                        offers.append((DecisionKind.EVEN_MONEY, hand))
                     elif rules.insurance.offered and rules.insurance.to_blackjack and hand.bet // 2 > 0:
-                        offers.append(("insurance", hand))
+                        offers.append((DecisionKind.INSURANCE, hand))
                 elif rules.insurance.offered and hand.bet // 2 > 0:
-                    offers.append(("insurance", hand))
+                    offers.append((DecisionKind.INSURANCE, hand))
         return offers
 
-    def _answer_offer(self, hand: _Hand, action: Action) -> None:
-        self._offers.pop(0)
+    def _answer_offer(self, kind: DecisionKind, hand: _Hand, action: Action) -> None:
+        index = next(i for i, (k, h) in enumerate(self._offers) if k == kind and h is hand)
+        del self._offers[index]
         spot = self._spot_of(hand)
         if action is Action.INSURANCE:
             spot.insurance = spot.bet // 2
@@ -570,18 +559,18 @@ class Round:
             return
         self._log(ActionTaken(action, hand.player, hand.seat, 1))
         if action is Action.EVEN_MONEY:
-            hand.status = "even-money"
-            self._settle_hand(hand, "even-money", hand.stake + hand.stake)
+            hand.status = HandStatus.EVEN_MONEY
+            self._settle_hand(hand, Outcome.EVEN_MONEY, hand.stake + hand.stake)
         elif action is Action.SURRENDER:
-            hand.status = "surrendered"
-            self._settle_hand(hand, "surrender", hand.stake // 2)
+            hand.status = HandStatus.SURRENDERED
+            self._settle_hand(hand, Outcome.SURRENDER, hand.stake // 2)
             self._offers = [(kind, other) for kind, other in self._offers if other is not hand]
 
     # -------------------------------------------------------------- play
     def _play(self, hand: _Hand, action: Action) -> None:
         number = self._number_of(hand)
         if action is Action.STAND:
-            hand.status = "stood"
+            hand.status = HandStatus.STOOD
             self._log(ActionTaken(action, hand.player, hand.seat, number))
         elif action is Action.HIT:
             self._log(ActionTaken(action, hand.player, hand.seat, number))
@@ -592,19 +581,19 @@ class Round:
             hand.stake += extra
             self._log(ActionTaken(action, hand.player, hand.seat, number, extra))
             self._draw_to(hand)
-            hand.status = "bust" if hand.value.bust else "doubled"
+            hand.status = HandStatus.BUST if hand.value.bust else HandStatus.DOUBLED
         elif action is Action.SPLIT:
             self._split(hand, number)
         elif action is Action.SURRENDER:
             self._log(ActionTaken(action, hand.player, hand.seat, number))
-            hand.status = "surrendered"
-            self._settle_hand(hand, "surrender", hand.stake // 2)
+            hand.status = HandStatus.SURRENDERED
+            self._settle_hand(hand, Outcome.SURRENDER, hand.stake // 2)
         elif action is Action.CASH_OUT:
             amount = self._cash_out_amount(hand)
             assert amount is not None
             self._log(ActionTaken(action, hand.player, hand.seat, number))
-            hand.status = "cashed-out"
-            self._settle_hand(hand, "cash-out", amount)
+            hand.status = HandStatus.CASHED_OUT
+            self._settle_hand(hand, Outcome.CASH_OUT, amount)
 
     def _split(self, hand: _Hand, number: int) -> None:
         spot = self._spot_of(hand)
@@ -620,18 +609,18 @@ class Round:
             if aces and self.rules.split.aces_one_card:
                 # One card each: the hand is finished unless it may be split again.
                 if self._play_refusal(new, Action.SPLIT) is not None:
-                    new.status = "stood"
+                    new.status = HandStatus.STOOD
             else:
                 self._after_card(new)
 
     def _after_card(self, hand: _Hand) -> None:
         value = hand.value
         if value.bust:
-            hand.status = "bust"
+            hand.status = HandStatus.BUST
         elif value.total == 21 and (
-            self.rules.auto_stand == "21" or (self.rules.auto_stand == "soft-21" and value.soft)
+            self.rules.auto_stand == AutoStand.TWENTY_ONE or (self.rules.auto_stand == AutoStand.SOFT_21 and value.soft)
         ):
-            hand.status = "stood"
+            hand.status = HandStatus.STOOD
 
     def _draw_to(self, hand: _Hand) -> None:
         if self.rules.deal.common_draw:
@@ -673,9 +662,9 @@ class Round:
             self._settle_remaining()
             self.phase = Phase.SETTLED
 
-    def _current_hand(self) -> _Hand | None:
+    def _current_hand(self, player: str | None = None) -> _Hand | None:
         for hand in self._all_hands():
-            if hand.status == "playing":
+            if hand.status == HandStatus.PLAYING and (player is None or hand.player == player):
                 return hand
         return None
 
@@ -692,7 +681,7 @@ class Round:
         self._settle_insurance(blackjack)
         if blackjack:
             self._reveal_hole()
-            self._settle_bust_it()
+            self._settle_dealer_side_bets()
             self._settle_remaining()
             self.phase = Phase.SETTLED
         return blackjack
@@ -700,26 +689,22 @@ class Round:
     def _dealer_turn(self) -> None:
         hands = self._all_hands()
         live = [hand for hand in hands if hand.status in _LIVE]
-        bust_it_pending = any(
-            name for spot in self._spots for name in spot.pending_side_bets
-        )
+        dealer_bets_pending = any(spot.pending_side_bets for spot in self._spots)
         insurance_pending = any(spot.insurance and not spot.insurance_settled for spot in self._spots)
         if self.rules.deal.hole_card:
             self._reveal_hole()
-        elif live or bust_it_pending or insurance_pending:
+        elif live or dealer_bets_pending or insurance_pending:
             self._deal_dealer(face_up=True)
-        drawing = bust_it_pending or any(hand.status != "blackjack" for hand in live)
+        drawing = dealer_bets_pending or any(hand.status != HandStatus.BLACKJACK for hand in live)
         if len(self._dealer) >= 2 and drawing and not is_natural(self._dealer):
             while self._dealer_draws_to(hand_value(self._dealer)):
                 self._deal_dealer(face_up=True)
         if len(self._dealer) >= 2:
             self._settle_insurance(is_natural(self._dealer))
-        self._settle_bust_it()
+        self._settle_dealer_side_bets()
 
     def _dealer_draws_to(self, value: HandValue) -> bool:
-        if value.total < 17:
-            return True
-        return value.total == 17 and value.soft and self.rules.dealer.hits_soft_17
+        return self.rules.dealer.draws(value.total, value.soft)
 
     def _reveal_hole(self) -> None:
         if not self._hole_revealed and len(self._dealer) >= 2:
@@ -733,20 +718,20 @@ class Round:
         for spot in self._spots:
             first, second = spot.hands[0].cards[:2]
             for name, amount in spot.side_bets.items():
-                side = self.rules.side_bets[name]
-                if side.kind in DEALER_TIME_KINDS:
+                kind = SIDE_BETS[self.rules.side_bets[name].kind]
+                if kind.settles is Settles.ON_DEALER:
+                    # A player blackjack stops the dealer drawing for that hand: the bet is returned.
                     if spot.hands[0].is_blackjack:
-                        self._settle_side(spot, name, amount, "push", amount)
+                        self._settle_side(spot, name, amount, Outcome.PUSH, amount)
                     else:
                         spot.pending_side_bets[name] = amount
                     continue
-                line = DEAL_TIME_EVALUATORS[side.kind](first, second, up)
-                self._settle_side_line(spot, name, amount, line)
+                self._settle_side_line(spot, name, amount, kind.score(first, second, up))
 
     def _settle_side_line(self, spot: _Spot, name: str, amount: int, line: str | None) -> None:
         pays = self.rules.side_bets[name].paytable.get(line or "", None)
         if line is None or pays is None:
-            self._settle_side(spot, name, amount, "lose", 0)
+            self._settle_side(spot, name, amount, Outcome.LOSE, 0)
         else:
             self._settle_side(spot, name, amount, line, amount * (1 + pays))
 
@@ -754,10 +739,14 @@ class Round:
         record = Settled(name, spot.player, spot.seat, 1, stake, result, returned)
         self._log(record)
 
-    def _settle_bust_it(self) -> None:
+    def _settle_dealer_side_bets(self) -> None:
+        """Side bets decided by the dealer's final hand (Bust It), once it is complete."""
+        up = self.dealer_up
         for spot in self._spots:
+            first, second = spot.hands[0].cards[:2]
             for name, amount in list(spot.pending_side_bets.items()):
-                line = bust_it(self._dealer) if len(self._dealer) >= 2 else None
+                kind = SIDE_BETS[self.rules.side_bets[name].kind]
+                line = kind.score(first, second, up, self._dealer) if len(self._dealer) >= 2 else None
                 self._settle_side_line(spot, name, amount, line)
                 del spot.pending_side_bets[name]
 
@@ -767,14 +756,14 @@ class Round:
                 spot.insurance_settled = True
                 if dealer_blackjack:
                     returned = spot.insurance + self.rules.insurance.payout.winnings(spot.insurance)
-                    self._log(Settled("insurance", spot.player, spot.seat, 1, spot.insurance, "win", returned))
+                    self._log(Settled(Item.INSURANCE, spot.player, spot.seat, 1, spot.insurance, Outcome.WIN, returned))
                 else:
-                    self._log(Settled("insurance", spot.player, spot.seat, 1, spot.insurance, "lose", 0))
+                    self._log(Settled(Item.INSURANCE, spot.player, spot.seat, 1, spot.insurance, Outcome.LOSE, 0))
 
-    def _settle_hand(self, hand: _Hand, outcome: str, returned: int) -> None:
+    def _settle_hand(self, hand: _Hand, outcome: Outcome, returned: int) -> None:
         hand.outcome = outcome
         hand.returned = returned
-        self._log(Settled("hand", hand.player, hand.seat, self._number_of(hand), hand.stake, outcome, returned))
+        self._log(Settled(Item.HAND, hand.player, hand.seat, self._number_of(hand), hand.stake, outcome, returned))
 
     def _settle_remaining(self) -> None:
         dealer = hand_value(self._dealer)
@@ -784,24 +773,24 @@ class Round:
             if hand.outcome is not None:
                 continue
             value = hand.value
-            if hand.status == "bust":
-                self._settle_hand(hand, "bust", 0)
-            elif hand.status == "blackjack":
+            if hand.status == HandStatus.BUST:
+                self._settle_hand(hand, Outcome.BUST, 0)
+            elif hand.status == HandStatus.BLACKJACK:
                 if dealer_blackjack:
-                    self._settle_hand(hand, "push", hand.stake)
+                    self._settle_hand(hand, Outcome.PUSH, hand.stake)
                 else:
-                    self._settle_hand(hand, "blackjack", hand.stake + rules.blackjack_payout.winnings(hand.stake))
+                    self._settle_hand(hand, Outcome.BLACKJACK, hand.stake + rules.blackjack_payout.winnings(hand.stake))
             elif dealer_blackjack:
                 kept = 0
-                if not self._checked_blackjack and rules.dealer.no_peek_blackjack_takes == "original":
+                if not self._checked_blackjack and rules.dealer.no_peek_blackjack_takes == BlackjackTakes.ORIGINAL:
                     kept = hand.stake - (hand.bet if hand.holds_original else 0)
-                self._settle_hand(hand, "lose", kept)
+                self._settle_hand(hand, Outcome.LOSE, kept)
             elif dealer.bust or value.total > dealer.total:
-                self._settle_hand(hand, "win", hand.stake + rules.win_payout.winnings(hand.stake))
+                self._settle_hand(hand, Outcome.WIN, hand.stake + rules.win_payout.winnings(hand.stake))
             elif value.total == dealer.total:
-                self._settle_hand(hand, "push", hand.stake)
+                self._settle_hand(hand, Outcome.PUSH, hand.stake)
             else:
-                self._settle_hand(hand, "lose", 0)
+                self._settle_hand(hand, Outcome.LOSE, 0)
 
     # ----------------------------------------------------------- helpers
     def _all_hands(self) -> list[_Hand]:
@@ -829,7 +818,7 @@ def replay(rules: Rules, shoe: Shoe, bets: Sequence[tuple[str, Sequence[HandBet]
     >>> rules = rules_from_toml('id = "demo"\\nname = "Demo"\\n[shoe]\\ndecks = 8')
     >>> game = replay(rules, Shoe.stacked(["5S", "6H", "5D", "TC", "KC", "2C"]), [("you", [HandBet(10)])], ["double"])
     >>> game.hands[0].outcome, game.hands[0].stake, game.hands[0].returned
-    ('win', 20, 40)
+    (<Outcome.WIN: 'win'>, 20, 40)
     """
     game = Round(rules, shoe)
     for player, hand_bets in bets:

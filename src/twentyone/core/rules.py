@@ -11,7 +11,7 @@ Reading files is left to :mod:`twentyone.variants`, so this module stays pure.
 ... decks = 1
 ... ''')
 >>> rules.shoe.decks, rules.blackjack_payout, rules.dealer.peek
-(1, Payout(numerator=3, denominator=2), 'ace-ten')
+(1, Payout(numerator=3, denominator=2), <Peek.ACE_TEN: 'ace-ten'>)
 >>> rules_from_toml('id = "x"\\nname = "X"\\n[shoe]\\ndecks = 0')
 Traceback (most recent call last):
 ...
@@ -23,19 +23,84 @@ from __future__ import annotations
 import tomllib
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any, NamedTuple
+from enum import StrEnum
+from typing import Any, NamedTuple, TypeVar
 
 from twentyone.core.cards import RANKS
 from twentyone.core.shoe import ShoeComposition
+from twentyone.core.sidebets import SIDE_BETS
 
-PEEK_POLICIES: tuple[str, ...] = ("none", "ace", "ace-ten", "ace-face")
-DEAL_STEPS: tuple[str, ...] = ("hands", "dealer-up", "dealer-hole")
-DOUBLE_TOTALS: tuple[str, ...] = ("any", "9-11", "10-11")
-SURRENDER: tuple[str, ...] = ("none", "late", "early")
-AUTO_STAND: tuple[str, ...] = ("21", "soft-21", "none")
-BLACKJACK_TAKES: tuple[str, ...] = ("all", "original")
-SPLIT_MATCH: tuple[str, ...] = ("value", "rank")
-RESHUFFLE: tuple[str, ...] = ("every-round", "cut-card")
+_Word = TypeVar("_Word", bound=StrEnum)
+
+
+class Peek(StrEnum):
+    """Which up cards the dealer checks the hole card under."""
+
+    NONE = "none"
+    ACE = "ace"
+    ACE_TEN = "ace-ten"
+    ACE_FACE = "ace-face"
+
+
+class DealStep(StrEnum):
+    HANDS = "hands"
+    DEALER_UP = "dealer-up"
+    DEALER_HOLE = "dealer-hole"
+
+
+class DoubleTotals(StrEnum):
+    ANY = "any"
+    NINE_TO_ELEVEN = "9-11"
+    TEN_OR_ELEVEN = "10-11"
+
+
+class Surrender(StrEnum):
+    NONE = "none"
+    LATE = "late"
+    EARLY = "early"
+
+
+class AutoStand(StrEnum):
+    """Which 21s stand by themselves: every 21, only a soft one, or none (the player stands)."""
+
+    TWENTY_ONE = "21"
+    SOFT_21 = "soft-21"
+    NONE = "none"
+
+
+class BlackjackTakes(StrEnum):
+    """What a dealer blackjack found at the end takes when there was no peek: every bet, or the original."""
+
+    ALL = "all"
+    ORIGINAL = "original"
+
+
+class SplitMatch(StrEnum):
+    VALUE = "value"
+    RANK = "rank"
+
+
+class Reshuffle(StrEnum):
+    EVERY_ROUND = "every-round"
+    CUT_CARD = "cut-card"
+
+
+class FairValue(StrEnum):
+    """The hand value behind a cash-out offer: best play, or hitting and standing only."""
+
+    OPTIMAL = "optimal"
+    HIT_STAND = "hit-stand"
+
+
+# The choices of each setting, in the order rules files and messages list them.
+PEEK_POLICIES: tuple[Peek, ...] = tuple(Peek)
+DEAL_STEPS: tuple[DealStep, ...] = tuple(DealStep)
+DOUBLE_TOTALS: tuple[DoubleTotals, ...] = tuple(DoubleTotals)
+SURRENDER: tuple[Surrender, ...] = tuple(Surrender)
+AUTO_STAND: tuple[AutoStand, ...] = tuple(AutoStand)
+BLACKJACK_TAKES: tuple[BlackjackTakes, ...] = tuple(BlackjackTakes)
+SPLIT_MATCH: tuple[SplitMatch, ...] = tuple(SplitMatch)
+RESHUFFLE: tuple[Reshuffle, ...] = tuple(Reshuffle)
 
 
 class RulesError(ValueError):
@@ -69,7 +134,7 @@ THREE_TO_TWO = Payout(3, 2)
 class ShoeRules:
     decks: int
     removed_ranks: frozenset[str] = frozenset()
-    reshuffle: str = "every-round"
+    reshuffle: Reshuffle = Reshuffle.EVERY_ROUND
     penetration: float = 0.75
 
     @property
@@ -79,7 +144,7 @@ class ShoeRules:
     @property
     def cut_card(self) -> int | None:
         """Cards dealt before a reshuffle is due, or None when every round is reshuffled."""
-        if self.reshuffle == "every-round":
+        if self.reshuffle == Reshuffle.EVERY_ROUND:
             return None
         return int(self.composition.size * self.penetration)
 
@@ -87,8 +152,8 @@ class ShoeRules:
 @dataclass(frozen=True)
 class DealerRules:
     hits_soft_17: bool = False
-    peek: str = "ace-ten"
-    no_peek_blackjack_takes: str = "all"
+    peek: Peek = Peek.ACE_TEN
+    no_peek_blackjack_takes: BlackjackTakes = BlackjackTakes.ALL
 
     def peeks_under(self, up_rank: str) -> bool:
         """Whether the dealer checks the hole card for blackjack with this up card.
@@ -96,20 +161,32 @@ class DealerRules:
         >>> DealerRules(peek="ace-face").peeks_under("T"), DealerRules(peek="ace-face").peeks_under("K")
         (False, True)
         """
-        if self.peek == "none":
+        if self.peek == Peek.NONE:
             return False
         if up_rank == "A":
             return True
-        if self.peek == "ace-ten":
+        if self.peek == Peek.ACE_TEN:
             return up_rank in "TJQK"
-        if self.peek == "ace-face":
+        if self.peek == Peek.ACE_FACE:
             return up_rank in "JQK"
         return False
+
+    def draws(self, total: int, soft: bool) -> bool:
+        """Whether the dealer takes another card on this total: to 16, and on a soft 17 when hitting it.
+
+        The engine and the analysis both ask this; it is the one definition of the dealer's rule.
+
+        >>> DealerRules().draws(16, False), DealerRules().draws(17, True)
+        (True, False)
+        >>> DealerRules(hits_soft_17=True).draws(17, True)
+        True
+        """
+        return total < 17 or (total == 17 and soft and self.hits_soft_17)
 
 
 @dataclass(frozen=True)
 class DealRules:
-    order: tuple[str, ...] = ("hands", "dealer-up", "hands", "dealer-hole")
+    order: tuple[DealStep, ...] = (DealStep.HANDS, DealStep.DEALER_UP, DealStep.HANDS, DealStep.DEALER_HOLE)
     common_draw: bool = False
     hands_per_player: int = 1
     seats: int = 1  # players at one table; 0 means unlimited
@@ -122,7 +199,7 @@ class DealRules:
 
 @dataclass(frozen=True)
 class DoubleRules:
-    totals: str = "any"
+    totals: DoubleTotals = DoubleTotals.ANY
     multipliers: tuple[int, ...] = (2,)
     after_split: bool = False
 
@@ -140,13 +217,88 @@ class DoubleRules:
         low = 9 if self.totals == "9-11" else 10
         return low <= total <= 11
 
+    def refusal(self, multiplier: int, cards: int, total: int, soft: bool, from_split: bool) -> str | None:
+        """Why a hand may not double (x2), triple (x3) or quadruple (x4) now, or None when it may.
+
+        Split aces that take one card are refused by :meth:`SplitRules.one_card_only` first.
+
+        >>> DoubleRules().refusal(2, 2, 11, False, from_split=True)
+        'this game has no double after split'
+        >>> DoubleRules(after_split=True).refusal(2, 2, 11, False, from_split=True) is None
+        True
+        """
+        if multiplier not in self.multipliers:
+            names = {2: "double", 3: "triple", 4: "quadruple"}
+            return f"this game offers only {', '.join(names[m] for m in self.multipliers)}"
+        if cards != 2:
+            return "only the first two cards of a hand can be doubled"
+        if from_split and not self.after_split:
+            return "this game has no double after split"
+        if not self.allows_total(total, soft):
+            return f"doubling is allowed only on totals {self.totals}, not {total}"
+        return None
+
+    def allowed(self, multiplier: int, cards: int, total: int, soft: bool, from_split: bool) -> bool:
+        """Whether :meth:`refusal` lets the hand double (or triple, quadruple).
+
+        >>> DoubleRules(totals="9-11").allowed(2, 2, 12, False, from_split=False)
+        False
+        """
+        return self.refusal(multiplier, cards, total, soft, from_split) is None
+
 
 @dataclass(frozen=True)
 class SplitRules:
-    match: str = "value"
+    match: SplitMatch = SplitMatch.VALUE
     max_hands: int = 2
     aces_one_card: bool = True
     resplit_aces: bool = False
+
+    def one_card_only(self, split_aces: bool) -> bool:
+        """Whether a hand from split aces is done drawing (it may still be split again).
+
+        >>> SplitRules().one_card_only(True), SplitRules(aces_one_card=False).one_card_only(True)
+        (True, False)
+        """
+        return split_aces and self.aces_one_card
+
+    def refusal(self, cards: int, pair: bool, hands: int, split_aces: bool) -> str | None:
+        """Why a hand may not be split now, or None when it may.
+
+        ``pair`` says whether its two cards match as :attr:`match` requires; ``hands`` is how
+        many hands its betting spot holds now (1 before any split).
+
+        >>> SplitRules().refusal(2, True, 2, False)
+        'this game allows at most 2 hands from one spot (no resplit)'
+        >>> SplitRules(max_hands=4).refusal(2, True, 2, False) is None
+        True
+        """
+        if cards != 2:
+            return "only a two-card hand can be split"
+        if not pair:
+            kind = "identical ranks" if self.match == SplitMatch.RANK else "cards of equal value"
+            return f"only a pair of {kind} can be split"
+        if hands >= self.max_hands:
+            return f"this game allows at most {self.max_hands} hands from one spot (no resplit)"
+        if split_aces and not self.resplit_aces:
+            return "split aces cannot be split again"
+        return None
+
+    def allowed(self, cards: int, pair: bool, hands: int, split_aces: bool) -> bool:
+        """Whether :meth:`refusal` lets the hand split.
+
+        >>> SplitRules(max_hands=4).allowed(2, True, 3, split_aces=True)
+        False
+        """
+        return self.refusal(cards, pair, hands, split_aces) is None
+
+    def pair(self, first: tuple[str, int], second: tuple[str, int]) -> bool:
+        """Whether two cards, as (rank, value), make a pair that may be split.
+
+        >>> SplitRules().pair(("K", 10), ("T", 10)), SplitRules(match="rank").pair(("K", 10), ("T", 10))
+        (True, False)
+        """
+        return first[0] == second[0] if self.match == SplitMatch.RANK else first[1] == second[1]
 
 
 @dataclass(frozen=True)
@@ -175,7 +327,7 @@ class CashOutRules:
     source: str = ""
     factors: Mapping[tuple[bool, int, int], float] = field(default_factory=dict)
     target_return: float | None = None  # what always taking the first offer should return
-    fair_value: str = "optimal"  # the hand's value behind an offer: best play, or hit/stand only
+    fair_value: FairValue = FairValue.OPTIMAL  # the hand's value behind an offer: best play, or hit/stand only
 
     def factor(self, soft: bool, total: int, up_value: int) -> float | None:
         return self.factors.get((soft, total, up_value))
@@ -193,10 +345,10 @@ class Rules:
     double: DoubleRules = DoubleRules()
     split: SplitRules = SplitRules()
     insurance: InsuranceRules = InsuranceRules()
-    surrender: str = "none"
+    surrender: Surrender = Surrender.NONE
     blackjack_payout: Payout = THREE_TO_TWO
     win_payout: Payout = EVEN
-    auto_stand: str = "21"
+    auto_stand: AutoStand = AutoStand.TWENTY_ONE
     cash_out: CashOutRules = CashOutRules()
     side_bets: Mapping[str, SideBetRules] = field(default_factory=dict)
     seed: str = ""
@@ -204,15 +356,23 @@ class Rules:
     # Returns the operator publishes (percent), kept only as references to compare computed ones with.
     published: Mapping[str, float] = field(default_factory=dict)
 
+    def surrender_refusal(self, cards: int, from_split: bool) -> str | None:
+        """Why a hand may not surrender as a play now (late surrender), or None when it may.
 
-# Every paytable line each side-bet kind can pay, best first.
-SIDE_BET_LINES: dict[str, tuple[str, ...]] = {
-    "perfect_pairs": ("perfect", "colored", "mixed"),
-    "21+3": ("suited_trips", "straight_flush", "three_of_a_kind", "straight", "flush"),
-    "any_pair": ("suited_pair", "any_pair"),
-    "hot_3": ("seven_seven_seven", "suited_21", "21", "20", "19"),
-    "bust_it": ("bust_8_plus", "bust_7", "bust_6", "bust_5", "bust_4", "bust_3"),
-}
+        Early surrender is an offer before the dealer's check, not a play.
+
+        >>> Rules("x", "X", ShoeRules(1), surrender="late").surrender_refusal(2, from_split=False) is None
+        True
+        """
+        if self.surrender != "late":
+            return "this game has no late surrender"
+        if cards != 2 or from_split:
+            return "surrender is only allowed as the first decision on the original two cards"
+        return None
+
+
+# Every paytable line each side-bet kind can pay, best first (from the registry in core.sidebets).
+SIDE_BET_LINES: dict[str, tuple[str, ...]] = {kind: spec.lines for kind, spec in SIDE_BETS.items()}
 
 
 def _get(table: Mapping[str, Any], key: str, kind: type | tuple[type, ...], where: str,
@@ -237,6 +397,11 @@ def _choice(table: Mapping[str, Any], key: str, choices: tuple[str, ...], where:
     if value not in choices:
         raise RulesError(f"{where}.{key}: must be one of {', '.join(choices)}, got {value!r}.")
     return value
+
+
+def _setting(table: Mapping[str, Any], key: str, words: type[_Word], where: str, default: _Word) -> _Word:
+    """A setting that is one of a vocabulary's words (a :class:`StrEnum`), as that word."""
+    return words(_choice(table, key, tuple(words), where, default))
 
 
 _SECTION_KEYS = {
@@ -327,7 +492,7 @@ def _parse_cash_out(data: Mapping[str, Any], tables: Mapping[str, Mapping[str, A
     target = _get(section, "target_return", (int, float), "cash_out", -1.0)
     if target != -1.0 and not 0 < target < 1.5:
         raise RulesError(f"cash_out.target_return: must be a return like 0.968, got {target}.")
-    fair_value = _choice(section, "fair_value", ("optimal", "hit-stand"), "cash_out", "optimal")
+    fair_value = _setting(section, "fair_value", FairValue, "cash_out", FairValue.OPTIMAL)
     return CashOutRules(True, table_name, source, factors, None if target == -1.0 else float(target), fair_value)
 
 
@@ -355,7 +520,7 @@ def rules_from_mapping(
     for rank in removed:
         if not isinstance(rank, str) or rank not in RANKS or len(rank) != 1:
             raise RulesError(f"shoe.removed_ranks: unknown rank {rank!r}.")
-    reshuffle = _choice(shoe_t, "reshuffle", RESHUFFLE, "shoe", "every-round")
+    reshuffle = _setting(shoe_t, "reshuffle", Reshuffle, "shoe", Reshuffle.EVERY_ROUND)
     penetration = _get(shoe_t, "penetration", (int, float), "shoe", 0.75)
     if not 0 < penetration < 1:
         raise RulesError(f"shoe.penetration: must be between 0 and 1, got {penetration}.")
@@ -367,9 +532,9 @@ def rules_from_mapping(
     dealer_t = _section(data, "dealer")
     dealer = DealerRules(
         hits_soft_17=_get(dealer_t, "hits_soft_17", bool, "dealer", False),
-        peek=_choice(dealer_t, "peek", PEEK_POLICIES, "dealer", "ace-ten"),
-        no_peek_blackjack_takes=_choice(dealer_t, "no_peek_blackjack_takes", BLACKJACK_TAKES,
-                                        "dealer", "all"),
+        peek=_setting(dealer_t, "peek", Peek, "dealer", Peek.ACE_TEN),
+        no_peek_blackjack_takes=_setting(dealer_t, "no_peek_blackjack_takes", BlackjackTakes,
+                                        "dealer", BlackjackTakes.ALL),
     )
 
     deal_t = _section(data, "deal")
@@ -377,6 +542,7 @@ def rules_from_mapping(
     for step in order:
         if step not in DEAL_STEPS:
             raise RulesError(f"deal.order: unknown step {step!r}; steps are {', '.join(DEAL_STEPS)}.")
+    order = tuple(DealStep(step) for step in order)
     if order.count("hands") != 2 or order.count("dealer-up") != 1 or order.count("dealer-hole") > 1:
         raise RulesError("deal.order: needs 'hands' twice, 'dealer-up' once and 'dealer-hole' at most once.")
     deal = DealRules(
@@ -393,14 +559,14 @@ def rules_from_mapping(
     if not multipliers or any(m not in (2, 3, 4) for m in multipliers) or len(set(multipliers)) != len(multipliers):
         raise RulesError(f"double.multipliers: a list drawn from 2, 3, 4, got {list(multipliers)}.")
     double = DoubleRules(
-        totals=_choice(double_t, "totals", DOUBLE_TOTALS, "double", "any"),
+        totals=_setting(double_t, "totals", DoubleTotals, "double", DoubleTotals.ANY),
         multipliers=tuple(sorted(multipliers)),
         after_split=_get(double_t, "after_split", bool, "double", False),
     )
 
     split_t = _section(data, "split")
     split = SplitRules(
-        match=_choice(split_t, "match", SPLIT_MATCH, "split", "value"),
+        match=_setting(split_t, "match", SplitMatch, "split", SplitMatch.VALUE),
         max_hands=_int_range(split_t, "max_hands", "split", 1, 8, 2),
         aces_one_card=_get(split_t, "aces_one_card", bool, "split", True),
         resplit_aces=_get(split_t, "resplit_aces", bool, "split", False),
@@ -426,10 +592,10 @@ def rules_from_mapping(
         double=double,
         split=split,
         insurance=insurance,
-        surrender=_choice(player_t, "surrender", SURRENDER, "player", "none"),
+        surrender=_setting(player_t, "surrender", Surrender, "player", Surrender.NONE),
         blackjack_payout=parse_payout(player_t.get("blackjack_pays", "3:2"), "player.blackjack_pays"),
         win_payout=parse_payout(player_t.get("win_pays", "1:1"), "player.win_pays"),
-        auto_stand=_choice(player_t, "auto_stand", AUTO_STAND, "player", "21"),
+        auto_stand=_setting(player_t, "auto_stand", AutoStand, "player", AutoStand.TWENTY_ONE),
         cash_out=_parse_cash_out(data, tables),
         side_bets=_parse_side_bets(data),
         published=_parse_published(data),

@@ -75,6 +75,17 @@ def shuffled(cards: Sequence[Card], rng: RandomBits) -> list[Card]:
     return order
 
 
+def needs_shuffle(dealt: int, cut_card: int | None) -> bool:
+    """Whether a shoe that has dealt ``dealt`` cards is reshuffled before the next round.
+
+    ``cut_card`` None means the game reshuffles every round.
+
+    >>> needs_shuffle(40, None), needs_shuffle(40, 264), needs_shuffle(264, 264)
+    (True, False, True)
+    """
+    return cut_card is None or dealt >= cut_card
+
+
 @dataclass(frozen=True)
 class ShoeComposition:
     """How many decks and which ranks are taken out of each (power: every 9 and 10)."""
@@ -170,7 +181,7 @@ class Shoe:
     @property
     def needs_shuffle(self) -> bool:
         """True once the cut card has come out (always true for a reshuffle-every-round shoe)."""
-        return self.cut_card is None or self.position >= self.cut_card
+        return needs_shuffle(self.position, self.cut_card)
 
     def draw(self) -> Card:
         if self.position >= len(self.order):

@@ -1,7 +1,8 @@
 """Side bets: which paytable line a hand hits. Paytables themselves are rules data.
 
 Each evaluator returns the name of the line hit (a key of
-:data:`~twentyone.core.rules.SIDE_BET_LINES`) or ``None`` for a losing bet.
+:data:`SIDE_BETS`' ``lines``) or ``None`` for a losing bet. :data:`SIDE_BETS` is the registry of
+kinds: title, lines and their words, when each settles and how it is scored.
 
 >>> from twentyone.core.cards import parse_cards
 >>> perfect_pairs(*parse_cards(["QH", "QD"]))
@@ -16,7 +17,9 @@ Each evaluator returns the name of the line hit (a key of
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from enum import StrEnum
 
 from twentyone.core.cards import RANKS, Card
 from twentyone.core.hand import hand_value
@@ -106,13 +109,63 @@ def bust_it(dealer_cards: Sequence[Card]) -> str | None:
     return "bust_8_plus" if count >= 8 else f"bust_{count}"
 
 
-# Side bets settled from the first two cards and the dealer's up card.
-DEAL_TIME_EVALUATORS: dict[str, Callable[[Card, Card, Card], str | None]] = {
-    "perfect_pairs": lambda first, second, _up: perfect_pairs(first, second),
-    "any_pair": lambda first, second, _up: any_pair(first, second),
-    "21+3": twenty_one_plus_three,
-    "hot_3": hot_3,
-}
+class Settles(StrEnum):
+    """When a side bet is decided: on the deal (player's two cards and the up card), or on the dealer's hand."""
 
-# Side bets that wait for the dealer's final hand.
-DEALER_TIME_KINDS = frozenset({"bust_it"})
+    ON_DEAL = "deal"
+    ON_DEALER = "dealer"
+
+
+@dataclass(frozen=True)
+class SideBetKind:
+    """One kind of side bet: its title, every line it can pay (best first) and how each reads, when it
+    settles, and how it is scored. Paytables (what each line pays) are rules data; this is the rest."""
+
+    kind: str
+    title: str
+    lines: tuple[str, ...]
+    line_titles: Mapping[str, str]
+    settles: Settles
+    on_deal: Callable[[Card, Card, Card], str | None] | None = None
+    on_dealer: Callable[[Sequence[Card]], str | None] | None = None
+
+    def score(self, first: Card, second: Card, up: Card, dealer: Sequence[Card] = ()) -> str | None:
+        """The line hit, or None: from the deal, or from the dealer's final cards.
+
+        >>> from twentyone.core.cards import parse_cards
+        >>> SIDE_BETS["bust_it"].score(*parse_cards(["8S", "8D", "TS"]), parse_cards(["TS", "6D", "9C"]))
+        'bust_3'
+        """
+        if self.on_deal is not None:
+            return self.on_deal(first, second, up)
+        assert self.on_dealer is not None
+        return self.on_dealer(dealer)
+
+
+_BUST_LINES = ("bust_8_plus", "bust_7", "bust_6", "bust_5", "bust_4", "bust_3")
+
+# The one registry of side-bet kinds: engine, analysis, server and both user interfaces read it.
+SIDE_BETS: dict[str, SideBetKind] = {spec.kind: spec for spec in (
+    SideBetKind("perfect_pairs", "Perfect Pairs", ("perfect", "colored", "mixed"),
+                {"perfect": "perfect pair", "colored": "coloured pair", "mixed": "mixed pair"},
+                Settles.ON_DEAL, lambda first, second, _up: perfect_pairs(first, second)),
+    SideBetKind("21+3", "21+3", ("suited_trips", "straight_flush", "three_of_a_kind", "straight", "flush"),
+                {"suited_trips": "suited trips", "straight_flush": "straight flush",
+                 "three_of_a_kind": "three of a kind", "straight": "straight", "flush": "flush"},
+                Settles.ON_DEAL, twenty_one_plus_three),
+    SideBetKind("any_pair", "Any Pair", ("suited_pair", "any_pair"),
+                {"suited_pair": "suited pair", "any_pair": "pair"},
+                Settles.ON_DEAL, lambda first, second, _up: any_pair(first, second)),
+    SideBetKind("hot_3", "Hot 3", ("seven_seven_seven", "suited_21", "21", "20", "19"),
+                {"seven_seven_seven": "7-7-7", "suited_21": "suited 21", "21": "21", "20": "20", "19": "19"},
+                Settles.ON_DEAL, hot_3),
+    SideBetKind("bust_it", "Bust It", _BUST_LINES,
+                {line: "dealer busts with 8 or more cards" if line == "bust_8_plus"
+                 else f"dealer busts with {line[-1]} cards" for line in _BUST_LINES},
+                Settles.ON_DEALER, on_dealer=bust_it),
+)}
+
+# Views of the registry for code that needs only one facet of it.
+DEAL_TIME_EVALUATORS: dict[str, Callable[[Card, Card, Card], str | None]] = {
+    kind: spec.on_deal for kind, spec in SIDE_BETS.items() if spec.on_deal is not None}
+DEALER_TIME_KINDS = frozenset(kind for kind, spec in SIDE_BETS.items() if spec.settles is Settles.ON_DEALER)

@@ -42,8 +42,11 @@ from twentyone.core.operations import (
     BetsPlaced,
     CardDealt,
     DealerChecked,
+    DecisionKind,
+    HandStatus,
     HoleCardRevealed,
     Operation,
+    Outcome,
     Settled,
 )
 
@@ -65,7 +68,7 @@ FACE_DOWN = "??"  # how a face-down card is written where a card's text is expec
 class Decision(NamedTuple):
     """Who must decide what: an ``offer`` (insurance, even money, surrender) or a ``play``."""
 
-    kind: str
+    kind: DecisionKind
     player: str
     seat: int
     hand: int
@@ -82,9 +85,9 @@ class HandState:
     value: HandValue
     stake: int
     bet: int
-    status: str
+    status: HandStatus
     from_split: bool
-    outcome: str | None
+    outcome: Outcome | None
     returned: int | None
 
     @property
@@ -150,8 +153,8 @@ def hand_json(hand: HandState, names: Mapping[str, str] | None = None) -> dict[s
     """A hand as JSON: cards as text, its total, stake and result."""
     return {"player": (names or {}).get(hand.player, hand.player), "seat": hand.seat, "hand": hand.hand,
             "cards": [str(card) for card in hand.cards], "total": hand.value.total, "soft": hand.value.soft,
-            "stake": hand.stake, "status": hand.status, "from_split": hand.from_split, "outcome": hand.outcome,
-            "returned": hand.returned}
+            "stake": hand.stake, "status": str(hand.status), "from_split": hand.from_split,
+            "outcome": None if hand.outcome is None else str(hand.outcome), "returned": hand.returned}
 
 
 def operation_json(op: VisibleOperation, names: Mapping[str, str] | None = None) -> dict[str, Any]:

@@ -26,11 +26,14 @@ from pydantic import BaseModel, BeforeValidator, Field, StrictBool
 from starlette.concurrency import run_in_threadpool
 
 from twentyone.core.shoe import RandomBits
+from twentyone.server.cluster import AdvisoryOwnership, PostgresBroadcaster, is_postgres
 from twentyone.server.config import Settings
 from twentyone.server.context import Caller, ServiceError
 from twentyone.server.db import Database, migrate
+from twentyone.server.events import DROPPED_CODE
 from twentyone.server.guards import BodyLimit, RateLimiter, document_errors
 from twentyone.server.service import GameService
+from twentyone.server.tables import table_json
 from twentyone.server.wallet import OperatorWallet
 from twentyone.variants import VARIANTS
 
@@ -129,23 +132,38 @@ WEB = resources.files("twentyone.ui") / "web"  # the web table's static files, w
 
 def create_app(settings: Settings, operator_wallet: OperatorWallet | None = None,
                clock: Callable[[], datetime] | None = None, rng: RandomBits | None = None,
-               timers: bool = True) -> FastAPI:
-    """The application; migrations run here, timers run while it serves."""
+               timers: bool = True, cluster: bool | None = None) -> FastAPI:
+    """The application; migrations run here, timers run while it serves.
+
+    ``cluster`` (default: on for PostgreSQL) makes the process one of several on
+    the database: timers owned by advisory lock, events bridged by LISTEN/NOTIFY
+    (:mod:`~twentyone.server.cluster`). SQLite is one process: everything is local.
+    """
     migrate(settings.database_url)
     db = Database(settings.database_url)
     kwargs: dict[str, Any] = {}
     if clock is not None:
         kwargs["clock"] = clock
+    if cluster is None:
+        cluster = is_postgres(settings.database_url)
+    if cluster:
+        kwargs["events"] = PostgresBroadcaster(settings.database_url)
+        kwargs["ownership"] = AdvisoryOwnership(settings.database_url)
     service = GameService(db, settings, operator_wallet, rng=rng, **kwargs)
+    if isinstance(service.events, PostgresBroadcaster):
+        service.events.on_tables_changed = service.reload_tables
 
     @contextlib.asynccontextmanager
     async def lifespan(_app: FastAPI) -> AsyncIterator[None]:
+        await run_in_threadpool(service.events.start)
         task = asyncio.create_task(_timers(service)) if timers else None
         yield
         if task is not None:
             task.cancel()
             with contextlib.suppress(asyncio.CancelledError):
                 await task
+        await run_in_threadpool(service.events.stop)
+        service.ownership.close()  # a clean stop hands this process's tables to the others at once
         db.engine.dispose()
 
     app = FastAPI(title="twentyone", version="0.1.0", lifespan=lifespan,
@@ -234,7 +252,7 @@ def create_app(settings: Settings, operator_wallet: OperatorWallet | None = None
     @app.get("/tables")
     def tables() -> dict[str, Any]:
         seated = service.seated()
-        return {"tables": [{**table.public(), "players": seated.get(table.id, 0)}
+        return {"tables": [{**table_json(table), "players": seated.get(table.id, 0)}
                            for table in service.tables().values()]}
 
     @app.get("/tables/{table_id}")
@@ -293,6 +311,17 @@ def create_app(settings: Settings, operator_wallet: OperatorWallet | None = None
         return await once(who, key, request, body.model_dump(),
                           lambda: service.create_table(who, table_id, spec), status=201)
 
+    @app.post("/admin/tables/{table_id}/close-betting")
+    async def close_betting(who: Me, table_id: str, request: Request, key: Key = None) -> JSONResponse:
+        """Close a shared table's betting window now and deal (what the timer does when it runs out)."""
+
+        def work() -> dict[str, Any]:
+            if not who.is_operator:
+                raise ServiceError(403, "Only the operator can do this.")
+            return {"round_id": service.close_betting(table_id)}
+
+        return await once(who, key, request, {}, work)
+
     @app.post("/admin/credit")
     async def credit(who: Me, body: Credit, request: Request, key: Key = None) -> JSONResponse:
         return await once(who, key, request, body.model_dump(),
@@ -317,27 +346,34 @@ def create_app(settings: Settings, operator_wallet: OperatorWallet | None = None
         await websocket.accept()
         returned = await run_in_threadpool(service.reconnect, who) if who.role != "operator" else []
         await websocket.send_json({"type": "hello", "table_id": table_id, "returned_bets": returned})
-        queue = service.events.subscribe(table_id)
+        subscription = service.events.subscribe(table_id)
 
         async def forward() -> None:
-            while True:
-                await websocket.send_json(await queue.get())
+            while (event := await subscription.next()) is not None:
+                await websocket.send_json(event)
+
+        async def dropped() -> None:  # fires even while a send to a client that does not read is stuck
+            await subscription.wait_dropped()
 
         async def listen() -> None:  # notices a client that left, so the connection closes at once
             while (await websocket.receive())["type"] != "websocket.disconnect":
                 pass
 
-        tasks = {asyncio.create_task(forward()), asyncio.create_task(listen())}
+        tasks = {asyncio.create_task(forward()), asyncio.create_task(listen()), asyncio.create_task(dropped())}
         try:
             _, pending = await asyncio.wait(tasks, return_when=asyncio.FIRST_COMPLETED)
             for task in pending:
                 task.cancel()
+            if subscription.dropped:  # too slow (or events were lost between processes): reconnect and re-read
+                with contextlib.suppress(Exception):
+                    await asyncio.wait_for(websocket.close(code=DROPPED_CODE, reason="Too many unread events: "
+                                                           "reconnect and read the table again."), timeout=2)
         except WebSocketDisconnect:
             pass
         finally:
             for task in tasks:
                 task.cancel()
-            service.events.unsubscribe(table_id, queue)
+            service.events.unsubscribe(table_id, subscription)
 
     return app
 

@@ -1,7 +1,8 @@
 """Server settings and the table configuration.
 
 Settings come from arguments and the environment (``TWENTYONE_DATABASE_URL``,
-``TWENTYONE_DATA_DIR``, ``TWENTYONE_OPERATOR_TOKEN``, ``TWENTYONE_DEMO``). Tables
+``TWENTYONE_DATA_DIR``, ``TWENTYONE_OPERATOR_TOKEN``, ``TWENTYONE_DEMO``,
+``TWENTYONE_GUESTS_PER_MINUTE``). Tables
 come from the ``tables.toml`` shipped with the package; operators add more
 through the API, stored in the database.
 """
@@ -43,7 +44,8 @@ class Settings:
         token = os.environ.get("TWENTYONE_OPERATOR_TOKEN") or _stored_operator_token(directory)
         if demo is None:
             demo = os.environ.get("TWENTYONE_DEMO", "1") not in ("0", "false", "no")
-        return cls(url, directory, token, demo)
+        guests = int(os.environ.get("TWENTYONE_GUESTS_PER_MINUTE", "120"))
+        return cls(url, directory, token, demo, guests_per_minute=guests)
 
 
 def _stored_operator_token(directory: Path) -> str:

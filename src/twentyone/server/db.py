@@ -8,8 +8,9 @@ from pathlib import Path
 
 from alembic import command
 from alembic.config import Config
-from sqlalchemy import Engine, create_engine, event
+from sqlalchemy import Engine, create_engine, event, text
 from sqlalchemy.orm import Session, sessionmaker
+from sqlalchemy.pool import NullPool
 
 
 def make_engine(url: str) -> Engine:
@@ -40,12 +41,34 @@ def make_engine(url: str) -> Engine:
     return create_engine(url, pool_pre_ping=True)
 
 
+MIGRATION_LOCK = 0x7477656E74796F6E  # advisory lock key ("twentyon"): one process migrates at a time
+
+
 def migrate(url: str) -> None:
-    """Bring the database schema up to date (run at every start)."""
+    """Bring the database schema up to date (run at every start).
+
+    On PostgreSQL, several processes may start at once: an advisory lock lets
+    one migrate while the others wait, then find the schema at head.
+    """
     config = Config()
     config.set_main_option("script_location", str(Path(__file__).parent / "migrations"))
     config.set_main_option("sqlalchemy.url", url)
-    command.upgrade(config, "head")
+    if url.startswith("sqlite"):
+        path = url.split("///", 1)[-1]
+        if path and path != ":memory:":  # a new data directory (the token came from the environment)
+            Path(path).parent.mkdir(parents=True, exist_ok=True)
+        command.upgrade(config, "head")
+        return
+    engine = create_engine(url, poolclass=NullPool)
+    try:
+        with engine.connect() as connection:
+            connection.execute(text("SELECT pg_advisory_lock(:key)"), {"key": MIGRATION_LOCK})
+            try:
+                command.upgrade(config, "head")
+            finally:
+                connection.execute(text("SELECT pg_advisory_unlock(:key)"), {"key": MIGRATION_LOCK})
+    finally:
+        engine.dispose()
 
 
 class Database:

@@ -5,6 +5,13 @@ the process does not hold it: after a restart, or when another process moved the
 round on (its ``version`` no longer matches). Every change to a round happens
 under that round's lock, and an engine whose transaction did not commit is
 dropped, so memory never runs ahead of the log.
+
+Several processes: a decision takes the round's row lock (``SELECT ... FOR
+UPDATE``), which returns the row as last committed by any process; every
+decision adds one to ``version`` in the same transaction as its log entry. So
+an engine kept at the row's version has applied exactly the logged actions, and
+one kept at an older version (another process decided since) is rebuilt. The
+in-process lock only orders this process's threads; the row lock orders processes.
 """
 
 from __future__ import annotations
@@ -53,6 +60,9 @@ class LiveRounds:
 
     def keep(self, round_id: int, version: int, engine: Engine) -> None:
         with self._guard:
+            kept = self._engines.get(round_id)
+            if kept is not None and kept[0] > version:
+                return  # a read of an older snapshot must not replace the newer engine a decision left
             self._engines[round_id] = (version, engine)
             self._engines.move_to_end(round_id)
             while len(self._engines) > KEPT:
@@ -77,5 +87,5 @@ def rebuild(session: Session, round_row: Round) -> Engine:
         return engine
     engine.deal()
     for entry in round_row.actions:
-        engine.act(entry["action"])
+        engine.act(entry["action"], str(entry["player"]))
     return engine

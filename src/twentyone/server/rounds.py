@@ -19,12 +19,13 @@ from sqlalchemy import select
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
-from twentyone.core.operations import Action
+from twentyone.core.operations import OFFER_ANSWERS, Action, DecisionKind
 from twentyone.core.round import IllegalActionError, Phase
 from twentyone.core.round import Round as Engine
+from twentyone.core.shoe import needs_shuffle
 from twentyone.server.accounts import Accounts
 from twentyone.server.config import TableSpec
-from twentyone.server.context import Caller, ServiceError
+from twentyone.server.context import Caller, ServiceError, aware
 from twentyone.server.events import Broadcaster
 from twentyone.server.live import LiveRounds, rebuild
 from twentyone.server.models import Player, Round, RoundSeat, Slip
@@ -175,8 +176,12 @@ class Rounds:
                     engine = self.live.engine(session, round_row)
             return round_json(session, round_row, self.tables.get(round_row.table_id), caller.id, engine)
 
-    def close_betting(self, table_id: str) -> int | None:
-        """The betting window closed: debit every seat, deal, and return undealt bets at the table."""
+    def close_betting(self, table_id: str, due: datetime | None = None) -> int | None:
+        """The betting window closed: debit every seat, deal, and return undealt bets at the table.
+
+        ``due``: the timer's moment; a round whose window closes later (a new round formed since
+        the timer judged the table due) is left to its own window.
+        """
         table = self.tables.get(table_id)
         round_id = None
         returned: list[tuple[int, int]] = []
@@ -185,6 +190,9 @@ class Rounds:
                 round_row = session.scalars(select(Round).where(Round.table_id == table.id, Round.status == "betting")
                                             .with_for_update()).first()
                 if round_row is None:
+                    return None
+                closes = aware(round_row.betting_closes_at)
+                if due is not None and closes is not None and closes > due:
                     return None
                 round_id = round_row.id
                 for seat in session.scalars(select(RoundSeat).where(RoundSeat.round_id == round_row.id)
@@ -228,8 +236,14 @@ class Rounds:
         return round_id
 
     # ---------------------------------------------------------- decisions
-    def act(self, caller: Caller, round_id: int, action: str, source: str = "player") -> dict[str, Any]:
-        """Take a decision; an illegal or out-of-turn one is answered 409 with the legal actions."""
+    def act(self, caller: Caller, round_id: int, action: str, source: str = "player",
+            player: str | None = None, expected_version: int | None = None) -> dict[str, Any]:
+        """Take a decision; an illegal or out-of-turn one is answered 409 with the legal actions.
+
+        ``player`` (the timer's use) names whose decision the operator takes. ``expected_version``:
+        the timer's auto decision applies only to the round as it judged it timed out; if a decision
+        (in any process) moved the round on since, it is refused.
+        """
         with self.live.locked(round_id):
             try:
                 with self.store.write() as session:
@@ -240,18 +254,23 @@ class Rounds:
                     if round_row.status != "playing":
                         raise ServiceError(409, f"Round {round_id} is {round_row.status}: no decision is pending.",
                                            legal_actions=[])
+                    if expected_version is not None and round_row.version != expected_version:
+                        raise ServiceError(409, f"Round {round_id} moved on: its timer starts again.",
+                                           legal_actions=[])
                     engine = self.live.engine(session, round_row)
-                    decision = engine.decision()
-                    if decision is None:  # pragma: no cover - a playing round always waits for someone
-                        raise ServiceError(409, "No decision is pending.", legal_actions=[])
-                    legal = [str(a) for a in engine.legal_actions()]
-                    if not caller.is_operator and decision.player != str(caller.id):
-                        raise ServiceError(409, "It is not your turn.", legal_actions=[])
+                    # The operator (the timer) acts for whoever is awaited; a player only for themselves,
+                    # in turn, or at once in a common-draw game where every player decides independently.
+                    who = player if player is not None else (None if caller.is_operator else str(caller.id))
+                    decision = engine.decision(who)
+                    if decision is None:
+                        raise ServiceError(409, "It is not your turn." if who is not None else
+                                           "No decision is pending.", legal_actions=[])
+                    legal = [str(a) for a in engine.legal_actions(decision.player)]
                     try:
-                        engine.verify(action)
+                        engine.verify(action, decision.player)
                     except IllegalActionError as error:
                         raise ServiceError(409, str(error), legal_actions=legal) from None
-                    cost = engine.cost_of(action)
+                    cost = engine.cost_of(action, decision.player)
                     seat = seat_of(session, round_id, int(decision.player))
                     assert seat is not None
                     if cost:
@@ -264,7 +283,7 @@ class Rounds:
                         self._stake(session, table, round_row, seat, cost)
                     self.fault("act")
                     try:
-                        engine.act(action)
+                        engine.act(action, decision.player)
                     except Exception as error:
                         raise Malfunction(str(error)) from error
                     round_row.actions = [*round_row.actions, {"player": int(decision.player), "action": str(action),
@@ -286,25 +305,44 @@ class Rounds:
                 self.void(round_id, f"malfunction: {error}")
                 return self.view_of(caller, round_id)
         self.deliver_outbox()
-        self.events.publish(table.id, {"type": "round", "round_id": round_id, "status": body["status"]})
+        if not engine.rules.deal.common_draw or body["status"] != "playing":
+            # In a common draw nobody waits for anybody, so one player's decision is news to no one else;
+            # a table of hundreds hears only that the round settled.
+            self.events.publish(table.id, {"type": "round", "round_id": round_id, "status": body["status"]})
         return body
 
-    def auto_decide(self, round_id: int) -> int:
-        """Stand for the waiting hand (decline an offer) after the timeout: the sheets' auto decision."""
-        with self.store.read() as session:
-            round_row = session.get(Round, round_id)
-            if round_row is None or round_row.status != "playing":
-                return 0
-            with self.live.locked(round_id):
-                decision = self.live.engine(session, round_row).decision()
-        if decision is None:
-            return 0
-        action = Action.STAND if decision.kind == "play" else OFFER_DECLINE[decision.kind]
-        try:
-            self.act(Caller(0, "timer", "operator"), round_id, str(action), source="timeout")
-        except ServiceError:
-            return 0
-        return 1
+    def auto_decide(self, round_id: int, version: int | None = None) -> int:
+        """Stand for the waiting hand (decline an offer) after the timeout: the sheets' auto decision.
+
+        In a common-draw game the time-out is the round's, so every player still deciding is stood;
+        elsewhere it is the waiting player's alone, and the next player's clock starts afresh.
+        ``version``: the round's version when the timeout was judged; a round moved on since (a
+        decision here or in another process) is not timed out.
+        """
+        timer = Caller(0, "timer", "operator")
+        decided = 0
+        for _ in range(10_000):  # bounded: a round has far fewer decisions than this
+            with self.store.read() as session:
+                round_row = session.get(Round, round_id)
+                if round_row is None or round_row.status != "playing":
+                    return decided
+                expected = version if version is not None and not decided else round_row.version
+                with self.live.locked(round_id):
+                    engine = self.live.engine(session, round_row)
+                    decision = engine.decision()
+                    independent = engine.rules.deal.common_draw
+            if decision is None:
+                return decided
+            action = Action.STAND if decision.kind == DecisionKind.PLAY else OFFER_ANSWERS[decision.kind][1]
+            try:
+                self.act(timer, round_id, str(action), source="timeout", player=decision.player,
+                         expected_version=expected)
+            except ServiceError:
+                return decided
+            decided += 1
+            if not independent:
+                return decided
+        return decided
 
     # --------------------------------------------------------- settlement
     def _remember(self, round_row: Round, engine: Engine) -> None:
@@ -330,20 +368,23 @@ class Rounds:
         returned: dict[str, int] = {}
         for op in engine.settlements:
             returned[op.player] = returned.get(op.player, 0) + op.returned
-        for seat in session.scalars(select(RoundSeat).where(RoundSeat.round_id == round_row.id)).all():
+        seats = session.scalars(select(RoundSeat).where(RoundSeat.round_id == round_row.id)).all()
+        for seat in seats:
             amount = returned.get(str(seat.player_id), 0)
             seat.returned = amount
             if amount:
                 self.wallet.pay(session, seat.player_id, table.currency, amount, "win", round_row.id,
                                 f"credit-{round_row.id}-{seat.player_id}")
-            seat.balance_after = self.wallet.balance_after(session, seat.player_id, table.currency)
+        after = self.wallet.balances_after(session, [seat.player_id for seat in seats], table.currency)
+        for seat in seats:
+            seat.balance_after = after[seat.player_id]
         round_row.status = "settled"
         round_row.settled_at = self.clock()
         round_row.decision_since = None
         shoe = session.get(ShoeRow, round_row.shoe_id)
         assert shoe is not None
         shoe.position = round_row.shoe_start + engine.shoe.position
-        if shoe.cut_card is None or shoe.position >= shoe.cut_card:
+        if needs_shuffle(shoe.position, shoe.cut_card):
             shoe.finished = True
 
     def void(self, round_id: int, reason: str) -> None:
@@ -355,12 +396,15 @@ class Rounds:
                 if round_row is None or round_row.status in ("settled", "void"):
                     return
                 table = self.tables.get(round_row.table_id)
-                for seat in session.scalars(select(RoundSeat).where(RoundSeat.round_id == round_id)).all():
+                seats = session.scalars(select(RoundSeat).where(RoundSeat.round_id == round_id)).all()
+                for seat in seats:
                     if seat.staked:
                         self.wallet.pay(session, seat.player_id, table.currency, seat.staked, "void", round_id,
                                         f"void-{round_id}-{seat.player_id}")
                     seat.returned = seat.staked
-                    seat.balance_after = self.wallet.balance_after(session, seat.player_id, table.currency)
+                after = self.wallet.balances_after(session, [seat.player_id for seat in seats], table.currency)
+                for seat in seats:
+                    seat.balance_after = after[seat.player_id]
                 round_row.status = "void"
                 round_row.void_reason = reason
                 round_row.settled_at = self.clock()
@@ -379,10 +423,6 @@ class Rounds:
         except Exception:
             log.exception("operator wallet delivery failed; retried at the next tick")
             return 0
-
-
-OFFER_DECLINE = {"insurance": Action.NO_INSURANCE, "even-money": Action.NO_EVEN_MONEY,
-                 "surrender": Action.NO_SURRENDER}
 
 
 def _player(session: Session, caller: Caller) -> Player:

@@ -21,11 +21,12 @@ from collections.abc import Callable
 from datetime import datetime, timedelta
 from typing import Any
 
-from sqlalchemy import select
+from sqlalchemy import func, select
 
 from twentyone.core.commitment import commitment, verify_record
 from twentyone.core.shoe import RandomBits, system_rng
 from twentyone.server.accounts import Accounts
+from twentyone.server.cluster import OUTBOX, TABLES_CHANNEL, LocalOwnership, TimerOwnership, table_timers
 from twentyone.server.config import Settings, TableSpec
 from twentyone.server.context import Caller, ServiceError, aware, utcnow
 from twentyone.server.db import Database
@@ -45,11 +46,13 @@ log = logging.getLogger("twentyone.server")
 class GameService:
     def __init__(self, db: Database, settings: Settings, operator_wallet: OperatorWallet | None = None,
                  clock: Callable[[], datetime] = utcnow, rng: RandomBits | None = None,
-                 events: Broadcaster | None = None) -> None:
+                 events: Broadcaster | None = None, ownership: TimerOwnership | None = None) -> None:
         self.db = db
         self.settings = settings
         self.clock = clock
         self.events = events or Broadcaster()
+        # Which tables' timers run here: all of them in one process; on PostgreSQL, those whose lock we hold.
+        self.ownership: TimerOwnership = ownership or LocalOwnership()
         self.wallet: Wallet = OperatorLedgerWallet(operator_wallet) if operator_wallet is not None else LedgerWallet()
         self.store = Store(db, clock)
         self.registry = TableRegistry(self.store, clock)
@@ -97,7 +100,27 @@ class GameService:
 
     # ----------------------------------------------------------- operator
     def create_table(self, caller: Caller, table_id: str, spec: dict[str, Any]) -> dict[str, Any]:
-        return self.registry.create(caller, table_id, spec)
+        body = self.registry.create(caller, table_id, spec)
+        self._announce_tables()
+        return body
+
+    def _announce_tables(self) -> None:
+        """Tell other processes on this PostgreSQL (servers, or from ``twentyone admin``) to reload their tables.
+
+        Without it another process would find the table on a request naming it
+        (the registry reloads on a miss) but leave it out of ``GET /tables``.
+        """
+        if self.db.is_sqlite:
+            return
+        try:
+            with self.store.write() as session:
+                session.execute(select(func.pg_notify(TABLES_CHANNEL, "{}")))
+        except Exception:  # the table exists; other processes find it on their next miss
+            log.warning("could not announce the new table to other processes", exc_info=True)
+
+    def reload_tables(self) -> None:
+        """Read the table registry again (another process created a table)."""
+        self.registry._load()
 
     def credit(self, caller: Caller, player_name: str, currency: str, amount: int) -> dict[str, Any]:
         if not caller.is_operator:
@@ -117,27 +140,40 @@ class GameService:
 
     # ------------------------------------------------------------- timers
     def tick(self) -> dict[str, int]:
-        """Run every timer that is due: betting windows, decision timeouts (auto Stand), wallet retries."""
+        """Run every timer that is due: betting windows, decision timeouts (auto Stand), wallet retries.
+
+        Only the timers this process owns (:attr:`ownership`): with several processes on one
+        PostgreSQL, each table's timers run in the one process holding its advisory lock, and
+        the wallet retries in the one holding the outbox's. A timer acts only on the state it
+        judged due (the round's version, the window's closing time), so even a late tick of a
+        former owner cannot act twice or early.
+        """
         now = self.clock()
         done = {"dealt": 0, "auto": 0, "delivered": 0}
         tables = self.tables()
         with self.store.read() as session:
             betting = session.execute(select(Round.table_id, Round.betting_closes_at)
                                       .where(Round.status == "betting")).all()
-            playing = session.execute(select(Round.id, Round.table_id, Round.decision_since)
+            playing = session.execute(select(Round.id, Round.table_id, Round.decision_since, Round.version)
                                       .where(Round.status == "playing")).all()
+        wanted = {table_timers(row.table_id) for row in (*betting, *playing)}
+        if not self.wallet.keeps_balances:
+            wanted.add(OUTBOX)
+        owned = self.ownership.owned(wanted)
         for table_id, closes in betting:
             closes = aware(closes)
-            if closes is not None and closes <= now:
-                self.close_betting(table_id)
+            if (closes is not None and closes <= now and table_timers(table_id) in owned
+                    and self.rounds.close_betting(table_id, due=now) is not None):
                 done["dealt"] += 1
-        for round_id, table_id, since in playing:
+        for round_id, table_id, since, version in playing:
             table = tables.get(table_id)
             since = aware(since)
-            if table is None or since is None or now - since < timedelta(seconds=table.decision_timeout):
+            if (table is None or since is None or now - since < timedelta(seconds=table.decision_timeout)
+                    or table_timers(table_id) not in owned):
                 continue
-            done["auto"] += self.rounds.auto_decide(round_id)
-        done["delivered"] = self._deliver_outbox()
+            done["auto"] += self.rounds.auto_decide(round_id, version)
+        if OUTBOX in owned:
+            done["delivered"] = self._deliver_outbox()
         return done
 
     def _deliver_outbox(self) -> int:

@@ -12,7 +12,7 @@ from twentyone.server.live import LiveRounds
 from twentyone.server.models import Slip
 from twentyone.server.rounds import Rounds, current_round
 from twentyone.server.store import Store
-from twentyone.server.tables import Shoes, TableRegistry, apply_control, bet_slip, slip_row, slip_view
+from twentyone.server.tables import Shoes, TableRegistry, apply_control, bet_slip, slip_row, slip_view, table_json
 from twentyone.server.views import round_json
 from twentyone.server.wallet import Wallet
 
@@ -63,6 +63,6 @@ class Slips:
                     with self.live.locked(current.id):
                         engine = self.live.engine(session, current)
                 view = round_json(session, current, table, caller.id, engine)
-            return {"table": table.public(), "balance": balance,
+            return {"table": table_json(table), "balance": balance,
                     "slip": slip_view(slip, bet_slip(slip, table, balance)),
                     "next_shoe": {"id": shoe.id, "commitment": shoe.commitment}, "round": view}

@@ -19,8 +19,10 @@ from sqlalchemy.orm import Session
 
 from twentyone.core.betting import MAIN, BetSlip, BetSlipError
 from twentyone.core.commitment import commitment
+from twentyone.core.operations import OFFER_ANSWERS
 from twentyone.core.round import HandBet
-from twentyone.core.shoe import RandomBits, Shoe
+from twentyone.core.shoe import RandomBits, Shoe, needs_shuffle
+from twentyone.core.sidebets import SIDE_BETS
 from twentyone.server.config import TableConfigError, TableSpec, shipped_tables, table_from_mapping
 from twentyone.server.context import Caller, ServiceError
 from twentyone.server.models import Shoe as ShoeRow
@@ -75,11 +77,21 @@ class TableRegistry:
             raise ServiceError(409, f"A table {table_id!r} already exists.")
         with self.store.write() as session:
             session.add(TableConfig(id=table_id, spec=dict(spec), created_at=self.clock()))
-            body = self.store.answer(session, table.public())
+            body = self.store.answer(session, table_json(table))
         with self._lock:
             if self._tables is not None:
                 self._tables[table_id] = table
         return body
+
+
+def table_json(table: TableSpec) -> dict[str, Any]:
+    """A table as clients read it: its setting, and the game's words, so no client re-declares them."""
+    rules = builtin_rules(table.variant)
+    return {**table.public(),
+            "side_bet_titles": {name: SIDE_BETS[side.kind].title for name, side in rules.side_bets.items()},
+            "side_bet_lines": {name: dict(SIDE_BETS[side.kind].line_titles) for name, side in rules.side_bets.items()},
+            "offer_answers": {str(kind): {"accept": str(accept), "decline": str(decline)}
+                              for kind, (accept, decline) in OFFER_ANSWERS.items()}}
 
 
 # ------------------------------------------------------------------ bet slips
@@ -192,7 +204,8 @@ class Shoes:
         query = select(ShoeRow).where(ShoeRow.table_id == table.id, ShoeRow.finished.is_(False))
         query = query.where(ShoeRow.player_id.is_(None) if owner is None else ShoeRow.player_id == owner)
         shoe = session.scalars(query.order_by(ShoeRow.id.desc())).first()
-        if shoe is not None and (shoe.cut_card is None or shoe.position < shoe.cut_card):
+        # A shoe no round has drawn from is fresh; a used one serves on only until its cut card.
+        if shoe is not None and (shoe.position == 0 or not needs_shuffle(shoe.position, shoe.cut_card)):
             return shoe
         return None
 

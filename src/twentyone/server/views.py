@@ -8,6 +8,7 @@ rounds they sit in. Reads take no write transaction.
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Callable
 from datetime import timedelta
 from typing import Any
@@ -15,9 +16,11 @@ from typing import Any
 from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
+from twentyone.core.cards import Card, parse_card
 from twentyone.core.commitment import verify_record
+from twentyone.core.operations import CardDealt
 from twentyone.core.round import Round as Engine
-from twentyone.core.view import RoundView, operation_json
+from twentyone.core.view import RoundView, hand_json, operation_json
 from twentyone.server.config import TableSpec
 from twentyone.server.context import Caller, ServiceError, aware, iso
 from twentyone.server.live import LiveRounds
@@ -27,6 +30,7 @@ from twentyone.server.store import Store
 from twentyone.server.tables import bets_total
 
 FINISHED = ("settled", "void")
+OTHERS_SHOWN = 48  # other players' seats and hands sent in full; past that, counts (power seats hundreds)
 
 
 def seat_of(session: Session, round_id: int, player_id: int) -> RoundSeat | None:
@@ -34,16 +38,37 @@ def seat_of(session: Session, round_id: int, player_id: int) -> RoundSeat | None
                                                    RoundSeat.player_id == player_id)).first()
 
 
-def seats_of(session: Session, round_id: int) -> list[tuple[RoundSeat, str]]:
-    rows = session.execute(select(RoundSeat, Player.name).join(Player, Player.id == RoundSeat.player_id)
-                           .where(RoundSeat.round_id == round_id).order_by(RoundSeat.position)).all()
-    return [(seat, name) for seat, name in rows]
+def seats_of(session: Session, round_id: int, limit: int | None = None) -> list[tuple[RoundSeat, str]]:
+    query = (select(RoundSeat, Player.name).join(Player, Player.id == RoundSeat.player_id)
+             .where(RoundSeat.round_id == round_id).order_by(RoundSeat.position))
+    if limit is not None:
+        query = query.limit(limit)
+    return [(seat, name) for seat, name in session.execute(query).all()]
+
+
+def _seats_shown(session: Session, round_id: int, player_id: int) -> tuple[list[tuple[RoundSeat, str]], int]:
+    """The first seats of the round and the viewer's own, and how many seats there are in all."""
+    shown = seats_of(session, round_id, OTHERS_SHOWN + 1)
+    if len(shown) <= OTHERS_SHOWN:
+        return shown, len(shown)
+    count = session.scalar(select(func.count()).select_from(RoundSeat).where(RoundSeat.round_id == round_id))
+    shown = shown[:OTHERS_SHOWN]
+    if all(seat.player_id != player_id for seat, _ in shown):
+        row = session.execute(select(RoundSeat, Player.name).join(Player, Player.id == RoundSeat.player_id)
+                              .where(RoundSeat.round_id == round_id, RoundSeat.player_id == player_id)).first()
+        if row is not None:
+            shown.append((row[0], row[1]))
+    return shown, int(count or 0)
 
 
 def round_json(session: Session, round_row: Round, table: TableSpec, player_id: int, engine: Engine | None
                ) -> dict[str, Any]:
-    """A round as one player may see it: the engine's view for that player, with the table's facts around it."""
-    seats = seats_of(session, round_row.id)
+    """A round as one player may see it: the engine's view for that player, with the table's facts around it.
+
+    At a table of hundreds (power), other players beyond the first :data:`OTHERS_SHOWN` are counted,
+    not listed: ``seat_count`` says how many there are.
+    """
+    seats, seat_count = _seats_shown(session, round_row.id, player_id)
     names = {str(seat.player_id): name for seat, name in seats}
     shoe = session.get(ShoeRow, round_row.shoe_id)
     assert shoe is not None
@@ -52,6 +77,7 @@ def round_json(session: Session, round_row: Round, table: TableSpec, player_id: 
         "status": round_row.status, "commitment": shoe.commitment, "currency": table.currency,
         "void_reason": round_row.void_reason, "betting_closes_at": iso(round_row.betting_closes_at),
         "players": [{"player_id": seat.player_id, "name": name} for seat, name in seats],
+        "seat_count": seat_count,
         "seats": [{"player_id": seat.player_id, "name": name, "position": seat.position, "bets": seat.bets,
                    "total": bets_total(seat.bets)} for seat, name in seats],
         "dealer": {"cards": [], "total": 0, "hidden": 0}, "hands": [], "side_bets": [], "insurance": [],
@@ -64,13 +90,13 @@ def round_json(session: Session, round_row: Round, table: TableSpec, player_id: 
     if round_row.status == "betting" or engine is None:
         return view
     seen = engine.view(str(player_id))
-    view.update(_cards_json(seen, names))
+    view.update(_cards_json(seen, names, str(player_id)))
     if seen.decision is not None and round_row.status == "playing":
         since = aware(round_row.decision_since)
         deadline = since + timedelta(seconds=table.decision_timeout) if since else None
         decision = seen.decision
         view["decision"] = {"player_id": int(decision.player), "name": names.get(decision.player),
-                            "seat": decision.seat, "hand": decision.hand, "kind": decision.kind,
+                            "seat": decision.seat, "hand": decision.hand, "kind": str(decision.kind),
                             "deadline": iso(deadline)}
         view["legal_actions"] = [str(action) for action in seen.legal_actions]
         view["offers"] = dict(seen.offers)
@@ -79,25 +105,45 @@ def round_json(session: Session, round_row: Round, table: TableSpec, player_id: 
     return view
 
 
-def _cards_json(seen: RoundView, names: dict[str, str]) -> dict[str, Any]:
+def _cards_json(seen: RoundView, names: dict[str, str], viewer: str) -> dict[str, Any]:
     dealer = seen.dealer_value
+    hands = [h for h in seen.hands if h.player in names or h.player == viewer]
     result: dict[str, Any] = {
         "dealer": {"cards": [str(card) for card in seen.dealer_cards], "total": dealer.total, "soft": dealer.soft,
                    "hidden": seen.dealer_hidden, "blackjack": seen.dealer_blackjack},
-        "hands": [{"player_id": int(h.player), "name": names.get(h.player, h.player), "seat": h.seat,
-                   "hand": h.hand, "cards": [str(c) for c in h.cards], "total": h.value.total, "soft": h.value.soft,
-                   "stake": h.stake, "status": h.status, "from_split": h.from_split, "outcome": h.outcome,
-                   "returned": h.returned} for h in seen.hands],
+        "hands": [{**hand_json(h, names), "player_id": int(h.player), "name": names.get(h.player, h.player)}
+                  for h in hands],
         "side_bets": [], "insurance": [],
     }
     for op in seen.settlements:
-        entry = {"player_id": int(op.player), "seat": op.seat, "stake": op.stake, "result": op.result,
+        if op.player not in names:
+            continue
+        entry = {"player_id": int(op.player), "seat": op.seat, "stake": op.stake, "result": str(op.result),
                  "returned": op.returned}
         if op.item == "insurance":
             result["insurance"].append(entry)
         elif op.item != "hand":
             result["side_bets"].append({**entry, "name": op.item})
     return result
+
+
+def unseen_cards(shoe: list[Card], earlier_rounds: list[Card], seen: RoundView) -> list[Card]:
+    """What a live shoe still holds as this player knows it: the whole shoe less the cards of earlier
+    rounds (all shown by their end) and the cards face up in this round. The hole card stays unseen.
+
+    >>> from twentyone.core.cards import parse_cards
+    >>> from twentyone.core.view import FaceDownCard
+    >>> from twentyone.core.operations import CardDealt
+    >>> cards = parse_cards(["AS", "KD", "7C", "7C", "2H"])
+    >>> log = (CardDealt(cards[1], 1, 1), FaceDownCard(0, 0))
+    >>> class Seen: operations = log
+    >>> [str(c) for c in unseen_cards(cards, [cards[2]], Seen)]
+    ['AS', '7C', '2H']
+    """
+    left = Counter(shoe)
+    left.subtract(earlier_rounds)
+    left.subtract(op.card for op in seen.operations if isinstance(op, CardDealt))
+    return list((+left).elements())
 
 
 class Views:
@@ -194,13 +240,19 @@ class Views:
             engine = self.engine(session, round_row)
             assert engine is not None
             seen = engine.view(str(caller.id))
+            unseen = None
+            if engine.rules.shoe.cut_card is not None:  # a live shoe: the cards the player has not seen
+                shoe = session.get(ShoeRow, round_row.shoe_id)
+                assert shoe is not None
+                unseen = unseen_cards(engine.rules.shoe.composition.cards(),
+                                      [parse_card(text) for text in shoe.cards.split()[:round_row.shoe_start]], seen)
         hand = seen.pending_hand
         if hand is None or not seen.viewer_to_act:
             raise ServiceError(409, "It is not your turn.")
         assert seen.decision is not None
         up = seen.dealer_cards[0]  # while a decision waits, the one card the dealer shows
         ranked = hint(engine.rules, hand.cards, up, [str(a) for a in seen.legal_actions],
-                      first_decision=hand.first_decision)
+                      first_decision=hand.first_decision, unseen=unseen)
         return {"round_id": round_id, "seat": seen.decision.seat, "hand": seen.decision.hand,
                 "actions": [{"action": action, "ev": value} for action, value in ranked]}
 

@@ -112,6 +112,19 @@ def ledger_balance(session: Session, player_id: int, currency: str) -> int:
     return int(total or 0)
 
 
+def ledger_balances(session: Session, player_ids: list[int], currency: str) -> dict[int, int]:
+    """Several players' balances in one query (settling a round of hundreds of players)."""
+    owners = {player_owner(player_id): player_id for player_id in player_ids}
+    rows = session.execute(
+        select(Account.owner, func.coalesce(func.sum(LedgerEntry.amount), 0))
+        .join(LedgerEntry, LedgerEntry.account_id == Account.id, isouter=True)
+        .where(Account.owner.in_(list(owners)), Account.currency == currency).group_by(Account.owner)).all()
+    balances = dict.fromkeys(player_ids, 0)
+    for owner, total in rows:
+        balances[owners[owner]] = int(total or 0)
+    return balances
+
+
 def lock_player(session: Session, player_id: int, currency: str) -> Account:
     """Hold the player's account row for this transaction (PostgreSQL row lock; SQLite is serialised)."""
     owned = account(session, player_owner(player_id), currency, lock=True)
@@ -231,7 +244,7 @@ class Wallet(Protocol):
     def pay(self, session: Session, player_id: int, currency: str, amount: int, kind: str, round_id: int,
             key: str) -> None: ...
     def credit(self, session: Session, player_id: int, currency: str, amount: int) -> None: ...
-    def balance_after(self, session: Session, player_id: int, currency: str) -> int | None: ...
+    def balances_after(self, session: Session, player_ids: list[int], currency: str) -> dict[int, int | None]: ...
     def deliver(self, session: Session) -> int: ...
 
 
@@ -256,9 +269,10 @@ class LedgerWallet:
     def credit(self, session: Session, player_id: int, currency: str, amount: int) -> None:
         transfer(session, player_id, currency, amount, "credit", None)
 
-    def balance_after(self, session: Session, player_id: int, currency: str) -> int | None:
+    def balances_after(self, session: Session, player_ids: list[int], currency: str) -> dict[int, int | None]:
+        """Balances once this transaction's transfers count (for the round's record)."""
         session.flush()
-        return ledger_balance(session, player_id, currency)
+        return dict(ledger_balances(session, player_ids, currency))
 
     def deliver(self, session: Session) -> int:
         return 0
@@ -290,8 +304,8 @@ class OperatorLedgerWallet(LedgerWallet):
     def credit(self, session: Session, player_id: int, currency: str, amount: int) -> None:
         raise WalletError("Balances live in the operator's wallet on this server.")
 
-    def balance_after(self, session: Session, player_id: int, currency: str) -> int | None:
-        return None
+    def balances_after(self, session: Session, player_ids: list[int], currency: str) -> dict[int, int | None]:
+        return dict.fromkeys(player_ids)  # the operator's wallet knows; the game does not ask per round
 
     def deliver(self, session: Session) -> int:
         return self.remote.deliver(session)

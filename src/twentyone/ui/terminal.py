@@ -8,6 +8,7 @@ be scripted: ``printf 'bdsq' | twentyone play classic --seed 1``.
 from __future__ import annotations
 
 import random
+import re
 import sys
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
@@ -20,6 +21,7 @@ from rich.text import Text
 from twentyone.core.betting import MAIN, BetLimits, BetSlip, BetSlipError
 from twentyone.core.cards import Card
 from twentyone.core.hand import format_total, hand_value
+from twentyone.core.money import format_money
 from twentyone.core.operations import Action
 from twentyone.core.round import IllegalActionError, Phase, Round
 from twentyone.core.rules import Rules
@@ -38,17 +40,52 @@ OFFER_KEYS = {
 SIDE_BET_KEYS = {"perfect_pairs": "p", "any_pair": "a", "21+3": "t", "hot_3": "o", "bust_it": "k"}
 SIDE_BET_TITLES = {"perfect_pairs": "Perfect Pairs", "any_pair": "Any Pair", "21+3": "21+3",
                    "hot_3": "Hot 3", "bust_it": "Bust It"}
+# What each paytable line (and a loss) means, in words, by side-bet kind.
+SIDE_BET_WORDS = {
+    "perfect_pairs": {"perfect": "perfect pair", "colored": "coloured pair", "mixed": "mixed pair", "lose": "no pair"},
+    "any_pair": {"suited_pair": "suited pair", "any_pair": "pair", "lose": "no pair"},
+    "21+3": {"suited_trips": "suited trips", "straight_flush": "straight flush", "three_of_a_kind": "three of a kind",
+             "straight": "straight", "flush": "flush", "lose": "no poker hand"},
+    "hot_3": {"seven_seven_seven": "7-7-7", "suited_21": "suited 21", "21": "21", "20": "20", "19": "19",
+              "lose": "under 19 or over 21"},
+    "bust_it": {**{f"bust_{n}": f"dealer busts with {n} cards" for n in range(3, 8)},
+                "bust_8_plus": "dealer busts with 8 or more cards", "lose": "dealer does not bust"},
+}
+INSURANCE_WORDS = {"win": "dealer blackjack", "lose": "no dealer blackjack"}
 
 
-def money(amount: int) -> str:
-    """Minor units as a currency amount: ``123456`` -> ``'1,234.56'``.
+def side_bet_words(kind: str, result: str) -> str:
+    """A side bet's result as a player reads it.
 
-    >>> money(123456), money(-50)
-    ('1,234.56', '-0.50')
+    >>> side_bet_words("bust_it", "bust_4"), side_bet_words("perfect_pairs", "lose")
+    ('dealer busts with 4 cards', 'no pair')
     """
-    sign = "-" if amount < 0 else ""
-    whole, cents = divmod(abs(amount), 100)
-    return f"{sign}{whole:,}.{cents:02d}"
+    if result == "push":
+        return "stake returned"
+    return SIDE_BET_WORDS.get(kind, {}).get(result, result.replace("_", " "))
+
+
+def net_text(net: int, currency: str) -> str:
+    """What a bet won or lost: ``+$4.00``, ``−$1.00``, or ``even``.
+
+    >>> net_text(400, "USD"), net_text(-100, "GBP"), net_text(0, "EUR")
+    ('+$4.00', '−£1.00', 'even')
+    """
+    return "even" if net == 0 else format_money(net, currency, signed=True)
+
+
+_BARE_AMOUNT = re.compile(r"\b(of|another|needs|is|a) (\d+)\b")
+
+
+def amounts_in_currency(message: str, currency: str) -> str:
+    """The amounts in a bet control's refusal (minor units after "of", "needs", ...) in ``currency``.
+
+    >>> amounts_in_currency("The maximum bet of 30000 is reached on this spot.", "USD")
+    'The maximum bet of $300.00 is reached on this spot.'
+    >>> amounts_in_currency("Doubling every bet needs 2000 but the balance is 1500.", "GBP")
+    'Doubling every bet needs £20.00 but the balance is £15.00.'
+    """
+    return _BARE_AMOUNT.sub(lambda match: f"{match[1]} {format_money(int(match[2]), currency)}", message)
 
 
 def card_text(card: Card | None) -> Text:
@@ -106,6 +143,7 @@ class TerminalTable:
     console: Console
     chips: tuple[int, ...] = (100, 500, 2500, 10000)
     limits: BetLimits = field(default_factory=lambda: BetLimits({MAIN: (100, 50000)}))
+    currency: str = "USD"
     message: str = ""
     last_bets: dict[tuple[int, str], int] = field(default_factory=dict)
     shoe: Shoe | None = None
@@ -114,11 +152,14 @@ class TerminalTable:
     rounds: int = 0
     shoe_source: Callable[[], Shoe] | None = None  # tests stack the shoe; play shuffles
 
-
     def __post_init__(self) -> None:
         side_limits = {name: (100, 10000) for name in self.rules.side_bets}
         self.limits = BetLimits({**side_limits, **self.limits.per_type})
         self.slip = self._new_slip()
+
+    def money(self, amount: int) -> str:
+        """An amount (minor units) in the table's currency."""
+        return format_money(amount, self.currency)
 
     def _new_slip(self) -> BetSlip:
         return BetSlip(self.limits, self.chips, self.balance, self.rules.deal.hands_per_player,
@@ -126,21 +167,56 @@ class TerminalTable:
 
     # ------------------------------------------------------------ the loop
     def run(self, keys: Iterator[str]) -> None:
+        """Play until ``q`` or the end of the keys; a round still open then stands and settles."""
         self.draw()
+        reason = "The input ended"
         for key in keys:
             if not self.press(key):
+                reason = "You quit"
                 break
             self.draw()
-        self.console.print(f"Goodbye. Final balance {money(self.balance)} after {self.rounds} rounds.")
+        if self.finish_round(reason):
+            self.draw()
+        rounds = f"{self.rounds} round{'s' if self.rounds != 1 else ''}"
+        self.console.print(f"Goodbye. Final balance {self.money(self.balance)} after {rounds}.")
+
+    def finish_round(self, reason: str) -> bool:
+        """Settle a round left open: every open hand stands and every open offer is declined.
+
+        This is the server's policy for a player who leaves mid-round (the auto
+        decision after the decision timeout), so a stake is never left unsettled.
+        Returns whether there was a round to finish.
+        """
+        game = self.game
+        if game is None or game.phase is Phase.SETTLED:
+            return False
+        stood = declined = 0
+        while (decision := game.decision()) is not None:
+            if decision.kind == "play":
+                game.act(Action.STAND)
+                stood += 1
+            else:
+                game.act(OFFER_KEYS[decision.kind]["n"])
+                declined += 1
+        self._after_action()
+        done = [f"{stood} open hand{'s' if stood != 1 else ''} stood" if stood else "",
+                f"{declined} offer{'s' if declined != 1 else ''} declined" if declined else ""]
+        self.message = (f"{reason} mid-round: {' and '.join(part for part in done if part)}, as the server does "
+                        f"for a player who leaves. {self.message}")
+        return True
 
     def press(self, key: str) -> bool:
-        """Handle one key; False means quit."""
+        """Handle one key; False means quit (``q`` mid-round too: :meth:`run` then settles the round)."""
         self.message = ""
         try:
             if self.game is None or self.game.phase is Phase.SETTLED:
                 return self._betting_key(key)
+            if key == "q":
+                return False
             self._playing_key(key)
-        except (BetSlipError, IllegalActionError) as error:
+        except BetSlipError as error:
+            self.message = amounts_in_currency(str(error), self.currency)
+        except IllegalActionError as error:
             self.message = str(error)
         return True
 
@@ -205,7 +281,8 @@ class TerminalTable:
         game.verify(action)
         cost = game.cost_of(action)
         if cost > self.balance:
-            self.message = f"Cannot {action}: it needs {money(cost)} and the balance is {money(self.balance)}."
+            self.message = (f"Cannot {action}: it needs {self.money(cost)} and the balance is "
+                            f"{self.money(self.balance)}.")
             return
         self.balance -= cost
         game.act(action)
@@ -218,7 +295,8 @@ class TerminalTable:
             self.balance += game.returned
             self.rounds += 1
             net = game.returned - game.staked
-            self.message = f"Round over: {'won' if net > 0 else 'lost' if net < 0 else 'even'} {money(abs(net))}."
+            result = f"won {self.money(net)}" if net > 0 else f"lost {self.money(-net)}" if net < 0 else "even"
+            self.message = f"Round over: {result}."
             self.slip = self._new_slip()
 
     def _hint_text(self) -> str:
@@ -256,7 +334,7 @@ class TerminalTable:
         header.add_column()
         header.add_column(justify="right")
         header.add_row(Text(rules.name, style="bold green"),
-                       Text(f"Balance {money(self.balance)}", style="bold yellow"))
+                       Text(f"Balance {self.money(self.balance)}", style="bold yellow"))
         parts: list[object] = [header]
         if self.game is not None:
             parts += self._render_round(self.game)
@@ -287,15 +365,20 @@ class TerminalTable:
                 total = f"BUST {total}"
             result = ""
             if hand.outcome is not None:
-                result = f"{hand.outcome} {money(hand.returned or 0)}"
+                result = f"{hand.outcome} {net_text((hand.returned or 0) - hand.stake, self.currency)}"
             table.add_row("▶" if active else "", f"{hand.seat}" + (f".{hand.hand}" if hand.from_split else ""),
-                          cards_text(hand.cards), total, money(hand.stake), result,
+                          cards_text(hand.cards), total, self.money(hand.stake), result,
                           style="bold" if active else None)
-        sides = [f"{SIDE_BET_TITLES.get(game.rules.side_bets[s.item].kind, s.item)} #{s.seat}: "
-                 f"{s.result} {money(s.returned)}"
-                 for s in game.settlements if s.item in game.rules.side_bets]
-        sides += [f"Insurance #{s.seat}: {s.result} {money(s.returned)}"
-                  for s in game.settlements if s.item == "insurance"]
+        sides = []
+        for s in game.settlements:
+            if s.item in game.rules.side_bets:
+                kind = game.rules.side_bets[s.item].kind
+                title, words = SIDE_BET_TITLES.get(kind, s.item), side_bet_words(kind, s.result)
+            elif s.item == "insurance":
+                title, words = "Insurance", INSURANCE_WORDS.get(s.result, s.result)
+            else:
+                continue
+            sides.append(f"{title} #{s.seat}: {words}, {net_text(s.returned - s.stake, self.currency)}")
         parts: list[object] = [Panel(dealer, title="Dealer", border_style="green"), table]
         if sides:
             parts.append(Text("  ".join(sides), style="magenta"))
@@ -310,16 +393,16 @@ class TerminalTable:
             table.add_column(SIDE_BET_TITLES.get(self.rules.side_bets[name].kind, name))
         for spot in range(1, slip.spots + 1):
             row = ["▶ " + str(spot) if spot == self.selected_spot else "  " + str(spot),
-                   money(slip.bets.get((spot, MAIN), 0))]
-            row += [money(slip.bets.get((spot, name), 0)) for name in self.rules.side_bets]
+                   self.money(slip.bets.get((spot, MAIN), 0))]
+            row += [self.money(slip.bets.get((spot, name), 0)) for name in self.rules.side_bets]
             table.add_row(*row)
         chips = Text("Chips: ")
         for chip in slip.chips:
             style = "bold reverse" if chip == slip.chip else ("" if chip in slip.enabled_chips() else "dim")
-            chips.append(f" {money(chip)} ", style=style)
-        chips.append(f"   TOTAL BET {money(slip.total)}", style="bold")
+            chips.append(f" {self.money(chip).removesuffix('.00')} ", style=style)
+        chips.append(f"   TOTAL BET {self.money(slip.total)}", style="bold")
         low, high = self.limits.of(MAIN)
-        limits = Text(f"BET LIMITS main {money(low)}–{money(high)}", style="dim")
+        limits = Text(f"BET LIMITS main {self.money(low)}–{self.money(high)}", style="dim")
         summary = Text(self.rules.summary, style="dim")
         return [Panel(table, title="Place your bets", border_style="green"), chips, limits, summary]
 
@@ -335,7 +418,7 @@ class TerminalTable:
         assert decision is not None
         if decision.kind != "play":
             cost = game.cost_of(OFFER_KEYS[decision.kind]["y"])
-            price = f" for {money(cost)}" if cost else ""
+            price = f" for {self.money(cost)}" if cost else ""
             offer = decision.kind.replace("-", " ").title()
             return Text(f"{offer}{price} on hand {decision.seat}? [y]es [n]o  [?] hint", style="bold")
         labels = []
@@ -343,15 +426,26 @@ class TerminalTable:
             if action in game.legal_actions():
                 label = f"[{key}] {action}"
                 if action is Action.CASH_OUT:
-                    label += f" {money(game.offer_amount(Action.CASH_OUT))}"
+                    label += f" {self.money(game.offer_amount(Action.CASH_OUT))}"
                 labels.append(label)
         return Text("  ".join(labels) + "  [?] hint", style="bold")
 
 
 def play(rules: Rules, balance: int, seed: int | None, console: Console | None = None,
-         keys: Iterator[str] | None = None, rng_factory: Callable[[int], RandomBits] | None = None) -> int:
-    """Run terminal play until the player quits or input ends; returns the final balance."""
+         keys: Iterator[str] | None = None, rng_factory: Callable[[int], RandomBits] | None = None,
+         currency: str = "USD", chips: tuple[int, ...] | None = None, limits: BetLimits | None = None) -> int:
+    """Run terminal play until the player quits or input ends; returns the final balance.
+
+    ``currency``, ``chips`` and ``limits`` are the table's setting (a server table's, when
+    the command line finds one for the game); without them the table plays in dollars
+    with 1-5-25-100 chips and a 1-500 main bet.
+    """
     rng: RandomBits = (rng_factory or random.Random)(seed) if seed is not None else system_rng()
-    table = TerminalTable(rules, balance, rng, console or Console())
+    setting: dict[str, object] = {"currency": currency}
+    if chips:
+        setting["chips"] = tuple(chips)
+    if limits is not None:
+        setting["limits"] = limits
+    table = TerminalTable(rules, balance, rng, console or Console(), **setting)  # type: ignore[arg-type]
     table.run(keys if keys is not None else read_keys())
     return table.balance

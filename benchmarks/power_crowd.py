@@ -1,0 +1,204 @@
+"""One Power Blackjack round with a crowd: N players (default 1,000) over loopback HTTP and WebSockets.
+
+Starts ``twentyone serve`` on a fresh database, adds a power table with a long betting window,
+then N guests each open the table's WebSocket, bet, join the round, and, once it is dealt,
+decide independently (hit below 12, else stand), all at once. Reports:
+
+- the deal: how long closing the window took for N seats (one transaction);
+- decisions: p50/p95/p99 latency and errors by status;
+- settlement: the time from the last decision's answer to each player's "settled" event
+  (every player's result settled, and the event fanned out to every socket), p50/p99/max;
+- the audit: every seat staked and returned once, the ledger sums to zero, and each
+  player's balance equals the credit less their stake plus their return.
+
+Run (loopback only; bounded in players and time):
+
+    .venv/bin/python benchmarks/power_crowd.py [--players 1000] [--database URL]
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import signal
+import socket
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+import uuid
+from pathlib import Path
+
+import httpx
+import websockets
+
+TABLE = "power-crowd"
+OPERATOR = "bench-operator"
+
+
+def free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return int(probe.getsockname()[1])
+
+
+def percentile(values: list[float], share: float) -> float:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, int(share * len(ordered)))] if ordered else float("nan")
+
+
+async def main(players: int, database: str | None, timeout: float) -> int:
+    data = Path(tempfile.mkdtemp(prefix="twentyone-crowd-"))
+    port = free_port()
+    url = database or f"sqlite:///{data / 'crowd.db'}"
+    env = {**os.environ, "TWENTYONE_OPERATOR_TOKEN": OPERATOR, "TWENTYONE_GUESTS_PER_MINUTE": str(players + 100)}
+    server = subprocess.Popen([sys.executable, "-m", "twentyone.cli.main", "serve", "--port", str(port),
+                               "--database", url, "--data-dir", str(data)], env=env,
+                              stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    base = f"http://127.0.0.1:{port}"
+    try:
+        async with httpx.AsyncClient(base_url=base, timeout=60,
+                                     limits=httpx.Limits(max_connections=200)) as http:
+            for _ in range(200):
+                try:
+                    if (await http.get("/health")).status_code == 200:
+                        break
+                except httpx.TransportError:
+                    pass
+                await asyncio.sleep(0.1)
+            admin = {"Authorization": f"Bearer {OPERATOR}", "Idempotency-Key": uuid.uuid4().hex}
+            created = await http.post("/admin/tables", headers=admin, json={
+                "id": TABLE, "name": "Power crowd", "variant": "power", "currency": "EUR", "chips": [100, 500],
+                "limits": {"main": [100, 10000]}, "seats": 0, "betting_window": 3600, "decision_timeout": 3600})
+            assert created.status_code == 201, created.text
+            return await crowd(http, base, players, timeout)
+    finally:
+        server.send_signal(signal.SIGINT)
+        try:
+            server.wait(10)
+        except subprocess.TimeoutExpired:
+            server.kill()
+
+
+async def crowd(http: httpx.AsyncClient, base: str, players: int, timeout: float) -> int:
+    statuses: dict[int, int] = {}
+    latencies: list[float] = []
+
+    async def call(method: str, path: str, token: str, body: object = None) -> httpx.Response:
+        headers = {"Authorization": f"Bearer {token}", "Idempotency-Key": uuid.uuid4().hex}
+        for _ in range(20):  # a 503 is "busy, nothing changed": retry the same request, as a client would
+            start = time.perf_counter()
+            response = await http.request(method, path, headers=headers, json=body)
+            if path.endswith("/actions"):
+                latencies.append(time.perf_counter() - start)
+            statuses[response.status_code] = statuses.get(response.status_code, 0) + 1
+            if response.status_code != 503:
+                return response
+            await asyncio.sleep(float(response.headers.get("Retry-After", "1")))
+        return response
+
+    gate = asyncio.Semaphore(100)
+
+    async def sign_in() -> str:
+        async with gate:
+            return str((await http.post("/auth/guest")).json()["token"])
+
+    tokens = await asyncio.gather(*(sign_in() for _ in range(players)))
+    print(f"{players} guests signed in", flush=True)
+    settled_at: dict[str, float] = {}
+    sockets_ready = asyncio.Event()
+    connected = 0
+    ws_base = base.replace("http", "ws")
+
+    async def listen(token: str) -> None:
+        nonlocal connected
+        async with websockets.connect(f"{ws_base}/ws/tables/{TABLE}?token={token}", max_queue=None) as ws:
+            await ws.recv()  # hello
+            connected += 1
+            if connected == players:
+                sockets_ready.set()
+            async for message in ws:
+                event = json.loads(message)
+                if event.get("type") == "round" and event.get("status") == "settled":
+                    settled_at[token] = time.perf_counter()
+                    return
+
+    listeners = [asyncio.create_task(listen(token)) for token in tokens]
+    await asyncio.wait_for(sockets_ready.wait(), timeout)
+    print(f"{players} sockets open", flush=True)
+    balances = {}
+
+    async def join(token: str) -> None:
+        async with gate:
+            balances[token] = (await call("GET", "/me", token)).json()["balances"]["EUR"]
+            await call("POST", f"/tables/{TABLE}/bets", token, {"spot": 1, "type": "main", "chip": 100})
+            await call("POST", f"/tables/{TABLE}/deal", token)
+
+    await asyncio.gather(*(join(token) for token in tokens))
+    print(f"{players} players joined", flush=True)
+    close_started = time.perf_counter()
+    operator = {"Authorization": f"Bearer {OPERATOR}"}
+    round_id = (await http.get(f"/tables/{TABLE}", headers={"Authorization": f"Bearer {tokens[0]}"})
+                ).json()["round"]["id"]
+    # The operator closes the window now rather than waiting an hour: the same call the timer makes.
+    closed = await http.post(f"/admin/tables/{TABLE}/close-betting", headers={**operator,
+                                                                             "Idempotency-Key": "close"})
+    assert closed.status_code == 200, closed.text
+    deal_seconds = time.perf_counter() - close_started
+
+    settling_sent = 0.0  # when the decision that settled the round was sent
+
+    async def decide(token: str) -> None:
+        nonlocal settling_sent
+        async with gate:
+            for _ in range(12):
+                view = (await call("GET", f"/rounds/{round_id}", token)).json()
+                if not view["legal_actions"]:
+                    return
+                mine = [h for h in view["hands"] if h["status"] == "playing"]
+                total = mine[0]["total"] if mine else 21
+                sent = time.perf_counter()
+                response = await call("POST", f"/rounds/{round_id}/actions", token,
+                                      {"action": "hit" if total < 12 else "stand"})
+                if response.json().get("status") == "settled":
+                    settling_sent = sent
+                if not response.json().get("legal_actions"):
+                    return
+
+    started = time.perf_counter()
+    await asyncio.gather(*(decide(token) for token in tokens))
+    decisions_seconds = time.perf_counter() - started
+    await asyncio.wait(listeners, timeout=timeout)
+    lags = [settled_at[token] - settling_sent for token in tokens if token in settled_at]
+
+    audit_ok = True
+    report = (await http.get("/admin/report", headers=operator)).json()["tables"][TABLE]
+    for token in tokens:
+        view = (await http.get(f"/rounds/{round_id}", headers={"Authorization": f"Bearer {token}"})).json()
+        now = (await http.get("/me", headers={"Authorization": f"Bearer {token}"})).json()["balances"]["EUR"]
+        if now != balances[token] - view["me"]["staked"] + view["me"]["returned"]:
+            audit_ok = False
+    print(f"players {players}: deal of {players} seats {deal_seconds * 1000:.0f} ms; "
+          f"decisions {len(latencies)} in {decisions_seconds:.2f} s "
+          f"(p50 {percentile(latencies, .5) * 1000:.1f} ms, p95 {percentile(latencies, .95) * 1000:.1f} ms, "
+          f"p99 {percentile(latencies, .99) * 1000:.1f} ms)")
+    print(f"settled events received by {len(lags)}/{players} sockets; after the last decision was sent "
+          f"(each player's result settled and sent) p50 {percentile(lags, .5) * 1000:.0f} ms, "
+          f"p99 {percentile(lags, .99) * 1000:.0f} ms, "
+          f"max {max(lags, default=float('nan')) * 1000:.0f} ms")
+    print(f"statuses {dict(sorted(statuses.items()))}; rounds {report['rounds']}, staked {report['staked']}, "
+          f"returned {report['returned']}; "
+          f"every wallet reconciled: {audit_ok}; mean decision {statistics.fmean(latencies) * 1000:.1f} ms")
+    return 0 if audit_ok and not any(code >= 500 for code in statuses) and len(lags) == players else 1
+
+
+if __name__ == "__main__":
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--players", type=int, default=1000)
+    parser.add_argument("--database", help="a PostgreSQL URL; default: SQLite in a temporary folder")
+    parser.add_argument("--timeout", type=float, default=120.0, help="seconds any phase may take")
+    options = parser.parse_args()
+    sys.exit(asyncio.run(main(options.players, options.database, options.timeout)))

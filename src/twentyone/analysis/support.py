@@ -1,0 +1,91 @@
+"""Which rules the analysis models, and a refusal naming the field for any it cannot.
+
+Every field of :class:`~twentyone.core.rules.Rules` is listed in :data:`FIELDS`
+with how the main game's return treats it: ``"modelled"`` (it changes the
+computed return where the rule changes the game), or a reason why it cannot
+change the return of one hand dealt from a fresh shoe. A combination the
+analysis does not model raises :class:`UnsupportedRules`; nothing is assumed
+silently. ``tests/test_analysis_rules.py`` walks every field.
+
+>>> from twentyone.variants import builtin_rules
+>>> check_supported(builtin_rules("classic"))
+>>> FIELDS["win_payout"]
+'modelled'
+"""
+
+from __future__ import annotations
+
+from twentyone.core.rules import Rules
+
+FRESH_SHOE = "the return is for one hand dealt from a fresh shoe"
+OWN_CARDS = "each hand is played on its own cards, so other hands and players do not change its return"
+SEPARATE = "valued separately from the main game (rtp reports it apart)"
+LABEL = "a name or a reference, not a rule of play"
+
+FIELDS: dict[str, str] = {
+    "id": LABEL,
+    "name": LABEL,
+    "seed": LABEL,
+    "summary": LABEL,
+    "published": LABEL,
+    "shoe.decks": "modelled",
+    "shoe.removed_ranks": "modelled",
+    "shoe.reshuffle": FRESH_SHOE + " (hints take the live shoe's unseen cards)",
+    "shoe.penetration": FRESH_SHOE + " (hints take the live shoe's unseen cards)",
+    "dealer.hits_soft_17": "modelled",
+    "dealer.peek": "modelled",
+    "dealer.no_peek_blackjack_takes": "modelled",
+    "deal.order": "modelled (whether a hole card is dealt; the order of the other cards does not matter)",
+    "deal.common_draw": OWN_CARDS,
+    "deal.hands_per_player": OWN_CARDS,
+    "deal.seats": OWN_CARDS,
+    "double.totals": "modelled",
+    "double.multipliers": "modelled",
+    "double.after_split": "modelled",
+    "split.match": "modelled (two tens split only when their ranks match; not with split.max_hands above 2)",
+    "split.max_hands": "modelled",
+    "split.aces_one_card": "modelled",
+    "split.resplit_aces": "modelled",
+    "insurance.offered": "modelled",
+    "insurance.payout": "modelled",
+    "insurance.to_blackjack": "modelled",
+    "insurance.even_money": "modelled",
+    "surrender": "modelled",
+    "blackjack_payout": "modelled",
+    "win_payout": "modelled",
+    "auto_stand": "standing on 21 is never worse than hitting it, so the best play is the same either way",
+    "cash_out": SEPARATE + "; the main game's return is for play without cashing out",
+    "side_bets": SEPARATE,
+}
+
+
+class UnsupportedRules(ValueError):
+    """A rule the analysis cannot model; the message names the field and says why."""
+
+
+def check_supported(rules: Rules) -> None:
+    """Raise :class:`UnsupportedRules` when ``rules`` hold a combination the analysis does not model.
+
+    >>> from dataclasses import replace
+    >>> from twentyone.core.rules import DealerRules, SplitRules
+    >>> from twentyone.variants import builtin_rules
+    >>> rules = builtin_rules("single-deck")
+    >>> odd = replace(rules, split=SplitRules(max_hands=4), dealer=DealerRules(peek="none",
+    ...               no_peek_blackjack_takes="original"))
+    >>> check_supported(odd)  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ...
+    twentyone.analysis.support.UnsupportedRules: dealer.no_peek_blackjack_takes: "original" with split.max_hands ...
+    """
+    if rules.split.match == "rank" and rules.split.max_hands > 2:
+        raise UnsupportedRules(
+            'split.match: "rank" with split.max_hands above 2 is not modelled (resplitting tens needs the '
+            "ranks of the cards left, and the analysis counts cards by value)."
+        )
+    blackjack_ups = [rank for rank in "ATJQK" if rank not in rules.shoe.removed_ranks]
+    unpeeked = not rules.deal.hole_card or not all(rules.dealer.peeks_under(rank) for rank in blackjack_ups)
+    if rules.dealer.no_peek_blackjack_takes == "original" and rules.split.max_hands > 2 and unpeeked:
+        raise UnsupportedRules(
+            'dealer.no_peek_blackjack_takes: "original" with split.max_hands above 2 is not modelled '
+            "(which hand keeps the original bet depends on the order of the resplits)."
+        )

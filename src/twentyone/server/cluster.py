@@ -1,0 +1,311 @@
+"""Several server processes on one PostgreSQL: timers owned by advisory lock, events carried by LISTEN/NOTIFY.
+
+Every process serves every request: money and rounds are guarded by row locks
+(``SELECT ... FOR UPDATE``), so no request needs to know which process it hit.
+Two things cannot be shared that way, and this module handles them:
+
+- **Timers** (betting windows, decision time-outs, wallet retries) must fire in
+  one process per table. A process runs a table's timers only while it holds
+  ``pg_try_advisory_lock(key of the table)`` on a dedicated connection. The lock
+  lives as long as that connection: when the process dies, PostgreSQL ends the
+  session, frees the lock, and another process takes the table at its next tick.
+  A process that loses its connection owns nothing until it reconnects.
+- **Events** published in one process must reach WebSocket clients of every
+  process. :class:`PostgresBroadcaster` delivers locally at once and sends the
+  event to the others with ``NOTIFY``; a listener thread per process (its own
+  connection) hands other processes' events to its own clients. If the bridge
+  loses its connection, events may have been missed, so every local client is
+  dropped and re-reads on reconnect rather than miss one silently.
+
+On SQLite (one process) :class:`LocalOwnership` owns every timer and the plain
+:class:`~twentyone.server.events.Broadcaster` is the whole fan-out.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import itertools
+import json
+import logging
+import os
+import queue
+import threading
+import uuid
+from collections.abc import Callable, Iterable
+from typing import TYPE_CHECKING, Any, Protocol
+
+from sqlalchemy.engine import make_url
+
+from twentyone.server.events import QUEUE_LIMIT, Broadcaster
+
+if TYPE_CHECKING:
+    import psycopg
+    from fastapi import FastAPI
+
+log = logging.getLogger("twentyone.server")
+EVENTS_CHANNEL = "twentyone_events"
+TABLES_CHANNEL = "twentyone_tables"  # an operator created a table: reload the registry
+MAX_PAYLOAD = 7900  # bytes: PostgreSQL refuses NOTIFY payloads of 8000 bytes or more
+IDLE_SESSION_TIMEOUT_MS = 30_000  # a timer session silent this long (a frozen host) is ended by PostgreSQL
+
+
+def lock_key(name: str) -> int:
+    """A stable signed 64-bit advisory lock key for ``name`` (the same in every process and release)."""
+    digest = hashlib.blake2b(f"twentyone:{name}".encode(), digest_size=8).digest()
+    return int.from_bytes(digest, "big", signed=True)
+
+
+def table_timers(table_id: str) -> str:
+    """The ownership name of a table's timers (its betting window and decision time-outs)."""
+    return f"table:{table_id}"
+
+
+OUTBOX = "outbox"  # the operator-wallet retries: one process delivers them
+
+
+def is_postgres(url: str) -> bool:
+    return make_url(url).get_backend_name() == "postgresql"
+
+
+def libpq_url(url: str) -> str:
+    """The SQLAlchemy URL as a plain libpq one, for connections kept outside the pool."""
+    return make_url(url).set(drivername="postgresql").render_as_string(hide_password=False)
+
+
+def _connect(url: str, purpose: str) -> psycopg.Connection[Any]:
+    import psycopg
+
+    # The application name says which process holds the connection (and its locks): see pg_stat_activity.
+    return psycopg.connect(libpq_url(url), autocommit=True, connect_timeout=5,
+                           application_name=f"twentyone-{purpose} {os.getpid()}")
+
+
+# ----------------------------------------------------------------- timers
+class TimerOwnership(Protocol):
+    def owned(self, names: Iterable[str]) -> set[str]:
+        """Of ``names``, those whose timers run in this process now (taking free ones)."""
+        ...
+
+    def close(self) -> None: ...
+
+
+class LocalOwnership:
+    """One process (SQLite, or a test without PostgreSQL): every timer is this process's."""
+
+    def owned(self, names: Iterable[str]) -> set[str]:
+        return set(names)
+
+    def close(self) -> None:
+        pass
+
+
+class AdvisoryOwnership:
+    """Timers owned through PostgreSQL advisory locks, held on one dedicated connection.
+
+    A lock once taken is kept until the process ends (or loses the connection):
+    ownership does not move while its owner is alive, so a table's timers never
+    run in two processes at once, and a dead owner's tables are free at once.
+    """
+
+    def __init__(self, url: str) -> None:
+        self.url = url
+        self._connection: psycopg.Connection[Any] | None = None
+        self._held: set[str] = set()
+        self._lock = threading.Lock()
+
+    def owned(self, names: Iterable[str]) -> set[str]:
+        import psycopg
+
+        names = set(names)
+        with self._lock:
+            try:
+                connection = self._connect()
+                wanted = sorted(names - self._held)
+                if wanted:
+                    keys = {lock_key(name): name for name in wanted}
+                    rows = connection.execute("SELECT k, pg_try_advisory_lock(k) FROM unnest(%s::bigint[]) AS k",
+                                              [list(keys)]).fetchall()
+                    self._held |= {keys[key] for key, taken in rows if taken}
+                else:
+                    connection.execute("SELECT 1")  # still alive, so the locks held are still ours
+            except psycopg.Error as error:
+                log.warning("timer ownership lost (%s); reconnecting at the next tick", error)
+                self._reset()
+                return set()
+            return names & self._held
+
+    def _connect(self) -> psycopg.Connection[Any]:
+        import psycopg
+
+        if self._connection is None or self._connection.closed:
+            self._held = set()
+            self._connection = _connect(self.url, "timers")
+            # PostgreSQL 14+: a frozen owner's session (and its locks) ends after this much silence.
+            with contextlib.suppress(psycopg.Error):
+                self._connection.execute("SELECT set_config('idle_session_timeout', %s, false)",
+                                         [str(IDLE_SESSION_TIMEOUT_MS)])
+        return self._connection
+
+    def _reset(self) -> None:
+        self._held = set()
+        if self._connection is not None:
+            with contextlib.suppress(Exception):  # closing a broken connection
+                self._connection.close()
+        self._connection = None
+
+    def close(self) -> None:
+        """Give every table back (a clean shutdown): other processes take them at their next tick."""
+        with self._lock:
+            self._reset()
+
+
+# ----------------------------------------------------------------- events
+class PostgresBroadcaster(Broadcaster):
+    """The in-process fan-out plus a bridge: events reach the clients of every process by LISTEN/NOTIFY.
+
+    ``publish`` delivers to this process's clients at once and queues the event
+    for a sender thread, which sends what has gathered in one round trip (so a
+    request never waits on the bridge). A listener thread, on its own connection,
+    delivers other processes' events to this process's clients.
+    """
+
+    def __init__(self, url: str, limit: int = QUEUE_LIMIT,
+                 on_tables_changed: Callable[[], object] | None = None) -> None:
+        super().__init__(limit)
+        self.url = url
+        self.origin = uuid.uuid4().hex[:12]
+        self.on_tables_changed = on_tables_changed or (lambda: None)
+        self._outbox: queue.SimpleQueue[tuple[str, str]] = queue.SimpleQueue()
+        self._sequence = itertools.count()  # NOTIFY folds identical payloads of one transaction: keep each unique
+        self._stopping = threading.Event()
+        self._listening = threading.Event()
+        self._threads: list[threading.Thread] = []
+
+    # Requests call these.
+    def publish(self, table_id: str, event: dict[str, Any]) -> None:
+        self.deliver(table_id, event)
+        payload = self._payload({"t": table_id, "e": event})
+        if len(payload.encode()) > MAX_PAYLOAD:  # keep what a client needs to re-read: the kind and the round
+            payload = self._payload({"t": table_id, "e": {k: event[k] for k in ("type", "round_id") if k in event}})
+        self._outbox.put((EVENTS_CHANNEL, payload))
+
+    def _payload(self, body: dict[str, Any]) -> str:
+        return json.dumps({"o": self.origin, "n": next(self._sequence), **body}, separators=(",", ":"))
+
+    # The server's lifespan calls these.
+    def start(self, wait: float = 10.0) -> None:
+        """Start the sender and the listener; return once the listener listens (or after ``wait`` seconds)."""
+        if self._threads:
+            return
+        self._stopping.clear()
+        for target, name in ((self._send_loop, "twentyone-notify"), (self._listen_loop, "twentyone-listen")):
+            thread = threading.Thread(target=target, name=name, daemon=True)
+            thread.start()
+            self._threads.append(thread)
+        if not self._listening.wait(wait):
+            log.warning("the event listener is not connected yet; it keeps trying")
+
+    def stop(self) -> None:
+        self._stopping.set()
+        for thread in self._threads:
+            thread.join(timeout=5)
+        self._threads = []
+        self._listening.clear()
+
+    # The threads.
+    def _send_loop(self) -> None:
+        import psycopg
+
+        connection: psycopg.Connection[Any] | None = None
+        missed = False  # events were lost: tell every process to drop its clients (they re-read)
+        while not self._stopping.is_set():
+            try:
+                batch = [self._outbox.get(timeout=0.5)]
+            except queue.Empty:
+                continue
+            while len(batch) < 500:
+                try:
+                    batch.append(self._outbox.get_nowait())
+                except queue.Empty:
+                    break
+            try:
+                if connection is None or connection.closed:
+                    connection = _connect(self.url, "notify")
+                if missed:
+                    batch.insert(0, (EVENTS_CHANNEL, self._payload({"resync": True})))
+                channels, payloads = zip(*batch, strict=True)
+                connection.execute("SELECT pg_notify(c, p) FROM unnest(%s::text[], %s::text[]) AS x(c, p)",
+                                   [list(channels), list(payloads)])
+                missed = False
+            except psycopg.Error as error:
+                log.warning("%d events could not be sent to other processes (%s)", len(batch), error)
+                missed = True
+                if connection is not None:
+                    connection.close()
+                connection = None
+                self._stopping.wait(0.5)
+        if connection is not None:
+            connection.close()
+
+    def _listen_loop(self) -> None:
+        import psycopg
+
+        first = True
+        while not self._stopping.is_set():
+            connection = None
+            try:
+                connection = _connect(self.url, "listen")
+                connection.execute(f"LISTEN {EVENTS_CHANNEL}")
+                connection.execute(f"LISTEN {TABLES_CHANNEL}")
+                if not first:  # events of the gap are lost: clients re-read, the registry reloads
+                    self.drop_all()
+                    self.on_tables_changed()
+                first = False
+                self._listening.set()
+                while not self._stopping.is_set():
+                    for note in connection.notifies(timeout=1.0):
+                        self._received(note.channel, note.payload)
+            except psycopg.Error as error:
+                if not self._stopping.is_set():
+                    log.warning("event listener disconnected (%s); reconnecting", error)
+                    first = False
+                    self._stopping.wait(1.0)
+            except Exception:  # pragma: no cover - a bad payload must not stop the listener
+                log.exception("event listener failed; restarting it")
+                self._stopping.wait(1.0)
+            finally:
+                self._listening.clear()
+                if connection is not None:
+                    connection.close()
+
+    def _received(self, channel: str, payload: str) -> None:
+        try:
+            message = json.loads(payload)
+        except ValueError:
+            return
+        if channel == TABLES_CHANNEL:
+            self.on_tables_changed()
+            return
+        if message.get("o") == self.origin:
+            return  # delivered locally when it was published
+        if message.get("resync"):
+            self.drop_all()
+        elif isinstance(message.get("t"), str) and isinstance(message.get("e"), dict):
+            self.deliver(message["t"], message["e"])
+
+
+# ------------------------------------------------------------- workers
+def worker_app() -> FastAPI:
+    """The application of one ``serve --workers N`` worker, from the environment the parent set.
+
+    uvicorn starts workers from an import string, so settings travel as
+    environment variables (``serve`` sets them, the operator token included, so
+    every worker shares one token and none races to create it).
+    """
+    from twentyone.server.app import create_app
+    from twentyone.server.config import Settings
+    from twentyone.server.wallet import load_operator_wallet
+
+    spec = os.environ.get("TWENTYONE_OPERATOR_WALLET")
+    return create_app(Settings.from_environment(), operator_wallet=load_operator_wallet(spec) if spec else None)

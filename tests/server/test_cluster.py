@@ -1,0 +1,351 @@
+"""Several server processes on one PostgreSQL: timer ownership, events between processes, slow clients, workers.
+
+The PostgreSQL tests are skipped without ``TWENTYONE_TEST_POSTGRES_URL`` (CI sets it).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import signal
+import subprocess
+import sys
+import time
+import uuid
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from fastapi.testclient import TestClient
+from server_helpers import OPERATOR, Client, Clock, new_player
+from sqlalchemy import create_engine, text
+from starlette.websockets import WebSocketDisconnect
+from test_resilience import call, free_port, start_server
+
+from twentyone.server.app import create_app
+from twentyone.server.cluster import lock_key, table_timers
+from twentyone.server.config import Settings
+from twentyone.server.events import DROPPED_CODE
+from twentyone.server.service import GameService
+
+
+# ------------------------------------------------------------------ helpers
+@pytest.fixture
+def postgres_url() -> Iterator[str]:
+    """A fresh PostgreSQL database, or a skip where none is configured."""
+    admin_url = os.environ.get("TWENTYONE_TEST_POSTGRES_URL")
+    if not admin_url:
+        pytest.skip("several processes need PostgreSQL: set TWENTYONE_TEST_POSTGRES_URL")
+    name = f"twentyone_cluster_{uuid.uuid4().hex[:12]}"
+    admin = create_engine(admin_url, isolation_level="AUTOCOMMIT")
+    with admin.connect() as connection:
+        connection.execute(text(f'CREATE DATABASE "{name}"'))
+    yield admin_url.rsplit("/", 1)[0] + "/" + name
+    with admin.connect() as connection:
+        connection.execute(text(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
+    admin.dispose()
+
+
+def query(url: str, sql: str, **params: Any) -> list[Any]:
+    engine = create_engine(url)
+    try:
+        with engine.connect() as connection:
+            return list(connection.execute(text(sql), params).all())
+    finally:
+        engine.dispose()
+
+
+def lock_holders(url: str, name: str) -> list[str]:
+    """The application names of the sessions holding ``name``'s advisory lock (``twentyone-timers PID``)."""
+    key = lock_key(name)
+    return [row[0] for row in query(
+        url, "SELECT a.application_name FROM pg_locks l JOIN pg_stat_activity a ON a.pid = l.pid "
+             "WHERE l.locktype = 'advisory' AND l.granted AND l.objsubid = 1 "
+             "AND l.classid::bigint = :high AND l.objid::bigint = :low",
+        high=(key >> 32) & 0xFFFFFFFF, low=key & 0xFFFFFFFF)]
+
+
+def eventually(check: Callable[[], Any], seconds: float, what: str) -> Any:
+    """Poll ``check`` until it returns something true, for at most ``seconds``."""
+    deadline = time.monotonic() + seconds
+    while True:
+        result = check()
+        if result:
+            return result
+        if time.monotonic() > deadline:
+            raise AssertionError(f"{what}: not within {seconds} s")
+        time.sleep(0.1)
+
+
+def reconcile(url: str, players: dict[int, tuple[str, int]], currencies: dict[str, str]) -> None:
+    """Money to the cent: every transfer sums to zero, and each wallet = credits - staked + returned.
+
+    ``players``: player id -> their token and a live server's port to ask; ``currencies``:
+    table id -> currency of the tables played.
+    """
+    assert query(url, "SELECT count(*) FROM rounds WHERE status IN ('betting', 'playing')")[0][0] == 0
+    assert query(url, "SELECT coalesce(sum(amount), 0) FROM ledger")[0][0] == 0
+    assert query(url, "SELECT count(*) FROM (SELECT transfer_id FROM ledger GROUP BY transfer_id "
+                      "HAVING sum(amount) <> 0) unbalanced")[0][0] == 0
+    for player_id, (token, port) in players.items():
+        balances = call(port, "GET", "/me", token).json()["balances"]
+        for currency in set(currencies.values()):
+            tables = [table for table, money in currencies.items() if money == currency]
+            credits = query(url, "SELECT coalesce(sum(l.amount), 0) FROM ledger l JOIN accounts a "
+                                 "ON a.id = l.account_id WHERE a.owner = :owner AND a.currency = :currency "
+                                 "AND l.kind = 'credit'", owner=f"player:{player_id}", currency=currency)[0][0]
+            staked, returned = query(
+                url, "SELECT coalesce(sum(s.staked), 0), coalesce(sum(s.returned), 0) FROM round_seats s "
+                     "JOIN rounds r ON r.id = s.round_id WHERE s.player_id = :player AND r.table_id = ANY(:tables)",
+                player=player_id, tables=tables)[0]
+            assert balances[currency] == credits - staked + returned, (player_id, currency)
+
+
+# ------------------------------------------------------------ slow clients
+def test_a_client_too_slow_to_read_is_dropped_and_told_to_read_again(guest: Client, service: GameService,
+                                                                      http: TestClient) -> None:
+    service.events.limit = 4
+    with http.websocket_connect(f"/ws/tables/classic?token={guest.token}") as socket:
+        assert socket.receive_json()["type"] == "hello"
+
+        def burst() -> None:  # runs on the server's loop: every event is queued before the client reads one
+            for number in range(10):
+                service.events.deliver("classic", {"type": "round", "round_id": number})
+
+        socket.portal.call(burst)
+        socket.portal.call(service.events.deliver, "classic", {"type": "end"})
+        with pytest.raises(WebSocketDisconnect) as closed:
+            for _ in range(20):  # a client kept (events silently skipped) would read on to "end"
+                assert socket.receive_json()["type"] != "end", "the slow client missed events without being told"
+    assert closed.value.code == DROPPED_CODE
+    assert not service.events._subscribers.get("classic")
+
+
+def test_serve_refuses_several_workers_on_sqlite(tmp_path: Path) -> None:
+    refused = subprocess.run([sys.executable, "-m", "twentyone.cli.main", "serve", "--workers", "2",
+                              "--data-dir", str(tmp_path)], capture_output=True, text=True, timeout=60)
+    assert refused.returncode == 2
+    assert refused.stderr.strip().count("\n") == 0 and "needs PostgreSQL" in refused.stderr
+
+
+# ------------------------------------------------------------ stale timers
+def test_a_timer_acts_only_on_the_state_it_judged_due(http: TestClient, service: GameService, clock: Clock) -> None:
+    """A tick that read a round before a decision (here, or in another process) must not act on the next hand."""
+    ann, bob = new_player(http, "ann"), new_player(http, "bob")
+    service.stacked.append(["TS", "9S", "7H", "6S", "8S", "8D", "2C", "5C"])  # both decide; no dealer ace
+    ann.bet("multiplayer", 500)
+    round_id = ann.post("/tables/multiplayer/deal").json()["id"]
+    assert service.rounds.close_betting("multiplayer", due=clock.now) is None  # its window closes later
+    bob.bet("multiplayer", 500)
+    bob.post("/tables/multiplayer/deal")
+    clock.advance(16)
+    assert service.tick()["dealt"] == 1
+    clock.advance(16)  # a tick judges ann's decision overdue at version 0 ...
+    assert ann.act(round_id, "stand").json()["decision"]["name"] == "bob"  # ... while ann decided in time
+    assert service.rounds.auto_decide(round_id, 0) == 0
+    assert bob.get(f"/rounds/{round_id}").json()["decision"]["name"] == "bob"  # bob's time is his own
+    clock.advance(16)
+    assert service.tick()["auto"] == 1  # bob's own time-out still fires
+
+
+# ------------------------------------------------------- one database, two apps
+def test_a_tables_timers_run_in_exactly_one_process_and_move_when_it_dies(tmp_path: Path, postgres_url: str) -> None:
+    clock = Clock()
+    settings = Settings(postgres_url, tmp_path, OPERATOR)
+    first_app = create_app(settings, clock=clock, timers=False)
+    second_app = create_app(settings, clock=clock, timers=False)
+    with TestClient(first_app) as first_http, TestClient(second_app) as second_http:
+        first: GameService = first_app.state.service
+        second: GameService = second_app.state.service
+        ann, bob = new_player(first_http, "ann"), new_player(second_http, "bob")
+        ann.bet("multiplayer", 500)
+        round_id = ann.post("/tables/multiplayer/deal").json()["id"]
+        bob.bet("multiplayer", 500)
+        assert bob.post("/tables/multiplayer/deal").json()["id"] == round_id
+        assert first.tick()["dealt"] == 0  # the first to tick takes the table (its round is open); nothing due
+        assert len(lock_holders(postgres_url, table_timers("multiplayer"))) == 1
+        clock.advance(16)
+        assert second.tick()["dealt"] == 0  # due, but its timers are the first process's
+        assert ann.get(f"/rounds/{round_id}").json()["status"] == "betting"
+        assert first.tick()["dealt"] == 1
+        assert bob.get(f"/rounds/{round_id}").json()["status"] == "playing"
+
+        # The first process dies: PostgreSQL ends its session, and the lock goes with it.
+        assert first.ownership._connection is not None  # type: ignore[attr-defined]
+        backend = first.ownership._connection.info.backend_pid  # type: ignore[attr-defined]
+        query(postgres_url, "SELECT pg_terminate_backend(:pid)", pid=backend)
+        clock.advance(16)  # the first player's decision timer runs out
+        eventually(lambda: second.tick()["auto"], 10, "the second process took the table over")
+        log = query(postgres_url, "SELECT actions FROM rounds WHERE id = :id", id=round_id)[0][0]
+        assert [entry["source"] for entry in log] == ["timeout"]  # once, not once per process
+        assert bob.get(f"/rounds/{round_id}").json()["decision"]["name"] == "bob"
+        clock.advance(16)
+        assert first.tick()["auto"] == 0  # back on its feet, it finds the table taken
+        assert second.tick()["auto"] == 1
+        assert ann.get(f"/rounds/{round_id}").json()["status"] == "settled"
+
+
+def test_a_table_created_in_one_process_is_listed_by_the_others(tmp_path: Path, postgres_url: str) -> None:
+    settings = Settings(postgres_url, tmp_path, OPERATOR)
+    first_app, second_app = create_app(settings, timers=False), create_app(settings, timers=False)
+    with TestClient(first_app) as first_http, TestClient(second_app) as second_http:
+        listed = lambda: {t["id"] for t in second_http.get("/tables").json()["tables"]}  # noqa: E731
+        assert "late-table" not in listed()  # the second process has its registry in memory now
+        created = Client(first_http, OPERATOR).post("/admin/tables", {
+            "id": "late-table", "name": "Late", "variant": "classic", "currency": "USD", "chips": [100],
+            "limits": {"main": [100, 1000]}})
+        assert created.status_code == 201, created.json()
+        eventually(lambda: "late-table" in listed(), 10, "the other process listed the new table")
+
+
+# -------------------------------------------------------- two real processes
+SHARED_TABLES = {
+    "power-duo": {"name": "Power for two processes", "variant": "power", "currency": "EUR", "chips": [100, 500],
+                  "limits": {"main": [100, 100000]}, "seats": 0, "decision_timeout": 120, "betting_window": 2},
+    "timed-duo": {"name": "Timers that move", "variant": "multiplayer", "currency": "USD", "chips": [100, 500],
+                  "limits": {"main": [100, 100000]}, "seats": 7, "decision_timeout": 3, "betting_window": 3},
+}
+
+
+class Events:
+    """A WebSocket client of one table on one process, reading with a deadline."""
+
+    def __init__(self, port: int, table: str, token: str) -> None:
+        from websockets.sync.client import connect
+
+        self._stack = contextlib.ExitStack()
+        self.socket = self._stack.enter_context(
+            connect(f"ws://127.0.0.1:{port}/ws/tables/{table}?token={token}", open_timeout=10))
+        self.seen: list[dict[str, Any]] = []
+        assert self.wait(lambda e: e["type"] == "hello", 10)
+
+    def wait(self, wanted: Callable[[dict[str, Any]], bool], seconds: float) -> dict[str, Any]:
+        import json
+
+        for event in self.seen:
+            if wanted(event):
+                return event
+        deadline = time.monotonic() + seconds
+        while (left := deadline - time.monotonic()) > 0:
+            try:
+                event = json.loads(self.socket.recv(timeout=left))
+            except TimeoutError:
+                break
+            self.seen.append(event)
+            if wanted(event):
+                return event
+        raise AssertionError(f"no such event within {seconds} s; seen {self.seen}")
+
+    def close(self) -> None:
+        self._stack.close()
+
+
+def play_out(round_id: int, players: dict[str, tuple[str, int]]) -> dict[str, Any]:
+    """Take every decision of a shared round, each player through the process given, Stand (or decline)."""
+    token, port = next(iter(players.values()))
+    view = call(port, "GET", f"/rounds/{round_id}", token).json()
+    for _ in range(40):
+        if view["status"] != "playing":
+            return view
+        token, port = players[view["decision"]["name"]]
+        view = call(port, "GET", f"/rounds/{round_id}", token).json()
+        legal = view["legal_actions"]
+        choice = "stand" if "stand" in legal else next(a for a in legal if a.startswith("no-"))
+        answer = call(port, "POST", f"/rounds/{round_id}/actions", token, {"action": choice})
+        assert answer.status_code == 200, answer.json()
+        view = answer.json()
+    raise AssertionError("the round did not settle in 40 decisions")
+
+
+def test_two_processes_share_rounds_events_and_take_over_a_dead_ones_timers(tmp_path: Path,
+                                                                             postgres_url: str) -> None:
+    ports = [free_port(), free_port()]
+    servers = [start_server(tmp_path / "a", ports[0], postgres_url)]
+    servers.append(start_server(tmp_path / "b", ports[1], postgres_url))
+    sockets: list[Events] = []
+    try:
+        for table_id, spec in SHARED_TABLES.items():
+            created = call(ports[0], "POST", "/admin/tables", OPERATOR, {"id": table_id, **spec})
+            assert created.status_code == 201, created.json()
+        eventually(lambda: set(SHARED_TABLES) <= {t["id"] for t in call(ports[1], "GET", "/tables").json()["tables"]},
+                   10, "the second process listed the tables made in the first")
+        ann, bob = (call(port, "POST", "/auth/guest").json() for port in ports)
+        ids = {ann["player"]["id"]: (ann["token"], ports[0]), bob["player"]["id"]: (bob["token"], ports[1])}
+
+        # A power round: ann plays through the first process, bob through the second; each sees the other.
+        ann_events = Events(ports[0], "power-duo", ann["token"])
+        bob_events = Events(ports[1], "power-duo", bob["token"])
+        sockets += [ann_events, bob_events]
+        call(ports[0], "POST", "/tables/power-duo/bets", ann["token"], {"spot": 1, "chip": 500})
+        round_id = call(ports[0], "POST", "/tables/power-duo/deal", ann["token"]).json()["id"]
+        bob_events.wait(lambda e: e["type"] == "bets" and e["player_id"] == ann["player"]["id"], 10)
+        call(ports[1], "POST", "/tables/power-duo/bets", bob["token"], {"spot": 1, "chip": 100})
+        assert call(ports[1], "POST", "/tables/power-duo/deal", bob["token"]).json()["id"] == round_id
+        ann_events.wait(lambda e: e["type"] == "bets" and e["player_id"] == bob["player"]["id"], 10)
+        for events in (ann_events, bob_events):  # the window closed in whichever process owns the table
+            events.wait(lambda e: e["type"] == "round" and e.get("round_id") == round_id, 15)
+        # Decisions cross over: ann's through the second process, bob's through the first.
+        crossed = {ann["player"]["name"]: (ann["token"], ports[1]), bob["player"]["name"]: (bob["token"], ports[0])}
+        assert play_out(round_id, crossed)["status"] == "settled"
+        for events in (ann_events, bob_events):
+            events.wait(lambda e: e["type"] == "round" and e.get("status") == "settled", 10)
+        assert all("cards" not in e and "shoe" not in e for e in ann_events.seen + bob_events.seen)
+
+        # A multiplayer round whose timers' owner dies while its betting window is open.
+        for player, port in ((ann, ports[0]), (bob, ports[1])):
+            call(port, "POST", "/tables/timed-duo/bets", player["token"], {"spot": 1, "chip": 500})
+            timed_id = call(port, "POST", "/tables/timed-duo/deal", player["token"]).json()["id"]
+        holders = eventually(lambda: lock_holders(postgres_url, table_timers("timed-duo")), 10, "an owner")
+        assert len(holders) == 1  # exactly one process runs the table's timers
+        owner_pid = int(holders[0].split()[-1])
+        dead = next(i for i, server in enumerate(servers) if server.pid == owner_pid)
+        survivor, survivor_pid = ports[1 - dead], servers[1 - dead].pid
+        watcher = Events(survivor, "timed-duo", (ann, bob)[1 - dead]["token"])
+        sockets.append(watcher)
+        servers[dead].send_signal(signal.SIGKILL)
+        servers[dead].wait()
+        assert call(survivor, "GET", f"/rounds/{timed_id}", ann["token"]).json()["status"] == "betting"
+        survivor_name = f"twentyone-timers {survivor_pid}"
+        eventually(lambda: lock_holders(postgres_url, table_timers("timed-duo")) == [survivor_name],
+                   15, "the survivor took the table's timers")
+        # Nobody decides: the survivor closes the window, then Stands for each player as their time runs out.
+        watcher.wait(lambda e: e["type"] == "round" and e.get("round_id") == timed_id, 15)
+        eventually(lambda: call(survivor, "GET", f"/rounds/{timed_id}", ann["token"]).json()["status"] == "settled",
+                   40, "the survivor's decision timers settled the round")
+        watcher.wait(lambda e: e["type"] == "round" and e.get("status") == "settled", 10)
+        log = query(postgres_url, "SELECT actions FROM rounds WHERE id = :id", id=timed_id)[0][0]
+        assert log and all(entry["source"] == "timeout" for entry in log)
+        reconcile(postgres_url, {pid: (token, survivor) for pid, (token, _) in ids.items()},
+                  {"power-duo": "EUR", "timed-duo": "USD"})
+    finally:
+        for events in sockets:
+            events.close()
+        for server in servers:
+            if server.poll() is None:
+                server.send_signal(signal.SIGKILL)
+                server.wait()
+
+
+def test_serve_workers_starts_several_processes_on_postgresql(tmp_path: Path, postgres_url: str) -> None:
+    port = free_port()
+    env = {**os.environ, "TWENTYONE_OPERATOR_TOKEN": OPERATOR}
+    server = subprocess.Popen([sys.executable, "-m", "twentyone.cli.main", "serve", "--workers", "2", "--port",
+                               str(port), "--data-dir", str(tmp_path), "--database", postgres_url],
+                              env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
+    try:
+        listeners = eventually(lambda: {row[0] for row in query(
+            postgres_url, "SELECT application_name FROM pg_stat_activity WHERE application_name LIKE "
+                          "'twentyone-listen %' AND datname = current_database()")} if len(
+            query(postgres_url, "SELECT 1 FROM pg_stat_activity WHERE application_name LIKE 'twentyone-listen %' "
+                                "AND datname = current_database()")) >= 2 else None, 60, "two workers listening")
+        assert len(listeners) == 2 and str(server.pid) not in " ".join(listeners)  # workers, not the parent
+        token = call(port, "POST", "/auth/guest").json()["token"]
+        assert call(port, "GET", "/me", token).json()["balances"]["USD"] == 100000
+    finally:
+        os.killpg(server.pid, signal.SIGTERM)
+        try:
+            server.wait(timeout=20)
+        except subprocess.TimeoutExpired:
+            os.killpg(server.pid, signal.SIGKILL)
+            server.wait()

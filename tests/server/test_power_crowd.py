@@ -1,0 +1,113 @@
+"""A Power Blackjack round of many players: one deal, independent decisions, one settlement for all."""
+
+from __future__ import annotations
+
+from fastapi.testclient import TestClient
+from server_helpers import Client, Clock
+from sqlalchemy import func, select
+
+from twentyone.server.models import LedgerEntry, RoundSeat
+from twentyone.server.service import GameService
+from twentyone.server.views import OTHERS_SHOWN
+
+PLAYERS = OTHERS_SHOWN + 12  # more than a round view lists in full
+
+
+def test_a_crowded_power_round_takes_decisions_in_any_order_and_settles_everyone_once(
+        http: TestClient, service: GameService, clock: Clock) -> None:
+    # Players hold 5+6 = 11 against a 7 up and an 8 in the hole (15: the dealer draws).
+    service.stacked.append(["5S", "7H", "6D", "8C", "4C", "KD", "2H", "3S", "QC", "2C", "2D", "3H"])
+    players = []
+    for _ in range(PLAYERS):
+        body = http.post("/auth/guest").json()
+        players.append(Client(http, body["token"], body["player"]["name"]))
+    balances = {p.name: p.balance("EUR") for p in players}
+    for player in players:
+        player.bet("power", 500)
+        assert player.post("/tables/power/deal").status_code == 200
+    clock.advance(16)
+    assert service.tick()["dealt"] == 1
+    round_id = players[0].get("/tables/power").json()["round"]["id"]
+    # The last player need not wait for the first: every player has a decision of their own at once.
+    for player in reversed(players):
+        view = player.get(f"/rounds/{round_id}").json()
+        assert view["legal_actions"], player.name
+        assert view["seat_count"] == PLAYERS and len(view["seats"]) <= OTHERS_SHOWN + 1
+        assert any(hand["name"] == player.name for hand in view["hands"])  # the viewer's own hand, always
+        answer = player.act(round_id, "stand").json()
+        assert answer["status"] == ("settled" if player is players[0] else "playing")
+    final = players[-1].get(f"/rounds/{round_id}").json()
+    assert final["status"] == "settled"
+    with service.db.sessions() as session:
+        seats = session.scalars(select(RoundSeat).where(RoundSeat.round_id == round_id)).all()
+        assert len(seats) == PLAYERS
+        # Each seat paid exactly once, and the ledger still balances to zero.
+        assert session.scalar(select(func.count()).select_from(LedgerEntry)
+                              .where(LedgerEntry.round_id == round_id, LedgerEntry.kind == "win",
+                                     LedgerEntry.amount > 0)) == sum(1 for seat in seats if seat.returned)
+        assert session.scalar(select(func.sum(LedgerEntry.amount))) == 0
+    for player in players:
+        mine = player.get(f"/rounds/{round_id}").json()["me"]
+        assert player.balance("EUR") == balances[player.name] - mine["staked"] + mine["returned"]
+        assert mine["balance_after"] == player.balance("EUR")
+
+
+def test_the_timer_stands_every_player_of_a_common_draw_round_at_once(
+        http: TestClient, service: GameService, clock: Clock) -> None:
+    service.stacked.append(["5S", "7H", "6D", "8C", "4C", "KD", "2H", "3S"])
+    players = []
+    for _ in range(5):
+        body = http.post("/auth/guest").json()
+        players.append(Client(http, body["token"], body["player"]["name"]))
+        players[-1].bet("power", 500)
+        players[-1].post("/tables/power/deal")
+    clock.advance(16)
+    service.tick()
+    round_id = players[0].get("/tables/power").json()["round"]["id"]
+    players[2].act(round_id, "hit")
+    clock.advance(16)
+    assert service.tick()["auto"] == 5  # every waiting player stands when the round's time is up
+    view = players[2].get(f"/rounds/{round_id}").json()
+    assert view["status"] == "settled" and all(hand["status"] != "playing" for hand in view["hands"])
+
+
+def test_hints_in_a_live_shoe_count_the_cards_already_seen(
+        http: TestClient, service: GameService, clock: Clock) -> None:
+    """Power deals to a cut card: the second round's hint is for the shoe less the first round's cards and
+    the cards face up now, with the hole card still counted as unseen."""
+    from twentyone.analysis.hints import hint
+    from twentyone.core.cards import parse_card, parse_cards
+    from twentyone.server.models import Round, Shoe
+    from twentyone.variants import builtin_rules
+
+    body = http.post("/auth/guest").json()
+    player = Client(http, body["token"], body["player"]["name"])
+    service.stacked.append(["5S", "7H", "6D", "8C", "KD", "QC", "5C", "8H", "3D", "JS"])
+    for _ in range(2):
+        player.bet("power", 500)
+        player.post("/tables/power/deal")
+        clock.advance(16)
+        service.tick()
+        round_id = player.get("/tables/power").json()["round"]["id"]
+        if player.get(f"/rounds/{round_id}").json()["legal_actions"] and _ == 0:
+            player.act(round_id, "stand")
+    view = player.get(f"/rounds/{round_id}").json()
+    answer = player.get(f"/rounds/{round_id}/hint").json()
+    rules = builtin_rules("power")
+    with service.db.sessions() as session:
+        round_row = session.get(Round, round_id)
+        cards = session.get(Shoe, round_row.shoe_id).cards.split()
+        earlier, start = cards[:round_row.shoe_start], round_row.shoe_start
+    assert start > 0  # the second round drew from the same shoe
+    hole = cards[start + 3]  # power: shared card, up card, shared card, hole card
+    assert hole not in [c for h in view["hands"] for c in h["cards"]] + view["dealer"]["cards"]
+    unseen = list(rules.shoe.composition.cards())
+    for text in [*earlier, *view["hands"][0]["cards"], *view["dealer"]["cards"]]:
+        unseen.remove(parse_card(text))
+    expected = hint(rules, parse_cards(view["hands"][0]["cards"]), parse_card(view["dealer"]["cards"][0]),
+                    view["legal_actions"], first_decision=True, unseen=unseen)
+    assert [(entry["action"], entry["ev"]) for entry in answer["actions"]] == [
+        (action, value) for action, value in expected]
+    fresh = hint(rules, parse_cards(view["hands"][0]["cards"]), parse_card(view["dealer"]["cards"][0]),
+                 view["legal_actions"], first_decision=True)
+    assert [entry["ev"] for entry in answer["actions"]] != [value for _, value in fresh]
