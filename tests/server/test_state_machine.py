@@ -15,7 +15,7 @@ from typing import Any
 from fastapi.testclient import TestClient
 from hypothesis import HealthCheck, settings
 from hypothesis import strategies as st
-from hypothesis.stateful import RuleBasedStateMachine, invariant, precondition, rule
+from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, precondition, rule
 from integrity import ledger_totals, round_money
 from server_helpers import OPERATOR, Clock
 from sqlalchemy import func, select
@@ -112,6 +112,10 @@ class Casino(RuleBasedStateMachine):
     @rule(who=st.integers(0, PLAYERS - 1), table=st.sampled_from(TABLES))
     def deal(self, who: int, table: str) -> None:
         self.send("POST", f"/tables/{table}/deal", who)
+
+    @initialize(who=st.integers(0, PLAYERS - 1), table=st.sampled_from(TABLES), spots=st.integers(1, 2))
+    def first_round(self, who: int, table: str, spots: int) -> None:
+        self.bet_and_deal(who, table, spots)
 
     @rule(who=st.integers(0, PLAYERS - 1), table=st.sampled_from(TABLES), spots=st.integers(1, 2))
     def bet_and_deal(self, who: int, table: str, spots: int) -> None:
