@@ -235,6 +235,19 @@ def test_a_key_replayed_with_a_different_body_is_422_and_changes_nothing(guest: 
     assert guest.get("/tables/classic").json()["slip"]["total"] == 100
 
 
+def test_idempotency_keys_are_what_the_schema_says(guest: Client, http: TestClient) -> None:
+    import re
+
+    schema = http.get("/openapi.json").json()["paths"]["/tables/{table_id}/deal"]["post"]["parameters"]
+    pattern = next(p for p in schema if p["name"] == "Idempotency-Key")["schema"]["pattern"]
+    for key, accepted in (("a b", True), ("k" * 128, True), ("~!", True), ("k" * 129, False), ("é", False),
+                          ("tab\there", False)):
+        response = guest.http.put("/me/settings", json={"sound": True},
+                                  headers={**guest.headers, "Idempotency-Key": key.encode()})  # type: ignore[dict-item]
+        assert (response.status_code == 200) is accepted, (key, response.json())
+        assert (bool(re.fullmatch(pattern, key)) and len(key) <= 128) is accepted, key
+
+
 def test_concurrent_duplicates_with_one_key_all_get_the_first_answer_and_money_moves_once(
         guest: Client, service: GameService) -> None:
     service.stacked.append(["2S", "6H", "3D", "TC", "2C", "2D", "9S", "4H"])

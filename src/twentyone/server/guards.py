@@ -133,8 +133,9 @@ def document_errors(app: FastAPI) -> None:
                 for parameter in operation.get("parameters", []):
                     if parameter.get("name") == "Idempotency-Key":
                         parameter["required"] = True
+                        # What the store accepts: printable ASCII, its ends not spaces (HTTP strips those).
                         parameter["schema"] = {"type": "string", "minLength": 1, "maxLength": 128,
-                                               "pattern": "^[\\x21-\\x7e]+$"}
+                                               "pattern": "^[\\x21-\\x7e]([\\x20-\\x7e]*[\\x21-\\x7e])?$"}
         app.openapi_schema = spec
         return spec
 
