@@ -174,7 +174,7 @@ def test_side_bets_and_insurance_are_told_in_words_with_what_they_won() -> None:
     press(game, "s")  # 18 stands; the dealer draws 6 6 2 K: bust with 4 cards
     text = screen(game)
     assert "Bust It #1: dealer busts with 4 cards, +$2.00" in text
-    assert "Any Pair #1: no pair, −$1.00" in text
+    assert "Any Pair #1: no win, −$1.00" in text
     assert "win +$1.00" in text and game.message == "Round over: won $2.00."
     insured = table("first-person", ["TS", "AH", "9D", "KC"])
     press(insured, "bdy")

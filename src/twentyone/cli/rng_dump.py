@@ -87,7 +87,14 @@ def dump_text(composition: ShoeComposition, rng: RandomBits, rounds: int, fmt: s
 
 
 def dump_binary(composition: ShoeComposition, rng: RandomBits, rounds: int, out: BinaryIO) -> int:
-    """Write the bits ``rounds`` shuffles draw as little-endian 32-bit words; returns the word count."""
+    """Write the bits ``rounds`` shuffles draw as little-endian 32-bit words; returns the word count.
+
+    >>> import io, random
+    >>> out = io.BytesIO()
+    >>> words = dump_binary(ShoeComposition(1), random.Random(2), 10, out)
+    >>> len(out.getvalue()) == 4 * words, words > 10 * 51 * 5 // 32   # at least 5 bits a card on average
+    (True, True)
+    """
     tap = RecordingBits(rng)
     written = 0
     for _ in range(rounds):

@@ -25,6 +25,7 @@ from fastapi.staticfiles import StaticFiles
 from pydantic import BaseModel, BeforeValidator, Field, StrictBool
 from starlette.concurrency import run_in_threadpool
 
+from twentyone.core.money import MAX_AMOUNT
 from twentyone.core.shoe import RandomBits
 from twentyone.server.cluster import AdvisoryOwnership, PostgresBroadcaster, is_postgres
 from twentyone.server.config import Settings
@@ -39,7 +40,6 @@ from twentyone.variants import VARIANTS
 
 log = logging.getLogger("twentyone.server")
 MAX_ID = 2**31 - 1  # ids are 32-bit integers in storage (and pages stay below it): anything larger is a 422
-MAX_AMOUNT = 10**15  # minor units: far beyond any table's limit, well inside 64 bits
 MAX_CHIP = 2**31 - 1  # a selected chip is stored as a 32-bit integer
 CURRENCY = "^[A-Z]{3}$"
 MAX_BODY = 64 * 1024  # bytes: the largest request any endpoint needs is a table definition

@@ -26,6 +26,7 @@ from twentyone.core.operations import Action
 from twentyone.core.round import IllegalActionError, Phase, Round
 from twentyone.core.rules import Rules
 from twentyone.core.shoe import RandomBits, Shoe, system_rng
+from twentyone.core.sidebets import SIDE_BETS
 
 SUIT_SYMBOLS = {"S": "♠", "H": "♥", "D": "♦", "C": "♣"}
 PLAY_KEYS = {
@@ -38,31 +39,29 @@ OFFER_KEYS = {
     "surrender": {"y": Action.SURRENDER, "n": Action.NO_SURRENDER},
 }
 SIDE_BET_KEYS = {"perfect_pairs": "p", "any_pair": "a", "21+3": "t", "hot_3": "o", "bust_it": "k"}
-SIDE_BET_TITLES = {"perfect_pairs": "Perfect Pairs", "any_pair": "Any Pair", "21+3": "21+3",
-                   "hot_3": "Hot 3", "bust_it": "Bust It"}
-# What each paytable line (and a loss) means, in words, by side-bet kind.
-SIDE_BET_WORDS = {
-    "perfect_pairs": {"perfect": "perfect pair", "colored": "coloured pair", "mixed": "mixed pair", "lose": "no pair"},
-    "any_pair": {"suited_pair": "suited pair", "any_pair": "pair", "lose": "no pair"},
-    "21+3": {"suited_trips": "suited trips", "straight_flush": "straight flush", "three_of_a_kind": "three of a kind",
-             "straight": "straight", "flush": "flush", "lose": "no poker hand"},
-    "hot_3": {"seven_seven_seven": "7-7-7", "suited_21": "suited 21", "21": "21", "20": "20", "19": "19",
-              "lose": "under 19 or over 21"},
-    "bust_it": {**{f"bust_{n}": f"dealer busts with {n} cards" for n in range(3, 8)},
-                "bust_8_plus": "dealer busts with 8 or more cards", "lose": "dealer does not bust"},
-}
 INSURANCE_WORDS = {"win": "dealer blackjack", "lose": "no dealer blackjack"}
 
 
+def side_bet_title(kind: str) -> str:
+    """A side bet's name as the table shows it, from the one registry of side-bet kinds.
+
+    >>> side_bet_title("bust_it"), side_bet_title("21+3")
+    ('Bust It', '21+3')
+    """
+    spec = SIDE_BETS.get(kind)
+    return spec.title if spec else kind
+
+
 def side_bet_words(kind: str, result: str) -> str:
-    """A side bet's result as a player reads it.
+    """A side bet's result as a player reads it: the registry's words for the line hit.
 
     >>> side_bet_words("bust_it", "bust_4"), side_bet_words("perfect_pairs", "lose")
-    ('dealer busts with 4 cards', 'no pair')
+    ('dealer busts with 4 cards', 'no win')
     """
-    if result == "push":
-        return "stake returned"
-    return SIDE_BET_WORDS.get(kind, {}).get(result, result.replace("_", " "))
+    spec = SIDE_BETS.get(kind)
+    if spec is not None and result in spec.line_titles:
+        return spec.line_titles[result]
+    return {"lose": "no win", "push": "stake returned"}.get(str(result), str(result).replace("_", " "))
 
 
 def net_text(net: int, currency: str) -> str:
@@ -373,7 +372,7 @@ class TerminalTable:
         for s in game.settlements:
             if s.item in game.rules.side_bets:
                 kind = game.rules.side_bets[s.item].kind
-                title, words = SIDE_BET_TITLES.get(kind, s.item), side_bet_words(kind, s.result)
+                title, words = side_bet_title(kind), side_bet_words(kind, s.result)
             elif s.item == "insurance":
                 title, words = "Insurance", INSURANCE_WORDS.get(s.result, s.result)
             else:
@@ -390,7 +389,7 @@ class TerminalTable:
         table.add_column("Spot")
         table.add_column("Main")
         for name in self.rules.side_bets:
-            table.add_column(SIDE_BET_TITLES.get(self.rules.side_bets[name].kind, name))
+            table.add_column(side_bet_title(self.rules.side_bets[name].kind))
         for spot in range(1, slip.spots + 1):
             row = ["▶ " + str(spot) if spot == self.selected_spot else "  " + str(spot),
                    self.money(slip.bets.get((spot, MAIN), 0))]
@@ -409,7 +408,7 @@ class TerminalTable:
     def _render_keys(self) -> Text:
         game = self.game
         if game is None or game.phase is Phase.SETTLED:
-            side = "  ".join(f"[{key}] {SIDE_BET_TITLES[self.rules.side_bets[name].kind]}"
+            side = "  ".join(f"[{key}] {side_bet_title(self.rules.side_bets[name].kind)}"
                              for key, name in self._side_keys().items())
             spots = f"[1-{self.slip.spots}] spot  " if self.slip.spots > 1 else ""
             keys = f"{spots}[c] chip  [b] bet  [u] undo  [x] x2  [r] rebet  [d] deal  [q] quit"
