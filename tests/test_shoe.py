@@ -1,5 +1,4 @@
 import random
-import secrets
 from collections import Counter
 from itertools import permutations
 
@@ -41,8 +40,24 @@ def test_short_shoe_raises() -> None:
         shoe.draw()
 
 
-def test_production_rng_is_the_system_csprng() -> None:
-    assert isinstance(system_rng(), secrets.SystemRandom)
+def test_production_rng_is_the_system_csprng(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Every bit production shuffles with comes from the operating system's CSPRNG, each used once."""
+    import os
+
+    from twentyone.core import shoe as shoe_module
+
+    handed: list[bytes] = []
+    original = os.urandom
+
+    def urandom(size: int) -> bytes:
+        handed.append(original(size))
+        return handed[-1]
+
+    monkeypatch.setattr(shoe_module.os, "urandom", urandom)
+    rng = system_rng()
+    words = [rng.getrandbits(32) for _ in range(2048)]  # 8 KiB: two blocks
+    assert len(handed) == 2
+    assert b"".join(word.to_bytes(4, "little") for word in words) == b"".join(handed)
 
 
 def test_uniform_below_rejects_instead_of_taking_a_modulo() -> None:

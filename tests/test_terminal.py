@@ -96,6 +96,14 @@ def test_chips_side_bets_undo_x2_and_rebet() -> None:
     assert game.slip.total == 1200
 
 
+def test_bet_refusals_write_their_amounts_as_money() -> None:
+    game = table("classic", balance=250)
+    press(game, "bbb")
+    assert game.message == "The balance does not cover another $1.00."
+    press(game, "x")
+    assert game.message == "Doubling every bet needs $4.00 but the balance is $2.50."
+
+
 def test_side_bet_without_a_main_bet_is_refused() -> None:
     game = table("first-person")
     press(game, "p")
@@ -162,7 +170,7 @@ def test_every_amount_is_in_the_tables_currency() -> None:
     assert "BET LIMITS main £25.00–£50.00" in betting
     press(game, "bb")
     press(game, "b")
-    assert game.message == "The maximum bet of £50.00 is reached on this spot."
+    assert game.message == "The maximum bet is £50.00 on this spot."
     press(game, "ds")
     assert game.message == "Round over: won £50.00."
     assert "win +£50.00" in screen(game)
@@ -185,3 +193,17 @@ def test_a_push_reads_even() -> None:
     game = table("classic", ["TS", "9H", "8D", "9C"])
     press(game, "bds")
     assert game.message == "Round over: even." and "push even" in screen(game)
+
+
+@pytest.mark.parametrize("variant", ["classic", "first-person", "multiplayer", "power"])
+def test_the_hole_card_is_not_on_the_screen_until_it_is_turned(variant: str) -> None:
+    """The terminal draws from the player's view of the round: the hole card shows as a back, not its face."""
+    shoe = {"multiplayer": ["2S", "QH", "3D", "7C", "5C", "4S"],  # first card, hole, second card, up
+            "power": ["2S", "7C", "3D", "QH", "5C", "4S"]}.get(variant, ["2S", "7C", "3D", "QH", "5C", "4S"])
+    game = table(variant, shoe)
+    press(game, "bd")
+    assert game.game is not None and game.game.phase == "player-turns"
+    shown = screen(game)
+    assert "Q♥" not in shown and "QH" not in shown
+    press(game, "s")
+    assert "Q♥" in screen(game)  # turned over once the player is done

@@ -42,6 +42,9 @@ class Client:
         headers = {**self.headers, "Idempotency-Key": key or uuid.uuid4().hex}
         return self.http.put(path, json=json, headers=headers)
 
+    def player_id(self) -> int:
+        return int(self.get("/me").json()["id"])
+
     def balance(self, currency: str = "USD") -> int:
         return int(self.get("/me").json()["balances"][currency])
 

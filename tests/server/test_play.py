@@ -68,6 +68,25 @@ def test_tables_from_the_shipped_config(http: TestClient) -> None:
     assert premium["limits"]["main"] == [500, 200000] and premium["theme"] == "black"
     assert tables["single-deck"]["currency"] == "GBP" and tables["single-deck"]["limits"]["main"][0] == 2500
     assert tables["first-person"]["hands_per_player"] == 5 and tables["power"]["seats"] is None
+    power = tables["power"]
+    assert power["side_bet_titles"] == {"any_pair": "Any Pair", "21+3": "21+3", "hot_3": "Hot 3", "bust_it": "Bust It"}
+    assert power["side_bet_lines"]["bust_it"]["bust_4"] == "dealer busts with 4 cards"
+    assert tables["first-person"]["side_bet_lines"]["perfect_pairs"]["colored"] == "coloured pair"
+    assert power["offer_answers"]["insurance"] == {"accept": "insurance", "decline": "no-insurance"}
+    assert tables["classic"]["side_bet_titles"] == {}
+
+
+def test_every_insurance_offer_of_a_player_is_listed_with_its_cost(guest: Client, service: GameService) -> None:
+    service.stacked.append(["5S", "6S", "7S", "AH", "5D", "6D", "7D", "KC"])
+    for spot, chip in ((1, 100), (2, 500), (3, 100)):
+        guest.bet("first-person", chip, spot=spot)
+    view = guest.post("/tables/first-person/deal").json()
+    assert view["decision"]["kind"] == "insurance"
+    assert view["offers"]["pending"] == [{"seat": 1, "hand": 1, "kind": "insurance", "cost": 50},
+                                         {"seat": 2, "hand": 1, "kind": "insurance", "cost": 250},
+                                         {"seat": 3, "hand": 1, "kind": "insurance", "cost": 50}]
+    view = guest.act(view["id"], "no-insurance").json()
+    assert [offer["seat"] for offer in view["offers"]["pending"]] == [2, 3]
 
 
 def test_bet_controls_and_their_limits(guest: Client) -> None:
@@ -76,8 +95,9 @@ def test_bet_controls_and_their_limits(guest: Client) -> None:
     guest.bet("classic", 10000)
     guest.bet("classic", 10000)
     refused = guest.post("/tables/classic/bets", {"spot": 1, "chip": 100})
-    assert refused.status_code == 409 and "maximum bet of 30000 is reached" in refused.json()["detail"]
+    assert refused.status_code == 409 and refused.json()["detail"] == "The maximum bet is $300.00 on this spot."
     assert refused.json()["maximum"] is True
+    assert refused.json()["amounts"] == {"maximum": 30000} and refused.json()["currency"] == "USD"
     assert guest.post("/tables/classic/undo").json()["slip"]["total"] == 20000
     doubled = guest.post("/tables/classic/double").json()["slip"]
     assert doubled["total"] == 30000  # capped at the maximum
@@ -92,7 +112,8 @@ def test_bet_controls_and_their_limits(guest: Client) -> None:
 def test_x2_needs_the_balance_to_cover_every_bet(guest: Client, operator: Client) -> None:
     guest.bet("single-deck", 100000, bet_type="main", spot=1)  # GBP 1000 of a 1000 balance
     refused = guest.post("/tables/single-deck/double")
-    assert refused.status_code == 409 and "balance is 100000" in refused.json()["detail"]
+    assert refused.json()["detail"] == "Doubling every bet needs £2,000.00 but the balance is £1,000.00."
+    assert refused.status_code == 409 and refused.json()["amounts"] == {"needed": 200000, "balance": 100000}
 
 
 def test_deal_debits_the_stake_and_hides_the_hole_card(guest: Client, service: GameService) -> None:
@@ -248,3 +269,35 @@ def test_a_change_its_key_and_its_answer_commit_together(guest: Client, service:
     retry = guest.post(f"/rounds/{round_id}/actions", {"action": "hit"}, key="hit-1")
     assert retry.status_code == 200 and retry.json()["hands"] == first["hands"]  # the first answer, again
     assert len(guest.get(f"/rounds/{round_id}").json()["hands"][0]["cards"]) == 3  # no second hit
+
+
+def test_the_balance_kept_on_each_account_is_the_sum_of_its_ledger(guest: Client, service: GameService) -> None:
+    """Balances are read from the account, not summed from the ledger, so every transfer must keep them equal:
+    stakes, doubles, splits, wins and a voided round's refund."""
+    from sqlalchemy import func, select
+
+    from twentyone.server.models import Account, LedgerEntry
+    from twentyone.server.wallet import ledger_balance, unreconciled_accounts
+
+    service.stacked.append(["8S", "6H", "8D", "TC", "3C", "2D", "KS", "9H"])  # split eights, double one
+    guest.bet("classic", 500)
+    view = guest.post("/tables/classic/deal").json()
+    for action in ("split", "double", "stand"):
+        view = guest.act(view["id"], action).json()
+    guest.bet("classic", 500)
+    view = guest.post("/tables/classic/deal").json()
+
+    def broken(stage: str) -> None:
+        raise RuntimeError("card reader failure")
+
+    service.fault = broken
+    voided = guest.act(view["id"], "hit").json()
+    service.fault = lambda stage: None
+    assert voided["status"] == "void"
+    with service.db.sessions() as session:
+        assert unreconciled_accounts(session) == []
+        kept = session.scalar(select(func.sum(Account.balance)).where(Account.owner != "house"))
+        house = session.scalar(select(func.sum(LedgerEntry.amount)).join(
+            Account, Account.id == LedgerEntry.account_id).where(Account.owner == "house"))
+        assert kept == -house  # the house's balance is minus the players'
+        assert ledger_balance(session, guest.get("/me").json()["id"], "USD") == guest.balance()

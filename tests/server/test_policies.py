@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from datetime import datetime, timedelta
+
 import pytest
 from fastapi.testclient import TestClient
 from server_helpers import Client, Clock, new_player
@@ -106,7 +108,8 @@ def test_a_daily_loss_limit_is_enforced(guest: Client, service: GameService) -> 
     guest.bet("classic", 500)
     guest.bet("classic", 100)
     refused = guest.post("/tables/classic/deal")
-    assert refused.status_code == 403 and "daily limit of 1000" in refused.json()["detail"]
+    assert refused.status_code == 403 and "daily limit of $10.00" in refused.json()["detail"]
+    assert refused.json()["amounts"] == {"limit": 1000, "lost": 500, "stake": 600}
 
 
 def test_self_exclusion_blocks_play_and_sign_in(http: TestClient) -> None:
@@ -183,13 +186,40 @@ def test_multiplayer_players_share_a_round_dealt_when_the_window_closes(http: Te
 def test_a_bet_not_confirmed_when_the_window_closes_is_returned(http: TestClient, service: GameService,
                                                                 clock: Clock) -> None:
     ann, bob = new_player(http, "ann"), new_player(http, "bob")
-    ann.bet("multiplayer", 500)
-    ann.post("/tables/multiplayer/deal")
-    bob.bet("multiplayer", 500)  # placed, never confirmed with DEAL
-    clock.advance(16)
-    service.tick()
+    with http.websocket_connect(f"/ws/tables/multiplayer?token={bob.token}") as socket:
+        assert socket.receive_json()["type"] == "hello"
+        bob.bet("multiplayer", 500)  # placed, never confirmed with DEAL
+        ann.bet("multiplayer", 500)
+        assert ann.post("/tables/multiplayer/deal").json()["status"] == "betting"  # bob is at the table
+        assert socket.receive_json()["type"] == "bets"
+        clock.advance(16)
+        service.tick()
+        returned = socket.receive_json()
+        assert returned == {"type": "bets-returned", "table_id": "multiplayer", "player_id": bob.player_id(),
+                            "total": 500, "reason": "Your bets were not in the round when betting closed: "
+                                                    "press DEAL to join the next one."}
     assert bob.get("/tables/multiplayer").json()["slip"]["total"] == 0
     assert bob.balance() == 100000
+
+
+def test_a_player_alone_at_a_shared_table_waits_only_a_moment(http: TestClient, service: GameService,
+                                                              clock: Clock) -> None:
+    ann, bob = new_player(http, "ann"), new_player(http, "bob")
+    ann.bet("power", 500)
+    alone = ann.post("/tables/power/deal").json()
+    assert alone["status"] == "betting"
+    assert datetime.fromisoformat(alone["betting_closes_at"]) == clock.now + timedelta(seconds=3)  # not 15
+    clock.advance(3)
+    assert service.tick()["dealt"] == 1
+    ann.act(alone["id"], "stand")
+    with http.websocket_connect(f"/ws/tables/power?token={bob.token}") as socket:  # bob is watching now
+        assert socket.receive_json()["type"] == "hello"
+        ann.bet("power", 500)
+        shared = ann.post("/tables/power/deal").json()
+        assert datetime.fromisoformat(shared["betting_closes_at"]) == clock.now + timedelta(seconds=15)
+        seats = bob.get("/tables/power").json()["round"]["seats"]
+        assert seats == [{"player_id": ann.player_id(), "name": "ann", "position": 1,
+                          "bets": [{"bet": 500, "side_bets": {}}], "total": 500}]
 
 
 def test_power_players_share_the_first_two_cards(http: TestClient, service: GameService, clock: Clock) -> None:

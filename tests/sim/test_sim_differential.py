@@ -22,9 +22,9 @@ from twentyone.variants import VARIANTS, _tables, builtin_rules
 ACTIONS = ("hit", "stand", "double", "triple", "quadruple", "split", "surrender", "cash-out",
            "insurance", "no-insurance", "even-money", "no-even-money", "no-surrender")
 
-# A rules file that switches on what the five games leave off: late surrender, resplits
-# (aces too), hits soft 17, peek under every ten, "original bets only", rank-matched splits,
-# x2/x3 on 10-11 only, blackjack 6:5.
+# Rules files that switch on what the five games leave off (each within what the exact
+# analysis models, since the strategies come from it): late surrender, resplits (aces too),
+# hitting soft 17, peek under every ten with "original bets only", x2/x3 on 10-11 only, 6:5.
 OTHER_RULES = """
 id = "other"
 name = "Other"
@@ -41,7 +41,6 @@ totals = "10-11"
 multipliers = [2, 3]
 after_split = true
 [split]
-match = "rank"
 max_hands = 4
 aces_one_card = true
 resplit_aces = true
@@ -50,7 +49,8 @@ surrender = "late"
 blackjack_pays = "6:5"
 """
 
-# European no hole card with "original bets only", early surrender and insurance settled at the end.
+# European no hole card with "original bets only", early surrender, rank-matched splits,
+# split aces that may hit, auto-stand on soft 21 only, and insurance settled at the end.
 EUROPEAN_RULES = """
 id = "european"
 name = "European"
@@ -63,7 +63,8 @@ no_peek_blackjack_takes = "original"
 order = ["hands", "dealer-up", "hands"]
 hands_per_player = 4
 [split]
-max_hands = 3
+match = "rank"
+max_hands = 2
 aces_one_card = false
 [insurance]
 to_blackjack = true
@@ -94,8 +95,13 @@ def _cases() -> list[tuple[str, str, SimOptions]]:
     cases.append(("other", "basic", SimOptions(hands=3, insurance=True)))
     cases.append(("other", "optimal", SimOptions(hands=2)))
     cases.append(("european", "basic", SimOptions(hands=4, insurance=True)))
+    cases.append(("european", "optimal", SimOptions(hands=3)))
     cases.append(("european", "basic", SimOptions(hands=2, bet=2)))  # a tiny bet: no insurance offered
     return cases
+
+
+def _splits_per_round(trace) -> list[list[str]]:  # type: ignore[no-untyped-def]
+    return [[ACTIONS[int(code)] for code in trace.actions[r, :trace.money[r, 3]]] for r in range(len(trace.money))]
 
 
 @pytest.mark.parametrize(("variant", "play", "options"), _cases(), ids=lambda value: str(value)[:40])
@@ -131,6 +137,10 @@ def test_kernel_and_engine_play_identical_rounds(variant: str, play: str, option
     counted = summary.stats[kernel.S_OUTCOMES:kernel.S_OUTCOMES + len(kernel.OUTCOMES)]
     assert dict(zip(kernel.OUTCOMES, counted.astype(int).tolist(), strict=True)) == outcomes
     # The case exercised the decisions it was meant to (a test that plays nothing proves nothing).
+    if rules.surrender == "early" and play == "basic":
+        assert {"surrender", "no-surrender"} <= decisions_seen
+    if rules.split.max_hands > 2:
+        assert any(kernel_actions.count("split") >= 2 for kernel_actions in _splits_per_round(trace))
     if options.cash_out:
         assert "cash-out" in decisions_seen
     else:

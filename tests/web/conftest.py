@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from web_helpers import CHROMIUM, CHROMIUM_FLAGS, LiveServer, free_port
+from web_helpers import CHROMIUM, CHROMIUM_FLAGS, LiveServer, free_port, watch_console
 
 from twentyone.server.app import create_app
 from twentyone.server.config import Settings
@@ -43,5 +43,7 @@ def page(browser: Any, live_server: LiveServer) -> Iterator[Any]:
     context = browser.new_context(viewport={"width": 1280, "height": 900})
     page = context.new_page()
     page.set_default_timeout(15000)
+    page.console_problems = watch_console(page)
     yield page
     context.close()
+    assert not page.console_problems, page.console_problems  # no console errors, no missing files (favicon)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import time
 from typing import Any
 
@@ -64,13 +65,13 @@ def test_lobby_guest_and_a_full_classic_round_with_history(page: Any, live_serve
     expect(page.locator("button[data-action='split']")).to_be_disabled()
     shot(page, "table-mid-round")
     page.keyboard.press("s")  # STAND by keyboard
-    expect(page.locator(".outcome.win")).to_contain_text("WIN +5.00")
-    expect(page.locator("#announce")).to_contain_text("won 5.00")
+    expect(page.locator(".outcome.win")).to_contain_text("WIN +$5.00")
+    expect(page.locator("#result")).to_contain_text("you won $5.00")
     assert balance(page) != start
     page.get_by_role("link", name="History").click()
     expect(page.locator("table.history tbody tr")).to_have_count(1)
     page.locator("button[data-replay]").click()
-    expect(page.locator(".operations li").first).to_contain_text("bets 5.00")
+    expect(page.locator(".operations li").first).to_contain_text("bets $5.00")
     page.locator("#verify").click()
     expect(page.locator("#verification")).to_contain_text("Verified")
     page.get_by_role("link", name="Lobby").click()
@@ -84,16 +85,16 @@ def test_first_person_side_bets_insurance_and_cash_out(page: Any, live_server: L
     bet(page, 1, chip="100")
     bet(page, 1, side="perfect_pairs")
     page.locator("#deal").click()
-    expect(page.locator(".offer")).to_contain_text("Insurance for 0.50?")
+    expect(page.locator(".offer")).to_contain_text("insurance for $0.50")
     page.keyboard.press("n")
-    expect(page.locator("#side-results")).to_contain_text("Perfect Pairs (hand 1): colored 13.00")
+    expect(page.locator("#side-results")).to_contain_text("Perfect Pairs: coloured pair, +$12.00")
     cash_out = page.locator("button[data-action='cash-out']")
-    expect(cash_out).to_contain_text("CASH OUT")
-    amount = cash_out.inner_text().split()[-1]
+    expect(cash_out).to_contain_text("CASH OUT $")
+    amount = float(re.search(r"\$(\d+\.\d\d)", cash_out.inner_text()).group(1))
     cash_out.click()
-    expect(page.locator(".outcome")).to_contain_text("CASH-OUT")
-    assert amount.replace(".", "").isdigit()
-    expect(page.locator("#balance strong")).to_have_text(f"{1000 - 1 - 1 + 13 + float(amount):,.2f} USD")
+    expect(page.locator(".outcome")).to_contain_text("CASHED OUT")
+    expect(page.locator("#balance strong")).to_have_text(f"${1000 - 1 - 1 + 13 + amount:,.2f}")
+    expect(page.locator("#result")).to_contain_text("Perfect Pairs: coloured pair, +$12.00")
 
 
 def test_split_then_play_both_hands(page: Any, live_server: LiveServer) -> None:
@@ -115,18 +116,18 @@ def test_bet_controls_undo_x2_rebet_and_the_maximum_message(page: Any, live_serv
     bet(page, 1)
     bet(page, 1)
     page.locator("button.circle[data-spot='1']").click()
-    expect(page.locator(".spot .max").first).to_contain_text("maximum bet of 30000 is reached")
+    expect(page.locator(".spot .max").first).to_contain_text("maximum bet is $300.00")
     page.locator("#undo").click()
-    expect(page.locator("#total-bet strong")).to_have_text("200.00")
+    expect(page.locator("#total-bet strong")).to_have_text("$200.00")
     page.locator("#undo").click()
     page.locator("#double-bets").click()
-    expect(page.locator("#total-bet strong")).to_have_text("200.00")
+    expect(page.locator("#total-bet strong")).to_have_text("$200.00")
     page.locator("#deal").click()
     play_out(page)
     page.locator("#next-round").click()
     expect(page.locator("#rebet")).to_be_visible()
     page.locator("#rebet").click()
-    expect(page.locator("#total-bet strong")).to_have_text("200.00")
+    expect(page.locator("#total-bet strong")).to_have_text("$200.00")
     expect(page.locator("#deal")).to_be_visible()  # REBET became DEAL NOW
 
 
@@ -166,22 +167,25 @@ def test_multiplayer_shows_other_players_and_whose_turn(page: Any, live_server: 
                headers={**headers, "Idempotency-Key": "b1"})
     bet(page, 1, chip="100")
     page.locator("#deal").click()
-    expect(page.get_by_text("Dealing when the betting window closes")).to_be_visible()
+    expect(page.locator("#bet-status")).to_contain_text("Your bets are in")
     httpx.post(live_server.url + "/tables/multiplayer/deal", headers={**headers, "Idempotency-Key": "b2"})
     service.close_betting("multiplayer")
     page.reload()
-    expect(page.locator(".hand[aria-label=\"bob's hand 2\"]")).to_be_visible()
+    expect(page.locator(".others [data-player='bob']")).to_contain_text("$5.00")
     expect(page.locator("#timer")).to_contain_text("Decision:")
     before = balance(page)
     page.locator("button[data-action='stand']").click()
-    expect(page.get_by_text("bob is deciding")).to_be_visible()
+    expect(page.locator(".others .seat.active[data-player='bob']")).to_contain_text("deciding…")
+    expect(page.locator("#action-bar")).to_contain_text("bob is deciding")
     shot(page, "multiplayer-mid-round")
     rounds = httpx.get(live_server.url + "/me/history", headers=headers).json()["rounds"]
     httpx.post(live_server.url + f"/rounds/{rounds[0]['id']}/actions", json={"action": "stand"},
                headers={**headers, "Idempotency-Key": "b3"})
-    expect(page.locator(".outcome").first).to_be_visible()  # the WebSocket brought the settlement
+    # The WebSocket brought the settlement: 16 loses to the dealer's 17, bob's 17 pushes.
+    expect(page.locator(".hands.mine .outcome")).to_have_text("LOSE −$1.00")
+    expect(page.locator(".others [data-player='bob'] .outcome")).to_have_text("Push")
     expect(page.locator("#next-round")).to_be_visible()
-    assert balance(page) != before or page.locator(".outcome.push").count()
+    assert balance(page) == before
 
 
 def test_power_common_draw_and_quadruple(page: Any, live_server: LiveServer) -> None:
@@ -189,13 +193,11 @@ def test_power_common_draw_and_quadruple(page: Any, live_server: LiveServer) -> 
     service.stacked.append(["5S", "7H", "6D", "8C", "KC", "QS"])
     guest_at(page, live_server, "power")
     bet(page, 1, chip="100")
-    page.locator("#deal").click()
-    expect(page.get_by_text("Dealing when the betting window closes")).to_be_visible()
-    service.close_betting("power")
-    expect(page.locator("button[data-action='quadruple']")).to_be_enabled()  # the table's WebSocket announced it
+    page.locator("#deal").click()  # nobody else at the table: dealt at once, no betting window to wait out
+    expect(page.locator("button[data-action='quadruple']")).to_be_enabled()
     before = balance(page)
     page.locator("button[data-action='quadruple']").click()
-    expect(page.locator(".hand").nth(1)).to_contain_text("stake 4.00")
+    expect(page.locator(".hands.mine .bet-circle")).to_contain_text("€4.00")
     expect(page.locator("#next-round")).to_be_visible()
     expect(page.locator("#balance strong")).not_to_have_text(before)
 

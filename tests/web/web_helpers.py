@@ -55,3 +55,42 @@ def shot(page: Any, name: str) -> Path:
     path = ARTIFACTS / f"{name}.png"
     page.screenshot(path=str(path), full_page=True)
     return path
+
+
+DESKTOP = {"width": 1366, "height": 768}
+PHONE = {"width": 390, "height": 844}
+
+
+def guest_token(server: LiveServer) -> tuple[str, str]:
+    """A guest signed in through the API: (token, name)."""
+    import httpx
+
+    answer = httpx.post(server.url + "/auth/guest").json()
+    return answer["token"], answer["player"]["name"]
+
+
+def watch_console(page: Any) -> list[str]:
+    """Console errors, uncaught exceptions and failed requests of a page, collected as they happen."""
+    problems: list[str] = []
+    # A refusal (409: past a maximum, not covered) is an answer the page shows; chromium still logs it.
+    refusal = "the server responded with a status of 409"
+    page.on("console", lambda message: problems.append(message.text)
+            if message.type == "error" and refusal not in message.text else None)
+    page.on("pageerror", lambda error: problems.append(str(error)))
+    page.on("response", lambda response: problems.append(f"{response.status} {response.url}")
+            if response.status == 404 else None)
+    return problems
+
+
+def table_page(browser: Any, server: LiveServer, table: str, viewport: dict[str, int] | None = None,
+               **context_options: Any) -> tuple[Any, str, list[str]]:
+    """A fresh browser context signed in as a new guest, at ``table``: (page, guest name, console problems)."""
+    token, name = guest_token(server)
+    context = browser.new_context(viewport=viewport or DESKTOP, **context_options)
+    context.add_init_script(f"localStorage.setItem('twentyone.token', {token!r})")
+    page = context.new_page()
+    page.set_default_timeout(15000)
+    problems = watch_console(page)
+    page.goto(f"{server.url}/#/table/{table}")
+    page.locator("#deal, #rebet").wait_for()
+    return page, name, problems

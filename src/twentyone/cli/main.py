@@ -433,6 +433,12 @@ def rng_dump(
         fail(f"cannot write {str(output or '<stdout>')!r} ({error.strerror}).")
 
 
+# uvicorn as `serve` runs it (the load benchmark's bare endpoint runs with the same): httptools and uvloop
+# (uvicorn[standard]), no access log line per request, and idle connections kept 75 s rather than 5 s, so a
+# player who thinks a few seconds between decisions does not reconnect (or race a closing connection).
+UVICORN_OPTIONS: dict[str, object] = {"log_level": "warning", "access_log": False, "timeout_keep_alive": 75}
+
+
 @app.command()
 def serve(
     host: Annotated[str, typer.Option(help="Address to listen on.")] = "127.0.0.1",
@@ -483,7 +489,7 @@ def serve(
     shown = "localhost" if host in ("127.0.0.1", "0.0.0.0") else host
     typer.echo(f"twentyone is serving the web table at http://{shown}:{port}/ (API docs at /docs)")
     typer.echo(f"database: {settings.database_url}; operator token in {settings.data_dir / 'operator-token'}")
-    uvicorn.run(application, host=host, port=port, log_level="warning")
+    uvicorn.run(application, host=host, port=port, **UVICORN_OPTIONS)  # type: ignore[arg-type]
 
 
 def _serve_workers(settings, wallet: str | None, host: str, port: int, workers: int) -> None:  # type: ignore[no-untyped-def]
@@ -511,7 +517,7 @@ def _serve_workers(settings, wallet: str | None, host: str, port: int, workers: 
     typer.echo(f"twentyone is serving the web table at http://{shown}:{port}/ with {workers} worker processes")
     typer.echo(f"database: {settings.database_url}; operator token in {settings.data_dir / 'operator-token'}")
     uvicorn.run("twentyone.server.cluster:worker_app", factory=True, host=host, port=port, workers=workers,
-                log_level="warning")
+                **UVICORN_OPTIONS)  # type: ignore[arg-type]
 
 
 admin_app = typer.Typer(help="Operator tasks on a server's database.", no_args_is_help=True)

@@ -22,7 +22,7 @@ twentyone.core.betting.BetSlipError: Doubling every bet needs 2000 but the balan
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
 from twentyone.core.round import HandBet
@@ -31,7 +31,28 @@ MAIN = "main"
 
 
 class BetSlipError(ValueError):
-    """A bet control refused; the message says why and changes nothing."""
+    """A bet control refused; the message says why and changes nothing.
+
+    The amounts in the sentence are kept beside it (``amounts``, minor units), so that each
+    client writes them in its own currency with ``sentence``.
+
+    >>> error = BetSlipError("The maximum bet is {maximum} on this spot.", maximum=30000)
+    >>> str(error), error.amounts
+    ('The maximum bet is 30000 on this spot.', {'maximum': 30000})
+    >>> error.sentence(lambda amount: f"${amount / 100:,.2f}")
+    'The maximum bet is $300.00 on this spot.'
+    """
+
+    def __init__(self, template: str, **amounts: int) -> None:
+        self.template = template
+        self.amounts = amounts
+        super().__init__(self.sentence(str))
+
+    def sentence(self, write: Callable[[int], str]) -> str:
+        """The message with each amount written by ``write``."""
+        if not self.amounts:
+            return self.template
+        return self.template.format(**{name: write(amount) for name, amount in self.amounts.items()})
 
 
 @dataclass(frozen=True)
@@ -73,9 +94,9 @@ class BetSlip:
 
     def select_chip(self, value: int) -> None:
         if value not in self.chips:
-            raise BetSlipError(f"There is no {value} chip; chips are {', '.join(map(str, self.chips))}.")
+            raise BetSlipError("There is no {chip} chip at this table.", chip=value)
         if value not in self.enabled_chips():
-            raise BetSlipError(f"The balance does not cover a {value} chip.")
+            raise BetSlipError("The balance does not cover a {chip} chip.", chip=value)
         self.chip = value
 
     def place(self, spot: int, bet_type: str = MAIN) -> None:
@@ -89,10 +110,10 @@ class BetSlip:
         _, high = self.limits.of(bet_type)
         current = self.bets.get((spot, bet_type), 0)
         if current >= high:
-            raise BetSlipError(f"The maximum bet of {high} is reached on this spot.")
+            raise BetSlipError("The maximum bet is {maximum} on this spot.", maximum=high)
         amount = min(self.chip, high - current)
         if amount > self.balance - self.total:
-            raise BetSlipError(f"The balance does not cover another {amount}.")
+            raise BetSlipError("The balance does not cover another {amount}.", amount=amount)
         self._remember()
         self.bets[(spot, bet_type)] = current + amount
 
@@ -113,7 +134,8 @@ class BetSlip:
         doubled = {key: min(2 * amount, self.limits.of(key[1])[1]) for key, amount in self.bets.items()}
         needed = sum(doubled.values())
         if needed > self.balance:
-            raise BetSlipError(f"Doubling every bet needs {needed} but the balance is {self.balance}.")
+            raise BetSlipError("Doubling every bet needs {needed} but the balance is {balance}.", needed=needed,
+                              balance=self.balance)
         self._remember()
         self.bets = doubled
 
@@ -138,7 +160,8 @@ class BetSlip:
                     continue
                 low, _ = self.limits.of(bet_type)
                 if amount < low:
-                    raise BetSlipError(f"The {bet_type} bet on spot {spot} is below the minimum of {low}.")
+                    raise BetSlipError(f"The {bet_type} bet on spot {spot} is below the minimum of {{minimum}}.",
+                                       minimum=low)
                 if bet_type != MAIN:
                     sides[bet_type] = amount
             result.append(HandBet(self.bets[(spot, MAIN)], sides))

@@ -82,6 +82,9 @@ def parse_card(text: str) -> Card:
     """
     if not isinstance(text, str):
         raise CardError(f"Cannot parse card {text!r}: expected a string like 'AS'.")
+    known = _CARDS.get(text)
+    if known is not None:  # the 52 canonical spellings: a shoe of 416 cards parses without building any
+        return known
     cleaned = text.strip().upper()
     if cleaned.startswith("10"):
         cleaned = "T" + cleaned[2:]
@@ -90,6 +93,9 @@ def parse_card(text: str) -> Card:
             f"Cannot parse card {text!r}: write rank then suit, like 'AS', 'TD' or '10C'."
         )
     return Card(cleaned[0], cleaned[1])
+
+
+_CARDS: dict[str, Card] = {rank + suit: Card(rank, suit) for rank in RANKS for suit in SUITS}
 
 
 def parse_cards(texts: Iterable[str]) -> list[Card]:

@@ -374,6 +374,13 @@ class Round:
         return 0
 
     # --------------------------------------------------------- decisions
+    def pending_offers(self, player: str) -> tuple[Decision, ...]:
+        """Every offer still waiting for ``player``'s answer, in the order the round asks them."""
+        if self.phase is not Phase.OFFERS:
+            return ()
+        return tuple(Decision(kind, hand.player, hand.seat, self._number_of(hand))
+                     for kind, hand in self._offers if hand.player == player)
+
     def decision(self, player: str | None = None) -> Decision | None:
         """The decision the round waits for, or None before the deal and after settlement.
 

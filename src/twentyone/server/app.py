@@ -117,11 +117,12 @@ class Credit(BaseModel):
     amount: json_int(gt=0, le=MAX_AMOUNT)
 
 
-def caller(request: Request, authorization: Annotated[str | None, Header()] = None) -> Caller:
-    """The signed-in player (or the operator) from the bearer token."""
+async def caller(request: Request, authorization: Annotated[str | None, Header()] = None) -> Caller:
+    """The signed-in player (or the operator) from the bearer token: from memory when the token is known,
+    else looked up in a worker thread (a sync dependency would cost every request a thread hop)."""
     token = authorization.removeprefix("Bearer ").strip() if authorization else None
     service: GameService = request.app.state.service
-    return service.authenticate(token)
+    return service.accounts.known(token) or await run_in_threadpool(service.authenticate, token)
 
 
 Me = Annotated[Caller, Depends(caller)]
@@ -346,7 +347,7 @@ def create_app(settings: Settings, operator_wallet: OperatorWallet | None = None
         await websocket.accept()
         returned = await run_in_threadpool(service.reconnect, who) if who.role != "operator" else []
         await websocket.send_json({"type": "hello", "table_id": table_id, "returned_bets": returned})
-        subscription = service.events.subscribe(table_id)
+        subscription = service.events.subscribe(table_id, None if who.role == "operator" else who.id)
 
         async def forward() -> None:
             while (event := await subscription.next()) is not None:

@@ -30,9 +30,10 @@ DROPPED_CODE = 1013  # WebSocket close code for a dropped client: "try again lat
 class Subscription:
     """One client's queue of events; lives on the event loop that serves the client."""
 
-    def __init__(self, loop: asyncio.AbstractEventLoop, limit: int) -> None:
+    def __init__(self, loop: asyncio.AbstractEventLoop, limit: int, player_id: int | None = None) -> None:
         self.loop = loop
         self.limit = limit
+        self.player_id = player_id  # who is watching (None: the operator)
         self.dropped = False
         self._pending: deque[dict[str, Any]] = deque()
         self._ready = asyncio.Event()
@@ -75,11 +76,16 @@ class Broadcaster:
         self._subscribers: dict[str, set[Subscription]] = {}
         self._lock = threading.Lock()
 
-    def subscribe(self, table_id: str) -> Subscription:
-        subscription = Subscription(asyncio.get_running_loop(), self.limit)
+    def subscribe(self, table_id: str, player_id: int | None = None) -> Subscription:
+        subscription = Subscription(asyncio.get_running_loop(), self.limit, player_id)
         with self._lock:
             self._subscribers.setdefault(table_id, set()).add(subscription)
         return subscription
+
+    def present(self, table_id: str) -> set[int]:
+        """The players watching a table live through this process."""
+        with self._lock:
+            return {s.player_id for s in self._subscribers.get(table_id, ()) if s.player_id is not None}
 
     def unsubscribe(self, table_id: str, subscription: Subscription) -> None:
         with self._lock:

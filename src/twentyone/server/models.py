@@ -45,6 +45,10 @@ class Account(Base):
     owner: Mapped[str] = mapped_column(String(32))  # "player:<id>" or "house"
     currency: Mapped[str] = mapped_column(String(3))
     version: Mapped[int] = mapped_column(Integer, default=0)  # bumped by every transfer: the row lock
+    # A player's balance, kept with every transfer so that reading it does not sum a growing ledger;
+    # the ledger stays the record, and the audits check the two agree. The house's is not kept here
+    # (it would make one row every transaction waits on): it is minus the sum of the players'.
+    balance: Mapped[int] = mapped_column(BigInteger, default=0, server_default="0")
 
 
 class LedgerEntry(Base):

@@ -19,6 +19,7 @@ from sqlalchemy import select
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
+from twentyone.core.betting import BetSlipError
 from twentyone.core.operations import OFFER_ANSWERS, Action, DecisionKind
 from twentyone.core.round import IllegalActionError, Phase
 from twentyone.core.round import Round as Engine
@@ -30,6 +31,7 @@ from twentyone.server.events import Broadcaster
 from twentyone.server.live import LiveRounds, rebuild
 from twentyone.server.models import Player, Round, RoundSeat, Slip
 from twentyone.server.models import Shoe as ShoeRow
+from twentyone.server.money import refusal
 from twentyone.server.store import AlreadyApplied, Store
 from twentyone.server.tables import (
     Shoes,
@@ -45,6 +47,7 @@ from twentyone.server.wallet import Wallet, WalletError
 
 log = logging.getLogger("twentyone.server")
 OPEN = ("betting", "playing")
+ALONE_WINDOW = 3  # seconds a player alone at a shared table waits for others before the deal
 
 
 class Malfunction(Exception):
@@ -90,8 +93,8 @@ class Rounds:
                 balance, state, hand_bets = ready_bets(session, slip, table, self.wallet, caller.id)
                 self.accounts.check_limits(session, player, table.currency, state.total)
                 if state.total > balance:
-                    raise ServiceError(409, f"The balance of {balance} does not cover bets of {state.total}.",
-                                       amounts={"balance": balance, "bets": state.total}, currency=table.currency)
+                    raise refusal(BetSlipError("The balance of {balance} does not cover bets of {bets}.",
+                                               balance=balance, bets=state.total), table.currency)
                 shoe = self.shoes.prepared(session, table, caller.id)
                 round_row = Round(table_id=table.id, variant=table.variant, status="playing", shoe_id=shoe.id,
                                   shoe_start=shoe.position, actions=[], version=0, created_at=self.clock(),
@@ -141,9 +144,12 @@ class Rounds:
                                                           Round.status == "playing")).first() is not None:
                     raise ServiceError(409, "A round is in play at this table: bet on the next one when it ends.")
                 shoe = self.shoes.prepared(session, table, caller.id)
+                window = table.betting_window
+                if self._alone(session, table, caller.id):
+                    window = min(window, ALONE_WINDOW)
                 round_row = Round(table_id=table.id, variant=table.variant, status="betting", shoe_id=shoe.id,
                                   shoe_start=shoe.position, actions=[], version=0, created_at=self.clock(),
-                                  betting_closes_at=self.clock() + timedelta(seconds=table.betting_window))
+                                  betting_closes_at=self.clock() + timedelta(seconds=window))
                 session.add(round_row)
                 session.flush()
             if seat_of(session, round_row.id, caller.id) is not None:
@@ -165,6 +171,13 @@ class Rounds:
             self.close_betting(table.id)
             return self.view_of(caller, round_id)
         return body
+
+    def _alone(self, session: Session, table: TableSpec, player_id: int) -> bool:
+        """Nobody else is at the table: no one watching it live, no one else's bets on a slip there."""
+        if self.events.present(table.id) - {player_id}:
+            return False
+        return not any(slip.bets for slip in session.scalars(select(Slip).where(Slip.table_id == table.id,
+                                                                                Slip.player_id != player_id)))
 
     def view_of(self, caller: Caller, round_id: int) -> dict[str, Any]:
         with self.store.read() as session:
@@ -277,9 +290,9 @@ class Rounds:
                         self.wallet.lock(session, seat.player_id, table.currency)
                         balance = self.wallet.balance(session, seat.player_id, table.currency)
                         if cost > balance:
-                            raise ServiceError(409, f"{action} needs {cost} more and the balance is {balance}.",
-                                               legal_actions=legal, amounts={"cost": cost, "balance": balance},
-                                               currency=table.currency)
+                            raise refusal(BetSlipError(f"{action.capitalize()} needs {{cost}} more and the balance "
+                                                       "is {balance}.", cost=cost, balance=balance),
+                                          table.currency, legal_actions=legal)
                         self._stake(session, table, round_row, seat, cost)
                     self.fault("act")
                     try:

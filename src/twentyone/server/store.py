@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
+from sqlalchemy import bindparam, select
 from sqlalchemy import exc as db_errors
 from sqlalchemy import text
 from sqlalchemy.orm import Session
@@ -29,6 +30,8 @@ from twentyone.server.db import Database
 from twentyone.server.models import IdempotentRequest
 
 MAX_KEY = 128
+STORED = (select(IdempotentRequest.request, IdempotentRequest.status_code, IdempotentRequest.response)
+          .where(IdempotentRequest.player_id == bindparam("player_id"), IdempotentRequest.key == bindparam("key")))
 
 
 @dataclass
@@ -128,10 +131,12 @@ class Store:
         return status, body
 
     def _stored(self, player_id: int, key: str, request: str) -> tuple[int, dict[str, Any]] | None:
-        with self.read() as session:
-            row = session.get(IdempotentRequest, (player_id, key))
-            if row is None:
-                return None
-            if row.request != request:
-                raise ServiceError(422, "This Idempotency-Key was already used for a different request.")
-            return row.status_code, row.response
+        # Asked before every request that changes state, so a plain connection and a prepared statement
+        # (no ORM session): almost always the answer is "not seen".
+        with storage_trouble_as_busy(), self.db.engine.connect() as connection:
+            row = connection.execute(STORED, {"player_id": player_id, "key": key}).first()
+        if row is None:
+            return None
+        if row.request != request:
+            raise ServiceError(422, "This Idempotency-Key was already used for a different request.")
+        return row.status_code, row.response

@@ -27,6 +27,7 @@ from twentyone.server.config import TableConfigError, TableSpec, shipped_tables,
 from twentyone.server.context import Caller, ServiceError
 from twentyone.server.models import Shoe as ShoeRow
 from twentyone.server.models import Slip, TableConfig
+from twentyone.server.money import refusal
 from twentyone.server.store import Store
 from twentyone.server.wallet import Wallet
 from twentyone.variants import builtin_rules
@@ -154,7 +155,7 @@ def apply_control(slip: Slip, state: BetSlip, control: str, spot: int, bet_type:
         else:
             raise ServiceError(404, f"There is no bet control {control!r}.")
     except BetSlipError as error:
-        raise ServiceError(409, str(error), maximum="maximum" in str(error), currency=currency) from None
+        raise refusal(error, currency, maximum="maximum" in error.amounts) from None
     slip.bets = _text(state.bets)
     slip.history = [_text(entry) for entry in state._history]
     slip.chip = state.chip
@@ -185,7 +186,7 @@ def ready_bets(session: Session, slip: Slip, table: TableSpec, wallet: Wallet, p
     try:
         hand_bets = state.hand_bets()
     except BetSlipError as error:
-        raise ServiceError(409, str(error), currency=table.currency) from None
+        raise refusal(error, table.currency) from None
     return balance, state, hand_bets
 
 

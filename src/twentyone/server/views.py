@@ -13,7 +13,7 @@ from collections.abc import Callable
 from datetime import timedelta
 from typing import Any
 
-from sqlalchemy import func, select
+from sqlalchemy import bindparam, func, select
 from sqlalchemy.orm import Session
 
 from twentyone.core.cards import Card, parse_card
@@ -33,9 +33,16 @@ FINISHED = ("settled", "void")
 OTHERS_SHOWN = 48  # other players' seats and hands sent in full; past that, counts (power seats hundreds)
 
 
+# Statements built once: every decision and every round view runs them, and building a statement
+# (and its cache key) costs more than SQLite takes to answer it.
+SEAT = select(RoundSeat).where(RoundSeat.round_id == bindparam("round_id"),
+                               RoundSeat.player_id == bindparam("player_id"))
+SHOE = (select(ShoeRow.commitment, ShoeRow.finished, ShoeRow.salt, ShoeRow.cards)
+        .where(ShoeRow.id == bindparam("shoe_id")))
+
+
 def seat_of(session: Session, round_id: int, player_id: int) -> RoundSeat | None:
-    return session.scalars(select(RoundSeat).where(RoundSeat.round_id == round_id,
-                                                   RoundSeat.player_id == player_id)).first()
+    return session.scalars(SEAT, {"round_id": round_id, "player_id": player_id}).first()
 
 
 def seats_of(session: Session, round_id: int, limit: int | None = None) -> list[tuple[RoundSeat, str]]:
@@ -70,8 +77,7 @@ def round_json(session: Session, round_row: Round, table: TableSpec, player_id: 
     """
     seats, seat_count = _seats_shown(session, round_row.id, player_id)
     names = {str(seat.player_id): name for seat, name in seats}
-    shoe = session.get(ShoeRow, round_row.shoe_id)
-    assert shoe is not None
+    shoe = session.execute(SHOE, {"shoe_id": round_row.shoe_id}).one()  # a row, not an ORM object
     view: dict[str, Any] = {
         "id": round_row.id, "table_id": round_row.table_id, "variant": round_row.variant,
         "status": round_row.status, "commitment": shoe.commitment, "currency": table.currency,
@@ -81,7 +87,7 @@ def round_json(session: Session, round_row: Round, table: TableSpec, player_id: 
         "seats": [{"player_id": seat.player_id, "name": name, "position": seat.position, "bets": seat.bets,
                    "total": bets_total(seat.bets)} for seat, name in seats],
         "dealer": {"cards": [], "total": 0, "hidden": 0}, "hands": [], "side_bets": [], "insurance": [],
-        "decision": None, "legal_actions": [], "offers": {},
+        "decision": None, "legal_actions": [], "offers": {}, "deciding": [],
     }
     mine = next((seat for seat, _ in seats if seat.player_id == player_id), None)
     if mine is not None:
@@ -100,6 +106,14 @@ def round_json(session: Session, round_row: Round, table: TableSpec, player_id: 
                             "deadline": iso(deadline)}
         view["legal_actions"] = [str(action) for action in seen.legal_actions]
         view["offers"] = dict(seen.offers)
+        if seen.viewer_to_act and decision.kind != "play":  # every offer of the viewer's, answered at once
+            stakes = {(hand.seat, hand.hand): hand.stake for hand in seen.hands}
+            view["offers"]["pending"] = [
+                {"seat": offer.seat, "hand": offer.hand, "kind": offer.kind,
+                 "cost": stakes[(offer.seat, offer.hand)] // 2 if offer.kind == "insurance" else 0}
+                for offer in engine.pending_offers(str(player_id))]
+        # Whose decision the table waits for: one player in turn, or everyone still deciding in a common draw.
+        view["deciding"] = [int(player) for player in names if engine.decision(player) is not None]
     if shoe.finished and round_row.status in FINISHED:
         view["revealed"] = {"salt": shoe.salt, "cards": shoe.cards.split(), "first_card": round_row.shoe_start}
     return view

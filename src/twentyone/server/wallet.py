@@ -106,23 +106,32 @@ def player_owner(player_id: int) -> str:
 
 
 def ledger_balance(session: Session, player_id: int, currency: str) -> int:
-    owned = account(session, player_owner(player_id), currency)
-    total = session.scalar(select(func.coalesce(func.sum(LedgerEntry.amount), 0)).where(
-        LedgerEntry.account_id == owned.id))
+    """The player's balance: the sum of their ledger rows, as kept on their account by every transfer."""
+    total = session.scalar(select(Account.balance).where(Account.owner == player_owner(player_id),
+                                                         Account.currency == currency))
     return int(total or 0)
 
 
 def ledger_balances(session: Session, player_ids: list[int], currency: str) -> dict[int, int]:
     """Several players' balances in one query (settling a round of hundreds of players)."""
     owners = {player_owner(player_id): player_id for player_id in player_ids}
-    rows = session.execute(
-        select(Account.owner, func.coalesce(func.sum(LedgerEntry.amount), 0))
-        .join(LedgerEntry, LedgerEntry.account_id == Account.id, isouter=True)
-        .where(Account.owner.in_(list(owners)), Account.currency == currency).group_by(Account.owner)).all()
+    rows = session.execute(select(Account.owner, Account.balance)
+                           .where(Account.owner.in_(list(owners)), Account.currency == currency)).all()
     balances = dict.fromkeys(player_ids, 0)
     for owner, total in rows:
         balances[owners[owner]] = int(total or 0)
     return balances
+
+
+def unreconciled_accounts(session: Session) -> list[str]:
+    """Players' accounts whose kept balance differs from the sum of their ledger rows (none, ever)."""
+    sums = (select(LedgerEntry.account_id, func.sum(LedgerEntry.amount).label("total"))
+            .group_by(LedgerEntry.account_id).subquery())
+    rows = session.execute(select(Account.owner, Account.currency)
+                           .join(sums, sums.c.account_id == Account.id, isouter=True)
+                           .where(Account.owner != HOUSE,
+                                  Account.balance != func.coalesce(sums.c.total, 0))).all()
+    return [f"{owner} {currency}" for owner, currency in rows]
 
 
 def lock_player(session: Session, player_id: int, currency: str) -> Account:
@@ -147,6 +156,10 @@ def transfer(session: Session, player_id: int, currency: str, amount: int, kind:
         LedgerEntry(transfer_id=transfer_id, account_id=house_account.id, amount=-amount, kind=kind,
                     round_id=round_id, created_at=stamp),
     ])
+    # Added in SQL, not in Python: the database applies it to the latest committed balance under the
+    # row's lock, so two transactions paying one player at once both count.
+    session.execute(update(Account).where(Account.id == player_account.id)
+                    .values(balance=Account.balance + amount).execution_options(synchronize_session=False))
     return transfer_id
 
 

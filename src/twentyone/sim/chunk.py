@@ -83,7 +83,7 @@ def _run(game: KernelGame, tables: StrategyTables, state: npt.NDArray[np.uint64]
     optimal = tables.optimal
     kernel.simulate_chunk(
         params, game.fresh_deck, tables.hit, tables.two_card, tables.pairs,
-        optimal.child, optimal.action, optimal.main, optimal.split,
+        optimal.child, optimal.action, optimal.alt, optimal.main, optimal.split,
         game.side_kind, game.side_pay, game.cash_out, state.copy(), rounds,
         result.stats, result.histogram, result.side_sums, result.side_counts, result.depth_sums,
         result.checkpoints, trace.cards, trace.actions, trace.money,

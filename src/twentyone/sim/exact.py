@@ -83,12 +83,15 @@ def exact_returns(rules: Rules, strategy: str, options: SimOptions,
                   analysis: GameAnalysis | None = None) -> dict[str, Any]:
     """Exact returns (percent) of the simulated play: ``main`` and each simulated side bet.
 
-    ``main`` is None for a play the maths package does not value (insurance with cash out).
+    ``main`` is None for a play the maths package does not value (insurance with cash out, optimal
+    play declining early surrender).
     """
     analysis = analysis or GameAnalysis(rules)
     main: float | None
     if options.cash_out:
         main = None if options.insurance else 100 * _always_cash_out(rules, analysis, options)
+    elif strategy == "optimal" and rules.surrender == "early":
+        main = None  # the simulated optimal player declines early surrender; the maths values taking it
     elif strategy == "optimal":
         optimal = analysis.main_return().optimal - _offers_taken_by_optimal(rules, analysis)
         main = 100 * (optimal + _offer_adjustment(rules, analysis, options))

@@ -193,14 +193,13 @@ def _peeks(peek, up_card):  # type: ignore[no-untyped-def]
 @njit(cache=True)
 def _draw(deck, pos, n_cards, state):  # type: ignore[no-untyped-def]
     """Deal the card at ``pos``: swap a uniformly chosen undealt card into place (partial Fisher-Yates)."""
-    if pos >= n_cards:
-        # A round that outlasts the shoe (no built-in game can: compile_game checks the margin)
-        # draws from a fresh shuffle rather than reading past the array.
-        return deck[below(state, n_cards)]
-    j = pos + below(state, n_cards - pos)
+    # Never past the array, even for a round that would outlast the shoe (compile_game refuses
+    # hands that could). A min, not a branch with a second draw: that branch halved the speed.
+    at = min(pos, n_cards - 1)
+    j = at + below(state, n_cards - at)
     card = deck[j]
-    deck[j] = deck[pos]
-    deck[pos] = card
+    deck[j] = deck[at]
+    deck[at] = card
     return card
 
 
@@ -221,7 +220,7 @@ def _double_allowed(P, total, n_cards, from_split, split_aces, multiplier):  # t
 
 @njit(cache=True)
 def simulate_chunk(P, fresh_deck, hit_table, two_card, pair_table,  # type: ignore[no-untyped-def]
-                   opt_child, opt_action, opt_main, opt_split, side_kind, side_pay, cash_out, state, rounds,
+                   opt_child, opt_action, opt_alt, opt_main, opt_split, side_kind, side_pay, cash_out, state, rounds,
                    stats, histogram, side_sums, side_counts, depth_sums, checkpoints,
                    trace_cards, trace_actions, trace_money):
     """Play ``rounds`` rounds; add their statistics into the output arrays (see tables/run).
@@ -362,14 +361,30 @@ def simulate_chunk(P, fresh_deck, hit_table, two_card, pair_table,  # type: igno
                 else:
                     side_counts[i, LOSE_SLOT] += players
 
-        # ---------------- offers: early surrender (declined), then insurance / even money under an Ace
+        # ---------------- offers: early surrender, then insurance / even money under an Ace
         if P[P_SURRENDER] == 2:
             for h in range(n_hands):
-                if h_status[h] == PLAYING and tracing:
-                    trace_actions[r, t_actions] = NO_SURRENDER
+                if h_status[h] != PLAYING:
+                    continue
+                # The chart surrenders early where its code is R and the pair is not split (the
+                # optimal player declines: the simulator does not value that offer).
+                take = False
+                if not optimal:
+                    total, soft = _total(h_hard[h], h_aces[h])
+                    c1, c2 = h_cards[h, 0], h_cards[h, 1]
+                    pair = (c1 >> 2) == (c2 >> 2) if P[P_SPLIT_RANK] else _value(c1) == _value(c2)
+                    take = (two_card[up_value, 0, total + 22 * soft] & 7) == SURRENDER and not (
+                        pair and P[P_MAX_HANDS] >= 2 and pair_table[up_value, _value(c1)])
+                if take:
+                    h_status[h] = SURRENDERED
+                    h_returned[h] = h_stake[h] // 2
+                if tracing:
+                    trace_actions[r, t_actions] = SURRENDER if take else NO_SURRENDER
                     t_actions += 1
         if up >> 2 == 0:
             for h in range(n_hands):
+                if h_status[h] == SURRENDERED:
+                    continue
                 if h_status[h] == BLACKJACK:
                     if P[P_EVEN_MONEY]:
                         if P[P_TAKE_EVEN_MONEY]:
@@ -439,17 +454,40 @@ def simulate_chunk(P, fresh_deck, hit_table, two_card, pair_table,  # type: igno
                         cash_amount = factor * bet // 1000000
                 # ---- the strategy's choice
                 action = STAND
+                decided = False
                 if cash_amount >= 0 and P[P_TAKE_CASH_OUT]:
                     action = CASH_OUT
-                elif optimal and h_state[h] >= 0:
-                    action = opt_action[h_state[h]]
-                    # A play the tables chose that is not open here (never, with the five games) hits.
-                    doubling = DOUBLE <= action <= QUADRUPLE
-                    if ((action == SPLIT and not can_split) or (action == SURRENDER and not can_surrender)
-                            or (doubling and not _double_allowed(P, total, n, h_split[h], h_split_aces[h], action))):
-                        action = HIT
+                    decided = True
+                elif optimal:
+                    state_now = h_state[h]
+                    if h_split[h]:
+                        # Split hands follow the plan for the spot as it is now (CDP): walk the hand's
+                        # cards through the states of its pair and number of hands.
+                        others = min(spot_hands[h_spot[h]] - 1, opt_split.shape[3] - 1)
+                        state_now = opt_split[up_value, peeked, _value(h_cards[h, 0]), others]
+                        k = 1
+                        while state_now >= 0 and k < n:
+                            state_now = opt_child[state_now, _value(h_cards[h, k]) - 1]
+                            k += 1
+                    if h_split[h] and can_split:
+                        action = SPLIT  # a pair card on a split hand is split again, as the maths plays it
+                        decided = True
+                    elif state_now >= 0:
+                        action = opt_action[state_now]
+                        if action == SPLIT and not can_split:
+                            action = opt_alt[state_now]  # tens of different ranks where ranks must match
+                        # A play the tables chose that is not open here (never, with the five games) hits.
+                        doubling = DOUBLE <= action <= QUADRUPLE
+                        if ((action == SPLIT and not can_split) or (action == SURRENDER and not can_surrender)
+                                or (doubling and not _double_allowed(P, total, n, h_split[h], h_split_aces[h],
+                                                                     action))):
+                            action = HIT
+                        decided = True
+                if decided:
+                    pass
                 elif two:
-                    if can_split and pair_table[up_value, _value(h_cards[h, 0])]:
+                    # A pair card on a split hand is split again while the rules allow, as the maths plays it.
+                    if can_split and (h_split[h] or pair_table[up_value, _value(h_cards[h, 0])]):
                         action = SPLIT
                     else:
                         code = two_card[up_value, h_split[h], total + 22 * soft]
@@ -494,7 +532,7 @@ def simulate_chunk(P, fresh_deck, hit_table, two_card, pair_table,  # type: igno
                     h_n[h] = n + 1
                     h_hard[h] += _value(card)
                     h_aces[h] += card >> 2 == 0
-                    if optimal and h_state[h] >= 0:
+                    if optimal and h_state[h] >= 0 and not h_split[h]:
                         h_state[h] = opt_child[h_state[h], _value(card) - 1]
                     total, soft = _total(h_hard[h], h_aces[h])
                     if total > 21:
@@ -548,9 +586,6 @@ def simulate_chunk(P, fresh_deck, hit_table, two_card, pair_table,  # type: igno
                         h_n[hh] = 2
                         h_hard[hh] += _value(card)
                         h_aces[hh] += card >> 2 == 0
-                        if optimal:
-                            start = opt_split[up_value, peeked, _value(h_cards[hh, 0])]
-                            h_state[hh] = opt_child[start, _value(card) - 1] if start >= 0 else -1
                     for hh in (h, new):
                         t2, s2 = _total(h_hard[hh], h_aces[hh])
                         if aces and P[P_ACES_ONE]:

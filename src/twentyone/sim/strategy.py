@@ -70,9 +70,8 @@ def strategy_tables(strategy: BasicStrategy, optimal: OptimalTables | None = Non
     for up, table in strategy.two_card_by_up.items():
         for key in range(44):
             total, soft = key % 22, bool(key // 22)
-            # Initial hands default to "S" (BasicStrategy.action_for), split hands to "H" (GameAnalysis._follow).
-            two_card[up, 0, key] = _encode(table.get((total, soft), "S"))
-            two_card[up, 1, key] = _encode(table.get((total, soft), "H"))
+            # A total missing from the chart stands, as BasicStrategy.action_for and the split plans read it.
+            two_card[up, 0, key] = two_card[up, 1, key] = _encode(table.get((total, soft), "S"))
     for up, table in strategy.pairs_by_up.items():
         for value, split in table.items():
             pairs[up, value] = split
@@ -155,20 +154,37 @@ def play_tables(rules: Rules, name: str, analysis: GameAnalysis | None = None) -
     return strategy_tables(chart, optimal_tables(rules, analysis) if name == "optimal" else None)
 
 
-def _optimal_action(game: Round, tables: OptimalTables, cards: tuple[Card, ...], from_split: bool) -> int:
+def _optimal_action(game: Round, tables: OptimalTables, cards: tuple[Card, ...], from_split: bool,
+                    spot_hands: int, legal: tuple[Action, ...]) -> Action:
     """The optimal tables' action for a hand, found by walking its cards from the first one or two."""
     up = game.dealer_up
     rules = game.rules
     peeked = int(rules.deal.hole_card and rules.dealer.peeks_under(up.rank))
     if from_split:
-        state = int(tables.split[up.value, peeked, cards[0].value])
+        state = int(tables.split[up.value, peeked, cards[0].value, min(spot_hands - 1, tables.split.shape[3] - 1)])
         rest = cards[1:]
     else:
         state = int(tables.main[up.value, peeked, cards[0].value, cards[1].value])
         rest = cards[2:]
     for card in rest:
         state = int(tables.child[state, card.value - 1])
-    return int(tables.action[state])
+    action = list(Action)[int(tables.action[state])]
+    if action is Action.SPLIT and action not in legal:
+        action = list(Action)[int(tables.alt[state])]
+    return action
+
+
+def _early_surrender(game: Round, strategy: BasicStrategy, decision: Any) -> Action:
+    """The chart's answer to an early-surrender offer: take it where the chart surrenders (R, Rs)
+    and does not split the pair."""
+    hand = next(h for h in game.hands if h.seat == decision.seat and h.hand == decision.hand)
+    up = game.dealer_up.value
+    first, second = hand.cards
+    value = hand_value(hand.cards)
+    pair = first.rank == second.rank if game.rules.split.match == "rank" else first.value == second.value
+    splits = pair and game.rules.split.max_hands >= 2 and strategy.pairs_by_up.get(up, {}).get(first.value, False)
+    code = strategy.two_card_by_up[up].get((value.total, value.soft), "S")
+    return Action.SURRENDER if code[0] == "R" and not splits else Action.NO_SURRENDER
 
 
 def engine_action(game: Round, strategy: BasicStrategy, options: SimOptions,
@@ -187,14 +203,17 @@ def engine_action(game: Round, strategy: BasicStrategy, options: SimOptions,
     if decision.kind == "even-money":
         return Action.EVEN_MONEY if options.even_money else Action.NO_EVEN_MONEY
     if decision.kind == "surrender":
-        return Action.NO_SURRENDER
+        return _early_surrender(game, strategy, decision) if optimal is None else Action.NO_SURRENDER
     if options.cash_out and Action.CASH_OUT in legal:
         return Action.CASH_OUT
     hand = next(h for h in game.hands if h.seat == decision.seat and h.hand == decision.hand)
     up = game.dealer_up.value
     value = hand_value(hand.cards)
+    if hand.from_split and Action.SPLIT in legal:
+        return Action.SPLIT  # a pair card on a split hand is split again, as the exact maths plays it
     if optimal is not None:
-        choice = list(Action)[_optimal_action(game, optimal, hand.cards, hand.from_split)]
+        spot_hands = sum(1 for other in game.hands if other.seat == hand.seat)
+        choice = _optimal_action(game, optimal, hand.cards, hand.from_split, spot_hands, legal)
         if choice not in legal:  # as the kernel: an unavailable play hits, and split aces stand
             choice = Action.HIT if Action.HIT in legal else Action.STAND
         return choice
@@ -202,8 +221,7 @@ def engine_action(game: Round, strategy: BasicStrategy, options: SimOptions,
         first = hand.cards[0]
         if Action.SPLIT in legal and strategy.pairs_by_up.get(up, {}).get(first.value, False):
             return Action.SPLIT
-        default = "H" if hand.from_split else "S"
-        code = strategy.two_card_by_up[up].get((value.total, value.soft), default)
+        code = strategy.two_card_by_up[up].get((value.total, value.soft), "S")
         open_actions = {str(action): 0.0 for action in legal}
         open_actions.setdefault("hit", 0.0)  # the chart's fallback is read as in the exact maths
         choice = Action(code_action(code, open_actions))

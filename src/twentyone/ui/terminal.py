@@ -20,24 +20,22 @@ from rich.text import Text
 
 from twentyone.core.betting import MAIN, BetLimits, BetSlip, BetSlipError
 from twentyone.core.cards import Card
-from twentyone.core.hand import format_total, hand_value
+from twentyone.core.hand import format_total
 from twentyone.core.money import format_money
-from twentyone.core.operations import Action
+from twentyone.core.operations import OFFER_ANSWERS, Action
 from twentyone.core.round import IllegalActionError, Phase, Round
 from twentyone.core.rules import Rules
 from twentyone.core.shoe import RandomBits, Shoe, system_rng
 from twentyone.core.sidebets import SIDE_BETS
 
+PLAYER = "you"  # the one player at a terminal table
 SUIT_SYMBOLS = {"S": "♠", "H": "♥", "D": "♦", "C": "♣"}
 PLAY_KEYS = {
     "h": Action.HIT, "s": Action.STAND, "d": Action.DOUBLE, "t": Action.TRIPLE,
     "f": Action.QUADRUPLE, "p": Action.SPLIT, "r": Action.SURRENDER, "c": Action.CASH_OUT,
 }
-OFFER_KEYS = {
-    "insurance": {"y": Action.INSURANCE, "n": Action.NO_INSURANCE},
-    "even-money": {"y": Action.EVEN_MONEY, "n": Action.NO_EVEN_MONEY},
-    "surrender": {"y": Action.SURRENDER, "n": Action.NO_SURRENDER},
-}
+# [y]es and [n]o answer each offer with the engine's own accept and decline.
+OFFER_KEYS = {kind: {"y": accept, "n": decline} for kind, (accept, decline) in OFFER_ANSWERS.items()}
 SIDE_BET_KEYS = {"perfect_pairs": "p", "any_pair": "a", "21+3": "t", "hot_3": "o", "bust_it": "k"}
 INSURANCE_WORDS = {"win": "dealer blackjack", "lose": "no dealer blackjack"}
 
@@ -259,7 +257,7 @@ class TerminalTable:
                 self.shoe = Shoe.shuffled(self.rules.shoe.composition, self.rng, self.rules.shoe.cut_card)
         self.last_bets = dict(self.slip.bets)
         self.game = Round(self.rules, self.shoe)
-        self.game.place_bets("you", hand_bets)
+        self.game.place_bets(PLAYER, hand_bets)
         self.balance -= self.slip.total
         self.game.deal()
         self._after_action()
@@ -304,12 +302,11 @@ class TerminalTable:
 
         game = self.game
         assert game is not None
-        decision = game.decision()
-        assert decision is not None
-        hand = next(h for h in game.hands if (h.seat, h.hand) == (decision.seat, decision.hand))
-        legal = [str(action) for action in game.legal_actions()]
-        first = len(hand.cards) == 2 and not hand.from_split
-        ranked = hint(game.rules, hand.cards, game.dealer_up, legal, first_decision=first)
+        seen = game.view(PLAYER)
+        hand = seen.pending_hand
+        assert hand is not None
+        legal = [str(action) for action in seen.legal_actions]
+        ranked = hint(game.rules, hand.cards, seen.dealer_cards[0], legal, first_decision=hand.first_decision)
         if not ranked:
             return "No hint for this offer."
         return "Hint (EV per unit bet): " + "  ".join(f"{action} {ev:+.3f}" for action, ev in ranked)
@@ -344,20 +341,19 @@ class TerminalTable:
         return Group(*parts)  # type: ignore[arg-type]
 
     def _render_round(self, game: Round) -> list[object]:
-        shown: tuple[Card | None, ...] = game.dealer_cards
-        if game.rules.deal.hole_card and len(shown) == 1:
-            shown = (*shown, None)
+        seen = game.view(PLAYER)  # what the player may see: the hole card stays face down until turned
+        shown: tuple[Card | None, ...] = (*seen.dealer_cards, *[None] * seen.dealer_hidden)
         dealer = Text("Dealer  ")
         dealer.append_text(cards_text(shown))
-        dealer_value = hand_value(game.dealer_cards)
+        dealer_value = seen.dealer_value
         dealer.append(f"   {'BUST ' if dealer_value.bust else ''}{format_total(dealer_value)}")
-        if game.dealer_blackjack:
+        if seen.dealer_blackjack:
             dealer.append("  BLACKJACK", style="bold red")
         table = Table(expand=True, show_edge=False, box=None, padding=(0, 1))
         for column in ("", "Hand", "Cards", "Total", "Stake", "Result"):
             table.add_column(column)
-        decision = game.decision()
-        for hand in game.hands:
+        decision = seen.decision
+        for hand in seen.hands:
             active = decision is not None and decision.seat == hand.seat and decision.hand == hand.hand
             total = "BJ" if hand.status == "blackjack" else format_total(hand.value)
             if hand.value.bust:
@@ -369,7 +365,7 @@ class TerminalTable:
                           cards_text(hand.cards), total, self.money(hand.stake), result,
                           style="bold" if active else None)
         sides = []
-        for s in game.settlements:
+        for s in seen.settlements:
             if s.item in game.rules.side_bets:
                 kind = game.rules.side_bets[s.item].kind
                 title, words = side_bet_title(kind), side_bet_words(kind, s.result)

@@ -1,0 +1,163 @@
+// The fixed action bar: chips and bet controls, the decisions, or one question for every insurance offer.
+// Each control prints its key; the keys themselves are handled at the end of this module.
+
+import { chipColour } from "./chips.js";
+import { el, keyed, state, view } from "./dom.js";
+import { chipLabel, money } from "./money.js";
+import { deciders, tableInfo } from "./round.js";
+
+export const ACTIONS = [
+  ["hit", "HIT", "h"], ["stand", "STAND", "s"], ["double", "DOUBLE", "d"], ["triple", "TRIPLE", "t"],
+  ["quadruple", "QUADRUPLE", "q"], ["split", "SPLIT", "p"], ["surrender", "SURRENDER", "r"],
+  ["cash-out", "CASH OUT", "c"],
+];
+export const OFFER_TITLES = { insurance: "Insurance", "even-money": "Even money", surrender: "Surrender" };
+
+export function answers(kind) {
+  const given = tableInfo().offer_answers[kind];
+  return given || { accept: kind, decline: `no-${kind}` };
+}
+
+// What the bar's buttons do (given by table.js): control(path, body), decide(action), answerOffers(choice),
+// nextRound(), redraw().
+let act = null;
+export function wire(handlers) {
+  act = handlers;
+}
+
+export function button(focus, label, key, onclick, attributes = {}) {
+  return el("button", { type: "button", "data-focus": focus, "aria-keyshortcuts": key || null,
+    title: key ? `${label} (${key.toUpperCase()})` : null, onclick, ...attributes }, ...keyed(label, key));
+}
+
+export function whoDecides(round) {
+  const waiting = deciders(round).filter((id) => id !== state.me.id);
+  if (!waiting.length) return "Dealing…";
+  const names = waiting.map((id) => (round.seats.find((seat) => seat.player_id === id) || {}).name).filter(Boolean);
+  if (waiting.length === 1 && names.length) return `${names[0]} is deciding…`;
+  return `Waiting for ${waiting.length} players to decide…`;
+}
+
+export function status(text) {
+  return el("div", { class: "bar-status" }, el("p", { class: "status-line" }, text, " ", el("span", { class: "timer", id: "bar-timer" })));
+}
+
+export function bettingBar(table, slip, { forming, seated, playing, canBet }) {
+  let line = state.finished ? "Place your bets for the next round" : "Place your bets";
+  if (forming && seated) line = "Your bets are in. Round starts in";
+  else if (forming) line = "Round starts in";
+  else if (playing) line = "A round is in play: bet now for the next one";
+  const timer = forming ? el("span", { class: "timer", id: "window" }) : null;
+  const statusLine = el("p", { class: "status-line", id: "bet-status" }, line, timer ? " " : "", timer,
+    forming && !seated ? " — bet to join" : "");
+  const chips = el("div", { class: "chips", role: "group", "aria-label": "Chips" },
+    ...table.chips.map((chip) => el("button", { type: "button", class: `chip chip-${chipColour(chip)}${chip === slip.chip ? " selected" : ""}`,
+      "data-chip": chip, "data-focus": `chip-${chip}`, disabled: !canBet || !slip.enabled_chips.includes(chip),
+      "aria-pressed": chip === slip.chip ? "true" : "false", "aria-label": `Chip ${money(chip, table.currency)}`,
+      onclick: () => act.control("chip", { chip }) }, chipLabel(chip, table.currency))));
+  if (seated) return el("div", { class: "betting" }, statusLine);
+  const empty = slip.total === 0;
+  const rebetInstead = empty && slip.can_rebet && canBet;
+  const controls = el("div", { class: "controls" },
+    state.finished ? button("next-round", "NEW BETS", "n", () => act.nextRound(), { id: "next-round" }) : null,
+    button("undo", "UNDO", "u", () => act.control("undo"), { id: "undo", disabled: empty || !canBet }),
+    button("double-bets", "x2", "x", () => act.control("double"), { id: "double-bets", disabled: empty || !canBet }),
+    rebetInstead
+      ? button("rebet", table.same_bet_deals ? "SAME BET" : "REBET", "r", () => act.control("rebet"), { id: "rebet", class: "primary" })
+      : button("deal", "DEAL", "d", () => act.control("deal"), { id: "deal", class: "primary",
+        disabled: empty || !canBet || Boolean(playing && table.shared) }));
+  return el("div", { class: "betting" }, statusLine, chips, controls);
+}
+
+export function decisions(round) {
+  const table = state.table.table;
+  const showCashOut = state.me.settings.cash_out_visible;
+  const ranked = state.hints ? state.hints.actions.filter((a) => a.action !== "cash-out" || showCashOut) : [];
+  const hints = Object.fromEntries(ranked.map((a) => [a.action, a.ev]));
+  const best = ranked.length ? ranked[0].action : null;
+  const buttons = ACTIONS.filter(([action]) => action !== "cash-out" || showCashOut).map(([action, label, key]) => {
+    const legal = round.legal_actions.includes(action);
+    if (!legal && ["triple", "quadruple", "surrender", "cash-out"].includes(action)) return null;
+    const amount = action === "cash-out" && round.offers.cash_out !== undefined ? ` ${money(round.offers.cash_out, table.currency)}` : "";
+    const node = button(`action-${action}`, `${label}${amount}`, key, () => act.decide(action),
+      { "data-action": action, disabled: !legal, class: action === best ? "best" : null });
+    if (action in hints) node.append(el("span", { class: "ev" }, `EV ${hints[action] >= 0 ? "+" : ""}${hints[action].toFixed(3)}`));
+    return node;
+  });
+  return el("div", { class: "decisions-wrap" },
+    el("p", { class: "status-line" }, "Your decision ", el("span", { class: "timer", id: "bar-timer" })),
+    el("div", { class: "decisions", role: "group", "aria-label": "Decisions" }, ...buttons));
+}
+
+/** Insurance (or even money) asked once for every hand that can take it, with a choice per hand. */
+export function offerPanel(round) {
+  const table = state.table.table;
+  const decision = round.decision;
+  const pending = round.offers.pending || [{ seat: decision.seat, hand: decision.hand, kind: decision.kind,
+    cost: round.offers.insurance }];
+  const kinds = [...new Set(pending.map((offer) => offer.kind))];
+  const title = kinds.map((kind) => OFFER_TITLES[kind]).join(" / ");
+  const mine = round.hands.filter((hand) => hand.player_id === state.me.id);
+  const seats = [...new Set(mine.map((hand) => hand.seat))];
+  const rows = pending.map((offer) => {
+    const key = `${offer.seat}.${offer.hand}`;
+    const chosen = Boolean(state.offerChoices[key]);
+    const what = offer.kind === "even-money" ? "take even money" : `${OFFER_TITLES[offer.kind].toLowerCase()}${offer.cost ? ` for ${money(offer.cost, table.currency)}` : ""}`;
+    const name = table.shared ? "Your hand" : `Hand ${seats.indexOf(offer.seat) + 1}`;
+    return el("li", { class: "offer-row" },
+      el("span", {}, `${name}: ${what}`),
+      el("button", { type: "button", class: chosen ? "choice on" : "choice", "data-offer": key, "data-focus": `offer-${key}`,
+        "aria-pressed": chosen ? "true" : "false", onclick: () => {
+          state.offerChoices[key] = !chosen;
+          act.redraw();
+        } }, chosen ? "YES" : "NO"));
+  });
+  const single = pending.length === 1;
+  return el("div", { class: "offer", role: "group", "aria-label": title },
+    el("p", { class: "status-line" }, `${title}? The dealer shows an Ace. `, el("span", { class: "timer", id: "bar-timer" })),
+    single ? el("p", { class: "offer-one" }, rows[0].firstChild.textContent) : el("ul", { class: "offer-rows" }, ...rows),
+    el("div", { class: "decisions" },
+      single ? null : button("offer-confirm", "CONFIRM", "enter", () => act.answerOffers(undefined), { id: "offer-confirm", class: "primary" }),
+      button("offer-yes", single ? "YES" : "YES TO ALL", "y", () => act.answerOffers(true),
+        { "data-action": answers(decision.kind).accept }),
+      button("offer-no", single ? "NO" : "NO TO ALL", "n", () => act.answerOffers(false),
+        { "data-action": answers(decision.kind).decline })));
+}
+
+// ------------------------------------------------------------------ keys
+function press(selector) {
+  const target = view().querySelector(selector);
+  if (target && !target.disabled) {
+    target.focus({ preventScroll: true });
+    target.click();
+    return true;
+  }
+  return false;
+}
+
+document.addEventListener("keydown", (event) => {
+  if (!state.table || !location.hash.startsWith("#/table/") || event.ctrlKey || event.metaKey || event.altKey) return;
+  if (["INPUT", "SELECT", "TEXTAREA", "SUMMARY"].includes(event.target.tagName) || event.repeat) return;
+  const key = event.key.toLowerCase();
+  const round = state.table.round;
+  if (round && round.status === "playing" && round.legal_actions.length) {
+    if (OFFER_TITLES[round.decision.kind]) {
+      if (key === "y" && press("[data-focus='offer-yes']")) event.preventDefault();
+      if (key === "n" && press("[data-focus='offer-no']")) event.preventDefault();
+      // Enter confirms the choices, unless a button has the focus (then Enter presses that button).
+      if (key === "enter" && event.target.tagName !== "BUTTON" && press("#offer-confirm")) event.preventDefault();
+      return;
+    }
+    const match = ACTIONS.find(([action, , shortcut]) => shortcut === key && round.legal_actions.includes(action));
+    if (match && press(`[data-action='${match[0]}']`)) event.preventDefault();
+    return;
+  }
+  const keys = { d: "#deal", r: "#rebet", u: "#undo", x: "#double-bets", n: "#next-round" };
+  if (keys[key] && press(keys[key])) event.preventDefault();
+  else if (/^[1-9]$/.test(key) && press(`button.circle[data-spot='${key}']`)) event.preventDefault();
+  else if (key === "c") {
+    const chips = [...view().querySelectorAll("button.chip:not([disabled])")];
+    const at = chips.findIndex((chip) => chip.classList.contains("selected"));
+    if (chips.length && press(`button.chip[data-chip='${chips[(at + 1) % chips.length].dataset.chip}']`)) event.preventDefault();
+  }
+});

@@ -1,0 +1,166 @@
+// Drawing a round on the felt: the dealer, the player's own hands, the other players' seats,
+// and the result summary of a finished round (tied to its id).
+
+import { cardNode, totalText } from "./cards.js";
+import { chipStack } from "./chips.js";
+import { el, state } from "./dom.js";
+import { betsTotal, money, signed } from "./money.js";
+
+export const OUTCOMES = { blackjack: "Blackjack", win: "Win", push: "Push", lose: "Lose", bust: "Bust",
+  "cash-out": "Cashed out", "even-money": "Even money", surrender: "Surrendered" };
+
+export function tableInfo() {
+  const table = state.table.table;
+  return { side_bet_titles: {}, side_bet_lines: {}, offer_answers: {}, ...state.tables[table.id], ...table };
+}
+
+export function sideTitle(name) {
+  return tableInfo().side_bet_titles[name] || name.replace(/_/g, " ");
+}
+
+function sideLine(name, result) {
+  if (result === "lose") return "lost";
+  if (result === "push") return "push";
+  const lines = tableInfo().side_bet_lines[name] || {};
+  return lines[result] || result.replace(/_/g, " ");
+}
+
+// A card's deal (or flip) is timed from when it first appeared; a redraw meanwhile carries on with the same motion
+// (a negative delay), and a card already in place is not dealt again.
+const MOTION_MS = 900;
+
+function cards(round, key, codes, hidden = 0) {
+  const now = performance.now();
+  const all = [...codes, ...Array.from({ length: hidden }, () => null)];
+  let fresh = 0;
+  const nodes = all.map((code, index) => {
+    const id = `${round.id}|${key}|${index}|${code ? "up" : "down"}`;
+    if (!state.seen.has(id)) {
+      const turned = code && state.seen.has(`${round.id}|${key}|${index}|down`);
+      state.seen.set(id, { at: now + (turned ? 0 : fresh++ * 90), motion: turned ? "flip" : "deal-in" });
+    }
+    const { at, motion } = state.seen.get(id);
+    const moving = now - at < MOTION_MS;
+    const card = cardNode(code, moving ? motion : "");
+    if (moving) card.style.setProperty("--delay", `${at - now}ms`);
+    return card;
+  });
+  return el("div", { class: "cards" }, ...nodes);
+}
+
+export function dealerArea(round) {
+  const dealer = round ? round.dealer : { cards: [], hidden: 0 };
+  const total = round && dealer.cards.length
+    ? el("div", { class: "total", id: "dealer-total" }, dealer.blackjack ? "Blackjack"
+      : totalText(dealer.total, dealer.soft, dealer.cards.length)) : null;
+  return el("div", { class: "dealer", "aria-label": "Dealer" },
+    el("div", { class: "hand dealer-hand" }, el("div", { class: "owner" }, "Dealer"),
+      round ? cards(round, "dealer", dealer.cards, dealer.hidden) : el("div", { class: "cards" }), total));
+}
+
+function handLabel(hand, index, mine, shared) {
+  const split = hand.from_split ? `.${hand.hand}` : "";
+  if (shared) return mine ? `Your hand${split}` : `${hand.name}'s hand${split}`;
+  return `Hand ${index}${split}`;
+}
+
+/** The player's own hands, big, each over its chip stack; the active one is lit. */
+export function myHands(round, decisionNode) {
+  const table = state.table.table;
+  const mine = round.hands.filter((hand) => hand.player_id === state.me.id);
+  const seats = [...new Set(mine.map((hand) => hand.seat))];
+  const finished = round.status === "settled" || round.status === "void";
+  const settle = finished && state.settledShown !== round.id;
+  return el("div", { class: "hands mine", "data-count": seats.length }, ...seats.map((seat, i) => {
+    const hands = mine.filter((hand) => hand.seat === seat);
+    return el("div", { class: "spot dealt" }, ...hands.map((hand) => {
+      const decision = round.decision;
+      const active = decision && decision.seat === hand.seat && decision.hand === hand.hand && !finished;
+      const label = handLabel(hand, i + 1, true, table.shared);
+      const won = hand.returned - hand.stake;
+      return el("div", { class: `hand${active ? " active" : ""}`, "aria-label": label.replace(/^Hand/, "Your hand"),
+        "data-seat": hand.seat, "data-hand": hand.hand },
+      el("div", { class: "owner" }, label),
+      cards(round, `${hand.seat}.${hand.hand}`, hand.cards),
+      el("div", { class: "total" }, hand.status === "blackjack" || hand.outcome === "blackjack" ? "Blackjack"
+        : totalText(hand.total, hand.soft, hand.cards.length)),
+      el("div", { class: "bet-circle" },
+        el("div", { class: "stacks" },
+          chipStack(hand.stake, table.chips, table.currency, finished && won < 0 ? (settle ? "collected" : "gone") : ""),
+          finished && won > 0 ? chipStack(won, table.chips, table.currency, settle ? "paid" : "") : null),
+        el("span", { class: "amount" }, money(hand.stake, table.currency))),
+      hand.outcome ? el("div", { class: `outcome ${hand.outcome}` },
+        `${(OUTCOMES[hand.outcome] || hand.outcome).toUpperCase()} ${signed(won, table.currency)}`) : null,
+      active && decisionNode ? decisionNode : null);
+    }));
+  }));
+}
+
+/**
+ * The other players at a shared table: a compact strip of seats, each with its bet and, once dealt,
+ * its cards, total and result; the seat whose turn it is is lit.
+ */
+export function othersStrip(round) {
+  const table = state.table.table;
+  if (!table.shared || !round) return null;
+  const seats = (round.seats || round.players.map((p, i) => ({ ...p, position: i + 1, bets: [], total: 0 })));
+  const others = seats.filter((seat) => seat.player_id !== state.me.id);
+  const deciding = round.status === "playing" ? deciders(round) : [];
+  const strip = el("ul", { class: "others", "aria-label": "Other players" }, ...others.map((seat) => {
+    const hands = round.hands.filter((hand) => hand.player_id === seat.player_id);
+    const turn = deciding.includes(seat.player_id);
+    const total = seat.total ?? betsTotal(seat.bets || []);
+    return el("li", { class: `seat${turn ? " active" : ""}`, "data-player": seat.name },
+      el("div", { class: "name" }, seat.name),
+      el("div", { class: "seat-bet" }, chipStack(total, table.chips, table.currency, "mini"), money(total, table.currency)),
+      ...hands.map((hand) => el("div", { class: "mini-hand" },
+        cards(round, `${hand.seat}.${hand.hand}`, hand.cards),
+        el("span", { class: "total" }, totalText(hand.total, hand.soft, hand.cards.length)),
+        hand.outcome ? el("span", { class: `outcome ${hand.outcome}` }, OUTCOMES[hand.outcome] || hand.outcome) : null)),
+      turn ? el("div", { class: "turn" }, "deciding…") : null);
+  }));
+  const count = round.seat_count ?? seats.length;
+  if (count > seats.length) strip.append(el("li", { class: "seat more" }, `and ${count - seats.length} more`));
+  return el("div", { class: "others-wrap" },
+    el("div", { class: "players-count", id: "players-count" },
+      `${count} player${count === 1 ? "" : "s"} in this round${table.seats ? ` · ${table.seats} seats` : ""}`),
+    others.length ? strip : null);
+}
+
+/** A side bet's result in words with what it won or lost: "Bust It: dealer busts with 4 cards, +€4.00". */
+export function sideResult(side, spot = () => "") {
+  const currency = state.table.table.currency;
+  return `${sideTitle(side.name)}${spot(side.seat)}: ${sideLine(side.name, side.result)}, `
+    + `${signed(side.returned - side.stake, currency)}`;
+}
+
+/** The players the table waits for: one in turn, or everyone still deciding in a common draw (power). */
+export function deciders(round) {
+  if (round.deciding) return round.deciding;
+  return round.decision ? [round.decision.player_id] : [];
+}
+
+/** The result of a finished round, item by item, in the table's currency: the banner tied to its id. */
+export function resultSummary(round) {
+  const currency = round.currency;
+  if (round.status === "void") {
+    return { title: `Round #${round.id} void`, items: [`Every stake is refunded (${round.void_reason || "malfunction"}).`],
+      net: 0 };
+  }
+  const mine = round.hands.filter((hand) => hand.player_id === state.me.id);
+  const seats = [...new Set(mine.map((hand) => hand.seat))];
+  const shared = state.table && state.table.table.shared;
+  const items = mine.map((hand) => {
+    const label = handLabel(hand, seats.indexOf(hand.seat) + 1, true, shared);
+    return `${label}: ${OUTCOMES[hand.outcome] || hand.outcome} ${signed(hand.returned - hand.stake, currency)}`;
+  });
+  const spot = (seat) => (seats.length > 1 ? ` (hand ${seats.indexOf(seat) + 1})` : "");
+  for (const side of round.side_bets.filter((s) => s.player_id === state.me.id)) items.push(sideResult(side, spot));
+  for (const cover of round.insurance.filter((s) => s.player_id === state.me.id)) {
+    items.push(`Insurance${spot(cover.seat)}: ${cover.result === "win" ? "paid 2:1" : "lost"}, `
+      + `${signed(cover.returned - cover.stake, currency)}`);
+  }
+  const net = round.me ? round.me.returned - round.me.staked : 0;
+  const verdict = net > 0 ? `you won ${money(net, currency)}` : net < 0 ? `you lost ${money(-net, currency)}` : "even";
+  return { title: `Round #${round.id}: ${verdict}`, items, net };
+}

@@ -1,0 +1,357 @@
+// The table page: state from the server, the requests a player makes, and the felt drawn from them.
+
+import { OFFER_TITLES, answers, bettingBar, decisions, offerPanel, status, whoDecides, wire } from "./bar.js";
+import { chipStack } from "./chips.js";
+import { announce, api, el, showError, state, view } from "./dom.js";
+import { betsTotal, money } from "./money.js";
+import { dealerArea, myHands, othersStrip, resultSummary, sideResult, sideTitle } from "./round.js";
+
+const ended = (round) => round && (round.status === "settled" || round.status === "void");
+
+export function currentTableId() {
+  const match = location.hash.match(/^#\/table\/(.+)$/);
+  return match ? decodeURIComponent(match[1]) : null;
+}
+
+// Requests go one after the other, in the order the player made them (a quick chip-then-spot is two clicks kept).
+let queue = Promise.resolve();
+function serial(work) {
+  queue = queue.then(work, work);
+  return queue;
+}
+
+// A table event re-reads the table after the player's own requests, never in the middle of one; events that
+// arrive together are read once.
+let refreshQueued = false;
+function refreshSoon(tableId) {
+  if (refreshQueued) return;
+  refreshQueued = true;
+  serial(async () => {
+    refreshQueued = false;
+    await refreshTable(tableId);
+  });
+}
+
+// ------------------------------------------------------------------ state from the server
+export async function openTable(tableId, ensureMe) {
+  if (!state.me) {
+    location.hash = "#/";
+    return;
+  }
+  if (!state.table || state.table.table.id !== tableId) {
+    state.finished = null;  // a table change clears the last round and its result
+    state.watching = null;
+    state.seen = new Map();
+    showResult(null);
+  }
+  state.ensureMe = ensureMe;
+  if (!Object.keys(state.tables).length) {
+    const { tables } = await api("GET", "/tables");
+    state.tables = Object.fromEntries(tables.map((table) => [table.id, table]));
+  }
+  connectSocket(tableId);
+  await refreshTable(tableId);
+}
+
+let latest = 0;
+
+export async function refreshTable(tableId) {
+  const mine = ++latest;
+  try {
+    const data = await api("GET", `/tables/${tableId}`);
+    const round = data.round;
+    if (round && round.me) state.watching = round.id;
+    // The round this player was in has left the table: it ended, so its result is shown.
+    if (state.watching && (!round || round.id !== state.watching)) {
+      const last = await api("GET", `/rounds/${state.watching}`).catch(() => null);
+      if (!last || ended(last)) state.watching = null;
+      if (ended(last)) finish(last);
+    }
+    if (round && state.finished && round.id > state.finished.id && (round.status === "playing" || round.me)) {
+      clearFinished();
+    }
+    if (mine !== latest || currentTableId() !== tableId) return;  // a newer refresh is on its way
+    state.table = data;
+    state.hints = null;
+    if (round && round.legal_actions.length && state.me.settings.hints) {
+      state.hints = await api("GET", `/rounds/${round.id}/hint`).catch(() => null);
+      if (mine !== latest) return;
+    }
+    renderTable();
+    if (state.ensureMe) state.ensureMe();  // the header's balances follow the table's
+  } catch (error) { showError(error); }
+}
+
+function finish(round) {
+  if (state.finished && state.finished.id === round.id) return;
+  state.finished = round;
+  state.watching = null;
+  showResult(round);
+  beep(round.me && round.me.returned > round.me.staked ? 880 : 330);
+}
+
+function clearFinished() {
+  state.finished = null;
+  showResult(null);
+}
+
+/** The result banner: it always names the round it belongs to, and is cleared with it. */
+function showResult(round) {
+  const banner = document.getElementById("result");
+  if (!round) {
+    banner.replaceChildren();
+    banner.hidden = true;
+    delete banner.dataset.round;
+    return;
+  }
+  const { title, items, net } = resultSummary(round);
+  banner.hidden = false;
+  banner.dataset.round = round.id;
+  banner.className = `result ${net > 0 ? "won" : net < 0 ? "lost" : "even"}`;
+  banner.replaceChildren(el("strong", {}, title), el("ul", {}, ...items.map((item) => el("li", {}, item))));
+}
+
+function connectSocket(tableId) {
+  if (state.socket && state.socket.tableId === tableId) return;
+  if (state.socket) state.socket.close();
+  const scheme = location.protocol === "https:" ? "wss" : "ws";
+  const socket = new WebSocket(`${scheme}://${location.host}/ws/tables/${tableId}?token=${state.token}`);
+  socket.tableId = tableId;
+  socket.onmessage = (message) => {
+    const event = JSON.parse(message.data);
+    const currency = state.table ? state.table.table.currency : undefined;
+    if (event.type === "hello" && event.returned_bets && event.returned_bets.length) {
+      announce(`Your undealt bets were returned: ${event.returned_bets.map((b) => money(b.total, currency)).join(", ")}.`);
+    }
+    if (event.type === "bets-returned" && state.me && event.player_id === state.me.id) {
+      announce(event.total ? `Bets of ${money(event.total, currency)} returned. ${event.reason}` : event.reason);
+    }
+    if (currentTableId() === tableId && event.type !== "hello") refreshSoon(tableId);
+  };
+  socket.onclose = () => {
+    if (state.socket !== socket) return;
+    state.socket = null;
+    // Lost the connection while still at this table: come back, and pick the round up where it is.
+    setTimeout(() => {
+      if (currentTableId() === tableId && !state.socket && state.token) {
+        connectSocket(tableId);
+        refreshSoon(tableId);
+      }
+    }, 2000);
+  };
+  state.socket = socket;
+}
+
+export function leaveTable() {
+  if (state.socket) {
+    const socket = state.socket;
+    state.socket = null;
+    socket.close();
+  }
+  state.table = null;
+  clearFinished();
+}
+
+// ------------------------------------------------------------------ requests
+function control(path, body) {
+  return serial(() => controlNow(path, body));
+}
+
+async function controlNow(path, body) {
+  const tableId = state.table.table.id;
+  try {
+    if (path !== "chip") clearFinished();
+    const answer = await api("POST", `/tables/${tableId}/${path}`, body);
+    state.maxSpot = null;
+    announce("");
+    if (answer.slip) state.table.slip = answer.slip;
+    if (answer.id) {
+      beep();
+      state.watching = answer.id;
+      state.seen = new Map();
+      if (ended(answer)) finish(answer);
+      await refreshTable(tableId);
+      return;
+    }
+    renderTable();
+  } catch (error) {
+    if (error.data && error.data.maximum && body) state.maxSpot = { spot: body.spot, text: error.message };
+    showError(error);
+    renderTable();
+  }
+}
+
+function decide(action) {
+  return serial(async () => {
+    const round = state.table.round;
+    if (!round || !round.legal_actions.includes(action)) return;
+    try {
+      const answer = await api("POST", `/rounds/${round.id}/actions`, { action });
+      state.table.round = answer;
+      if (ended(answer)) finish(answer);
+      await refreshTable(state.table.table.id);
+    } catch (error) { showError(error); }
+  });
+}
+
+/** Answer every pending offer of this player at once: each hand as chosen (decline where not chosen). */
+function answerOffers(choice) {
+  return serial(() => answerOffersNow(choice));
+}
+
+async function answerOffersNow(choice) {
+  let round = state.table.round;
+  try {
+    while (round && round.decision && OFFER_TITLES[round.decision.kind] && round.legal_actions.length) {
+      const { seat, hand, kind } = round.decision;
+      const yes = choice === undefined ? state.offerChoices[`${seat}.${hand}`] : choice;
+      const { accept, decline } = answers(kind);
+      round = await api("POST", `/rounds/${round.id}/actions`, { action: yes ? accept : decline });
+    }
+    state.offerChoices = {};
+    if (ended(round)) finish(round);
+  } catch (error) { showError(error); }
+  await refreshTable(state.table.table.id);
+}
+
+function nextRound() {
+  clearFinished();
+  renderTable();
+}
+
+wire({ control, decide, answerOffers, nextRound, redraw: () => renderTable() });
+
+// ------------------------------------------------------------------ drawing
+export function renderTable() {
+  const { table, slip, balance, round: current, next_shoe: nextShoe } = state.table;
+  const focused = document.activeElement && document.activeElement.dataset ? document.activeElement.dataset.focus : null;
+  document.body.className = `theme-${table.theme} at-table`;
+  const forming = current && current.status === "betting" ? current : null;
+  const playing = current && current.status === "playing" ? current : null;
+  const shown = playing || state.finished;
+  const seatedForming = forming && forming.me;
+  const inPlay = playing && playing.me;
+  const canBet = !seatedForming && !inPlay && !(playing && !table.shared);
+  const onTable = seatedForming ? betsTotal(forming.me.bets) : inPlay ? 0 : slip.total;
+  const totalBet = seatedForming ? onTable : inPlay ? playing.me.staked : slip.total;
+
+  const felt = el("section", { class: `felt${table.shared ? " shared" : ""}`, "aria-label": table.name },
+    el("div", { class: "table-head" },
+      el("h2", {}, table.name),
+      el("div", { class: "indicators" },
+        el("span", { class: "indicator", id: "balance" }, "BALANCE ", el("strong", {}, money(balance - onTable, table.currency))),
+        el("span", { class: "indicator", id: "total-bet" }, "TOTAL BET ", el("strong", {}, money(totalBet, table.currency))),
+        el("span", { class: "indicator timer", id: "timer" }))),
+    dealerArea(shown),
+    el("div", { class: "arc", "aria-hidden": "true" }, arcText()),
+    othersStrip(forming || shown));
+  const decisionHere = playing && playing.legal_actions.length && !OFFER_TITLES[playing.decision.kind];
+  if (shown && shown.hands.some((hand) => hand.player_id === state.me.id)) {
+    felt.append(myHands(shown, null));
+    const early = shown.side_bets.filter((side) => side.player_id === state.me.id);
+    if (!ended(shown) && early.length) {
+      felt.append(el("p", { class: "side-results", id: "side-results" }, early.map((side) => sideResult(side)).join(" · ")));
+    }
+    if (ended(shown)) state.settledShown = shown.id;
+  } else if (!playing || table.shared) {
+    felt.append(spots(table, slip, canBet, seatedForming ? forming.me.bets : null));
+  }
+  felt.append(el("details", { class: "panel limits", id: "limits" },
+    el("summary", {}, "BET LIMITS"),
+    el("ul", {}, ...Object.entries(table.limits).map(([type, [low, high]]) =>
+      el("li", {}, `${type === "main" ? "Main bet" : sideTitle(type)}: ${money(low, table.currency)}–${money(high, table.currency)}`))),
+    el("p", { class: "muted" }, `Next shoe SHA-256: ${nextShoe.commitment}`)));
+
+  let bar;
+  if (playing && playing.legal_actions.length && OFFER_TITLES[playing.decision.kind]) bar = offerPanel(playing);
+  else if (decisionHere) bar = decisions(playing);
+  else if (inPlay || (playing && !table.shared)) bar = status(whoDecides(playing));
+  else bar = bettingBar(table, slip, { forming, seated: seatedForming, playing, canBet });
+  view().replaceChildren(felt, el("nav", { class: "action-bar", "aria-label": "Actions", id: "action-bar" }, bar));
+  restoreFocus(focused);
+  // On a small screen the hand waiting for a decision is brought into view, beside the dealer.
+  const active = view().querySelector(".hand.active");
+  if (active) active.scrollIntoView({ block: "nearest" });
+  startTimers(current);
+}
+
+function arcText() {
+  const svg = document.createElementNS("http://www.w3.org/2000/svg", "svg");
+  svg.setAttribute("viewBox", "0 0 600 70");
+  svg.innerHTML = '<path id="arc-path" d="M40 10 Q300 110 560 10" fill="none"/>'
+    + '<text><textPath href="#arc-path" startOffset="50%" text-anchor="middle">BLACKJACK PAYS 3 TO 2 · '
+    + "INSURANCE PAYS 2 TO 1</textPath></text>";
+  return svg;
+}
+
+function spots(table, slip, canBet, seatedBets) {
+  const bets = {};
+  for (const b of slip.bets) bets[`${b.spot}|${b.type}`] = b.amount;
+  if (seatedBets) {
+    seatedBets.forEach((b, i) => {
+      bets[`${i + 1}|main`] = b.bet;
+      for (const [name, amount] of Object.entries(b.side_bets)) bets[`${i + 1}|${name}`] = amount;
+    });
+  }
+  const sideNames = Object.keys(table.limits).filter((type) => type !== "main");
+  const row = el("div", { class: "hands spots", "data-count": table.hands_per_player });
+  for (let spot = 1; spot <= table.hands_per_player; spot += 1) {
+    const main = bets[`${spot}|main`] || 0;
+    const max = state.maxSpot && state.maxSpot.spot === spot ? state.maxSpot.text : "";
+    const label = table.hands_per_player > 1 ? `Hand ${spot}` : "Your bet";
+    row.append(el("div", { class: "spot" },
+      el("div", { class: "max", role: "alert" }, max),
+      el("button", { type: "button", class: `circle${main ? " has-bet" : ""}`, "data-spot": spot, "data-focus": `spot-${spot}`,
+        disabled: !canBet, "aria-label": `Bet on hand ${spot}, now ${money(main, table.currency)}`,
+        "aria-keyshortcuts": table.hands_per_player > 1 ? String(spot) : null,
+        onclick: () => control("bets", { spot, type: "main" }) },
+      main ? chipStack(main, table.chips, table.currency) : null,
+      el("span", { class: "amount" }, main ? money(main, table.currency) : label)),
+      sideNames.length ? el("div", { class: "sides" }, ...sideNames.map((name) => {
+        const amount = bets[`${spot}|${name}`] || 0;
+        return el("button", { type: "button", class: `side${amount ? " has-bet" : ""}`, "data-spot": spot, "data-side": name,
+          "data-focus": `side-${spot}-${name}`, disabled: !canBet,
+          "aria-label": `${sideTitle(name)} on hand ${spot}, now ${money(amount, table.currency)}`,
+          onclick: () => control("bets", { spot, type: name }) },
+        el("span", { class: "side-name" }, sideTitle(name)), el("span", { class: "side-amount" }, amount ? money(amount, table.currency) : ""));
+      })) : null));
+  }
+  return row;
+}
+
+function restoreFocus(key) {
+  if (!key) return;
+  const same = view().querySelector(`[data-focus="${key}"]:not([disabled])`);
+  const fallback = view().querySelector(".action-bar button:not([disabled])");
+  (same || fallback)?.focus({ preventScroll: true });
+}
+
+function startTimers(round) {
+  clearInterval(state.timer);
+  const tick = () => {
+    const left = (moment) => Math.max(0, Math.round((Date.parse(moment) - Date.now()) / 1000));
+    const decisionLeft = round && round.decision && round.decision.deadline ? left(round.decision.deadline) : null;
+    const text = decisionLeft === null ? "" : `${decisionLeft >= 60 ? `${Math.floor(decisionLeft / 60)}m ` : ""}${decisionLeft % 60}s`;
+    for (const id of ["timer", "bar-timer"]) {
+      const node = document.getElementById(id);
+      if (node) node.textContent = text && id === "timer" ? `Decision: ${text}` : text;
+    }
+    const windowNode = document.getElementById("window");
+    if (round && round.betting_closes_at && windowNode) windowNode.textContent = `${left(round.betting_closes_at)} s`;
+  };
+  tick();
+  state.timer = setInterval(tick, 500);
+}
+
+export function beep(frequency = 600) {
+  if (!state.me || !state.me.settings.sound || !window.AudioContext) return;
+  try {
+    const context = new AudioContext();
+    const oscillator = context.createOscillator();
+    oscillator.frequency.value = frequency;
+    oscillator.connect(context.destination);
+    oscillator.start();
+    oscillator.stop(context.currentTime + 0.08);
+  } catch (_) { /* sound is optional */ }
+}
+

@@ -1,0 +1,330 @@
+"""What a player notices at the web table: results tied to rounds, money in the table's currency, the fixed
+action bar on a desktop and a phone, keyboard play, reduced motion, and every table's look (screenshots)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import httpx
+import pytest
+from playwright.sync_api import expect
+from web_helpers import DESKTOP, PHONE, LiveServer, shot, table_page
+
+
+def chip(page: Any, amount: int) -> None:
+    page.locator(f"button.chip[data-chip='{amount}']").click()
+    expect(page.locator(f"button.chip[data-chip='{amount}']")).to_have_attribute("aria-pressed", "true")
+
+
+def bet(page: Any, spot: int = 1, side: str | None = None) -> None:
+    target = f"button.side[data-spot='{spot}'][data-side='{side}']" if side else f"button.circle[data-spot='{spot}']"
+    before = page.locator("#total-bet").inner_text()
+    page.locator(target).click()
+    expect(page.locator("#total-bet")).not_to_have_text(before)
+
+
+def deal(page: Any, server: LiveServer, table: str) -> None:
+    page.locator("#deal").click()
+    if server.service.table(table).shared:
+        expect(page.locator("#bet-status, #action-bar [data-action]").first).to_be_visible()
+        server.service.close_betting(table)  # no waiting for the betting window
+    expect(page.locator("#action-bar [data-action], #result:not([hidden])").first).to_be_visible()
+
+
+def current_round(page: Any, server: LiveServer, table: str) -> int:
+    token = page.evaluate("localStorage.getItem('twentyone.token')")
+    state = httpx.get(f"{server.url}/tables/{table}", headers={"Authorization": f"Bearer {token}"}).json()
+    return int(state["round"]["id"])
+
+
+def current_round_id(page: Any) -> str:
+    return str(page.locator("#result").get_attribute("data-round"))
+
+
+def close(page: Any, problems: list[str]) -> None:
+    page.context.close()
+    assert not problems, problems  # no console errors, no 404 (favicon included)
+
+
+# ------------------------------------------------------------------ results belong to their round
+def test_each_result_is_the_round_that_just_ended(browser: Any, live_server: LiveServer) -> None:
+    service = live_server.service
+    service.stacked.append(["TS", "6H", "9D", "TC", "8C"])  # 19 against a dealer who busts: a win
+    service.stacked.append(["TS", "TH", "6D", "9C"])  # 16 against 19: a loss
+    page, _, problems = table_page(browser, live_server, "classic")
+    chip(page, 100)
+    bet(page)
+    deal(page, live_server, "classic")
+    page.locator("button[data-action='stand']").click()
+    banner = page.locator("#result")
+    expect(banner).to_contain_text("you won $1.00")
+    first = banner.get_attribute("data-round")
+    expect(banner).to_contain_text(f"Round #{first}: you won $1.00")
+    expect(page.locator(".outcome")).to_have_text("WIN +$1.00")
+    page.locator("#rebet").click()
+    expect(banner).to_be_hidden()  # the finished round leaves the table with the next bets
+    page.locator("#deal").click()
+    expect(page.locator(".outcome")).to_have_count(0)
+    expect(page.locator(".hand.active .card[data-card='6D']")).to_be_visible()
+    page.locator("button[data-action='stand']").click()
+    expect(banner).to_contain_text("you lost $1.00")
+    assert banner.get_attribute("data-round") == str(int(first) + 1)
+    expect(banner).not_to_contain_text("Win")
+    expect(page.locator(".outcome")).to_have_text("LOSE −$1.00")
+    page.wait_for_timeout(700)  # the lost chips are collected
+    shot(page, "classic-result-after-a-rebet")
+    close(page, problems)
+
+
+def test_shared_table_results_after_a_rebet_a_timeout_and_a_blackjack(browser: Any, live_server: LiveServer) -> None:
+    service = live_server.service
+    # Power's shoe runs on from round to round: a win, then 16 against 17 (left to the timer), then a blackjack.
+    service.stacked.append(["KS", "6H", "8D", "QC", "7C", "8S", "KH", "8D", "7C", "AS", "6H", "KD", "7C"])
+    page, _, problems = table_page(browser, live_server, "power")
+    chip(page, 100)
+    bet(page)
+    deal(page, live_server, "power")
+    page.locator("button[data-action='stand']").click()
+    banner = page.locator("#result")
+    expect(banner).to_contain_text("you won €1.00")
+    page.locator("#rebet").click()
+    deal(page, live_server, "power")
+    second = current_round(page, live_server, "power")
+    expect(banner).to_be_hidden()
+    assert service.rounds.auto_decide(second) == 1  # the decision timer stands for the player
+    expect(banner).to_have_attribute("data-round", str(second))
+    expect(banner).to_contain_text(f"Round #{second}: you lost €1.00")
+    expect(page.locator(".hands.mine .outcome")).to_have_text("LOSE −€1.00")
+    page.locator("#rebet").click()
+    deal(page, live_server, "power")  # a blackjack settles the round as it is dealt
+    expect(banner).to_have_attribute("data-round", str(second + 1))
+    expect(banner).to_contain_text("Your hand: Blackjack +€1.50")
+    page.set_viewport_size(PHONE)
+    page.wait_for_timeout(600)  # the winnings slide in
+    shot(page, "power-blackjack-result-phone")
+    close(page, problems)
+
+
+# ------------------------------------------------------------------ money
+def test_money_in_the_tables_currency(browser: Any, live_server: LiveServer) -> None:
+    page, _, problems = table_page(browser, live_server, "single-deck")
+    expect(page.locator("button.chip[data-chip='2500']")).to_have_text("£25")
+    expect(page.locator("#balance strong")).to_have_text("£1,000.00")
+    chip(page, 2500)
+    bet(page)
+    expect(page.locator("#balance strong")).to_have_text("£975.00")  # the balance falls as chips are placed
+    expect(page.locator("#total-bet strong")).to_have_text("£25.00")
+    chip(page, 50000)
+    bet(page)
+    expect(page.locator("#balance strong")).to_have_text("£475.00")
+    page.locator("#double-bets").click()
+    expect(page.locator("#announce")).to_have_text("Doubling every bet needs £1,050.00 but the balance is £1,000.00.")
+    close(page, problems)
+
+    page, _, problems = table_page(browser, live_server, "classic")
+    chip(page, 10000)
+    for _ in range(3):
+        bet(page)
+    page.locator("button.circle[data-spot='1']").click()
+    expect(page.locator(".spot .max").first).to_have_text("The maximum bet is $300.00 on this spot.")
+    close(page, problems)
+
+
+def test_side_bets_in_words_and_a_push_is_even(browser: Any, live_server: LiveServer) -> None:
+    service = live_server.service
+    service.stacked.append(["8S", "6H", "8D", "6C", "2S", "KH"])  # the dealer busts with 4 cards
+    page, _, problems = table_page(browser, live_server, "power")
+    chip(page, 100)
+    bet(page)
+    bet(page, side="bust_it")
+    expect(page.locator("button.side[data-side='bust_it']")).to_contain_text("Bust It")
+    deal(page, live_server, "power")
+    page.locator("button[data-action='stand']").click()
+    banner = page.locator("#result")
+    expect(banner).to_contain_text("Your hand: Win +€1.00")
+    expect(banner).to_contain_text("Bust It: dealer busts with 4 cards, +€2.00")
+    expect(banner).to_contain_text("you won €3.00")
+    close(page, problems)
+
+    service.stacked.append(["TS", "7H", "7D", "TC"])  # 17 against 17
+    page, _, problems = table_page(browser, live_server, "classic")
+    chip(page, 100)
+    bet(page)
+    deal(page, live_server, "classic")
+    page.locator("button[data-action='stand']").click()
+    expect(page.locator(".outcome")).to_have_text("PUSH even")
+    expect(page.locator("#result strong")).to_have_text(f"Round #{current_round_id(page)}: even")
+    close(page, problems)
+
+
+def test_insurance_is_asked_once_for_every_hand_with_a_choice_per_hand(browser: Any, live_server: LiveServer) -> None:
+    service = live_server.service
+    service.stacked.append(["5S", "6S", "7S", "AH", "5D", "6D", "7D", "KC"])  # three hands; the dealer has blackjack
+    page, _, problems = table_page(browser, live_server, "first-person")
+    chip(page, 100)
+    for spot in (1, 2, 3):
+        bet(page, spot)
+    deal(page, live_server, "first-person")
+    offer = page.locator(".offer")
+    expect(offer.locator(".offer-row")).to_have_count(3)
+    expect(offer).to_contain_text("Hand 2: insurance for $0.50")
+    offer.locator("button[data-offer]").nth(1).click()  # insure hand 2 only
+    expect(offer.locator("button[data-offer]").nth(1)).to_have_attribute("aria-pressed", "true")
+    page.wait_for_timeout(900)  # the cards have landed
+    shot(page, "first-person-insurance-for-three-hands")
+    page.locator("#view").focus()
+    page.keyboard.press("Enter")  # confirms the choices
+    banner = page.locator("#result")
+    expect(banner).to_contain_text("Insurance (hand 2): paid 2:1, +$1.00")
+    expect(banner.locator("li", has_text="Insurance")).to_have_count(1)
+    expect(banner).to_contain_text("you lost $2.00")
+    close(page, problems)
+
+
+# ------------------------------------------------------------------ the action bar stays on screen
+def inside(page: Any, selector: str, above: str | None = None) -> bool:
+    """The element is wholly on screen (and above the top of ``above``), measured in one go: the table
+    redraws on every event, so a measure taken in two steps could read a node already replaced."""
+    return bool(page.evaluate("""([selector, above]) => {
+        const box = document.querySelector(selector).getBoundingClientRect();
+        const bottom = above ? document.querySelector(above).getBoundingClientRect().top : innerHeight;
+        return box.width > 0 && box.left >= 0 && box.top >= 0 && box.right <= innerWidth + 0.5
+            && box.bottom <= bottom + 0.5;
+    }""", [selector, above]))
+
+
+def test_five_hands_and_the_action_bar_fit_a_desktop(browser: Any, live_server: LiveServer) -> None:
+    live_server.service.stacked.append(["TS", "9S", "8S", "7S", "6S", "5H", "TD", "9D", "8D", "7D", "6D", "KC", "9C"])
+    page, _, problems = table_page(browser, live_server, "first-person", DESKTOP)
+    chip(page, 100)
+    for spot in range(1, 6):
+        bet(page, spot)
+    page.evaluate("window.scrollTo(0, document.body.scrollHeight)")
+    assert inside(page, "#deal")
+    deal(page, live_server, "first-person")
+    expect(page.locator(".hands.mine .hand")).to_have_count(5)
+    page.evaluate("window.scrollTo(0, 0)")
+    for index in range(5):
+        assert inside(page, f".hands.mine .spot:nth-child({index + 1}) .hand", "#action-bar"), f"hand {index + 1}"
+    assert inside(page, ".dealer .cards", "#action-bar")
+    assert inside(page, "button[data-action='stand']")
+    shot(page, "first-person-five-hands-desktop")
+    close(page, problems)
+
+
+def test_a_phone_shows_the_header_on_one_line_and_the_dealer_beside_the_active_hand(browser: Any,
+                                                                                    live_server: LiveServer) -> None:
+    live_server.service.stacked.append(["TS", "9S", "8S", "7S", "6S", "5H", "TD", "9D", "8D", "7D", "6D", "KC", "9C"])
+    page, _, problems = table_page(browser, live_server, "first-person", PHONE)
+    header = page.locator("header.topbar").bounding_box()
+    assert header["height"] < 50, header  # one line
+    assert page.evaluate("document.documentElement.scrollWidth") <= PHONE["width"]
+    chip(page, 100)
+    for spot in range(1, 6):
+        bet(page, spot)
+    assert inside(page, "#deal")
+    deal(page, live_server, "first-person")
+    for hand in range(1, 6):
+        expect(page.locator(f".hands.mine .spot:nth-child({hand}) .hand.active")).to_be_visible()
+        expect(page.locator("#action-bar button[data-action='stand']")).to_be_enabled()
+        assert inside(page, ".hand.active", "#action-bar"), f"hand {hand} is hidden"
+        assert inside(page, ".dealer .cards", "#action-bar"), f"the dealer is hidden at hand {hand}"
+        assert inside(page, "button[data-action='stand']")
+        if hand == 4:
+            shot(page, "first-person-five-hands-phone")
+        page.locator("button[data-action='stand']").click()
+    expect(page.locator("#result")).to_be_visible()
+    close(page, problems)
+
+
+# ------------------------------------------------------------------ keyboard and motion
+def test_keyboard_play_keeps_focus_and_prints_its_keys(browser: Any, live_server: LiveServer) -> None:
+    live_server.service.stacked.append(["TS", "6H", "9D", "TC", "8C"])
+    live_server.service.stacked.append(["TS", "6H", "9D", "TC", "8C"])
+    page, _, problems = table_page(browser, live_server, "classic")
+    five = page.locator("button.chip[data-chip='500']")
+    five.focus()
+    page.keyboard.press("Enter")
+    expect(five).to_have_attribute("aria-pressed", "true")
+    expect(five).to_be_focused()  # the redraw kept the focus on the control
+    ring = five.evaluate("e => getComputedStyle(e).outlineColor")
+    selected = five.evaluate("e => getComputedStyle(e).boxShadow")
+    assert ring == "rgb(79, 195, 247)" and "rgb(255, 213, 79)" in selected and ring not in selected
+    page.keyboard.press("1")  # the chip on hand 1
+    expect(page.locator("#total-bet strong")).to_have_text("$5.00")
+    page.keyboard.press("x")
+    expect(page.locator("#total-bet strong")).to_have_text("$10.00")
+    page.keyboard.press("u")
+    expect(page.locator("#total-bet strong")).to_have_text("$5.00")
+    for control, letter in (("#deal", "D"), ("#undo", "U"), ("#double-bets", "X")):
+        expect(page.locator(f"{control} kbd")).to_have_text(letter)
+    page.keyboard.press("d")
+    stand = page.locator("button[data-action='stand']")
+    expect(stand.locator("kbd")).to_have_text("S")
+    expect(page.locator("button[data-action='hit'] kbd")).to_have_text("H")
+    expect(page.locator("#action-bar button:focus")).to_have_count(1)  # focus moved to the decisions
+    page.keyboard.press("s")
+    expect(page.locator("#result")).to_contain_text("you won $5.00")
+    expect(page.locator("#rebet kbd")).to_have_text("R")
+    page.keyboard.press("r")
+    expect(page.locator("#total-bet strong")).to_have_text("$5.00")
+    page.keyboard.press("d")
+    expect(stand).to_be_enabled()
+    close(page, problems)
+
+
+@pytest.mark.parametrize("motion", ["reduce", "no-preference"])
+def test_deal_animations_follow_the_reduced_motion_setting(browser: Any, live_server: LiveServer, motion: str) -> None:
+    live_server.service.stacked.append(["TS", "6H", "9D", "TC", "8C"])
+    page, _, problems = table_page(browser, live_server, "classic", reduced_motion=motion)
+    chip(page, 100)
+    bet(page)
+    page.evaluate("window.started = [];"
+                  "document.addEventListener('animationstart', e => started.push(e.animationName))")
+    page.locator("#deal").click()
+    card = page.locator(".hand .card").first
+    expect(card).to_be_visible()
+    page.wait_for_timeout(300)
+    started = page.evaluate("window.started")
+    if motion == "reduce":
+        assert started == [] and card.evaluate("e => getComputedStyle(e).animationName") == "none"
+    else:
+        assert "deal-in" in started  # the cards slid in from the shoe
+    close(page, problems)
+
+
+# ------------------------------------------------------------------ every table, both sizes
+LOOKS = {
+    "first-person": (["KS", "AH", "QD", "8C", "7S", "JH", "9D", "2C", "5S", "3H", "4D", "6C", "TS"], ["perfect_pairs"]),
+    "classic": (["QS", "7H", "KD", "JC", "5C", "3S", "8D", "4H"], []),
+    "classic-premium": (["JS", "9H", "QD", "6C", "5C", "KH", "8D", "4H"], []),
+    "single-deck": (["KS", "7H", "5D", "JC", "QD", "2C"], []),
+    "multiplayer": (["QS", "7H", "JD", "KC", "8D", "4H"], ["21+3"]),
+    "power": (["KS", "6H", "QD", "JC", "7C", "8S"], ["bust_it"]),
+}
+
+
+@pytest.mark.parametrize("table", list(LOOKS))
+def test_every_table_at_both_sizes(browser: Any, live_server: LiveServer, table: str) -> None:
+    shoe, sides = LOOKS[table]
+    live_server.service.stacked.append(shoe)
+    page, _, problems = table_page(browser, live_server, table, DESKTOP)
+    if table == "classic-premium":  # the black theme applies to the page
+        assert page.evaluate("getComputedStyle(document.body).backgroundImage").count("rgb(") >= 2
+        assert "43, 43, 43" in page.evaluate("getComputedStyle(document.body).backgroundImage")
+    spots = 3 if table in ("first-person", "classic", "classic-premium") else 1
+    chip(page, live_server.service.table(table).chips[1])
+    for spot in range(1, spots + 1):
+        bet(page, spot)
+    for side in sides:
+        bet(page, 1, side)
+    shot(page, f"{table}-betting-desktop")
+    deal(page, live_server, table)
+    expect(page.locator(".hands.mine .card").first).to_be_visible()
+    page.wait_for_timeout(400)  # let the deal animation finish for the picture
+    shot(page, f"{table}-desktop")
+    page.set_viewport_size(PHONE)
+    page.wait_for_timeout(100)
+    assert page.evaluate("document.documentElement.scrollWidth") <= PHONE["width"]
+    shot(page, f"{table}-phone")
+    close(page, problems)

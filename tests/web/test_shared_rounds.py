@@ -1,0 +1,108 @@
+"""Shared tables in the browser: several players (browser contexts) join one round and see each other."""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+import pytest
+from playwright.sync_api import expect
+from web_helpers import LiveServer, shot, table_page
+
+# No Ace and no ten-value card: no insurance, no peek, no blackjack, whatever the deal order.
+CALM_SHOE = ["5S", "6H", "7D", "8C", "2S", "3H", "4D", "5C", "6S", "7H", "8D", "2C", "3S", "4H"]
+
+
+def place(page: Any, chip: int, times: int = 1) -> None:
+    page.locator(f"button.chip[data-chip='{chip}']").click()
+    expect(page.locator(f"button.chip[data-chip='{chip}']")).to_have_attribute("aria-pressed", "true")
+    for _ in range(times):
+        before = page.locator("#total-bet").inner_text()
+        page.locator("button.circle[data-spot='1']").click()
+        expect(page.locator("#total-bet")).not_to_have_text(before)
+
+
+@pytest.mark.parametrize(("table", "players"), [("multiplayer", 2), ("multiplayer", 5), ("power", 2), ("power", 5)])
+def test_players_join_one_round_and_see_each_others_bets_and_turns(browser: Any, live_server: LiveServer, table: str,
+                                                                      players: int) -> None:
+    service = live_server.service
+    service.stacked.append(CALM_SHOE)
+    symbol = "€" if table == "power" else "$"
+    seated = [table_page(browser, live_server, table) for _ in range(players)]
+    pages = [page for page, _, _ in seated]
+    names = [name for _, name, _ in seated]
+    try:
+        # The first player deals: a round is being formed, and everybody else may still join it.
+        place(pages[0], 100)
+        pages[0].locator("#deal").click()
+        expect(pages[0].locator("#bet-status")).to_contain_text("Your bets are in")
+        for page in pages[1:]:
+            expect(page.locator("#bet-status")).to_contain_text(re.compile(r"Round starts in \d+ s — bet to join"))
+            expect(page.locator("#deal")).to_be_visible()
+            expect(page.locator("button.chip").first).to_be_enabled()
+            expect(page.locator(f".others [data-player='{names[0]}']")).to_contain_text(f"{symbol}1.00")
+        for index, page in enumerate(pages[1:], start=1):
+            place(page, 100, times=index + 1)  # player i bets i+1 units, so every bet is told apart
+            page.locator("#deal").click()
+            expect(page.locator("#bet-status")).to_contain_text("Your bets are in")
+        for me, page in enumerate(pages):
+            expect(page.locator("#players-count")).to_contain_text(f"{players} players")
+            for other, name in enumerate(names):
+                if other != me:
+                    expect(page.locator(f".others [data-player='{name}']")).to_contain_text(f"{symbol}{other + 1}.00")
+        shot(pages[-1], f"{table}-{players}-players-betting")
+
+        service.close_betting(table)
+        if table == "multiplayer":
+            # In turn: the player whose turn it is decides, every other page shows who is deciding.
+            for turn, page in enumerate(pages):
+                expect(page.locator("button[data-action='stand']")).to_be_enabled()
+                for other, watcher in enumerate(pages):
+                    if other != turn:
+                        expect(watcher.locator(f".others .seat.active[data-player='{names[turn]}']")).to_contain_text(
+                            "deciding…")
+                        expect(watcher.locator("#action-bar")).to_contain_text(f"{names[turn]} is deciding")
+                        expect(watcher.locator("button[data-action='stand']")).to_have_count(0)
+                if turn == 1:
+                    shot(pages[0], f"{table}-{players}-players-others-turn")
+                page.locator("button[data-action='stand']").click()
+        else:
+            # Power's common draw: everybody decides at once, and sees who is still deciding.
+            for page in pages:
+                expect(page.locator("button[data-action='stand']")).to_be_enabled()
+                expect(page.locator(".others .seat.active")).to_have_count(players - 1)
+            shot(pages[-1], f"{table}-{players}-players-others-turn")
+            for page in reversed(pages):  # in any order: the last to sit down may decide first
+                page.locator("button[data-action='stand']").click()
+                expect(page.locator("button[data-action='stand']")).to_have_count(0)
+        round_id = None
+        for page in pages:
+            banner = page.locator("#result")
+            expect(banner).to_be_visible()
+            round_id = round_id or banner.get_attribute("data-round")
+            expect(banner).to_have_attribute("data-round", round_id)
+            expect(banner).to_contain_text(f"Round #{round_id}")
+    finally:
+        for page, _, problems in seated:
+            page.context.close()
+            assert not problems, problems
+
+
+def test_a_bet_left_without_deal_is_returned_with_the_reason(browser: Any, live_server: LiveServer) -> None:
+    dealer_page, _, dealer_problems = table_page(browser, live_server, "multiplayer")
+    late, _, late_problems = table_page(browser, live_server, "multiplayer")
+    try:
+        place(dealer_page, 100)
+        dealer_page.locator("#deal").click()
+        place(late, 500)  # chips on the spot, but no DEAL
+        expect(late.locator("#balance strong")).to_have_text("$995.00")
+        live_server.service.close_betting("multiplayer")
+        expect(late.locator("#announce")).to_have_text(
+            "Bets of $5.00 returned. Your bets were not in the round when betting closed: "
+            "press DEAL to join the next one.")
+        expect(late.locator("#balance strong")).to_have_text("$1,000.00")
+        expect(late.locator("#total-bet strong")).to_have_text("$0.00")
+    finally:
+        for page, problems in ((dealer_page, dealer_problems), (late, late_problems)):
+            page.context.close()
+            assert not problems, problems
