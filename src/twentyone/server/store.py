@@ -20,9 +20,8 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import bindparam, select
+from sqlalchemy import bindparam, select, text
 from sqlalchemy import exc as db_errors
-from sqlalchemy import text
 from sqlalchemy.orm import Session
 
 from twentyone.server.context import Busy, Caller, ServiceError
