@@ -39,7 +39,8 @@ from twentyone.server.wallet import OperatorWallet
 from twentyone.variants import VARIANTS
 
 log = logging.getLogger("twentyone.server")
-MAX_ID = 2**63 - 1  # ids and page numbers are 64-bit in storage: anything larger is refused with 422
+MAX_ID = 2**31 - 1  # ids are 32-bit integers in storage (and pages stay below it): anything larger is a 422
+MAX_CHIP = 2**31 - 1  # a selected chip is stored as a 32-bit integer
 CURRENCY = "^[A-Z]{3}$"
 MAX_BODY = 64 * 1024  # bytes: the largest request any endpoint needs is a table definition
 
@@ -100,7 +101,7 @@ class TableCreate(BaseModel):
     name: str = Field(min_length=1, max_length=64)
     variant: Literal[VARIANTS]  # type: ignore[valid-type]
     currency: str = Field(pattern=CURRENCY)
-    chips: list[json_int(gt=0, le=MAX_AMOUNT)] = Field(min_length=1, max_length=20)
+    chips: list[json_int(gt=0, le=MAX_CHIP)] = Field(min_length=1, max_length=20)
     limits: dict[str, Annotated[list[json_int(gt=0, le=MAX_AMOUNT)], Field(min_length=2, max_length=2)]] = Field(
         max_length=10)
     hands_per_player: json_int(ge=1, le=10) | None = None

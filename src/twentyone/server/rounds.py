@@ -377,6 +377,7 @@ class Rounds:
 
     def _settle(self, session: Session, round_row: Round, engine: Engine, table: TableSpec) -> None:
         """Pay every seat and close the round, in the same transaction as the last decision."""
+        self.fault("settle")
         returned: dict[str, int] = {}
         for op in engine.settlements:
             returned[op.player] = returned.get(op.player, 0) + op.returned
