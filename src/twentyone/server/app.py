@@ -233,12 +233,12 @@ def create_app(settings: Settings, operator_wallet: OperatorWallet | None = None
     @app.put("/me/settings")
     async def settings_update(who: Me, body: SettingsUpdate, request: Request, key: Key = None) -> JSONResponse:
         changes = body.model_dump(exclude_none=True)
-        return await once(who, key, request, changes, lambda: {"settings": service.update_settings(who, changes)})
+        return await once(who, key, request, changes, lambda: service.update_settings(who, changes))
 
     @app.put("/me/limits")
     async def limits_update(who: Me, body: LimitsUpdate, request: Request, key: Key = None) -> JSONResponse:
-        return await once(who, key, request, body.model_dump(), lambda: {"limits": service.update_limits(
-            who, body.daily_loss_limit, body.session_minutes, body.exclude_days)})
+        return await once(who, key, request, body.model_dump(), lambda: service.update_limits(
+            who, body.daily_loss_limit, body.session_minutes, body.exclude_days))
 
     @app.get("/me/history")
     def history(who: Me, page: Annotated[int, Query(ge=1, le=MAX_ID)] = 1,
