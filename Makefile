@@ -24,7 +24,7 @@ lint: $(STAMP)
 	$(BIN)/ruff check src tests scripts benchmarks
 
 typecheck: $(STAMP)
-	$(BIN)/mypy src/twentyone/core
+	$(BIN)/mypy src/twentyone/core src/twentyone/server
 
 pytest: $(STAMP)
 	$(BIN)/pytest
