@@ -6,6 +6,9 @@ all committed together; if anything fails before the commit the engine is
 dropped and rebuilt from the log next time. A fault of the game itself (the
 engine or a card reader failing) voids the round and refunds every stake;
 storage trouble never does (it is :class:`~twentyone.server.context.Busy`).
+
+Why one module: every change of a round's state (deal, join, close, decide, settle, void) takes
+the same round lock, transaction and engine hand-over, and reads best side by side.
 """
 
 from __future__ import annotations
