@@ -17,11 +17,11 @@ from collections.abc import Mapping
 from typing import Any
 
 from twentyone.core.cards import CardError
-from twentyone.core.hand import hand_value
 from twentyone.core.money import INT64_MAX, MAX_AMOUNT
 from twentyone.core.round import BetError, HandBet, IllegalActionError, Round
 from twentyone.core.rules import Rules, RulesError
 from twentyone.core.shoe import Shoe, ShoeError
+from twentyone.core.view import hand_json, operation_json
 from twentyone.variants import resolve_rules
 
 
@@ -160,42 +160,34 @@ def _label(player: str, index: int, several: bool) -> str:
     return f"player {player!r} decisions[{index}]" if several else f"decisions[{index}]"
 
 
-def _word(value: str | None) -> str | None:
-    """The plain word of a vocabulary value (JSON carries words, not enum members)."""
-    return None if value is None else str(value)
+_REPLAY_HAND = ("seat", "player", "hand", "cards", "total", "soft", "stake", "outcome", "returned")
 
 
 def round_result(game: Round) -> dict[str, Any]:
-    """The replay output: dealer, hands, side bets, insurance and money totals."""
-    dealer = game.dealer_cards
-    hands = [
-        {"seat": hand.seat, "player": hand.player, "hand": hand.hand,
-         "cards": [str(card) for card in hand.cards], "total": hand.value.total,
-         "soft": hand.value.soft, "stake": hand.stake, "outcome": _word(hand.outcome),
-         "returned": hand.returned}
-        for hand in game.hands
-    ]
-    side_bets = [
-        {"seat": s.seat, "player": s.player, "name": s.item, "stake": s.stake,
-         "result": str(s.result), "returned": s.returned}
-        for s in game.settlements if s.item not in ("hand", "insurance")
-    ]
-    insurance = [
-        {"seat": s.seat, "player": s.player, "stake": s.stake, "result": str(s.result),
-         "returned": s.returned}
-        for s in game.settlements if s.item == "insurance"
-    ]
+    """The replay output: dealer, hands, side bets, insurance and money totals.
+
+    Built from the round's view and the one JSON form of hands and settlements in
+    :mod:`twentyone.core.view`, keeping the fields the replay contract names.
+    """
+    seen = game.view()
+    hands = [{key: hand_json(hand)[key] for key in _REPLAY_HAND} for hand in seen.hands]
+    settled = [operation_json(op) for op in seen.settlements]
+    side_bets = [{"seat": s["seat"], "player": s["player"], "name": s["item"], "stake": s["stake"],
+                  "result": s["result"], "returned": s["returned"]}
+                 for s in settled if s["item"] not in ("hand", "insurance")]
+    insurance = [{"seat": s["seat"], "player": s["player"], "stake": s["stake"], "result": s["result"],
+                  "returned": s["returned"]} for s in settled if s["item"] == "insurance"]
     return {
         "variant": game.rules.id,
-        "dealer": {"cards": [str(card) for card in dealer], "total": hand_value(dealer).total,
-                   "blackjack": game.dealer_blackjack},
+        "dealer": {"cards": [str(card) for card in seen.dealer_cards], "total": seen.dealer_value.total,
+                   "blackjack": seen.dealer_blackjack},
         "hands": hands,
         "side_bets": side_bets,
         "insurance": insurance,
         "actions": [str(action) for action in game.actions],
-        "staked": game.staked,
-        "returned": game.returned,
-        "net": game.returned - game.staked,
+        "staked": seen.staked,
+        "returned": seen.returned,
+        "net": seen.returned - seen.staked,
     }
 
 

@@ -253,3 +253,10 @@ def test_the_table_websocket_announces_rounds(guest: Client, http: TestClient) -
     with http.websocket_connect("/ws/tables/classic?token=bad") as socket, pytest.raises(WebSocketDisconnect) as closed:
         socket.receive_json()
     assert closed.value.code == 4401
+
+
+def test_settings_and_limits_answer_with_what_was_saved(guest: Client) -> None:
+    saved = guest.put("/me/settings", {"hints": True}).json()
+    assert saved == {"settings": {"cash_out_visible": True, "sound": True, "hints": True}}
+    limits = guest.put("/me/limits", {"daily_loss_limit": 5000}).json()
+    assert limits == {"limits": {"daily_loss_limit": 5000}}

@@ -20,6 +20,9 @@ rules say. docs/maths.md explains the method.
 >>> ev = analysis.hand_ev((10, 6), up=10)
 >>> ev.best, round(ev.actions["stand"], 4) < round(ev.actions["hit"], 4)
 ('hit', True)
+
+Why one module: :class:`GameAnalysis` is one object whose stages (first decisions, later
+decisions, the round's return) share its cached dealer tables; splits live in ``splits.py``.
 """
 
 from __future__ import annotations

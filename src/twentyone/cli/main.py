@@ -8,6 +8,9 @@ Everything else (the engine, rich, the analysis with numpy and numba, the server
 FastAPI and SQLAlchemy, matplotlib) is imported inside the command that uses it, so
 ``twentyone variants`` or ``twentyone replay`` never load what ``serve`` needs.
 ``tests/test_cli_startup.py`` holds this to account.
+
+Why one module: each verb is a few lines of option checking around a library call, and one
+file per command would hide how alike they are; longer commands (simulate, rng-dump) have their own.
 """
 
 from __future__ import annotations

@@ -26,6 +26,9 @@ Conventions every game shares (documented in ``docs/variants.md``):
 >>> game.stand()
 >>> game.phase, game.hands[0].outcome, game.hands[0].returned
 (<Phase.SETTLED: 'settled'>, <Outcome.WIN: 'win'>, 2000)
+
+Why one module: the round is one state machine whose steps share its private state; the
+vocabulary, the operation log and what a player sees of it live in their own modules.
 """
 
 from __future__ import annotations

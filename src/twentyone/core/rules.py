@@ -16,6 +16,9 @@ Reading files is left to :mod:`twentyone.variants`, so this module stays pure.
 Traceback (most recent call last):
 ...
 twentyone.core.rules.RulesError: shoe.decks: must be an integer from 1 to 16, got 0.
+
+Why one module: each section's dataclass sits beside its validation, so a rules file's
+field, its meaning and its error message are read in one place.
 """
 
 from __future__ import annotations

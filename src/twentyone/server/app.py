@@ -39,7 +39,8 @@ from twentyone.server.wallet import OperatorWallet
 from twentyone.variants import VARIANTS
 
 log = logging.getLogger("twentyone.server")
-MAX_ID = 2**63 - 1  # ids and page numbers are 64-bit in storage: anything larger is refused with 422
+MAX_ID = 2**31 - 1  # ids are 32-bit integers in storage (and pages stay below it): anything larger is a 422
+MAX_CHIP = 2**31 - 1  # a selected chip is stored as a 32-bit integer
 CURRENCY = "^[A-Z]{3}$"
 MAX_BODY = 64 * 1024  # bytes: the largest request any endpoint needs is a table definition
 
@@ -52,9 +53,17 @@ def _json_integer(value: Any) -> Any:
     return value
 
 
-def json_int(**bounds: int) -> Any:
-    """An integer field with bounds; the bounds go first so the schema shows them as minimum and maximum."""
-    return Annotated[int, Field(**bounds), BeforeValidator(_json_integer)]  # type: ignore[call-overload]
+# Integer fields with bounds; the bounds go first so the schema shows them as minimum and maximum.
+JsonInt = BeforeValidator(_json_integer)
+Amount = Annotated[int, Field(gt=0, le=MAX_AMOUNT), JsonInt]
+ChipValue = Annotated[int, Field(gt=0, le=MAX_CHIP), JsonInt]
+LossLimit = Annotated[int, Field(ge=0, le=MAX_AMOUNT), JsonInt]
+Minutes = Annotated[int, Field(ge=1, le=24 * 60), JsonInt]
+Days = Annotated[int, Field(ge=1, le=3650), JsonInt]
+SpotNumber = Annotated[int, Field(ge=1, le=10), JsonInt]
+Seats = Annotated[int, Field(ge=0, le=100_000), JsonInt]
+TimeoutSeconds = Annotated[int, Field(ge=1, le=86_400), JsonInt]
+WindowSeconds = Annotated[int, Field(ge=0, le=3_600), JsonInt]
 
 
 class Credentials(BaseModel):
@@ -70,13 +79,13 @@ class Registration(BaseModel):
 
 
 class ChipChoice(BaseModel):
-    chip: json_int(gt=0, le=MAX_AMOUNT)
+    chip: Amount
 
 
 class BetPlacement(BaseModel):
-    spot: json_int(ge=1, le=10) = 1
+    spot: SpotNumber = 1
     type: str = Field(default="main", max_length=32)
-    chip: json_int(gt=0, le=MAX_AMOUNT) | None = None
+    chip: Amount | None = None
 
 
 class Decision(BaseModel):
@@ -90,9 +99,9 @@ class SettingsUpdate(BaseModel):
 
 
 class LimitsUpdate(BaseModel):
-    daily_loss_limit: json_int(ge=0, le=MAX_AMOUNT) | None = None
-    session_minutes: json_int(ge=1, le=24 * 60) | None = None
-    exclude_days: json_int(ge=1, le=3650) | None = None
+    daily_loss_limit: LossLimit | None = None
+    session_minutes: Minutes | None = None
+    exclude_days: Days | None = None
 
 
 class TableCreate(BaseModel):
@@ -100,20 +109,20 @@ class TableCreate(BaseModel):
     name: str = Field(min_length=1, max_length=64)
     variant: Literal[VARIANTS]  # type: ignore[valid-type]
     currency: str = Field(pattern=CURRENCY)
-    chips: list[json_int(gt=0, le=MAX_AMOUNT)] = Field(min_length=1, max_length=20)
-    limits: dict[str, Annotated[list[json_int(gt=0, le=MAX_AMOUNT)], Field(min_length=2, max_length=2)]] = Field(
+    chips: list[ChipValue] = Field(min_length=1, max_length=20)
+    limits: dict[str, Annotated[list[Amount], Field(min_length=2, max_length=2)]] = Field(
         max_length=10)
-    hands_per_player: json_int(ge=1, le=10) | None = None
-    seats: json_int(ge=0, le=100_000) | None = None
-    decision_timeout: json_int(ge=1, le=86_400) | None = None
-    betting_window: json_int(ge=0, le=3_600) | None = None
+    hands_per_player: SpotNumber | None = None
+    seats: Seats | None = None
+    decision_timeout: TimeoutSeconds | None = None
+    betting_window: WindowSeconds | None = None
     theme: str | None = Field(default=None, max_length=32)
 
 
 class Credit(BaseModel):
     player: str = Field(max_length=64)
     currency: str = Field(pattern=CURRENCY)
-    amount: json_int(gt=0, le=MAX_AMOUNT)
+    amount: Amount
 
 
 async def caller(request: Request, authorization: Annotated[str | None, Header()] = None) -> Caller:
@@ -121,7 +130,8 @@ async def caller(request: Request, authorization: Annotated[str | None, Header()
     else looked up in a worker thread (a sync dependency would cost every request a thread hop)."""
     token = authorization.removeprefix("Bearer ").strip() if authorization else None
     service: GameService = request.app.state.service
-    return service.accounts.known(token) or await run_in_threadpool(service.authenticate, token)
+    known = service.accounts.known(token)
+    return known if known is not None else await run_in_threadpool(service.authenticate, token)
 
 
 Me = Annotated[Caller, Depends(caller)]
@@ -232,12 +242,12 @@ def create_app(settings: Settings, operator_wallet: OperatorWallet | None = None
     @app.put("/me/settings")
     async def settings_update(who: Me, body: SettingsUpdate, request: Request, key: Key = None) -> JSONResponse:
         changes = body.model_dump(exclude_none=True)
-        return await once(who, key, request, changes, lambda: {"settings": service.update_settings(who, changes)})
+        return await once(who, key, request, changes, lambda: service.update_settings(who, changes))
 
     @app.put("/me/limits")
     async def limits_update(who: Me, body: LimitsUpdate, request: Request, key: Key = None) -> JSONResponse:
-        return await once(who, key, request, body.model_dump(), lambda: {"limits": service.update_limits(
-            who, body.daily_loss_limit, body.session_minutes, body.exclude_days)})
+        return await once(who, key, request, body.model_dump(), lambda: service.update_limits(
+            who, body.daily_loss_limit, body.session_minutes, body.exclude_days))
 
     @app.get("/me/history")
     def history(who: Me, page: Annotated[int, Query(ge=1, le=MAX_ID)] = 1,

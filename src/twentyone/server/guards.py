@@ -51,24 +51,27 @@ class BodyLimit:
         refused = False
 
         async def counted() -> Message:
+            # A streamed body past the limit: answer 413 here and tell the app the client left. (Raising
+            # instead would reach the framework's body parser, which turns any error into a 400.)
             nonlocal seen, refused
             message = await receive()
-            if message["type"] == "http.request":
+            if message["type"] == "http.request" and not refused:
                 seen += len(message.get("body", b""))
                 if seen > self.limit:
                     refused = True
-                    raise _TooLarge()
+                    await _too_large(send, self.limit)
+                    return {"type": "http.disconnect"}
             return message
 
+        async def guarded(message: Message) -> None:
+            if not refused:  # once the 413 is sent, the app's own answer is dropped
+                await send(message)
+
         try:
-            await self.app(scope, counted, send)
-        except _TooLarge:
-            if refused:
-                await _too_large(send, self.limit)
-
-
-class _TooLarge(Exception):
-    pass
+            await self.app(scope, counted, guarded)
+        except Exception:
+            if not refused:
+                raise
 
 
 async def _too_large(send: Send, limit: int) -> None:
@@ -130,8 +133,9 @@ def document_errors(app: FastAPI) -> None:
                 for parameter in operation.get("parameters", []):
                     if parameter.get("name") == "Idempotency-Key":
                         parameter["required"] = True
+                        # What the store accepts: printable ASCII, its ends not spaces (HTTP strips those).
                         parameter["schema"] = {"type": "string", "minLength": 1, "maxLength": 128,
-                                               "pattern": "^[\\x21-\\x7e]+$"}
+                                               "pattern": "^[\\x21-\\x7e]([\\x20-\\x7e]*[\\x21-\\x7e])?$"}
         app.openapi_schema = spec
         return spec
 

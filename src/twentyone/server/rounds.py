@@ -6,6 +6,9 @@ all committed together; if anything fails before the commit the engine is
 dropped and rebuilt from the log next time. A fault of the game itself (the
 engine or a card reader failing) voids the round and refunds every stake;
 storage trouble never does (it is :class:`~twentyone.server.context.Busy`).
+
+Why one module: every change of a round's state (deal, join, close, decide, settle, void) takes
+the same round lock, transaction and engine hand-over, and reads best side by side.
 """
 
 from __future__ import annotations
@@ -377,6 +380,7 @@ class Rounds:
 
     def _settle(self, session: Session, round_row: Round, engine: Engine, table: TableSpec) -> None:
         """Pay every seat and close the round, in the same transaction as the last decision."""
+        self.fault("settle")
         returned: dict[str, int] = {}
         for op in engine.settlements:
             returned[op.player] = returned.get(op.player, 0) + op.returned

@@ -62,7 +62,7 @@ class GameService:
         self.rounds = Rounds(self.store, self.registry, self.shoes, self.wallet, self.accounts, self.live,
                              self.events, clock)
         self.rounds.deliver_outbox = lambda: self._deliver_outbox()  # late-bound: tests stop delivery here
-        self.slips = Slips(self.store, self.registry, self.shoes, self.wallet, self.rounds, self.live, clock)
+        self.slips = Slips(self.rounds)
         self.views = Views(self.store, self.live, self.registry.get)
         # The façade's verbs: each belongs to one part.
         self.register, self.guest, self.login = self.accounts.register, self.accounts.guest, self.accounts.login

@@ -2,66 +2,56 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from datetime import datetime
 from typing import Any
 
 from twentyone.core.betting import MAIN
 from twentyone.server.context import Caller, ServiceError
-from twentyone.server.live import LiveRounds
 from twentyone.server.models import Slip
 from twentyone.server.rounds import Rounds, current_round
-from twentyone.server.store import Store
-from twentyone.server.tables import Shoes, TableRegistry, apply_control, bet_slip, slip_row, slip_view, table_json
+from twentyone.server.tables import apply_control, bet_slip, slip_row, slip_view, table_json
 from twentyone.server.views import round_json
-from twentyone.server.wallet import Wallet
 
 
 class Slips:
-    def __init__(self, store: Store, tables: TableRegistry, shoes: Shoes, wallet: Wallet, rounds: Rounds,
-                 live: LiveRounds, clock: Callable[[], datetime]) -> None:
-        self.store = store
-        self.tables = tables
-        self.shoes = shoes
-        self.wallet = wallet
+    """The bet controls and the table a player sees, through the round keeper's store, tables, shoes and wallet."""
+
+    def __init__(self, rounds: Rounds) -> None:
         self.rounds = rounds
-        self.live = live
-        self.clock = clock
 
     def bet_control(self, caller: Caller, table_id: str, control: str, spot: int = 1, bet_type: str = MAIN,
                     chip: int | None = None) -> dict[str, Any]:
         """CHIP, place a chip (``bet``), UNDO, x2 (``double``), REBET, CLEAR: the sheet's bet controls."""
-        table = self.tables.get(table_id)
+        table = self.rounds.tables.get(table_id)
         if caller.is_operator:
             raise ServiceError(403, "Only players can bet: the operator has no seat.")
-        with self.store.write() as session:
-            slip = slip_row(session, caller.id, table, self.clock)
-            state = bet_slip(slip, table, self.wallet.balance(session, caller.id, table.currency))
+        with self.rounds.store.write() as session:
+            slip = slip_row(session, caller.id, table, self.rounds.clock)
+            state = bet_slip(slip, table, self.rounds.wallet.balance(session, caller.id, table.currency))
             apply_control(slip, state, control, spot, bet_type, chip, table.currency)
-            slip.updated_at = self.clock()
+            slip.updated_at = self.rounds.clock()
             body = {"slip": slip_view(slip, state)}
             if not (control == "rebet" and table.same_bet_deals):
-                return self.store.answer(session, body)
+                return self.rounds.store.answer(session, body)
         return self.rounds.deal(caller, table_id)
 
     def table_state(self, caller: Caller, table_id: str) -> dict[str, Any]:
         """What a player at the table sees: the table, their slip and balance, the next shoe's commitment."""
-        table = self.tables.get(table_id)
-        with self.store.read() as session:
-            shoe = self.shoes.current(session, table, caller.id)
+        table = self.rounds.tables.get(table_id)
+        with self.rounds.store.read() as session:
+            shoe = self.rounds.shoes.current(session, table, caller.id)
         if shoe is None:  # the first visit, or the shoe reached its cut card: shuffle the next one now
-            with self.store.write() as session:
-                shoe = self.shoes.prepared(session, table, caller.id)
-        with self.store.read() as session:
+            with self.rounds.store.write() as session:
+                shoe = self.rounds.shoes.prepared(session, table, caller.id)
+        with self.rounds.store.read() as session:
             slip = session.get(Slip, (caller.id, table.id))
-            balance = self.wallet.balance(session, caller.id, table.currency) if not caller.is_operator else 0
+            balance = self.rounds.wallet.balance(session, caller.id, table.currency) if not caller.is_operator else 0
             current = current_round(session, table, caller.id)
             view = None
             if current is not None:
                 engine = None
                 if current.status != "betting":
-                    with self.live.locked(current.id):
-                        engine = self.live.engine(session, current)
+                    with self.rounds.live.locked(current.id):
+                        engine = self.rounds.live.engine(session, current)
                 view = round_json(session, current, table, caller.id, engine)
             return {"table": table_json(table), "balance": balance,
                     "slip": slip_view(slip, bet_slip(slip, table, balance)),

@@ -13,6 +13,9 @@ reshuffle before every round costs only the cards the round uses.
 
 Randomness is xoshiro256** seeded from :class:`numpy.random.SeedSequence`, one stream
 per chunk, so a chunk's result does not depend on which process plays it.
+
+Why one module: numba compiles the round as one set of functions that call each other
+directly; spreading them over modules would cost inlining and the on-disk cache.
 """
 
 from __future__ import annotations

@@ -3,6 +3,9 @@
 The screen is drawn with rich and fits 80×24. Keys are read one at a time from
 a terminal (raw mode), or character by character from a pipe, so a session can
 be scripted: ``printf 'bdsq' | twentyone play classic --seed 1``.
+
+Why one module: the screen, its keys and the round it drives are one small program; its parts
+share the table's state and would only pass it around if split.
 """
 
 from __future__ import annotations

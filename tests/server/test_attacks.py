@@ -1,0 +1,338 @@
+"""Hand-made attacks: oversized numbers, tokens and bodies, wrong types, other players' seats, replayed and
+concurrent keys, a crowd of first sign-ups. Every one gets a clean 4xx and moves no money."""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+from fastapi.testclient import TestClient
+from integrity import ledger_totals
+from live import call, free_port, raw, start_server, status_of
+from server_helpers import Client, Clock, new_player
+from sqlalchemy import func, select
+
+from twentyone.server.models import Round
+from twentyone.server.service import GameService
+
+HUGE = [2**31, 2**32, 2**63 - 1, 2**63, 2**64, 850396096814208486735872, 181767130842816217088, 10**100]
+
+
+def guest(http: TestClient) -> Client:
+    body = http.post("/auth/guest").json()
+    return Client(http, body["token"], body["player"]["name"])
+
+
+# ----------------------------------------------------------------- numbers
+def test_integers_beyond_64_bits_in_every_path_and_query_int_are_422(guest: Client) -> None:
+    tried = 0
+    for number in [*HUGE, -(2**64), 0, -1]:
+        for path in ("/rounds/{n}", "/rounds/{n}/hint", "/rounds/{n}/replay", "/rounds/{n}/verify"):
+            response = guest.get(path.format(n=number))
+            assert response.status_code == 422, (path, number, response.text)
+            assert set(response.json()) == {"detail"}
+            tried += 1
+        response = guest.act(number, "stand")
+        assert response.status_code == 422, (number, response.text)
+        for query in ({"page": number}, {"size": number}, {"page": 1, "size": number}):
+            response = guest.get("/me/history", **query)
+            assert response.status_code == 422, (query, response.text)
+            tried += 1
+    # Ids are 32-bit in storage (PostgreSQL's integer): the largest is a valid id, simply no round of yours.
+    assert guest.get(f"/rounds/{2**31 - 1}").status_code == 404
+    assert guest.act(2**31 - 1, "stand").status_code == 404
+    assert guest.get("/me/history", page=2**31 - 1, size=100).json()["rounds"] == []
+    assert tried >= 50
+
+
+@pytest.mark.parametrize("body", [
+    {"daily_loss_limit": False}, {"daily_loss_limit": True}, {"daily_loss_limit": "0"}, {"daily_loss_limit": 0.5},
+    {"daily_loss_limit": 2**64}, {"daily_loss_limit": -1}, {"session_minutes": True}, {"exclude_days": False},
+    {"exclude_days": "7"}, {"daily_loss_limit": None, "session_minutes": [30]},
+])
+def test_wrong_types_for_limits_are_refused_and_change_nothing(guest: Client, body: dict[str, Any]) -> None:
+    before = guest.get("/me").json()["limits"]
+    response = guest.put("/me/limits", body)
+    assert response.status_code == 422, response.json()
+    assert guest.get("/me").json()["limits"] == before == {}
+
+
+def test_booleans_where_ints_are_expected_are_refused(guest: Client, operator: Client) -> None:
+    for path, body in (("/tables/classic/chip", {"chip": True}), ("/tables/classic/bets", {"spot": True}),
+                       ("/tables/classic/bets", {"chip": True}), ("/tables/classic/bets", {"spot": 1.5}),
+                       ("/tables/classic/bets", {"chip": "500"})):
+        response = guest.post(path, body)
+        assert response.status_code == 422, (path, body, response.json())
+    assert guest.get("/tables/classic").json()["slip"]["total"] == 0
+    assert guest.put("/me/settings", {"sound": 0}).status_code == 422
+    assert guest.put("/me/settings", {"sound": "false"}).status_code == 422
+    assert guest.get("/me").json()["settings"]["sound"] is True
+    before = guest.balance()
+    refused = operator.post("/admin/credit", {"player": guest.name, "currency": "USD", "amount": True})
+    assert refused.status_code == 422
+    assert guest.balance() == before
+    # An integral JSON number is an integer, as the schema says (JSON Schema's reading): 5.0 is 5.
+    assert guest.put("/me/limits", {"daily_loss_limit": 5000.0}).status_code == 200
+    assert guest.get("/me").json()["limits"] == {"daily_loss_limit": 5000}
+
+
+def test_amounts_beyond_what_storage_holds_are_422(guest: Client, operator: Client) -> None:
+    table = {"id": "wide", "name": "Wide", "variant": "classic", "currency": "USD", "chips": [2**31],
+             "limits": {"main": [100, 2**40]}}
+    assert operator.post("/admin/tables", table).status_code == 422
+    assert operator.post("/admin/tables", {**table, "chips": [2**31 - 1]}).status_code == 201
+    assert guest.get("/tables/wide").json()["slip"]["chip"] == 2**31 - 1
+    for amount in (10**15 + 1, 2**63, 10**23):
+        assert operator.post("/admin/credit", {"player": guest.name, "currency": "USD", "amount": amount}
+                             ).status_code == 422
+        assert guest.post("/tables/classic/chip", {"chip": amount}).status_code == 422
+
+
+def test_daily_loss_limit_false_is_not_taken_as_zero(guest: Client) -> None:
+    assert guest.put("/me/limits", {"daily_loss_limit": False}).status_code == 422
+    guest.bet("classic", 500)
+    assert guest.post("/tables/classic/deal").status_code == 200  # a limit of 0 would have refused this
+
+
+# ------------------------------------------------------------------ tokens
+@pytest.mark.parametrize("token", ["é", "Bearer\u00a0x", "x" * 10_000, "\u202e" * 50, "%00", "a" * 100 + "\u00ff"])
+def test_odd_bearer_tokens_are_401(http: TestClient, token: str) -> None:
+    headers = {"Authorization": f"Bearer {token}".encode()}
+    response = http.get("/me", headers=headers)  # type: ignore[dict-item]
+    assert response.status_code == 401 and set(response.json()) == {"detail"}
+    assert http.post("/tables/classic/deal", headers={**headers, "Idempotency-Key": "k"}).status_code == 401  # type: ignore[dict-item]
+
+
+@pytest.fixture(scope="module")
+def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[int]:
+    directory = tmp_path_factory.mktemp("attack-server")
+    port = free_port()
+    process = start_server(directory, port, f"sqlite:///{directory / 'server.db'}")
+    try:
+        yield port
+    finally:
+        process.kill()
+        process.wait()
+
+
+def test_odd_tokens_over_the_wire_are_401_and_the_server_stays_up(server: int) -> None:
+    for token in (b"\xc3\xa9\xc3\xa9", b"\xff\xfe", b"x" * 8000, "Ω".encode() * 1000):
+        answer = raw(server, b"GET /me HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer " + token + b"\r\n\r\n")
+        assert status_of(answer) == 401, answer[:200]
+    # A header far past any sane size: refused by the HTTP layer (4xx) or the connection dropped, never a 5xx.
+    answer = raw(server, b"GET /me HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer " + b"y" * 2_000_000 + b"\r\n\r\n")
+    assert status_of(answer) in (0, 400, 401, 413, 431), answer[:200]
+    assert httpx.get(f"http://127.0.0.1:{server}/health").status_code == 200
+
+
+def test_websocket_handshakes_close_with_4401_and_4404_over_the_wire(server: int) -> None:
+    import websockets
+
+    token = call(server, "POST", "/auth/guest").json()["token"]
+
+    async def close_code(path: str) -> int | None:
+        async with websockets.connect(f"ws://127.0.0.1:{server}{path}", max_size=2**20) as socket:
+            try:
+                await asyncio.wait_for(socket.recv(), timeout=10)
+            except websockets.ConnectionClosed as closed:
+                return closed.rcvd.code if closed.rcvd else None
+        return None
+
+    async def hello(path: str) -> dict[str, Any]:
+        import json
+
+        async with websockets.connect(f"ws://127.0.0.1:{server}{path}") as socket:
+            return dict(json.loads(await asyncio.wait_for(socket.recv(), timeout=10)))
+
+    async def main() -> None:
+        assert await close_code("/ws/tables/classic") == 4401
+        assert await close_code("/ws/tables/classic?token=%C3%A9%C3%A9") == 4401
+        assert await close_code("/ws/tables/classic?token=%FF%FE") == 4401
+        assert await close_code("/ws/tables/classic?token=" + "z" * 6000) == 4401
+        assert await close_code(f"/ws/tables/nowhere?token={token}") == 4404
+        assert await close_code(f"/ws/tables/{'n' * 3000}?token={token}") == 4404
+        assert (await hello(f"/ws/tables/classic?token={token}"))["type"] == "hello"
+
+    asyncio.run(main())
+
+
+# ------------------------------------------------------------------ bodies
+def test_a_100_mb_body_is_413_and_places_nothing(server: int) -> None:
+    token = call(server, "POST", "/auth/guest").json()["token"]
+    head = (f"POST /tables/classic/bets HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer {token}\r\n"
+            f"Idempotency-Key: {uuid.uuid4().hex}\r\nContent-Type: application/json\r\n")
+    # Declared: refused before a byte of the body is read.
+    answer = raw(server, (head + f"Content-Length: {100 * 2**20}\r\n\r\n").encode(), body_chunks=100,
+                 chunk=b" " * 2**20)
+    assert status_of(answer) == 413, answer[:300]
+    # Streamed (chunked, no length): refused once 64 KiB have arrived; the rest is never read.
+    data = b'{"spot": 1, "chip": 100, "pad": "' + b"x" * (2**20 - 36) + b'"}'
+    chunk = f"{len(data):x}\r\n".encode() + data + b"\r\n"
+    answer = raw(server, (head + "Transfer-Encoding: chunked\r\n\r\n").encode(), body_chunks=100, chunk=chunk)
+    assert status_of(answer) == 413, answer[:300]
+    assert b"larger than 65536 bytes" in answer
+    table = call(server, "GET", "/tables/classic", token).json()
+    assert table["slip"]["total"] == 0  # nothing placed
+    assert httpx.get(f"http://127.0.0.1:{server}/health").status_code == 200
+
+
+def test_a_100_mb_body_in_process_is_413_too(guest: Client) -> None:
+    body = b'{"spot": 1, "chip": 100, "pad": "' + b"x" * (100 * 2**20) + b'"}'
+    response = guest.http.post("/tables/classic/bets", content=body,
+                               headers={**guest.headers, "Idempotency-Key": "big", "Content-Type": "application/json"})
+    assert response.status_code == 413
+    assert guest.get("/tables/classic").json()["slip"]["total"] == 0
+
+
+# ----------------------------------------------------------- other seats
+def test_nobody_acts_on_another_players_seat(http: TestClient, service: GameService, clock: Clock) -> None:
+    ann, bob, cid = guest(http), guest(http), guest(http)
+    # A private table: bob does not even learn ann's round exists.
+    service.stacked.append(["TS", "6H", "9D", "TC", "8C"])
+    ann.bet("classic", 500)
+    private = ann.post("/tables/classic/deal").json()
+    for action in ("stand", "hit", "double", "surrender"):
+        assert bob.act(private["id"], action).status_code == 404
+    assert ann.get(f"/rounds/{private['id']}").json()["hands"] == private["hands"]
+    # A shared table: out of turn is 409, a player not seated is 404; the round does not move.
+    ann.bet("multiplayer", 500)
+    bob.bet("multiplayer", 500)
+    shared = ann.post("/tables/multiplayer/deal").json()["id"]
+    bob.post("/tables/multiplayer/deal")
+    clock.advance(16)
+    service.tick()
+    before = ann.get(f"/rounds/{shared}").json()
+    first = before["decision"]["player_id"]
+    waiting = bob if first == ann.get("/me").json()["id"] else ann
+    for action in ("stand", "hit", "no-insurance"):
+        refused = waiting.act(shared, action)
+        assert refused.status_code == 409 and refused.json()["detail"] == "It is not your turn."
+        assert cid.act(shared, action).status_code == 404
+    after = ann.get(f"/rounds/{shared}").json()
+    assert after["hands"] == before["hands"] and after["decision"] == before["decision"]
+    assert ledger_totals(service)[:2] == (0, [])
+
+
+# -------------------------------------------------------------------- keys
+def test_a_key_replayed_with_a_different_body_is_422_and_changes_nothing(guest: Client) -> None:
+    first = guest.post("/tables/classic/bets", {"spot": 1, "chip": 100}, key="same")
+    assert first.status_code == 200
+    for body in ({"spot": 1, "chip": 500}, {"spot": 2, "chip": 100}, {}):
+        replay = guest.post("/tables/classic/bets", body, key="same")
+        assert replay.status_code == 422 and "different request" in replay.json()["detail"]
+    assert guest.post("/tables/classic/deal", key="same").status_code == 422
+    assert guest.put("/me/limits", {"daily_loss_limit": 10}, key="same").status_code == 422
+    assert guest.get("/tables/classic").json()["slip"]["total"] == 100
+    assert guest.get("/me").json()["limits"] == {}
+    again = guest.post("/tables/classic/bets", {"spot": 1, "chip": 100}, key="same")
+    assert again.json() == first.json()
+    assert guest.get("/tables/classic").json()["slip"]["total"] == 100
+
+
+def test_idempotency_keys_are_what_the_schema_says(guest: Client, http: TestClient) -> None:
+    import re
+
+    schema = http.get("/openapi.json").json()["paths"]["/tables/{table_id}/deal"]["post"]["parameters"]
+    pattern = next(p for p in schema if p["name"] == "Idempotency-Key")["schema"]["pattern"]
+    for key, accepted in (("a b", True), ("k" * 128, True), ("~!", True), ("k" * 129, False), ("é", False),
+                          ("tab\there", False)):
+        response = guest.http.put("/me/settings", json={"sound": True},
+                                  headers={**guest.headers, "Idempotency-Key": key.encode()})  # type: ignore[dict-item]
+        assert (response.status_code == 200) is accepted, (key, response.json())
+        assert (bool(re.fullmatch(pattern, key)) and len(key) <= 128) is accepted, key
+
+
+def test_concurrent_duplicates_with_one_key_all_get_the_first_answer_and_money_moves_once(
+        guest: Client, service: GameService) -> None:
+    service.stacked.append(["2S", "6H", "3D", "TC", "2C", "2D", "9S", "4H"])
+    service.stacked.append(["5S", "6H", "4D", "TC", "2C", "2D", "9S", "4H"])
+    before = guest.balance()
+    guest.bet("classic", 500)
+    answers: list[tuple[int, Any]] = []
+    lock = threading.Lock()
+
+    def send(path: str, body: Any, key: str) -> None:
+        response = guest.post(path, body, key=key)
+        with lock:
+            answers.append((response.status_code, response.json()))
+
+    def crowd(path: str, body: Any, key: str, size: int = 8) -> None:
+        answers.clear()
+        threads = [threading.Thread(target=send, args=(path, body, key)) for _ in range(size)]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join()
+
+    crowd("/tables/classic/deal", None, "deal-once")
+    assert len(answers) == 8 and all(answer == answers[0] for answer in answers), answers
+    assert answers[0][0] == 200
+    round_id = answers[0][1]["id"]
+    assert guest.balance() == before - 500
+    crowd(f"/rounds/{round_id}/actions", {"action": "hit"}, "hit-once")
+    assert all(answer == answers[0] for answer in answers) and answers[0][0] == 200
+    assert len(guest.get(f"/rounds/{round_id}").json()["hands"][0]["cards"]) == 3  # one card, not eight
+    crowd(f"/rounds/{round_id}/actions", {"action": "stand"}, "stand-once")
+    assert all(answer == answers[0] for answer in answers) and answers[0][1]["status"] == "settled"
+    middle = guest.balance()
+    assert middle == before - 500 + answers[0][1]["me"]["returned"]
+    # A decision that moves money: the double is staked once.
+    guest.bet("classic", 500)
+    round_id = guest.post("/tables/classic/deal").json()["id"]
+    crowd(f"/rounds/{round_id}/actions", {"action": "double"}, "double-once")
+    assert all(answer == answers[0] for answer in answers) and answers[0][0] == 200
+    final = guest.get(f"/rounds/{round_id}").json()
+    assert final["status"] == "settled" and final["me"]["staked"] == 1000
+    assert guest.balance() == middle - 1000 + final["me"]["returned"]
+    with service.db.sessions() as session:
+        assert session.scalar(select(func.count()).select_from(Round)) == 2
+    assert ledger_totals(service)[:2] == (0, [])
+
+
+# --------------------------------------------------------------- sign-ups
+def test_fifty_simultaneous_first_sign_ups_on_a_fresh_database(http: TestClient, service: GameService) -> None:
+    statuses: list[int] = []
+    lock = threading.Lock()
+    barrier = threading.Barrier(50)
+
+    def sign_up(number: int) -> None:
+        barrier.wait()
+        if number % 10:  # mostly guests: a registration's argon2 hash is slow on purpose
+            response = http.post("/auth/guest")
+        else:
+            response = http.post("/auth/register", json={"name": f"crowd-{number}", "password": "correct horse"})
+        with lock:
+            statuses.append(response.status_code)
+
+    threads = [threading.Thread(target=sign_up, args=(number,)) for number in range(50)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert sorted(statuses) == [201] * 50, statuses
+    total, unbalanced, balances = ledger_totals(service)
+    assert total == 0 and unbalanced == []
+    assert balances["house/USD"] == -50 * 100_000  # one house account per currency, every credit against it
+    assert sum(1 for account in balances if account.startswith("player:")) == 150
+
+
+def test_guest_creation_is_rate_limited(tmp_path: Path) -> None:
+    from server_helpers import OPERATOR
+
+    from twentyone.server.app import create_app
+    from twentyone.server.config import Settings
+
+    app = create_app(Settings(f"sqlite:///{tmp_path / 'db.sqlite'}", tmp_path, OPERATOR, guests_per_minute=5),
+                     clock=Clock(), timers=False)
+    with TestClient(app) as http:
+        statuses = [http.post("/auth/guest").status_code for _ in range(8)]
+        assert statuses == [201] * 5 + [429] * 3
+        refused = http.post("/auth/guest")
+        assert refused.headers["Retry-After"] == "60" and set(refused.json()) == {"detail"}
+        assert new_player(http, "still-open").token  # registration is not a guest: not limited
