@@ -280,6 +280,7 @@ def test_the_balance_kept_on_each_account_is_the_sum_of_its_ledger(guest: Client
     from twentyone.server.wallet import ledger_balance, unreconciled_accounts
 
     service.stacked.append(["8S", "6H", "8D", "TC", "3C", "2D", "KS", "9H"])  # split eights, double one
+    service.stacked.append(["9S", "6H", "5D", "TC", "2C"])  # the round voided below: 14 against a 6
     guest.bet("classic", 500)
     view = guest.post("/tables/classic/deal").json()
     for action in ("split", "double", "stand"):
