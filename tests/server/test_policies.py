@@ -61,12 +61,10 @@ def test_timeouts_decline_an_open_offer_then_stand(guest: Client, service: GameS
 
 
 def service_actions(service: GameService, round_id: int) -> list[dict[str, object]]:
-    from twentyone.server.models import Round
+    from twentyone.server.live import round_actions
 
     with service.db.sessions() as session:
-        row = session.get(Round, round_id)
-        assert row is not None
-        return list(row.actions)
+        return round_actions(session, round_id)
 
 
 def test_a_malfunction_voids_the_round_and_refunds_every_stake(guest: Client, service: GameService) -> None:

@@ -20,13 +20,14 @@ import threading
 from collections import OrderedDict
 from collections.abc import Iterator
 from contextlib import contextmanager
+from typing import Any
 
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
 from twentyone.core.round import Round as Engine
 from twentyone.core.shoe import Shoe
-from twentyone.server.models import Round, RoundSeat
+from twentyone.server.models import Round, RoundAction, RoundSeat
 from twentyone.server.models import Shoe as ShoeRow
 from twentyone.server.tables import hand_bets_of
 from twentyone.variants import builtin_rules
@@ -48,10 +49,15 @@ class LiveRounds:
             yield
 
     def engine(self, session: Session, round_row: Round) -> Engine:
-        """The round's engine as of ``round_row.version``: the one in memory, or rebuilt from the log."""
+        """The round's engine as of ``round_row.version`` or later: the one in memory, or rebuilt from the log.
+
+        A read whose snapshot is a decision behind the engine in memory takes the newer engine rather
+        than replaying the whole round (at a power table of hundreds that replay is the costly part);
+        a change holds the row's lock, so for it the row is never behind what this process keeps.
+        """
         with self._guard:
             kept = self._engines.get(round_row.id)
-            if kept is not None and kept[0] == round_row.version:
+            if kept is not None and kept[0] >= round_row.version:
                 self._engines.move_to_end(round_row.id)
                 return kept[1]
         engine = rebuild(session, round_row)
@@ -74,6 +80,13 @@ class LiveRounds:
             self._engines.pop(round_id, None)
 
 
+def round_actions(session: Session, round_id: int) -> list[dict[str, Any]]:
+    """The round's decisions in the order they were taken: who, what, and whether a player or the timer."""
+    rows = session.execute(select(RoundAction.player_id, RoundAction.action, RoundAction.source)
+                           .where(RoundAction.round_id == round_id).order_by(RoundAction.seq)).all()
+    return [{"player": player_id, "action": action, "source": source} for player_id, action, source in rows]
+
+
 def rebuild(session: Session, round_row: Round) -> Engine:
     """Replay a round from its record: the bets, the shoe from its first card, the actions in order."""
     shoe = session.get(ShoeRow, round_row.shoe_id)
@@ -86,6 +99,6 @@ def rebuild(session: Session, round_row: Round) -> Engine:
     if round_row.status == "betting" or not seats:
         return engine
     engine.deal()
-    for entry in round_row.actions:
+    for entry in round_actions(session, round_row.id):
         engine.act(entry["action"], str(entry["player"]))
     return engine

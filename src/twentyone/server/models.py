@@ -93,13 +93,26 @@ class Round(Base):
     status: Mapped[str] = mapped_column(String(16), index=True)  # betting, playing, settled, void
     shoe_id: Mapped[int] = mapped_column(ForeignKey("shoes.id"))
     shoe_start: Mapped[int] = mapped_column(Integer)
-    actions: Mapped[list[Any]] = mapped_column(JSON, default=list)
+    actions: Mapped[list[Any]] = mapped_column(JSON, default=list)  # before migration 0003; now round_actions
     decision_since: Mapped[datetime | None] = mapped_column(DateTime(timezone=True), nullable=True)
     betting_closes_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True), nullable=True)
     void_reason: Mapped[str | None] = mapped_column(Text, nullable=True)
     version: Mapped[int] = mapped_column(Integer, default=0)
     created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True))
     settled_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True), nullable=True)
+
+
+class RoundAction(Base):
+    """One decision of a round, appended as it is taken: the round's log, in order (``seq``)."""
+
+    __tablename__ = "round_actions"
+    __table_args__ = (UniqueConstraint("round_id", "seq"),)
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    round_id: Mapped[int] = mapped_column(ForeignKey("rounds.id"), index=True)
+    seq: Mapped[int] = mapped_column(Integer)
+    player_id: Mapped[int] = mapped_column(Integer)
+    action: Mapped[str] = mapped_column(String(32))
+    source: Mapped[str] = mapped_column(String(16))
 
 
 class RoundSeat(Base):

@@ -32,7 +32,7 @@ from twentyone.server.config import TableSpec
 from twentyone.server.context import Caller, ServiceError, aware
 from twentyone.server.events import Broadcaster
 from twentyone.server.live import LiveRounds, rebuild
-from twentyone.server.models import Player, Round, RoundSeat, Slip
+from twentyone.server.models import Player, Round, RoundAction, RoundSeat, Slip
 from twentyone.server.models import Shoe as ShoeRow
 from twentyone.server.money import refusal
 from twentyone.server.store import AlreadyApplied, Store
@@ -302,8 +302,8 @@ class Rounds:
                         engine.act(action, decision.player)
                     except Exception as error:
                         raise Malfunction(str(error)) from error
-                    round_row.actions = [*round_row.actions, {"player": int(decision.player), "action": str(action),
-                                                              "source": source}]
+                    session.add(RoundAction(round_id=round_id, seq=round_row.version, player_id=int(decision.player),
+                                            action=str(action), source=source))
                     round_row.decision_since = self.clock()
                     round_row.version += 1
                     self._after_change(session, round_row, engine, table)

@@ -23,7 +23,7 @@ from twentyone.core.round import Round as Engine
 from twentyone.core.view import RoundView, hand_json, operation_json
 from twentyone.server.config import TableSpec
 from twentyone.server.context import Caller, ServiceError, aware, iso
-from twentyone.server.live import LiveRounds
+from twentyone.server.live import LiveRounds, round_actions
 from twentyone.server.models import Player, Round, RoundSeat
 from twentyone.server.models import Shoe as ShoeRow
 from twentyone.server.store import Store
@@ -208,7 +208,7 @@ class Views:
                 "status": round_row.status, "created_at": iso(round_row.created_at),
                 "settled_at": iso(round_row.settled_at), "bets": seat.bets, "dealer": view["dealer"],
                 "hands": [hand for hand in view["hands"] if hand["player_id"] == player_id],
-                "decisions": [a["action"] for a in round_row.actions if a["player"] == player_id],
+                "decisions": [a["action"] for a in round_actions(session, round_row.id) if a["player"] == player_id],
                 "side_bets": [s for s in view["side_bets"] if s["player_id"] == player_id],
                 "insurance": [s for s in view["insurance"] if s["player_id"] == player_id],
                 "staked": seat.staked, "returned": seat.returned, "balance_before": seat.balance_before,
@@ -225,7 +225,7 @@ class Views:
             seen = engine.view(None if caller.is_operator else str(caller.id))
             return {"id": round_id, "variant": round_row.variant, "status": round_row.status,
                     "operations": [operation_json(op, names) for op in seen.operations],
-                    "actions": round_row.actions}
+                    "actions": round_actions(session, round_id)}
 
     def verify(self, caller: Caller, round_id: int) -> dict[str, Any]:
         """The shuffle's proof for a round of the caller's: the commitment, and once the shoe is finished
