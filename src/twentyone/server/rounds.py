@@ -261,6 +261,7 @@ class Rounds:
         (in any process) moved the round on since, it is refused.
         """
         with self.live.locked(round_id):
+            touched = False  # whether the engine in memory was changed, and must go if nothing commits
             try:
                 with self.store.write() as session:
                     round_row = session.scalars(select(Round).where(Round.id == round_id).with_for_update()).first()
@@ -298,6 +299,7 @@ class Rounds:
                                           table.currency, legal_actions=legal)
                         self._stake(session, table, round_row, seat, cost)
                     self.fault("act")
+                    touched = True
                     try:
                         engine.act(action, decision.player)
                     except Exception as error:
@@ -310,7 +312,8 @@ class Rounds:
                     body = self.store.answer(session, round_json(session, round_row, table, caller.id, engine))
                 self._remember(round_row, engine)
             except BaseException as error:
-                self.live.forget(round_id)
+                if touched:  # a refusal before the decision leaves the engine as the log has it
+                    self.live.forget(round_id)
                 if isinstance(error, ServiceError | AlreadyApplied | IntegrityError):
                     raise
                 if isinstance(error, WalletError):
