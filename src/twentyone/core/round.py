@@ -135,6 +135,7 @@ class Round:
         self.operations: list[Operation] = []
         self.actions: list[Action] = []
         self._spots: list[_Spot] = []
+        self._spots_of: dict[str, list[_Spot]] = {}  # each player's spots, in seat order
         self._players: list[str] = []
         self._dealer: list[Card] = []
         self._hole_revealed = False
@@ -207,6 +208,7 @@ class Round:
             sides = {name: amount for name, amount in hand_bet.side_bets.items() if amount > 0}
             hand = _Hand(player, seat, hand_bet.bet, hand_bet.bet)
             self._spots.append(_Spot(player, seat, hand_bet.bet, sides, [hand]))
+            self._spots_of.setdefault(player, []).append(self._spots[-1])
             self._log(BetsPlaced(player, seat, hand_bet.bet, tuple(sorted(sides.items()))))
 
     # ----------------------------------------------------------------- deal
@@ -657,9 +659,13 @@ class Round:
             self.phase = Phase.SETTLED
 
     def _current_hand(self, player: str | None = None) -> _Hand | None:
-        for hand in self._all_hands():
-            if hand.status == HandStatus.PLAYING and (player is None or hand.player == player):
-                return hand
+        # A player's own spots only: at a power table of a thousand players, a decision must not
+        # walk every hand at the table.
+        spots = self._spots if player is None else self._spots_of.get(player, [])
+        for spot in spots:
+            for hand in spot.hands:
+                if hand.status == HandStatus.PLAYING:
+                    return hand
         return None
 
     def _dealer_check(self) -> bool:
