@@ -203,6 +203,7 @@ def test_a_bet_not_confirmed_when_the_window_closes_is_returned(http: TestClient
 def test_a_player_alone_at_a_shared_table_waits_only_a_moment(http: TestClient, service: GameService,
                                                               clock: Clock) -> None:
     ann, bob = new_player(http, "ann"), new_player(http, "bob")
+    service.stacked.append(["5S", "7H", "6D", "8C", "KD"])  # no Ace up: ann's stand settles the round
     ann.bet("power", 500)
     alone = ann.post("/tables/power/deal").json()
     assert alone["status"] == "betting"
