@@ -378,6 +378,7 @@ def test_a_database_error_inside_a_round_is_503_and_changes_nothing(kind: str, h
 
 
 def test_a_database_error_inside_the_deal_is_503_and_stakes_nothing(service: GameService, guest: Client) -> None:
+    service.stacked.append(STACK)  # no blackjack: the retried deal must leave the stake on the table
     guest.bet("classic", 500)
     balance = guest.balance()
     with Refuse(service, ERRORS["connection lost"]) as refuse:
@@ -388,3 +389,4 @@ def test_a_database_error_inside_the_deal_is_503_and_stakes_nothing(service: Gam
     assert guest.get("/tables/classic").json()["slip"]["total"] == 500  # the bets wait on the slip
     dealt = guest.post("/tables/classic/deal", key="deal-x")
     assert dealt.status_code == 200 and guest.balance() == balance - 500
+    assert dealt.json()["status"] == "playing" and dealt.json()["hands"][0]["cards"] == ["2S", "3D"]
