@@ -87,18 +87,24 @@ def round_actions(session: Session, round_id: int) -> list[dict[str, Any]]:
     return [{"player": player_id, "action": action, "source": source} for player_id, action, source in rows]
 
 
+def dealt_engine(round_row: Round, shoe_cards: str, seats: list[RoundSeat]) -> Engine:
+    """A round's engine with its seats' bets placed, dealt unless the round is still taking bets."""
+    engine = Engine(builtin_rules(round_row.variant), Shoe.stacked(shoe_cards.split()[round_row.shoe_start:]))
+    for seat in sorted(seats, key=lambda seat: seat.position):
+        engine.place_bets(str(seat.player_id), hand_bets_of(seat.bets))
+    if round_row.status != "betting" and seats:
+        engine.deal()
+    return engine
+
+
 def rebuild(session: Session, round_row: Round) -> Engine:
     """Replay a round from its record: the bets, the shoe from its first card, the actions in order."""
     shoe = session.get(ShoeRow, round_row.shoe_id)
     assert shoe is not None
-    engine = Engine(builtin_rules(round_row.variant), Shoe.stacked(shoe.cards.split()[round_row.shoe_start:]))
-    seats = session.scalars(select(RoundSeat).where(RoundSeat.round_id == round_row.id)
-                            .order_by(RoundSeat.position)).all()
-    for seat in seats:
-        engine.place_bets(str(seat.player_id), hand_bets_of(seat.bets))
+    seats = list(session.scalars(select(RoundSeat).where(RoundSeat.round_id == round_row.id)).all())
+    engine = dealt_engine(round_row, shoe.cards, seats)
     if round_row.status == "betting" or not seats:
         return engine
-    engine.deal()
     for entry in round_actions(session, round_row.id):
         engine.act(entry["action"], str(entry["player"]))
     return engine

@@ -31,7 +31,7 @@ from twentyone.server.accounts import Accounts
 from twentyone.server.config import TableSpec
 from twentyone.server.context import Caller, ServiceError, aware
 from twentyone.server.events import Broadcaster
-from twentyone.server.live import LiveRounds, rebuild
+from twentyone.server.live import LiveRounds, dealt_engine
 from twentyone.server.models import Player, Round, RoundAction, RoundSeat, Slip
 from twentyone.server.models import Shoe as ShoeRow
 from twentyone.server.money import refusal
@@ -112,9 +112,10 @@ class Rounds:
                 self._stake(session, table, round_row, seat, state.total)
                 take_bets(slip)
                 session.flush()
-                engine = self._deal_engine(session, round_row)
-                self._after_change(session, round_row, engine, table)
-                body = self.store.answer(session, round_json(session, round_row, table, caller.id, engine))
+                engine = self._deal_engine(round_row, shoe, [seat])
+                self._after_change(session, round_row, engine, table, [seat])
+                body = self.store.answer(session, round_json(session, round_row, table, caller.id, engine,
+                                                             seats=([(seat, player.name)], 1)))
             self._remember(round_row, engine)
         except (ServiceError, AlreadyApplied, IntegrityError):
             raise
@@ -129,10 +130,11 @@ class Rounds:
         self.events.publish(table.id, {"type": "round", "round_id": body["id"], "status": body["status"]})
         return body
 
-    def _deal_engine(self, session: Session, round_row: Round) -> Engine:
+    def _deal_engine(self, round_row: Round, shoe: ShoeRow, seats: list[RoundSeat]) -> Engine:
+        """The new round's engine, dealt from the shoe and seats at hand (nothing to replay yet)."""
         self.fault("deal")
         try:
-            return rebuild(session, round_row)
+            return dealt_engine(round_row, shoe.cards, seats)
         except Exception as error:
             raise Malfunction(str(error)) from error
 
@@ -211,6 +213,7 @@ class Rounds:
                 if due is not None and closes is not None and closes > due:
                     return None
                 round_id = round_row.id
+                dealt: list[RoundSeat] = []
                 for seat in session.scalars(select(RoundSeat).where(RoundSeat.round_id == round_row.id)
                                             .order_by(RoundSeat.position)).all():
                     self.wallet.lock(session, seat.player_id, table.currency)
@@ -222,19 +225,22 @@ class Rounds:
                         continue
                     seat.balance_before = balance
                     self._stake(session, table, round_row, seat, total)
+                    dealt.append(seat)
                 session.flush()
                 for slip in session.scalars(select(Slip).where(Slip.table_id == table.id)).all():
                     if slip.bets:  # bets placed but never confirmed with DEAL are returned
                         returned.append((slip.player_id, sum(slip.bets.values())))
                         slip.bets, slip.history = {}, []
-                if session.scalars(select(RoundSeat.id).where(RoundSeat.round_id == round_row.id)).first() is None:
+                if not dealt:
                     round_row.status = "void"
                     round_row.void_reason = "no seat could cover its bets"
                     return round_id
                 round_row.status = "playing"
                 round_row.decision_since = self.clock()
-                engine = self._deal_engine(session, round_row)
-                self._after_change(session, round_row, engine, table)
+                shoe = session.get(ShoeRow, round_row.shoe_id)
+                assert shoe is not None
+                engine = self._deal_engine(round_row, shoe, dealt)
+                self._after_change(session, round_row, engine, table, dealt)
             self._remember(round_row, engine)
         except (ServiceError, AlreadyApplied, IntegrityError):
             raise
@@ -265,7 +271,8 @@ class Rounds:
             try:
                 with self.store.write() as session:
                     round_row = session.scalars(select(Round).where(Round.id == round_id).with_for_update()).first()
-                    if round_row is None or (not caller.is_operator and seat_of(session, round_id, caller.id) is None):
+                    own = None if caller.is_operator or round_row is None else seat_of(session, round_id, caller.id)
+                    if round_row is None or (not caller.is_operator and own is None):
                         raise ServiceError(404, f"There is no round {round_id} of yours.")
                     table = self.tables.get(round_row.table_id)
                     if round_row.status != "playing":
@@ -288,8 +295,11 @@ class Rounds:
                     except IllegalActionError as error:
                         raise ServiceError(409, str(error), legal_actions=legal) from None
                     cost = engine.cost_of(action, decision.player)
-                    seat = seat_of(session, round_id, int(decision.player))
+                    seat = own if own is not None and own.player_id == int(decision.player) else \
+                        seat_of(session, round_id, int(decision.player))
                     assert seat is not None
+                    # A private round has the one seat: no need to read the round's seats again.
+                    alone = [seat] if not table.shared else None
                     if cost:
                         self.wallet.lock(session, seat.player_id, table.currency)
                         balance = self.wallet.balance(session, seat.player_id, table.currency)
@@ -308,8 +318,10 @@ class Rounds:
                                             action=str(action), source=source))
                     round_row.decision_since = self.clock()
                     round_row.version += 1
-                    self._after_change(session, round_row, engine, table)
-                    body = self.store.answer(session, round_json(session, round_row, table, caller.id, engine))
+                    self._after_change(session, round_row, engine, table, alone)
+                    shown = ([(seat, caller.name)], 1) if alone and seat.player_id == caller.id else None
+                    body = self.store.answer(session, round_json(session, round_row, table, caller.id, engine,
+                                                                 seats=shown))
                 self._remember(round_row, engine)
             except BaseException as error:
                 if touched:  # a refusal before the decision leaves the engine as the log has it
@@ -377,17 +389,21 @@ class Rounds:
                           f"{round_row.id}-{seat.player_id}-{seat.staked}")
         seat.staked += amount
 
-    def _after_change(self, session: Session, round_row: Round, engine: Engine, table: TableSpec) -> None:
+    def _after_change(self, session: Session, round_row: Round, engine: Engine, table: TableSpec,
+                      seats: list[RoundSeat] | None = None) -> None:
+        """Settle the round if the change finished it; ``seats``: all of its seats, when the caller holds them."""
         if engine.phase is Phase.SETTLED:
-            self._settle(session, round_row, engine, table)
+            self._settle(session, round_row, engine, table, seats)
 
-    def _settle(self, session: Session, round_row: Round, engine: Engine, table: TableSpec) -> None:
+    def _settle(self, session: Session, round_row: Round, engine: Engine, table: TableSpec,
+                seats: list[RoundSeat] | None = None) -> None:
         """Pay every seat and close the round, in the same transaction as the last decision."""
         self.fault("settle")
         returned: dict[str, int] = {}
         for op in engine.settlements:
             returned[op.player] = returned.get(op.player, 0) + op.returned
-        seats = session.scalars(select(RoundSeat).where(RoundSeat.round_id == round_row.id)).all()
+        if seats is None:
+            seats = list(session.scalars(select(RoundSeat).where(RoundSeat.round_id == round_row.id)).all())
         for seat in seats:
             amount = returned.get(str(seat.player_id), 0)
             seat.returned = amount

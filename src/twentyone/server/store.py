@@ -106,9 +106,9 @@ class Store:
             raise ServiceError(400, "Send an Idempotency-Key header with every request that changes state.")
         if not 1 <= len(key) <= MAX_KEY or not key.isascii() or not key.isprintable():
             raise ServiceError(400, f"An Idempotency-Key is 1 to {MAX_KEY} printable ASCII characters.")
-        stored = self._stored(caller.id, key, request)
-        if stored is not None:
-            return stored
+        # No look-up before the work: its first write transaction checks the key under the write lock (a
+        # request seen before raises AlreadyApplied there), which spares every new request a connection
+        # and a query. A request that writes nothing is looked up below.
         self._local.pending = pending = _Pending(caller.id, key, request, status)
         try:
             body = work()
@@ -119,9 +119,18 @@ class Store:
                     raise Busy() from None
                 raise
             return stored
+        except ServiceError:
+            # Refused before its first write: a retry of a request applied earlier still gets its first answer.
+            stored = self._stored(caller.id, key, request) if not pending.recorded else None
+            if stored is not None:
+                return stored
+            raise
         finally:
             self._local.pending = None
         if not pending.recorded:  # the work wrote nothing: keep the answer all the same, for a retry
+            stored = self._stored(caller.id, key, request)
+            if stored is not None:
+                return stored
             try:
                 with self.write() as session:
                     self.answer(session, body)
@@ -130,8 +139,7 @@ class Store:
         return status, body
 
     def _stored(self, player_id: int, key: str, request: str) -> tuple[int, dict[str, Any]] | None:
-        # Asked before every request that changes state, so a plain connection and a prepared statement
-        # (no ORM session): almost always the answer is "not seen".
+        # A plain connection and a prepared statement (no ORM session): asked outside any transaction.
         with storage_trouble_as_busy(), self.db.engine.connect() as connection:
             row = connection.execute(STORED, {"player_id": player_id, "key": key}).first()
         if row is None:

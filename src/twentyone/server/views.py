@@ -68,28 +68,29 @@ def _seats_shown(session: Session, round_id: int, player_id: int) -> tuple[list[
     return shown, int(count or 0)
 
 
-def round_json(session: Session, round_row: Round, table: TableSpec, player_id: int, engine: Engine | None
-               ) -> dict[str, Any]:
+def round_json(session: Session, round_row: Round, table: TableSpec, player_id: int, engine: Engine | None,
+               seats: tuple[list[tuple[RoundSeat, str]], int] | None = None) -> dict[str, Any]:
     """A round as one player may see it: the engine's view for that player, with the table's facts around it.
 
     At a table of hundreds (power), other players beyond the first :data:`OTHERS_SHOWN` are counted,
-    not listed: ``seat_count`` says how many there are.
+    not listed: ``seat_count`` says how many there are. ``seats``: the seats shown and their count, when
+    the caller has them already (a private round's one seat).
     """
-    seats, seat_count = _seats_shown(session, round_row.id, player_id)
-    names = {str(seat.player_id): name for seat, name in seats}
+    shown, seat_count = seats if seats is not None else _seats_shown(session, round_row.id, player_id)
+    names = {str(seat.player_id): name for seat, name in shown}
     shoe = session.execute(SHOE, {"shoe_id": round_row.shoe_id}).one()  # a row, not an ORM object
     view: dict[str, Any] = {
         "id": round_row.id, "table_id": round_row.table_id, "variant": round_row.variant,
         "status": round_row.status, "commitment": shoe.commitment, "currency": table.currency,
         "void_reason": round_row.void_reason, "betting_closes_at": iso(round_row.betting_closes_at),
-        "players": [{"player_id": seat.player_id, "name": name} for seat, name in seats],
+        "players": [{"player_id": seat.player_id, "name": name} for seat, name in shown],
         "seat_count": seat_count,
         "seats": [{"player_id": seat.player_id, "name": name, "position": seat.position, "bets": seat.bets,
-                   "total": bets_total(seat.bets)} for seat, name in seats],
+                   "total": bets_total(seat.bets)} for seat, name in shown],
         "dealer": {"cards": [], "total": 0, "hidden": 0}, "hands": [], "side_bets": [], "insurance": [],
         "decision": None, "legal_actions": [], "offers": {}, "deciding": [],
     }
-    mine = next((seat for seat, _ in seats if seat.player_id == player_id), None)
+    mine = next((seat for seat, _ in shown if seat.player_id == player_id), None)
     if mine is not None:
         view["me"] = {"staked": mine.staked, "returned": mine.returned, "balance_before": mine.balance_before,
                       "balance_after": mine.balance_after, "bets": mine.bets}

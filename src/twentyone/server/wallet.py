@@ -19,7 +19,7 @@ import uuid
 from datetime import UTC, datetime, timedelta
 from typing import Protocol
 
-from sqlalchemy import func, select, update
+from sqlalchemy import bindparam, func, insert, select, update
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
@@ -94,11 +94,39 @@ def account(session: Session, owner: str, currency: str, lock: bool = False) -> 
         with session.begin_nested():
             created = Account(owner=owner, currency=currency, version=0)
             session.add(created)
+        session.info.setdefault(_CREATED, set()).add((owner, currency))
         return created
     except IntegrityError:
         found = session.scalars(query).first()
         assert found is not None
         return found
+
+
+_CREATED = "twentyone.accounts_created"  # session.info: accounts this transaction created (not yet safe to cache)
+ACCOUNT_ID = select(Account.id).where(Account.owner == bindparam("owner"), Account.currency == bindparam("currency"))
+
+
+class AccountIds:
+    """Account ids by (owner, currency), remembered once seen committed: accounts are never deleted or renumbered.
+
+    Every stake and payment names two accounts; looking them up is two statements a transfer need not make.
+    An account this very transaction created is not remembered until a later one sees it (a rollback
+    would leave the id pointing at nothing).
+    """
+
+    def __init__(self) -> None:
+        self._ids: dict[tuple[str, str], int] = {}
+
+    def of(self, session: Session, owner: str, currency: str) -> int:
+        known = self._ids.get((owner, currency))
+        if known is not None:
+            return known
+        found = session.scalar(ACCOUNT_ID, {"owner": owner, "currency": currency})
+        if found is None:
+            return account(session, owner, currency).id
+        if (owner, currency) not in session.info.get(_CREATED, ()):
+            self._ids[(owner, currency)] = found
+        return int(found)
 
 
 def player_owner(player_id: int) -> str:
@@ -134,32 +162,39 @@ def unreconciled_accounts(session: Session) -> list[str]:
     return [f"{owner} {currency}" for owner, currency in rows]
 
 
-def lock_player(session: Session, player_id: int, currency: str) -> Account:
+def lock_player(session: Session, player_id: int, currency: str, ids: AccountIds | None = None) -> None:
     """Hold the player's account row for this transaction (PostgreSQL row lock; SQLite is serialised)."""
-    owned = account(session, player_owner(player_id), currency, lock=True)
-    session.execute(update(Account).where(Account.id == owned.id).values(version=Account.version + 1))
-    return owned
+    owner = player_owner(player_id)
+    account_id = ids.of(session, owner, currency) if ids is not None else account(session, owner, currency).id
+    session.execute(BUMP, {"account_id": account_id})
+
+
+BUMP = update(Account).where(Account.id == bindparam("account_id")).values(version=Account.version + 1)
+CREDIT = (update(Account).where(Account.id == bindparam("account_id"))
+          .values(balance=Account.balance + bindparam("amount")))
 
 
 def transfer(session: Session, player_id: int, currency: str, amount: int, kind: str,
-             round_id: int | None) -> str:
+             round_id: int | None, ids: AccountIds | None = None) -> str:
     """Move ``amount`` to the player (negative: from the player) against the house, as two rows."""
     transfer_id = uuid.uuid4().hex
     if amount == 0:
         return transfer_id
-    player_account = account(session, player_owner(player_id), currency)
-    house_account = account(session, HOUSE, currency)
+    ids = ids if ids is not None else AccountIds()
+    player_account = ids.of(session, player_owner(player_id), currency)
+    house_account = ids.of(session, HOUSE, currency)
     stamp = now()
-    session.add_all([
-        LedgerEntry(transfer_id=transfer_id, account_id=player_account.id, amount=amount, kind=kind,
-                    round_id=round_id, created_at=stamp),
-        LedgerEntry(transfer_id=transfer_id, account_id=house_account.id, amount=-amount, kind=kind,
-                    round_id=round_id, created_at=stamp),
+    # Core inserts, not ORM objects: nothing reads these rows back in the transaction, and the unit of
+    # work's bookkeeping costs more than the two rows do.
+    session.execute(insert(LedgerEntry.__table__), [
+        {"transfer_id": transfer_id, "account_id": player_account, "amount": amount, "kind": kind,
+         "round_id": round_id, "created_at": stamp},
+        {"transfer_id": transfer_id, "account_id": house_account, "amount": -amount, "kind": kind,
+         "round_id": round_id, "created_at": stamp},
     ])
     # Added in SQL, not in Python: the database applies it to the latest committed balance under the
     # row's lock, so two transactions paying one player at once both count.
-    session.execute(update(Account).where(Account.id == player_account.id)
-                    .values(balance=Account.balance + amount).execution_options(synchronize_session=False))
+    session.execute(CREDIT, {"account_id": player_account, "amount": amount})
     return transfer_id
 
 
@@ -266,21 +301,24 @@ class LedgerWallet:
 
     keeps_balances = True
 
+    def __init__(self) -> None:
+        self.ids = AccountIds()
+
     def balance(self, session: Session, player_id: int, currency: str) -> int:
         return ledger_balance(session, player_id, currency)
 
     def lock(self, session: Session, player_id: int, currency: str) -> None:
-        lock_player(session, player_id, currency)
+        lock_player(session, player_id, currency, self.ids)
 
     def stake(self, session: Session, player_id: int, currency: str, amount: int, round_id: int, key: str) -> None:
-        transfer(session, player_id, currency, -amount, "stake", round_id)
+        transfer(session, player_id, currency, -amount, "stake", round_id, self.ids)
 
     def pay(self, session: Session, player_id: int, currency: str, amount: int, kind: str, round_id: int,
             key: str) -> None:
-        transfer(session, player_id, currency, amount, kind, round_id)
+        transfer(session, player_id, currency, amount, kind, round_id, self.ids)
 
     def credit(self, session: Session, player_id: int, currency: str, amount: int) -> None:
-        transfer(session, player_id, currency, amount, "credit", None)
+        transfer(session, player_id, currency, amount, "credit", None, self.ids)
 
     def balances_after(self, session: Session, player_ids: list[int], currency: str) -> dict[int, int | None]:
         """Balances once this transaction's transfers count (for the round's record)."""
@@ -300,6 +338,7 @@ class OperatorLedgerWallet(LedgerWallet):
     keeps_balances = False
 
     def __init__(self, wallet: OperatorWallet) -> None:
+        super().__init__()
         self.remote = RemoteWallet(wallet)
 
     def balance(self, session: Session, player_id: int, currency: str) -> int:
