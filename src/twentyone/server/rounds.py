@@ -18,7 +18,7 @@ from collections.abc import Callable
 from datetime import datetime, timedelta
 from typing import Any
 
-from sqlalchemy import select
+from sqlalchemy import bindparam, or_, select, update
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
@@ -26,7 +26,6 @@ from twentyone.core.betting import BetSlipError
 from twentyone.core.operations import OFFER_ANSWERS, Action, DecisionKind
 from twentyone.core.round import IllegalActionError, Phase
 from twentyone.core.round import Round as Engine
-from twentyone.core.shoe import needs_shuffle
 from twentyone.server.accounts import Accounts
 from twentyone.server.config import TableSpec
 from twentyone.server.context import Caller, ServiceError, aware
@@ -51,6 +50,13 @@ from twentyone.server.wallet import Wallet, WalletError
 log = logging.getLogger("twentyone.server")
 OPEN = ("betting", "playing")
 ALONE_WINDOW = 3  # seconds a player alone at a shared table waits for others before the deal
+
+
+# The shoe moves past the round's cards and is finished once past its cut card (needs_shuffle, in SQL).
+SHOE_MOVED = (update(ShoeRow).where(ShoeRow.id == bindparam("shoe_id"))
+              .values(position=bindparam("dealt"),
+                      finished=or_(ShoeRow.finished, ShoeRow.cut_card.is_(None), bindparam("dealt") >= ShoeRow.cut_card))
+              .execution_options(synchronize_session=False))
 
 
 class Malfunction(Exception):
@@ -108,8 +114,8 @@ class Rounds:
                 seat = RoundSeat(round_id=round_row.id, player_id=caller.id, position=1,
                                  bets=[hand_bet_json(b) for b in hand_bets], confirmed=True, staked=0, returned=0,
                                  balance_before=balance)
-                session.add(seat)
                 self._stake(session, table, round_row, seat, state.total)
+                session.add(seat)  # after the stake: inserted with it, not inserted and then updated
                 take_bets(slip)
                 session.flush()
                 engine = self._deal_engine(round_row, shoe, [seat])
@@ -416,11 +422,9 @@ class Rounds:
         round_row.status = "settled"
         round_row.settled_at = self.clock()
         round_row.decision_since = None
-        shoe = session.get(ShoeRow, round_row.shoe_id)
-        assert shoe is not None
-        shoe.position = round_row.shoe_start + engine.shoe.position
-        if needs_shuffle(shoe.position, shoe.cut_card):
-            shoe.finished = True
+        # One statement, without loading the shoe (its cards are most of its row).
+        session.execute(SHOE_MOVED, {"shoe_id": round_row.shoe_id,
+                                     "dealt": round_row.shoe_start + engine.shoe.position})
 
     def void(self, round_id: int, reason: str) -> None:
         """Malfunction voids the round: every stake of it is refunded, in one transaction."""

@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import bindparam, select, text
+from sqlalchemy import bindparam, insert, select, text
 from sqlalchemy import exc as db_errors
 from sqlalchemy.orm import Session
 
@@ -31,6 +31,10 @@ from twentyone.server.models import IdempotentRequest
 MAX_KEY = 128
 STORED = (select(IdempotentRequest.request, IdempotentRequest.status_code, IdempotentRequest.response)
           .where(IdempotentRequest.player_id == bindparam("player_id"), IdempotentRequest.key == bindparam("key")))
+
+SEEN = select(IdempotentRequest.player_id).where(IdempotentRequest.player_id == bindparam("player_id"),
+                                                 IdempotentRequest.key == bindparam("key"))
+RECORD = insert(IdempotentRequest.__table__)  # Core: the row is never read back in its transaction
 
 
 @dataclass
@@ -86,7 +90,7 @@ class Store:
                     # (without this it would wait on the round's or wallet's lock, then be refused: a 409).
                     session.execute(text("SELECT pg_advisory_xact_lock(:player, :key)"),
                                     {"player": pending.player_id, "key": zlib.crc32(pending.key.encode()) - 2**31})
-                if session.get(IdempotentRequest, (pending.player_id, pending.key)) is not None:
+                if session.execute(SEEN, {"player_id": pending.player_id, "key": pending.key}).first() is not None:
                     raise AlreadyApplied()
             yield session
 
@@ -94,8 +98,8 @@ class Store:
         """Record ``body`` as the answer of the idempotent request being served, in ``session``'s transaction."""
         pending: _Pending | None = getattr(self._local, "pending", None)
         if pending is not None and not pending.recorded:
-            session.add(IdempotentRequest(player_id=pending.player_id, key=pending.key, request=pending.request,
-                                          status_code=pending.status, response=body, created_at=self.clock()))
+            session.execute(RECORD, {"player_id": pending.player_id, "key": pending.key, "request": pending.request,
+                                     "status_code": pending.status, "response": body, "created_at": self.clock()})
             pending.recorded = True
         return body
 

@@ -201,25 +201,25 @@ class Shoes:
         self.stacked: list[list[str]] = []
 
     def current(self, session: Session, table: TableSpec, player_id: int) -> ShoeRow | None:
+        return _usable(self._unfinished(session, table, player_id))
+
+    @staticmethod
+    def _unfinished(session: Session, table: TableSpec, player_id: int) -> list[ShoeRow]:
+        """The table's (or, at a private table, the player's) shoes not yet finished, newest first."""
         owner = None if table.shared else player_id
         query = select(ShoeRow).where(ShoeRow.table_id == table.id, ShoeRow.finished.is_(False))
         query = query.where(ShoeRow.player_id.is_(None) if owner is None else ShoeRow.player_id == owner)
-        shoe = session.scalars(query.order_by(ShoeRow.id.desc())).first()
-        # A shoe no round has drawn from is fresh; a used one serves on only until its cut card.
-        if shoe is not None and (shoe.position == 0 or not needs_shuffle(shoe.position, shoe.cut_card)):
-            return shoe
-        return None
+        return list(session.scalars(query.order_by(ShoeRow.id.desc())).all())
 
     def prepared(self, session: Session, table: TableSpec, player_id: int) -> ShoeRow:
         """The shoe the next round will use; its commitment is published before the deal."""
-        shoe = self.current(session, table, player_id)
+        unfinished = self._unfinished(session, table, player_id)
+        shoe = _usable(unfinished)
         if shoe is not None:
             return shoe
-        owner = None if table.shared else player_id
-        for old in session.scalars(select(ShoeRow).where(
-                ShoeRow.table_id == table.id, ShoeRow.finished.is_(False),
-                ShoeRow.player_id.is_(None) if owner is None else ShoeRow.player_id == owner)).all():
+        for old in unfinished:
             old.finished = True  # past its cut card
+        owner = None if table.shared else player_id
         rules = builtin_rules(table.variant)
         cards = [str(card) for card in Shoe.shuffled(rules.shoe.composition, self.rng).order]
         if self.stacked:
@@ -235,6 +235,14 @@ class Shoes:
         session.add(shoe)
         session.flush()
         return shoe
+
+
+def _usable(unfinished: list[ShoeRow]) -> ShoeRow | None:
+    """The newest unfinished shoe if the next round may use it: fresh, or used but short of its cut card."""
+    shoe = unfinished[0] if unfinished else None
+    if shoe is not None and (shoe.position == 0 or not needs_shuffle(shoe.position, shoe.cut_card)):
+        return shoe
+    return None
 
 
 __all__ = ["MAIN", "Shoes", "TableRegistry"]
