@@ -494,7 +494,7 @@ def serve(
 
     import uvicorn
 
-    from twentyone.server.app import create_app
+    from twentyone.server.app import create_app, freeze_startup_objects
     from twentyone.server.wallet import load_operator_wallet
 
     if not 0 < port < 65536:
@@ -517,6 +517,7 @@ def serve(
     except Exception as error:  # a bad URL or an unreachable database: one line, exit 2
         _cannot_open(settings, error)
     _announce(settings, host, port, "(API docs at /docs)")
+    freeze_startup_objects()
     uvicorn.run(application, host=host, port=port, **UVICORN_OPTIONS)
 
 

@@ -303,9 +303,11 @@ def worker_app() -> FastAPI:
     environment variables (``serve`` sets them, the operator token included, so
     every worker shares one token and none races to create it).
     """
-    from twentyone.server.app import create_app
+    from twentyone.server.app import create_app, freeze_startup_objects
     from twentyone.server.config import Settings
     from twentyone.server.wallet import load_operator_wallet
 
     spec = os.environ.get("TWENTYONE_OPERATOR_WALLET")
-    return create_app(Settings.from_environment(), operator_wallet=load_operator_wallet(spec) if spec else None)
+    application = create_app(Settings.from_environment(), operator_wallet=load_operator_wallet(spec) if spec else None)
+    freeze_startup_objects()
+    return application

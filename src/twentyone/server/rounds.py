@@ -54,8 +54,8 @@ ALONE_WINDOW = 3  # seconds a player alone at a shared table waits for others be
 
 # The shoe moves past the round's cards and is finished once past its cut card (needs_shuffle, in SQL).
 SHOE_MOVED = (update(ShoeRow).where(ShoeRow.id == bindparam("shoe_id"))
-              .values(position=bindparam("dealt"),
-                      finished=or_(ShoeRow.finished, ShoeRow.cut_card.is_(None), bindparam("dealt") >= ShoeRow.cut_card))
+              .values(position=bindparam("dealt"), finished=or_(ShoeRow.finished, ShoeRow.cut_card.is_(None),
+                                                                bindparam("dealt") >= ShoeRow.cut_card))
               .execution_options(synchronize_session=False))
 
 

@@ -1,0 +1,42 @@
+"""SQLite under load: checkpoints off the commit path, and as many connections as request threads."""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+from sqlalchemy import event, text
+
+from twentyone.server.db import SQLITE_THREADS, THREADS, Database, migrate, worker_threads
+
+
+def test_checkpoints_run_in_their_own_thread_and_stop_with_the_database(tmp_path: Path) -> None:
+    url = f"sqlite:///{tmp_path / 'server.db'}"
+    migrate(url)
+    db = Database(url)
+    seen: list[str] = []
+
+    @event.listens_for(db.engine, "before_cursor_execute")
+    def record(_conn, _cursor, statement, *_args):  # type: ignore[no-untyped-def]
+        if "wal_checkpoint" in statement:
+            seen.append(statement)
+
+    db.start_checkpoints(every=0.02)
+    with db.transaction() as session:
+        session.execute(text("INSERT INTO table_configs (id, spec, created_at) VALUES ('t', '{}', '2026-01-01')"))
+    deadline = time.monotonic() + 5
+    while not seen and time.monotonic() < deadline:
+        time.sleep(0.01)
+    assert seen and seen[0] == "PRAGMA wal_checkpoint(PASSIVE)"  # passive: it never holds up a writer
+    db.close()
+    assert db._checkpoints is None
+    count = len(seen)
+    time.sleep(0.1)
+    assert len(seen) == count  # stopped
+
+
+def test_sqlite_runs_fewer_request_threads_and_pools_a_connection_for_each(tmp_path: Path) -> None:
+    assert worker_threads("sqlite:///x.db") == SQLITE_THREADS < THREADS == worker_threads("postgresql://h/db")
+    db = Database(f"sqlite:///{tmp_path / 'server.db'}")
+    assert db.engine.pool.size() == SQLITE_THREADS  # type: ignore[attr-defined]
+    db.close()
