@@ -34,7 +34,7 @@ vocabulary, the operation log and what a player sees of it live in their own mod
 from __future__ import annotations
 
 import copy as _copy
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 from enum import StrEnum
 from fractions import Fraction
@@ -288,8 +288,14 @@ class Round:
     @property
     def hands(self) -> tuple[HandState, ...]:
         """Every hand in playing order (split hands in place of the hand they came from)."""
+        return self._hands_of(None)
+
+    def _hands_of(self, players: Collection[str] | None) -> tuple[HandState, ...]:
+        """The hands of ``players`` (None: everyone's) in playing order, each with its value worked out."""
         result = []
         for spot in self._spots:
+            if players is not None and spot.player not in players:
+                continue
             for number, hand in enumerate(spot.hands, 1):
                 result.append(HandState(
                     hand.player, hand.seat, number, tuple(hand.cards), hand.value, hand.stake,
@@ -328,11 +334,21 @@ class Round:
             return None
         return next(hand for hand in self.hands if (hand.seat, hand.hand) == (decision.seat, decision.hand))
 
-    def view(self, player: str | None = None) -> RoundView:
+    def view(self, player: str | None = None, among: Collection[str] | None = None) -> RoundView:
         """The round as ``player`` may see it now; every player-facing output is built from this.
 
         Face-down cards stay hidden until turned (in the dealer's cards and in the log), the
         shoe never shows, and only ``player`` is told their legal actions and offers.
+        ``among``: the players whose hands and results the view lists (the viewer's always; None:
+        everyone's), so that a table of a thousand is not worked out in full for one player.
+
+        >>> from twentyone.core.shoe import Shoe
+        >>> from twentyone.variants import builtin_rules
+        >>> game = Round(builtin_rules("power"), Shoe.stacked("5S 7H 6D 8C 4C KD".split()))
+        >>> game.place_bets("a", [HandBet(100)]); game.place_bets("b", [HandBet(100)])
+        >>> _ = game.deal()
+        >>> [hand.player for hand in game.view("a").hands], [hand.player for hand in game.view("a", ()).hands]
+        (['a', 'b'], ['a'])
         """
         own = self.decision(player) if player is not None else None
         decision = own or self.decision()
@@ -344,8 +360,12 @@ class Round:
             offers["insurance"] = self.cost_of(Action.INSURANCE, player)
         dealer = self.dealer_cards
         hidden = len(self._dealer) - len(dealer)
-        return RoundView(player, str(self.phase), dealer, hidden, self.dealer_blackjack, self.hands,
-                         self.settlements, mask_operations(self.operations), decision, legal, offers,
+        listed = None if among is None else {*among, *(() if player is None else (player,))}
+        settlements = self.settlements
+        if listed is not None:
+            settlements = tuple(op for op in settlements if op.player in listed)
+        return RoundView(player, str(self.phase), dealer, hidden, self.dealer_blackjack, self._hands_of(listed),
+                         settlements, mask_operations(self.operations), decision, legal, offers,
                          self.staked, self.returned)
 
     def offer_amount(self, action: Action, player: str | None = None) -> int:

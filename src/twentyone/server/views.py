@@ -45,15 +45,21 @@ def seat_of(session: Session, round_id: int, player_id: int) -> RoundSeat | None
     return session.scalars(SEAT, {"round_id": round_id, "player_id": player_id}).first()
 
 
-def seats_of(session: Session, round_id: int, limit: int | None = None) -> list[tuple[RoundSeat, str]]:
-    query = (select(RoundSeat, Player.name).join(Player, Player.id == RoundSeat.player_id)
-             .where(RoundSeat.round_id == round_id).order_by(RoundSeat.position))
+# A round view reads its seats as plain rows (no ORM objects: at a power table that is dozens a view).
+SEAT_ROWS = (select(RoundSeat.player_id, RoundSeat.position, RoundSeat.bets, RoundSeat.staked, RoundSeat.returned,
+                    RoundSeat.balance_before, RoundSeat.balance_after, Player.name)
+             .join(Player, Player.id == RoundSeat.player_id).order_by(RoundSeat.position))
+
+
+def seats_of(session: Session, round_id: int, limit: int | None = None) -> list[tuple[Any, str]]:
+    """The round's seats in order (each with the player's name): rows with the seat's columns as attributes."""
+    query = SEAT_ROWS.where(RoundSeat.round_id == round_id)
     if limit is not None:
         query = query.limit(limit)
-    return [(seat, name) for seat, name in session.execute(query).all()]
+    return [(row, row.name) for row in session.execute(query).all()]
 
 
-def _seats_shown(session: Session, round_id: int, player_id: int) -> tuple[list[tuple[RoundSeat, str]], int]:
+def _seats_shown(session: Session, round_id: int, player_id: int) -> tuple[list[tuple[Any, str]], int]:
     """The first seats of the round and the viewer's own, and how many seats there are in all."""
     shown = seats_of(session, round_id, OTHERS_SHOWN + 1)
     if len(shown) <= OTHERS_SHOWN:
@@ -61,15 +67,15 @@ def _seats_shown(session: Session, round_id: int, player_id: int) -> tuple[list[
     count = session.scalar(select(func.count()).select_from(RoundSeat).where(RoundSeat.round_id == round_id))
     shown = shown[:OTHERS_SHOWN]
     if all(seat.player_id != player_id for seat, _ in shown):
-        row = session.execute(select(RoundSeat, Player.name).join(Player, Player.id == RoundSeat.player_id)
-                              .where(RoundSeat.round_id == round_id, RoundSeat.player_id == player_id)).first()
+        row = session.execute(SEAT_ROWS.where(RoundSeat.round_id == round_id,
+                                              RoundSeat.player_id == player_id)).first()
         if row is not None:
-            shown.append((row[0], row[1]))
+            shown.append((row, row.name))
     return shown, int(count or 0)
 
 
 def round_json(session: Session, round_row: Round, table: TableSpec, player_id: int, engine: Engine | None,
-               seats: tuple[list[tuple[RoundSeat, str]], int] | None = None) -> dict[str, Any]:
+               seats: tuple[list[tuple[Any, str]], int] | None = None) -> dict[str, Any]:
     """A round as one player may see it: the engine's view for that player, with the table's facts around it.
 
     At a table of hundreds (power), other players beyond the first :data:`OTHERS_SHOWN` are counted,
@@ -96,7 +102,7 @@ def round_json(session: Session, round_row: Round, table: TableSpec, player_id: 
                       "balance_after": mine.balance_after, "bets": mine.bets}
     if round_row.status == "betting" or engine is None:
         return view
-    seen = engine.view(str(player_id))
+    seen = engine.view(str(player_id), among=names)  # the hands shown, not a power table's thousand
     view.update(_cards_json(seen, names, str(player_id)))
     if seen.decision is not None and round_row.status == "playing":
         since = aware(round_row.decision_since)
