@@ -1,4 +1,4 @@
-"""SQLite under load: checkpoints off the commit path, and as many connections as request threads."""
+"""The storage path under load: checkpoints off the commit path, request threads and their connections, account ids."""
 
 from __future__ import annotations
 
@@ -39,4 +39,32 @@ def test_sqlite_runs_fewer_request_threads_and_pools_a_connection_for_each(tmp_p
     assert worker_threads("sqlite:///x.db") == SQLITE_THREADS < THREADS == worker_threads("postgresql://h/db")
     db = Database(f"sqlite:///{tmp_path / 'server.db'}")
     assert db.engine.pool.size() == SQLITE_THREADS  # type: ignore[attr-defined]
+    db.close()
+
+
+def test_an_account_id_is_remembered_only_once_its_account_is_committed(tmp_path: Path) -> None:
+    from sqlalchemy import select
+
+    from twentyone.server.models import Account
+    from twentyone.server.wallet import AccountIds
+
+    url = f"sqlite:///{tmp_path / 'server.db'}"
+    migrate(url)
+    db = Database(url)
+    ids = AccountIds()
+    try:
+        with db.transaction() as session:
+            ids.of(session, "player:7", "USD")  # created by this transaction, which then fails
+            raise RuntimeError("rolled back")
+    except RuntimeError:
+        pass
+    with db.transaction() as session:
+        created = ids.of(session, "player:7", "USD")  # not the id of the row that was rolled back
+    with db.sessions() as session:
+        assert session.scalar(select(Account.id).where(Account.owner == "player:7")) == created
+    with db.transaction() as session:
+        assert ids.of(session, "player:7", "USD") == created  # seen committed: remembered from now on
+        session.execute(text("UPDATE accounts SET owner = 'moved' WHERE owner = 'player:7'"))
+    with db.transaction() as session:
+        assert ids.of(session, "player:7", "USD") == created  # from memory, without asking the database
     db.close()

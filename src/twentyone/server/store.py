@@ -18,9 +18,9 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any
+from typing import Any, cast
 
-from sqlalchemy import bindparam, insert, select, text
+from sqlalchemy import Table, bindparam, insert, select, text
 from sqlalchemy import exc as db_errors
 from sqlalchemy.orm import Session
 
@@ -34,7 +34,7 @@ STORED = (select(IdempotentRequest.request, IdempotentRequest.status_code, Idemp
 
 SEEN = select(IdempotentRequest.player_id).where(IdempotentRequest.player_id == bindparam("player_id"),
                                                  IdempotentRequest.key == bindparam("key"))
-RECORD = insert(IdempotentRequest.__table__)  # Core: the row is never read back in its transaction
+RECORD = insert(cast(Table, IdempotentRequest.__table__))  # Core: the row is never read back in its transaction
 
 
 @dataclass

@@ -17,9 +17,9 @@ from __future__ import annotations
 
 import uuid
 from datetime import UTC, datetime, timedelta
-from typing import Protocol
+from typing import Protocol, cast
 
-from sqlalchemy import bindparam, func, insert, select, update
+from sqlalchemy import Table, bindparam, func, insert, select, update
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
@@ -169,6 +169,7 @@ def lock_player(session: Session, player_id: int, currency: str, ids: AccountIds
     session.execute(BUMP, {"account_id": account_id})
 
 
+LEDGER = cast(Table, LedgerEntry.__table__)
 BUMP = update(Account).where(Account.id == bindparam("account_id")).values(version=Account.version + 1)
 CREDIT = (update(Account).where(Account.id == bindparam("account_id"))
           .values(balance=Account.balance + bindparam("amount")))
@@ -186,7 +187,7 @@ def transfer(session: Session, player_id: int, currency: str, amount: int, kind:
     stamp = now()
     # Core inserts, not ORM objects: nothing reads these rows back in the transaction, and the unit of
     # work's bookkeeping costs more than the two rows do.
-    session.execute(insert(LedgerEntry.__table__), [
+    session.execute(insert(LEDGER), [
         {"transfer_id": transfer_id, "account_id": player_account, "amount": amount, "kind": kind,
          "round_id": round_id, "created_at": stamp},
         {"transfer_id": transfer_id, "account_id": house_account, "amount": -amount, "kind": kind,
