@@ -3,13 +3,12 @@
 from __future__ import annotations
 
 import os
-import uuid
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 from fastapi.testclient import TestClient
-from server_helpers import OPERATOR, Client, Clock
+from server_helpers import OPERATOR, Client, Clock, fresh_postgres_database
 
 from twentyone.server.app import create_app
 from twentyone.server.config import Settings
@@ -35,17 +34,8 @@ def database_url(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[str
     if request.param == "sqlite":
         yield f"sqlite:///{tmp_path / 'server.db'}"
         return
-    from sqlalchemy import create_engine, text
-
-    admin_url = os.environ["TWENTYONE_TEST_POSTGRES_URL"]
-    name = f"twentyone_test_{uuid.uuid4().hex[:12]}"
-    admin = create_engine(admin_url, isolation_level="AUTOCOMMIT")
-    with admin.connect() as connection:
-        connection.execute(text(f'CREATE DATABASE "{name}"'))
-    yield admin_url.rsplit("/", 1)[0] + "/" + name
-    with admin.connect() as connection:
-        connection.execute(text(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
-    admin.dispose()
+    with fresh_postgres_database(os.environ["TWENTYONE_TEST_POSTGRES_URL"], "twentyone_test") as url:
+        yield url
 
 
 @pytest.fixture

@@ -1,14 +1,33 @@
-"""Helpers for the server tests: a clock the tests move, and a player's API client."""
+"""Helpers for the server tests: a clock the tests move, a player's API client, a fresh PostgreSQL database."""
 
 from __future__ import annotations
 
 import uuid
+from collections.abc import Iterator
+from contextlib import contextmanager
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from fastapi.testclient import TestClient
 
 OPERATOR = "operator-secret"
+
+
+@contextmanager
+def fresh_postgres_database(admin_url: str, prefix: str) -> Iterator[str]:
+    """A new, empty database on the PostgreSQL server of ``admin_url``, dropped afterwards; yields its URL."""
+    from sqlalchemy import create_engine, text
+
+    name = f"{prefix}_{uuid.uuid4().hex[:12]}"
+    admin = create_engine(admin_url, isolation_level="AUTOCOMMIT")
+    with admin.connect() as connection:
+        connection.execute(text(f'CREATE DATABASE "{name}"'))
+    try:
+        yield admin_url.rsplit("/", 1)[0] + "/" + name
+    finally:
+        with admin.connect() as connection:
+            connection.execute(text(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
+        admin.dispose()
 
 
 class Clock:

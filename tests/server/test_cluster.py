@@ -11,7 +11,6 @@ import signal
 import subprocess
 import sys
 import time
-import uuid
 from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -19,10 +18,10 @@ from typing import Any
 
 import pytest
 from fastapi.testclient import TestClient
-from server_helpers import OPERATOR, Client, Clock, new_player
+from live import call, free_port, start_server
+from server_helpers import OPERATOR, Client, Clock, fresh_postgres_database, new_player
 from sqlalchemy import create_engine, text
 from starlette.websockets import WebSocketDisconnect
-from test_resilience import call, free_port, start_server
 
 from twentyone.server.app import create_app
 from twentyone.server.cluster import OUTBOX, lock_key, table_timers
@@ -38,14 +37,8 @@ def postgres_url() -> Iterator[str]:
     admin_url = os.environ.get("TWENTYONE_TEST_POSTGRES_URL")
     if not admin_url:
         pytest.skip("several processes need PostgreSQL: set TWENTYONE_TEST_POSTGRES_URL")
-    name = f"twentyone_cluster_{uuid.uuid4().hex[:12]}"
-    admin = create_engine(admin_url, isolation_level="AUTOCOMMIT")
-    with admin.connect() as connection:
-        connection.execute(text(f'CREATE DATABASE "{name}"'))
-    yield admin_url.rsplit("/", 1)[0] + "/" + name
-    with admin.connect() as connection:
-        connection.execute(text(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
-    admin.dispose()
+    with fresh_postgres_database(admin_url, "twentyone_cluster") as url:
+        yield url
 
 
 def query(url: str, sql: str, **params: Any) -> list[Any]:

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import os
 import signal
-import socket
 import subprocess
 import sys
 import threading
@@ -14,43 +13,13 @@ from pathlib import Path
 
 import httpx
 from fastapi.testclient import TestClient
+from live import call, free_port, start_server
 from server_helpers import OPERATOR, Client, Clock
 
 from twentyone.server.app import create_app
 from twentyone.server.config import Settings
 from twentyone.server.service import GameService
 from twentyone.server.wallet import WalletTimeout
-
-
-def free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return int(probe.getsockname()[1])
-
-
-def start_server(data_dir: Path, port: int, database_url: str) -> subprocess.Popen[bytes]:
-    env = {**os.environ, "TWENTYONE_OPERATOR_TOKEN": OPERATOR}
-    process = subprocess.Popen(
-        [sys.executable, "-m", "twentyone.cli.main", "serve", "--port", str(port), "--data-dir", str(data_dir),
-         "--database", database_url],
-        env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    deadline = time.time() + 60
-    while time.time() < deadline:
-        try:
-            if httpx.get(f"http://127.0.0.1:{port}/health", timeout=1).status_code == 200:
-                return process
-        except httpx.HTTPError:
-            time.sleep(0.2)
-    process.kill()
-    raise AssertionError("the server did not start")
-
-
-def call(port: int, method: str, path: str, token: str | None = None, json: object = None,
-         key: str | None = None) -> httpx.Response:
-    headers = {"Idempotency-Key": key or uuid.uuid4().hex}
-    if token:
-        headers["Authorization"] = f"Bearer {token}"
-    return httpx.request(method, f"http://127.0.0.1:{port}{path}", headers=headers, json=json, timeout=30)
 
 
 def test_a_killed_server_resumes_every_unfinished_round_with_the_balance_exact(tmp_path: Path,
