@@ -68,3 +68,57 @@ def test_an_account_id_is_remembered_only_once_its_account_is_committed(tmp_path
     with db.transaction() as session:
         assert ids.of(session, "player:7", "USD") == created  # from memory, without asking the database
     db.close()
+
+
+def test_a_shoe_commitment_is_remembered_only_once_its_shoe_is_committed(tmp_path: Path) -> None:
+    from datetime import UTC, datetime
+
+    from twentyone.core.shoe import SystemBits
+    from twentyone.server.config import shipped_tables
+    from twentyone.server.models import Shoe as ShoeRow
+    from twentyone.server.tables import Shoes, commitment_of
+
+    url = f"sqlite:///{tmp_path / 'server.db'}"
+    migrate(url)
+    db = Database(url)
+    shoes = Shoes(SystemBits(), lambda: datetime.now(UTC))
+    table = shipped_tables()["classic"]
+    try:
+        with db.transaction() as session:
+            lost = shoes.prepared(session, table, player_id=7)
+            assert commitment_of(session, lost.id) == lost.commitment  # its own transaction sees it
+            raise RuntimeError("rolled back")
+    except RuntimeError:
+        pass
+    with db.transaction() as session:
+        kept = shoes.prepared(session, table, player_id=7)
+    assert kept.id == lost.id and kept.commitment != lost.commitment  # SQLite hands the free id out again
+    with db.sessions() as session:
+        assert commitment_of(session, kept.id) == kept.commitment  # not the rolled-back shoe's
+    with db.transaction() as session:
+        session.execute(text("UPDATE shoes SET commitment = 'changed' WHERE id = :id"), {"id": kept.id})
+    with db.sessions() as session:
+        assert commitment_of(session, kept.id) == kept.commitment  # from memory: it is read once per shoe
+        assert session.get(ShoeRow, kept.id).commitment == "changed"  # type: ignore[union-attr]
+    db.close()
+
+
+def test_a_settling_decision_writes_the_round_and_its_seat_once_each(guest, service) -> None:  # type: ignore[no-untyped-def]
+    """The wallet's statements inside settlement used to flush the round and seat half-changed, so each
+    was written twice; and the round view re-read the shoe's commitment, which never changes."""
+    service.stacked.append(["TS", "6H", "9D", "TC", "8C"])  # player 19 stands, dealer 6+10+8 = 24: a win
+    guest.bet("classic", 500)
+    dealt = guest.post("/tables/classic/deal").json()
+    statements: list[str] = []
+
+    @event.listens_for(service.store.db.engine, "before_cursor_execute")
+    def record(_conn, _cursor, statement, *_args):  # type: ignore[no-untyped-def]
+        statements.append(" ".join(statement.split()[:3]).upper())
+
+    settled = guest.act(dealt["id"], "stand").json()
+    event.remove(service.store.db.engine, "before_cursor_execute", record)
+    assert settled["status"] == "settled" and settled["me"]["returned"] == 1000
+    assert statements.count("UPDATE ROUNDS SET") == 1
+    assert statements.count("UPDATE ROUND_SEATS SET") == 1
+    # The shoe is read once, commitment and cards together, for the settled view's reveal.
+    assert sum(s.startswith("SELECT SHOES.COMMITMENT") for s in statements) == 1

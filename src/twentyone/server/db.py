@@ -1,7 +1,7 @@
 """Engine and sessions: SQLite (WAL, one file in the data directory) by default, PostgreSQL for scale.
 
 Pools are sized from the threads that use them: every request runs in one of
-anyio's worker threads (:func:`worker_threads`: 40 on PostgreSQL, 8 on SQLite)
+anyio's worker threads (:func:`worker_threads`: 10 on PostgreSQL, 8 on SQLite)
 and holds at most one connection at a time, so a pool of that size never makes a
 request wait for a connection.
 
@@ -29,7 +29,12 @@ from sqlalchemy import exc as db_errors
 from sqlalchemy.orm import Session, sessionmaker
 from sqlalchemy.pool import NullPool
 
-THREADS = 40  # anyio's default worker threads: at most this many requests hold a connection at once
+# At most this many requests of one process hold a connection at once. anyio's default is 40, but a
+# PostgreSQL request is mostly Python (the GIL's) and its statements are short: past a handful, threads
+# only contend for the interpreter, and each connection is one more PostgreSQL backend process
+# competing for the same cores. Two processes at saturation on the 2-core machine: 40 threads 232-253 requests/s,
+# 16 threads 279, 10 threads 281-282, 5 threads 288 (docs/server.md, "Load").
+THREADS = 10
 # SQLite has one writer, so threads past a few only queue for its lock, and the runnable ones share
 # the GIL with the one holding it: under 200 players at a human pace, 40 threads left the writer
 # waiting its turn for the interpreter (decision p99 70-100 ms) where 6 kept it under 50 ms.

@@ -18,7 +18,7 @@ from collections.abc import Callable
 from datetime import datetime, timedelta
 from typing import Any
 
-from sqlalchemy import bindparam, or_, select, update
+from sqlalchemy import bindparam, func, or_, select, update
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
@@ -63,12 +63,25 @@ class Malfunction(Exception):
     """The game itself failed (not storage): the round is voided and its stakes refunded."""
 
 
+# Built once (building a statement and its cache key costs more than SQLite takes to answer it).
+_OPEN_AT_TABLE = select(Round).where(Round.table_id == bindparam("table_id"), Round.status.in_(OPEN))
+OPEN_SHARED_ROUND = _OPEN_AT_TABLE.order_by(Round.id.desc()).limit(1)
+OPEN_OWN_ROUND = (_OPEN_AT_TABLE.join(RoundSeat, RoundSeat.round_id == Round.id)
+                  .where(RoundSeat.player_id == bindparam("player_id")).order_by(Round.id.desc()).limit(1))
+ROUND_FOR_UPDATE = select(Round).where(Round.id == bindparam("round_id")).with_for_update()
+BETTING_ROUND = (select(Round).where(Round.table_id == bindparam("table_id"), Round.status == "betting")
+                 .with_for_update())
+PLAYING_ROUND_ID = select(Round.id).where(Round.table_id == bindparam("table_id"), Round.status == "playing")
+# How many seats a round has and the last position taken: one row, not a thousand positions at a power table.
+SEATS_TAKEN = (select(func.count(), func.coalesce(func.max(RoundSeat.position), 0))
+               .where(RoundSeat.round_id == bindparam("round_id")))
+
+
 def current_round(session: Session, table: TableSpec, player_id: int) -> Round | None:
     """The round at ``table`` the player sees now: the shared table's open round, or the player's own."""
-    query = select(Round).where(Round.table_id == table.id, Round.status.in_(OPEN))
-    if not table.shared:
-        query = query.join(RoundSeat, RoundSeat.round_id == Round.id).where(RoundSeat.player_id == player_id)
-    return session.scalars(query.order_by(Round.id.desc())).first()
+    if table.shared:
+        return session.scalars(OPEN_SHARED_ROUND, {"table_id": table.id}).first()
+    return session.scalars(OPEN_OWN_ROUND, {"table_id": table.id, "player_id": player_id}).first()
 
 
 class Rounds:
@@ -148,11 +161,9 @@ class Rounds:
     def _join_shared(self, caller: Caller, table: TableSpec) -> dict[str, Any]:
         with self.store.write() as session:
             player = _player(session, caller)
-            round_row = session.scalars(select(Round).where(Round.table_id == table.id, Round.status == "betting")
-                                        .with_for_update()).first()
+            round_row = session.scalars(BETTING_ROUND, {"table_id": table.id}).first()
             if round_row is None:
-                if session.scalars(select(Round.id).where(Round.table_id == table.id,
-                                                          Round.status == "playing")).first() is not None:
+                if session.scalars(PLAYING_ROUND_ID, {"table_id": table.id}).first() is not None:
                     raise ServiceError(409, "A round is in play at this table: bet on the next one when it ends.")
                 shoe = self.shoes.prepared(session, table, caller.id)
                 window = table.betting_window
@@ -165,13 +176,13 @@ class Rounds:
                 session.flush()
             if seat_of(session, round_row.id, caller.id) is not None:
                 raise ServiceError(409, "Your bets are already in this round.")
-            taken = session.scalars(select(RoundSeat.position).where(RoundSeat.round_id == round_row.id)).all()
-            if table.seats and len(taken) >= table.seats:
+            taken, last = session.execute(SEATS_TAKEN, {"round_id": round_row.id}).one()
+            if table.seats and taken >= table.seats:
                 raise ServiceError(409, f"The table is full: {table.seats} players at most.")
             slip = slip_row(session, caller.id, table, self.clock)
             _, state, hand_bets = ready_bets(session, slip, table, self.wallet, caller.id)
             self.accounts.check_limits(session, player, table.currency, state.total)
-            session.add(RoundSeat(round_id=round_row.id, player_id=caller.id, position=max(taken, default=0) + 1,
+            session.add(RoundSeat(round_id=round_row.id, player_id=caller.id, position=last + 1,
                                   bets=[hand_bet_json(b) for b in hand_bets], confirmed=True, staked=0, returned=0))
             take_bets(slip)
             session.flush()
@@ -276,7 +287,7 @@ class Rounds:
             touched = False  # whether the engine in memory was changed, and must go if nothing commits
             try:
                 with self.store.write() as session:
-                    round_row = session.scalars(select(Round).where(Round.id == round_id).with_for_update()).first()
+                    round_row = session.scalars(ROUND_FOR_UPDATE, {"round_id": round_id}).first()
                     own = None if caller.is_operator or round_row is None else seat_of(session, round_id, caller.id)
                     if round_row is None or (not caller.is_operator and own is None):
                         raise ServiceError(404, f"There is no round {round_id} of yours.")
@@ -410,13 +421,16 @@ class Rounds:
             returned[op.player] = returned.get(op.player, 0) + op.returned
         if seats is None:
             seats = list(session.scalars(select(RoundSeat).where(RoundSeat.round_id == round_row.id)).all())
-        for seat in seats:
-            amount = returned.get(str(seat.player_id), 0)
-            seat.returned = amount
-            if amount:
-                self.wallet.pay(session, seat.player_id, table.currency, amount, "win", round_row.id,
-                                f"credit-{round_row.id}-{seat.player_id}")
-        after = self.wallet.balances_after(session, [seat.player_id for seat in seats], table.currency)
+        # The wallet's statements below would each flush the seats and the round half-changed first;
+        # without that, each seat and the round are written once, at the commit.
+        with session.no_autoflush:
+            for seat in seats:
+                amount = returned.get(str(seat.player_id), 0)
+                seat.returned = amount
+                if amount:
+                    self.wallet.pay(session, seat.player_id, table.currency, amount, "win", round_row.id,
+                                    f"credit-{round_row.id}-{seat.player_id}")
+            after = self.wallet.balances_after(session, [seat.player_id for seat in seats], table.currency)
         for seat in seats:
             seat.balance_after = after[seat.player_id]
         round_row.status = "settled"
@@ -431,7 +445,7 @@ class Rounds:
         with self.live.locked(round_id):
             self.live.forget(round_id)
             with self.store.write() as session:
-                round_row = session.scalars(select(Round).where(Round.id == round_id).with_for_update()).first()
+                round_row = session.scalars(ROUND_FOR_UPDATE, {"round_id": round_id}).first()
                 if round_row is None or round_row.status in ("settled", "void"):
                     return
                 table = self.tables.get(round_row.table_id)

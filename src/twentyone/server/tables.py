@@ -13,9 +13,11 @@ import threading
 from collections.abc import Callable
 from datetime import datetime
 from typing import Any
+from weakref import WeakKeyDictionary
 
-from sqlalchemy import select
+from sqlalchemy import bindparam, select
 from sqlalchemy.orm import Session
+from sqlalchemy.pool import Pool
 
 from twentyone.core.betting import MAIN, BetSlip, BetSlipError
 from twentyone.core.commitment import commitment
@@ -191,6 +193,35 @@ def ready_bets(session: Session, slip: Slip, table: TableSpec, wallet: Wallet, p
 
 
 # --------------------------------------------------------------------- shoes
+COMMITMENT = select(ShoeRow.commitment).where(ShoeRow.id == bindparam("shoe_id"))
+_UNFINISHED = select(ShoeRow).where(ShoeRow.table_id == bindparam("table_id"), ShoeRow.finished.is_(False))
+UNFINISHED_SHARED = _UNFINISHED.where(ShoeRow.player_id.is_(None)).order_by(ShoeRow.id.desc())
+UNFINISHED_OWN = _UNFINISHED.where(ShoeRow.player_id == bindparam("player_id")).order_by(ShoeRow.id.desc())
+COMMITMENTS_KEPT = 4096  # shoes whose commitment a process remembers (a shoe serves one round or dozens)
+_NEW_SHOES = "twentyone.new_shoes"  # session.info: commitments of the shoes this transaction created
+_commitments: WeakKeyDictionary[Pool, dict[int, str]] = WeakKeyDictionary()
+
+
+def commitment_of(session: Session, shoe_id: int) -> str:
+    """The shoe's published commitment: read once per shoe, then from memory (it never changes).
+
+    Kept per connection pool (one per database), so two servers (or tests) in one process never share shoe ids. A shoe
+    this very transaction created is answered from the transaction's own note and not remembered: a
+    rollback would leave its id free for another shoe.
+    """
+    created: dict[int, str] = session.info.get(_NEW_SHOES, {})
+    if shoe_id in created:
+        return created[shoe_id]
+    kept = _commitments.setdefault(session.get_bind().engine.pool, {})  # the writers' engine shares the pool
+    found = kept.get(shoe_id)
+    if found is None:
+        found = session.execute(COMMITMENT, {"shoe_id": shoe_id}).scalar_one()
+        if len(kept) >= COMMITMENTS_KEPT:
+            kept.clear()  # the simplest bound: the few shoes in play are read once more
+        kept[shoe_id] = found
+    return found
+
+
 class Shoes:
     """The shoes of every table: shuffled before use, committed to by hash, revealed when finished."""
 
@@ -206,10 +237,9 @@ class Shoes:
     @staticmethod
     def _unfinished(session: Session, table: TableSpec, player_id: int) -> list[ShoeRow]:
         """The table's (or, at a private table, the player's) shoes not yet finished, newest first."""
-        owner = None if table.shared else player_id
-        query = select(ShoeRow).where(ShoeRow.table_id == table.id, ShoeRow.finished.is_(False))
-        query = query.where(ShoeRow.player_id.is_(None) if owner is None else ShoeRow.player_id == owner)
-        return list(session.scalars(query.order_by(ShoeRow.id.desc())).all())
+        if table.shared:
+            return list(session.scalars(UNFINISHED_SHARED, {"table_id": table.id}).all())
+        return list(session.scalars(UNFINISHED_OWN, {"table_id": table.id, "player_id": player_id}).all())
 
     def prepared(self, session: Session, table: TableSpec, player_id: int) -> ShoeRow:
         """The shoe the next round will use; its commitment is published before the deal."""
@@ -234,6 +264,7 @@ class Shoes:
                        finished=False, created_at=self.clock())
         session.add(shoe)
         session.flush()
+        session.info.setdefault(_NEW_SHOES, {})[shoe.id] = shoe.commitment
         return shoe
 
 

@@ -27,7 +27,7 @@ from twentyone.server.live import LiveRounds, round_actions
 from twentyone.server.models import Player, Round, RoundSeat
 from twentyone.server.models import Shoe as ShoeRow
 from twentyone.server.store import Store
-from twentyone.server.tables import bets_total
+from twentyone.server.tables import bets_total, commitment_of
 
 FINISHED = ("settled", "void")
 OTHERS_SHOWN = 48  # other players' seats and hands sent in full; past that, counts (power seats hundreds)
@@ -37,8 +37,9 @@ OTHERS_SHOWN = 48  # other players' seats and hands sent in full; past that, cou
 # (and its cache key) costs more than SQLite takes to answer it.
 SEAT = select(RoundSeat).where(RoundSeat.round_id == bindparam("round_id"),
                                RoundSeat.player_id == bindparam("player_id"))
-SHOE = (select(ShoeRow.commitment, ShoeRow.finished, ShoeRow.salt, ShoeRow.cards)
-        .where(ShoeRow.id == bindparam("shoe_id")))
+# A finished round's shoe in one read: its commitment, and its cards if the shoe is finished too.
+REVEALED = (select(ShoeRow.commitment, ShoeRow.finished, ShoeRow.salt, ShoeRow.cards)
+            .where(ShoeRow.id == bindparam("shoe_id")))
 
 
 def seat_of(session: Session, round_id: int, player_id: int) -> RoundSeat | None:
@@ -84,10 +85,12 @@ def round_json(session: Session, round_row: Round, table: TableSpec, player_id: 
     """
     shown, seat_count = seats if seats is not None else _seats_shown(session, round_row.id, player_id)
     names = {str(seat.player_id): name for seat, name in shown}
-    shoe = session.execute(SHOE, {"shoe_id": round_row.shoe_id}).one()  # a row, not an ORM object
+    finished = session.execute(REVEALED, {"shoe_id": round_row.shoe_id}).one() \
+        if round_row.status in FINISHED else None  # a row, not an ORM object
     view: dict[str, Any] = {
-        "id": round_row.id, "table_id": round_row.table_id, "variant": round_row.variant,
-        "status": round_row.status, "commitment": shoe.commitment, "currency": table.currency,
+        "id": round_row.id, "table_id": round_row.table_id, "variant": round_row.variant, "status": round_row.status,
+        "commitment": finished.commitment if finished is not None else commitment_of(session, round_row.shoe_id),
+        "currency": table.currency,
         "void_reason": round_row.void_reason, "betting_closes_at": iso(round_row.betting_closes_at),
         "players": [{"player_id": seat.player_id, "name": name} for seat, name in shown],
         "seat_count": seat_count,
@@ -121,8 +124,8 @@ def round_json(session: Session, round_row: Round, table: TableSpec, player_id: 
                 for offer in engine.pending_offers(str(player_id))]
         # Whose decision the table waits for: one player in turn, or everyone still deciding in a common draw.
         view["deciding"] = [int(player) for player in names if engine.decision(player) is not None]
-    if shoe.finished and round_row.status in FINISHED:
-        view["revealed"] = {"salt": shoe.salt, "cards": shoe.cards.split(), "first_card": round_row.shoe_start}
+    if finished is not None and finished.finished:
+        view["revealed"] = {"salt": finished.salt, "cards": finished.cards.split(), "first_card": round_row.shoe_start}
     return view
 
 

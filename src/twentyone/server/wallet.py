@@ -133,18 +133,23 @@ def player_owner(player_id: int) -> str:
     return f"player:{player_id}"
 
 
+BALANCE = select(Account.balance).where(Account.owner == bindparam("owner"), Account.currency == bindparam("currency"))
+
+
 def ledger_balance(session: Session, player_id: int, currency: str) -> int:
     """The player's balance: the sum of their ledger rows, as kept on their account by every transfer."""
-    total = session.scalar(select(Account.balance).where(Account.owner == player_owner(player_id),
-                                                         Account.currency == currency))
+    total = session.scalar(BALANCE, {"owner": player_owner(player_id), "currency": currency})
     return int(total or 0)
+
+
+BALANCES = select(Account.owner, Account.balance).where(Account.owner.in_(bindparam("owners", expanding=True)),
+                                                       Account.currency == bindparam("currency"))
 
 
 def ledger_balances(session: Session, player_ids: list[int], currency: str) -> dict[int, int]:
     """Several players' balances in one query (settling a round of hundreds of players)."""
     owners = {player_owner(player_id): player_id for player_id in player_ids}
-    rows = session.execute(select(Account.owner, Account.balance)
-                           .where(Account.owner.in_(list(owners)), Account.currency == currency)).all()
+    rows = session.execute(BALANCES, {"owners": list(owners), "currency": currency}).all()
     balances = dict.fromkeys(player_ids, 0)
     for owner, total in rows:
         balances[owners[owner]] = int(total or 0)
@@ -322,8 +327,10 @@ class LedgerWallet:
         transfer(session, player_id, currency, amount, "credit", None, self.ids)
 
     def balances_after(self, session: Session, player_ids: list[int], currency: str) -> dict[int, int | None]:
-        """Balances once this transaction's transfers count (for the round's record)."""
-        session.flush()
+        """Balances once this transaction's transfers count (for the round's record).
+
+        Transfers are Core statements, applied as they run: nothing needs flushing first.
+        """
         return dict(ledger_balances(session, player_ids, currency))
 
     def deliver(self, session: Session) -> int:
