@@ -111,3 +111,29 @@ def test_hints_in_a_live_shoe_count_the_cards_already_seen(
     fresh = hint(rules, parse_cards(view["hands"][0]["cards"]), parse_card(view["dealer"]["cards"][0]),
                  view["legal_actions"], first_decision=True)
     assert [entry["ev"] for entry in answer["actions"]] != [value for _, value in fresh]
+
+
+def test_a_crowd_hears_of_each_join_it_sees_listed_and_of_every_fiftieth_after(
+        http: TestClient, service: GameService, clock: Clock) -> None:
+    """Told of every join, 1,000 players would be sent a million events while the round forms."""
+    every = 50  # rounds.CROWD_NEWS_EVERY
+    joining = 2 * every + 3  # past the listed seats, two joins that are news, and a few that are not
+    players = []
+    for _ in range(joining + 1):
+        body = http.post("/auth/guest").json()
+        players.append(Client(http, body["token"], body["player"]["name"]))
+    watcher, players = players[0], players[1:]
+    with http.websocket_connect(f"/ws/tables/power?token={watcher.token}") as socket:
+        assert socket.receive_json()["type"] == "hello"
+        for player in players:
+            player.bet("power", 500)
+            assert player.post("/tables/power/deal").json()["status"] == "betting"
+        clock.advance(16)
+        assert service.tick()["dealt"] == 1
+        heard: list[int] = []
+        while (event := socket.receive_json())["type"] == "bets":
+            heard.append(event["player_id"])
+        assert event["type"] == "round"  # the deal: everyone re-reads the table
+    ids = [p.player_id() for p in players]
+    # Each of the seats a view lists is news; past them, only every 50th join: the 50th and the 100th.
+    assert heard == [*ids[:OTHERS_SHOWN], ids[every - 1], ids[2 * every - 1]]

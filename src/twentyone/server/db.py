@@ -32,8 +32,8 @@ from sqlalchemy.pool import NullPool
 # At most this many requests of one process hold a connection at once. anyio's default is 40, but a
 # PostgreSQL request is mostly Python (the GIL's) and its statements are short: past a handful, threads
 # only contend for the interpreter, and each connection is one more PostgreSQL backend process
-# competing for the same cores. Two processes at saturation on the 2-core machine: 40 threads 232-253 requests/s,
-# 16 threads 279, 10 threads 281-282, 5 threads 288 (docs/server.md, "Load").
+# competing for the same cores. Two processes at saturation on the 2-core machine: 40 threads
+# 232-253 requests/s, 16 threads 279, 10 threads 281-282, 5 threads 288 (docs/server.md, "Load").
 THREADS = 10
 # SQLite has one writer, so threads past a few only queue for its lock, and the runnable ones share
 # the GIL with the one holding it: under 200 players at a human pace, 40 threads left the writer

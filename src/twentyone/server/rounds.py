@@ -44,7 +44,7 @@ from twentyone.server.tables import (
     slip_row,
     take_bets,
 )
-from twentyone.server.views import round_json, seat_of
+from twentyone.server.views import OTHERS_SHOWN, round_json, seat_of
 from twentyone.server.wallet import Wallet, WalletError
 
 log = logging.getLogger("twentyone.server")
@@ -72,6 +72,11 @@ ROUND_FOR_UPDATE = select(Round).where(Round.id == bindparam("round_id")).with_f
 BETTING_ROUND = (select(Round).where(Round.table_id == bindparam("table_id"), Round.status == "betting")
                  .with_for_update())
 PLAYING_ROUND_ID = select(Round.id).where(Round.table_id == bindparam("table_id"), Round.status == "playing")
+# A round view lists the first OTHERS_SHOWN seats in full and counts the rest, so a join past those
+# changes only a count: the table hears of every CROWD_NEWS_EVERY-th such join (and of the deal), not
+# of each. Told of each, 1,000 players joining a power round would be a million events to 1,000 sockets,
+# and as many table reads by the pages that refresh on them.
+CROWD_NEWS_EVERY = 50
 # How many seats a round has and the last position taken: one row, not a thousand positions at a power table.
 SEATS_TAKEN = (select(func.count(), func.coalesce(func.max(RoundSeat.position), 0))
                .where(RoundSeat.round_id == bindparam("round_id")))
@@ -188,7 +193,8 @@ class Rounds:
             session.flush()
             round_id = round_row.id
             body = self.store.answer(session, round_json(session, round_row, table, caller.id, None))
-        self.events.publish(table.id, {"type": "bets", "round_id": round_id, "player_id": caller.id})
+        if taken + 1 <= OTHERS_SHOWN or (taken + 1) % CROWD_NEWS_EVERY == 0:
+            self.events.publish(table.id, {"type": "bets", "round_id": round_id, "player_id": caller.id})
         if table.betting_window <= 0:
             self.close_betting(table.id)
             return self.view_of(caller, round_id)

@@ -205,9 +205,9 @@ _commitments: WeakKeyDictionary[Pool, dict[int, str]] = WeakKeyDictionary()
 def commitment_of(session: Session, shoe_id: int) -> str:
     """The shoe's published commitment: read once per shoe, then from memory (it never changes).
 
-    Kept per connection pool (one per database), so two servers (or tests) in one process never share shoe ids. A shoe
-    this very transaction created is answered from the transaction's own note and not remembered: a
-    rollback would leave its id free for another shoe.
+    Kept per connection pool (one per database), so two servers (or tests) in one process never
+    share shoe ids. A shoe this very transaction created is answered from the transaction's own
+    note and not remembered: a rollback would leave its id free for another shoe.
     """
     created: dict[int, str] = session.info.get(_NEW_SHOES, {})
     if shoe_id in created:
