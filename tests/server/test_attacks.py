@@ -201,6 +201,7 @@ def test_nobody_acts_on_another_players_seat(http: TestClient, service: GameServ
         assert bob.act(private["id"], action).status_code == 404
     assert ann.get(f"/rounds/{private['id']}").json()["hands"] == private["hands"]
     # A shared table: out of turn is 409, a player not seated is 404; the round does not move.
+    service.stacked.append(["TS", "9S", "7H", "6S", "8S", "8D", "2C", "5C"])  # both decide; no dealer ace
     ann.bet("multiplayer", 500)
     bob.bet("multiplayer", 500)
     shared = ann.post("/tables/multiplayer/deal").json()["id"]
