@@ -67,7 +67,8 @@ def service_actions(service: GameService, round_id: int) -> list[dict[str, objec
         return round_actions(session, round_id)
 
 
-def test_a_malfunction_voids_the_round_and_refunds_every_stake(guest: Client, service: GameService) -> None:
+def test_a_malfunction_voids_the_round_and_refunds_every_stake(guest: Client, service: GameService,
+                                                               caplog: pytest.LogCaptureFixture) -> None:
     service.stacked.append(["8S", "6H", "8D", "TC", "3C", "2H"])
     before = guest.balance()
     guest.bet("classic", 500)
@@ -80,9 +81,17 @@ def test_a_malfunction_voids_the_round_and_refunds_every_stake(guest: Client, se
             raise RuntimeError("card reader failure")
 
     service.fault = broken
-    view = guest.act(round_id, "hit").json()
+    with guest.http.websocket_connect(f"/ws/tables/classic?token={guest.token}") as socket:
+        assert socket.receive_json()["type"] == "hello"
+        view = guest.act(round_id, "hit").json()
+        event = socket.receive_json()
     service.fault = lambda stage: None
-    assert view["status"] == "void" and "card reader failure" in view["void_reason"]
+    # Players read that the round is void and why in general; the error's own text (the program's,
+    # which could name a card never shown) goes only to the server's log, with the round's id.
+    assert view["status"] == "void" and view["void_reason"] == "malfunction in play"
+    assert event == {"type": "void", "table_id": "classic", "round_id": round_id, "reason": "malfunction in play"}
+    assert "card reader failure" not in str(guest.get(f"/rounds/{round_id}/replay").json())
+    assert f"round {round_id} malfunctioned" in caplog.text and "card reader failure" in caplog.text
     assert guest.balance() == before
     history = guest.get("/me/history").json()["rounds"][0]
     assert history["status"] == "void" and history["returned"] == history["staked"] == 1000

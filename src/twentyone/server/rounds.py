@@ -63,6 +63,12 @@ class Malfunction(Exception):
     """The game itself failed (not storage): the round is voided and its stakes refunded."""
 
 
+# What players read of a malfunction. The error itself goes to the server's log with the round's id:
+# its text is the program's, and could name a card that was never shown.
+VOID_IN_PLAY = "malfunction in play"
+VOID_AT_DEAL = "malfunction during the deal"
+
+
 # Built once (building a statement and its cache key costs more than SQLite takes to answer it).
 _OPEN_AT_TABLE = select(Round).where(Round.table_id == bindparam("table_id"), Round.status.in_(OPEN))
 OPEN_SHARED_ROUND = _OPEN_AT_TABLE.order_by(Round.id.desc()).limit(1)
@@ -145,11 +151,11 @@ class Rounds:
             raise
         except WalletError as error:
             raise ServiceError(error.status, error.detail) from None
-        except Exception as error:  # the game failed before anything committed: nothing was staked
+        except Exception:  # the game failed before anything committed: nothing was staked
             if round_id is None:
                 raise
             log.exception("round %s malfunctioned during the deal", round_id)
-            raise ServiceError(500, f"The round could not be dealt and nothing was staked ({error}).") from None
+            raise ServiceError(500, "The round could not be dealt and nothing was staked.") from None
         self.deliver_outbox()
         self.events.publish(table.id, {"type": "round", "round_id": body["id"], "status": body["status"]})
         return body
@@ -267,11 +273,11 @@ class Rounds:
             self._remember(round_row, engine)
         except (ServiceError, AlreadyApplied, IntegrityError):
             raise
-        except Exception as error:
+        except Exception:
             if round_id is None:
                 raise
             log.exception("round %s malfunctioned during the deal", round_id)
-            self.void(round_id, f"malfunction during the deal: {error}")
+            self.void(round_id, VOID_AT_DEAL)
         for player_id, total in returned:
             self.events.publish(table.id, {"type": "bets-returned", "player_id": player_id, "total": total,
                                            "reason": "Your bets were not in the round when betting closed: "
@@ -356,7 +362,7 @@ class Rounds:
                 if not isinstance(error, Exception):
                     raise
                 log.exception("round %s malfunctioned", round_id)
-                self.void(round_id, f"malfunction: {error}")
+                self.void(round_id, VOID_IN_PLAY)
                 return self.view_of(caller, round_id)
         self.deliver_outbox()
         if not engine.rules.deal.common_draw or body["status"] != "playing":
