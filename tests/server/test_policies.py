@@ -100,6 +100,37 @@ def test_a_malfunction_voids_the_round_and_refunds_every_stake(guest: Client, se
     assert guest.post("/tables/classic/deal").status_code == 200
 
 
+def test_a_malfunction_in_the_deal_stakes_nothing_and_says_so_in_general(http: TestClient, service: GameService,
+                                                                           clock: Clock,
+                                                                           caplog: pytest.LogCaptureFixture) -> None:
+    def broken(stage: str) -> None:
+        if stage == "deal":
+            raise RuntimeError("shuffler jammed")
+
+    # A private table: nothing was committed, so nothing was staked and the bets wait on the slip.
+    ann = new_player(http, "ann")
+    before = ann.balance()
+    ann.bet("classic", 500)
+    service.fault = broken
+    refused = ann.post("/tables/classic/deal")
+    assert refused.status_code == 500
+    assert refused.json() == {"detail": "The round could not be dealt and nothing was staked."}
+    assert ann.balance() == before and ann.get("/tables/classic").json()["slip"]["total"] == 500
+    # A shared table, dealt when its window closes: the round is void and every stake refunded.
+    bob = new_player(http, "bob")
+    bob_before = bob.balance()
+    bob.bet("multiplayer", 500)
+    round_id = bob.post("/tables/multiplayer/deal").json()["id"]
+    clock.advance(16)
+    service.tick()
+    service.fault = lambda stage: None
+    view = bob.get(f"/rounds/{round_id}").json()
+    assert view["status"] == "void" and view["void_reason"] == "malfunction during the deal"
+    assert bob.balance() == bob_before and "shuffler jammed" not in str(view)
+    logged = [r for r in caplog.records if "malfunctioned during the deal" in r.getMessage()]
+    assert len(logged) == 2 and all(r.exc_info and "shuffler jammed" in str(r.exc_info[1]) for r in logged)
+
+
 def test_settings_are_saved_to_the_profile(guest: Client) -> None:
     assert guest.get("/me").json()["settings"] == {"cash_out_visible": True, "sound": True, "hints": False}
     guest.put("/me/settings", {"cash_out_visible": False, "hints": True})

@@ -42,6 +42,24 @@ def test_sqlite_runs_fewer_request_threads_and_pools_a_connection_for_each(tmp_p
     db.close()
 
 
+def test_an_operators_wallet_gets_more_request_threads_on_postgresql(settings) -> None:  # type: ignore[no-untyped-def]
+    """Requests wait on the operator's HTTP wallet without holding the GIL: more of them may wait at once."""
+    from fake_operator_wallet import MemoryWallet
+
+    from twentyone.server.app import create_app
+    from twentyone.server.db import REMOTE_WALLET_THREADS
+
+    url = settings.database_url
+    expected = SQLITE_THREADS if url.startswith("sqlite") else REMOTE_WALLET_THREADS
+    assert worker_threads(url, remote_wallet=True) == expected > THREADS or url.startswith("sqlite")
+    app = create_app(settings, operator_wallet=MemoryWallet(), timers=False)
+    assert app.state.service.db.engine.pool.size() == expected
+    app.state.service.db.close()
+    plain = create_app(settings, timers=False)
+    assert plain.state.service.db.engine.pool.size() == worker_threads(url)
+    plain.state.service.db.close()
+
+
 def test_an_account_id_is_remembered_only_once_its_account_is_committed(tmp_path: Path) -> None:
     from sqlalchemy import select
 

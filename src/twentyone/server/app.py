@@ -179,7 +179,8 @@ def create_app(settings: Settings, operator_wallet: OperatorWallet | None = None
     (:mod:`~twentyone.server.cluster`). SQLite is one process: everything is local.
     """
     migrate(settings.database_url)
-    db = Database(settings.database_url)
+    threads = worker_threads(settings.database_url, remote_wallet=operator_wallet is not None)
+    db = Database(settings.database_url, threads)
     kwargs: dict[str, Any] = {}
     if clock is not None:
         kwargs["clock"] = clock
@@ -194,7 +195,7 @@ def create_app(settings: Settings, operator_wallet: OperatorWallet | None = None
 
     @contextlib.asynccontextmanager
     async def lifespan(_app: FastAPI) -> AsyncIterator[None]:
-        to_thread.current_default_thread_limiter().total_tokens = worker_threads(settings.database_url)
+        to_thread.current_default_thread_limiter().total_tokens = threads
         await run_in_threadpool(service.events.start)
         db.start_checkpoints()
         task = asyncio.create_task(_timers(service)) if timers else None

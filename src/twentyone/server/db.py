@@ -1,9 +1,9 @@
 """Engine and sessions: SQLite (WAL, one file in the data directory) by default, PostgreSQL for scale.
 
 Pools are sized from the threads that use them: every request runs in one of
-anyio's worker threads (:func:`worker_threads`: 10 on PostgreSQL, 8 on SQLite)
-and holds at most one connection at a time, so a pool of that size never makes a
-request wait for a connection.
+anyio's worker threads (:func:`worker_threads`: 8 on SQLite; 10 on PostgreSQL, 40
+with an operator's wallet) and holds at most one connection at a time, so a pool of
+that size never makes a request wait for a connection.
 
 SQLite has one writer at a time. Its own busy handler makes a waiting writer
 sleep and poll (1, 2, 5 ... 100 ms), which leaves the lock idle between
@@ -35,6 +35,9 @@ from sqlalchemy.pool import NullPool
 # competing for the same cores. Two processes at saturation on the 2-core machine: 40 threads
 # 232-253 requests/s, 16 threads 279, 10 threads 281-282, 5 threads 288 (docs/server.md, "Load").
 THREADS = 10
+# With an operator's wallet, requests also wait on its HTTP calls (debits inside the deal, credits
+# delivered after each commit): a thread waiting on the network holds no GIL, so more of them wait at once.
+REMOTE_WALLET_THREADS = 40
 # SQLite has one writer, so threads past a few only queue for its lock, and the runnable ones share
 # the GIL with the one holding it: under 200 players at a human pace, 40 threads left the writer
 # waiting its turn for the interpreter (decision p99 70-100 ms) where 6 kept it under 50 ms.
@@ -42,17 +45,26 @@ SQLITE_THREADS = 8
 SPARE = 4  # connections beyond that: the timer tick, the checkpoints and admin work in the same process
 
 
-def worker_threads(url: str) -> int:
-    """How many requests run at once in worker threads (the server sets anyio's limiter to this)."""
-    return SQLITE_THREADS if url.startswith("sqlite") else THREADS
+def worker_threads(url: str, remote_wallet: bool = False) -> int:
+    """How many requests run at once in worker threads (the server sets anyio's limiter to this).
+
+    >>> worker_threads("sqlite:///x.db"), worker_threads("postgresql://h/db"), worker_threads("postgresql://h/db", True)
+    (8, 10, 40)
+    """
+    if url.startswith("sqlite"):
+        return SQLITE_THREADS  # one writer at a time, whatever the wallet: more threads would only queue
+    return REMOTE_WALLET_THREADS if remote_wallet else THREADS
 MMAP_BYTES = 256 * 1024 * 1024
 CHECKPOINT_EVERY = 0.5  # seconds between WAL checkpoints off the commit path (Database.start_checkpoints)
 WRITE_WAIT = 20.0  # seconds a writer waits for this process's SQLite write lock before the request is refused (503)
 
 
-def make_engine(url: str) -> Engine:
-    """An engine for ``url``; SQLite gets WAL, a busy timeout and serialised write transactions."""
-    pool = {"pool_size": worker_threads(url), "max_overflow": SPARE}
+def make_engine(url: str, threads: int | None = None) -> Engine:
+    """An engine for ``url``; SQLite gets WAL, a busy timeout and serialised write transactions.
+
+    ``threads``: the request threads that share it (default :func:`worker_threads`), one connection each.
+    """
+    pool = {"pool_size": threads or worker_threads(url), "max_overflow": SPARE}
     if url.startswith("sqlite"):
         path = url.split("///", 1)[-1]
         if path and path != ":memory:":
@@ -114,9 +126,9 @@ def migrate(url: str) -> None:
 
 
 class Database:
-    def __init__(self, url: str) -> None:
+    def __init__(self, url: str, threads: int | None = None) -> None:
         self.url = url
-        self.engine = make_engine(url)
+        self.engine = make_engine(url, threads)
         self.sessions = sessionmaker(self.engine, expire_on_commit=False)
         self._writers = sessionmaker(self.engine.execution_options(writing=True), expire_on_commit=False)
         self.is_sqlite = url.startswith("sqlite")
