@@ -43,6 +43,9 @@ REMOTE_WALLET_THREADS = 40
 # waiting its turn for the interpreter (decision p99 70-100 ms) where 6 kept it under 50 ms.
 SQLITE_THREADS = 8
 SPARE = 4  # connections beyond that: the timer tick, the checkpoints and admin work in the same process
+MMAP_BYTES = 256 * 1024 * 1024
+CHECKPOINT_EVERY = 0.5  # seconds between WAL checkpoints off the commit path (Database.start_checkpoints)
+WRITE_WAIT = 20.0  # seconds a writer waits for this process's SQLite write lock before the request is refused (503)
 
 
 def worker_threads(url: str, remote_wallet: bool = False) -> int:
@@ -54,9 +57,6 @@ def worker_threads(url: str, remote_wallet: bool = False) -> int:
     if url.startswith("sqlite"):
         return SQLITE_THREADS  # one writer at a time, whatever the wallet: more threads would only queue
     return REMOTE_WALLET_THREADS if remote_wallet else THREADS
-MMAP_BYTES = 256 * 1024 * 1024
-CHECKPOINT_EVERY = 0.5  # seconds between WAL checkpoints off the commit path (Database.start_checkpoints)
-WRITE_WAIT = 20.0  # seconds a writer waits for this process's SQLite write lock before the request is refused (503)
 
 
 def make_engine(url: str, threads: int | None = None) -> Engine:
