@@ -64,11 +64,11 @@ from gevent.queue import Empty, Queue
 from locust import FastHttpUser, constant
 from locust.env import Environment
 from locust.exception import StopUser
+from simple_strategy import choose
 
 HERE = Path(__file__).resolve().parent
 FINISHED = ("settled", "void")
 PRIVATE_TABLES = ("classic", "first-person", "classic-premium")
-DECLINE = ("no-insurance", "no-even-money", "no-surrender")
 MAX_ATTEMPTS = 20  # a 503 is retried this many times at most (Retry-After apart)
 MAX_STEPS = 200  # requests one round may take a player at most: every loop here is bounded
 DEMO_BALANCE = 100_000
@@ -223,28 +223,6 @@ def pause() -> None:
     """A player's think time before an action: exponential around the mean, at most 3 times it (0: none)."""
     if RUN.think > 0:
         gevent.sleep(min(random.expovariate(1 / RUN.think), RUN.think * 3))
-
-
-def choose(view: dict[str, Any]) -> str:
-    """A simple strategy over the round view: decline offers; split aces and eights; double 10 and 11;
-    hit hard totals below 17 and soft below 18; stand otherwise."""
-    legal = view["legal_actions"]
-    for declined in DECLINE:
-        if declined in legal:
-            return declined
-    decision = view["decision"]
-    hand = next((h for h in view["hands"] if h["seat"] == decision["seat"] and h["hand"] == decision["hand"]
-                 and h["player_id"] == decision["player_id"]), None)
-    if hand is None:
-        return "stand" if "stand" in legal else legal[0]
-    total, soft, cards = hand["total"], hand["soft"], hand["cards"]
-    if "split" in legal and len(cards) == 2 and cards[0][0] == cards[1][0] and cards[0][0] in "A8":
-        return "split"
-    if "double" in legal and not soft and total in (10, 11):
-        return "double"
-    if "hit" in legal and (total < 17 or (soft and total < 18)):
-        return "hit"
-    return "stand" if "stand" in legal else legal[0]
 
 
 # ------------------------------------------------------------------ players

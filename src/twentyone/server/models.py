@@ -10,7 +10,7 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any, ClassVar
 
-from sqlalchemy import JSON, BigInteger, Boolean, DateTime, ForeignKey, Integer, String, Text, UniqueConstraint
+from sqlalchemy import JSON, BigInteger, Boolean, DateTime, ForeignKey, Index, Integer, String, Text, UniqueConstraint
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
 
 
@@ -73,8 +73,11 @@ class Shoe(Base):
     """A shuffled shoe: its order and salt stay server-side until it is finished, then are revealed."""
 
     __tablename__ = "shoes"
+    # The next round's shoe is found among a table's (or a player's) unfinished shoes, never by reading
+    # past the finished ones: a private table leaves one finished shoe per round dealt (migration 0004).
+    __table_args__ = (Index("ix_shoes_table_player_finished", "table_id", "player_id", "finished"),)
     id: Mapped[int] = mapped_column(Integer, primary_key=True)
-    table_id: Mapped[str] = mapped_column(String(64), index=True)
+    table_id: Mapped[str] = mapped_column(String(64))
     player_id: Mapped[int | None] = mapped_column(Integer, nullable=True)  # private tables: one stream each
     cards: Mapped[str] = mapped_column(Text)
     salt: Mapped[str] = mapped_column(String(64))
@@ -87,8 +90,10 @@ class Shoe(Base):
 
 class Round(Base):
     __tablename__ = "rounds"
+    # A table's open rounds without reading its settled ones, which grow with every round (migration 0004).
+    __table_args__ = (Index("ix_rounds_table_status", "table_id", "status"),)
     id: Mapped[int] = mapped_column(Integer, primary_key=True)
-    table_id: Mapped[str] = mapped_column(String(64), index=True)
+    table_id: Mapped[str] = mapped_column(String(64))
     variant: Mapped[str] = mapped_column(String(32))
     status: Mapped[str] = mapped_column(String(16), index=True)  # betting, playing, settled, void
     shoe_id: Mapped[int] = mapped_column(ForeignKey("shoes.id"))
@@ -119,10 +124,12 @@ class RoundSeat(Base):
     """One player's part in a round: their bets, what they staked and got back, balances around it."""
 
     __tablename__ = "round_seats"
-    __table_args__ = (UniqueConstraint("round_id", "player_id"),)
+    # A player's rounds newest first (their history) straight from the index (migration 0004).
+    __table_args__ = (UniqueConstraint("round_id", "player_id"),
+                      Index("ix_round_seats_player_round", "player_id", "round_id"))
     id: Mapped[int] = mapped_column(Integer, primary_key=True)
     round_id: Mapped[int] = mapped_column(ForeignKey("rounds.id"), index=True)
-    player_id: Mapped[int] = mapped_column(ForeignKey("players.id"), index=True)
+    player_id: Mapped[int] = mapped_column(ForeignKey("players.id"))
     position: Mapped[int] = mapped_column(Integer)
     bets: Mapped[list[Any]] = mapped_column(JSON)
     confirmed: Mapped[bool] = mapped_column(Boolean, default=False)
@@ -137,7 +144,7 @@ class Slip(Base):
 
     __tablename__ = "slips"
     player_id: Mapped[int] = mapped_column(ForeignKey("players.id"), primary_key=True)
-    table_id: Mapped[str] = mapped_column(String(64), primary_key=True)
+    table_id: Mapped[str] = mapped_column(String(64), primary_key=True, index=True)  # a shared table's slips
     bets: Mapped[dict[str, Any]] = mapped_column(JSON, default=dict)
     history: Mapped[list[Any]] = mapped_column(JSON, default=list)
     chip: Mapped[int] = mapped_column(Integer, default=0)

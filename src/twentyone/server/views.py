@@ -202,9 +202,11 @@ class Views:
         if page < 1 or not 1 <= size <= 100:
             raise ServiceError(422, "page starts at 1 and size is 1 to 100.")
         with self.store.read() as session:
+            # Newest first along the index on (player_id, round_id): a page reads its own rows, not the
+            # player's whole history sorted (migration 0004).
             query = (select(Round).join(RoundSeat, RoundSeat.round_id == Round.id)
                      .where(RoundSeat.player_id == caller.id, Round.status.in_(("settled", "void", "playing")))
-                     .order_by(Round.id.desc()))
+                     .order_by(RoundSeat.round_id.desc()))
             rows = session.scalars(query.offset((page - 1) * size).limit(size + 1)).all()
             items = [self._history_entry(session, row, caller.id) for row in rows[:size]]
             return {"page": page, "size": size, "has_more": len(rows) > size, "rounds": items}

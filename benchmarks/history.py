@@ -1,0 +1,106 @@
+"""What a request costs as the server's history grows: CPU and statements per request, window by window.
+
+A load run of a minute starts from an empty database, so it cannot show a query that
+reads a table's history: that one gets slower for as long as the server runs. This
+plays private classic rounds in process (the service's own calls, no HTTP), a few
+players at one table, and prints, for each window of rounds, the CPU milliseconds and
+the statements per request. Flat is right; a column that climbs is a query reading
+history.
+
+    .venv/bin/python benchmarks/history.py [--rounds 20000] [--window 2000] [--players 20] [--database URL]
+
+The players follow the load benchmark's strategy (``simple_strategy.py``), bet the table minimum,
+and is credited again by the operator when the balance runs low.
+"""
+
+from __future__ import annotations
+
+import argparse
+import tempfile
+import time
+import uuid
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from simple_strategy import choose
+from sqlalchemy import event
+
+from twentyone.server.app import create_app
+from twentyone.server.config import Settings
+from twentyone.server.context import Caller
+from twentyone.server.service import GameService
+
+TABLE = "classic"
+OPERATOR = "history-benchmark-operator-token"
+
+
+class Meter:
+    """CPU seconds, requests and statements since the last reset."""
+
+    def __init__(self, service: GameService) -> None:
+        self.statements = 0
+        self.requests = 0
+        self.cpu = 0.0
+        event.listen(service.store.db.engine, "before_cursor_execute", self._statement)
+
+    def _statement(self, *_args: Any) -> None:
+        self.statements += 1
+
+    def timed(self, call: Callable[[], Any]) -> Any:
+        started = time.process_time()
+        answer = call()
+        self.cpu += time.process_time() - started
+        self.requests += 1
+        return answer
+
+    def reset(self) -> tuple[float, float]:
+        figures = (1000 * self.cpu / self.requests, self.statements / self.requests)
+        self.statements = self.requests = 0
+        self.cpu = 0.0
+        return figures
+
+
+def play_round(service: GameService, player: Caller, meter: Meter, minimum: int) -> None:
+    def once(kind: str, call: Callable[[], Any]) -> Any:
+        return meter.timed(lambda: service.idempotent(player, uuid.uuid4().hex, kind, 200, call)[1])
+
+    once("bet", lambda: service.bet_control(player, TABLE, "bet", 1, "main", minimum))
+    view = once("deal", lambda: service.deal(player, TABLE))
+    while view["status"] == "playing":
+        round_id, action = view["id"], choose(view)
+        view = once("action", lambda: service.act(player, round_id, action))  # noqa: B023 (called at once)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--rounds", type=int, default=20000)
+    parser.add_argument("--window", type=int, default=2000)
+    parser.add_argument("--players", type=int, default=20)
+    parser.add_argument("--database", help="SQLAlchemy URL (default: a fresh SQLite file)")
+    args = parser.parse_args()
+    if min(args.rounds, args.window, args.players) < 1:
+        parser.error("--rounds, --window and --players are at least 1")
+    work = Path(tempfile.mkdtemp(prefix="twentyone-history-"))
+    url = args.database or f"sqlite:///{work / 'history.db'}"
+    app = create_app(Settings(url, work, OPERATOR), timers=False)
+    service: GameService = app.state.service
+    operator = service.authenticate(OPERATOR)
+    players = [service.guest()[0] for _ in range(args.players)]
+    table = service.table(TABLE)
+    minimum = table.limits["main"][0]
+    meter = Meter(service)
+    print(f"{args.players} players at {TABLE!r}, {url}")
+    print(f"{'rounds played':>14} {'ms CPU per request':>19} {'statements per request':>23}")
+    for played in range(1, args.rounds + 1):
+        player = players[played % len(players)]
+        if service.profile(player)["balances"][table.currency] < 20 * minimum:
+            service.credit(operator, player.name, table.currency, 1000 * minimum)
+        play_round(service, player, meter, minimum)
+        if played % args.window == 0:
+            cpu, statements = meter.reset()
+            print(f"{played:>14,} {cpu:>19.2f} {statements:>23.1f}", flush=True)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,158 @@
+"""A request costs the same however long the server has been running.
+
+Every round leaves rows behind (its shoe at a private table, the round, its seats, the
+ledger), so a query that reaches its rows through a table's history gets slower for as
+long as the server runs. That is invisible in a load test of a few minutes on a fresh
+database, so it is measured here in the loop steps of SQLite's virtual machine: exact,
+the same on every machine, and growing with every row a statement reads. A round's
+requests, and the reads a player's page makes around them, must take as many of them
+after hundreds of rounds at the table as before. ``benchmarks/history.py`` shows the
+same in CPU time over tens of thousands of rounds.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from typing import Any
+
+import pytest
+from alembic.autogenerate import compare_metadata
+from alembic.migration import MigrationContext
+from fastapi.testclient import TestClient
+from server_helpers import Client, Clock, new_player
+from sqlalchemy import Engine, event, update
+
+from twentyone.server.models import Base, Shoe
+from twentyone.server.service import GameService
+
+# One private round: the player's 19 stands, the dealer's 6 draws 10 and 8 and busts.
+CLASSIC_ROUND = ["TS", "6H", "9D", "TC", "8C"]
+# One shared round at the power table (no 9s or 10s in its deck), a player alone: no Ace up, stand settles.
+POWER_ROUND = ["5S", "7H", "6D", "8C", "KD"]
+HISTORY = 150  # rounds played at the table between the two measurements
+# A step or two either way comes from the values themselves (a key's bytes compared further, a B-tree page split);
+# a query that reads the table's history takes HISTORY more steps or more.
+TOLERANCE = 1.01
+WARM = 11  # rounds before the first: every cache warm, every first-time row made, a full page of history
+
+
+@contextmanager
+def vm_steps(engine: Engine) -> Iterator[Callable[[], int]]:
+    """Count the loop steps of SQLite's virtual machine run by requests while the block runs.
+
+    SQLite checks for a progress handler at each of its VM's loop steps and jumps (the
+    step to the next row of a scan or index range among them); with a period of 1 the
+    handler runs at each, so the count grows with every row a statement reads. A
+    request's connection gets the handler when it is checked out of the pool and loses it
+    when it is checked back in, both in the request's own thread: setting a handler from
+    another thread while the connection runs a statement would wait for SQLite's lock
+    while holding the GIL the handler needs. The WAL checkpoints' thread is left out:
+    when it runs is a matter of time, not of the request.
+    """
+    count = [0]
+
+    def tick() -> int:
+        count[0] += 1
+        return 0  # go on
+
+    def arm(dbapi_connection: Any, _record: Any, _proxy: Any) -> None:
+        if threading.current_thread().name != "sqlite-checkpoints":
+            dbapi_connection.set_progress_handler(tick, 1)
+
+    def disarm(dbapi_connection: Any, _record: Any) -> None:
+        dbapi_connection.set_progress_handler(None, 0)
+
+    event.listen(engine, "checkout", arm)
+    event.listen(engine, "checkin", disarm)
+    try:
+        yield lambda: count[0]
+    finally:
+        event.remove(engine, "checkout", arm)
+        event.remove(engine, "checkin", disarm)
+
+
+def private_round(service: GameService, player: Client) -> None:
+    """A round at the classic table, and every read a player's page makes around it."""
+    service.stacked.append(list(CLASSIC_ROUND))
+    for path in ("/me", "/tables", "/tables/classic"):
+        assert player.get(path).status_code == 200
+    player.bet("classic", 500)
+    dealt = player.post("/tables/classic/deal").json()
+    assert player.act(dealt["id"], "stand").json()["status"] == "settled"
+    for path in ("", "/replay", "/verify"):
+        assert player.get(f"/rounds/{dealt['id']}{path}").status_code == 200
+    assert player.get("/me/history").status_code == 200
+    assert player.post("/me/reconnect").status_code == 200
+
+
+def shared_round(service: GameService, player: Client, clock: Clock) -> None:
+    service.stacked.append(list(POWER_ROUND))  # the top of the table's next shoe
+    player.bet("power", 500)
+    betting = player.post("/tables/power/deal").json()
+    assert betting["status"] == "betting"
+    clock.advance(3)  # alone at the table: the window closes after a moment
+    assert service.tick()["dealt"] == 1
+    stood = player.act(betting["id"], "stand").json()
+    assert stood.get("status") == "settled", stood
+    for path in ("/tables/power", f"/rounds/{betting['id']}", f"/rounds/{betting['id']}/replay", "/me/history"):
+        assert player.get(path).status_code == 200
+
+
+def next_shoe(service: GameService, table_id: str) -> None:
+    """End the shared table's shoe as if its cut card had come out, so that the next round opens a new one."""
+    with service.store.db.transaction() as session:
+        session.execute(update(Shoe).where(Shoe.table_id == table_id).values(finished=True))
+
+
+def cost(engine: Engine, play: Callable[[], None]) -> int:
+    with vm_steps(engine) as steps:
+        play()
+        return steps()
+
+
+def test_the_migrations_build_the_schema_the_models_declare(service: GameService) -> None:
+    """The indexes the queries rely on are declared in the models and built by a migration: both, the same."""
+    with service.store.db.engine.connect() as connection:
+        assert compare_metadata(MigrationContext.configure(connection), Base.metadata) == []
+
+
+@pytest.mark.parametrize("database_url", ["sqlite"], indirect=True)
+def test_a_private_round_costs_the_same_after_hundreds_at_its_table(http: TestClient, service: GameService) -> None:
+    ann, bob = new_player(http, "ann"), new_player(http, "bob")
+    engine = service.store.db.engine
+    for _ in range(WARM):
+        private_round(service, ann)
+    before = cost(engine, lambda: private_round(service, ann))
+    for _ in range(HISTORY):  # another player's rounds at the same table, and more of ann's own
+        private_round(service, bob)
+        private_round(service, ann)
+    after = cost(engine, lambda: private_round(service, ann))
+    # Without the indexes of migration 0004, each deal read every shoe and every round the table had
+    # ever had (2 * HISTORY more of each here, a step a row at least), and the history page sorted all
+    # of ann's rounds: 4,133 steps became 16,943.
+    assert after <= before * TOLERANCE, (before, after)
+
+
+@pytest.mark.parametrize("database_url", ["sqlite"], indirect=True)
+def test_a_shared_round_costs_the_same_after_hundreds_at_its_table(http: TestClient, service: GameService,
+                                                                  clock: Clock) -> None:
+    ann = new_player(http, "ann")
+    engine = service.store.db.engine
+
+    def one_round() -> None:
+        shared_round(service, ann, clock)
+
+    for _ in range(WARM):
+        next_shoe(service, "power")
+        one_round()
+    next_shoe(service, "power")
+    before = cost(engine, one_round)
+    for _ in range(HISTORY):  # a shoe a round: a shared table's history of shoes and rounds, grown fast
+        next_shoe(service, "power")
+        one_round()
+    next_shoe(service, "power")
+    after = cost(engine, one_round)
+    # Without migration 0004: 4,180 steps became 11,277.
+    assert after <= before * TOLERANCE, (before, after)
