@@ -2,9 +2,10 @@
 
 A load run of a minute starts from an empty database, so it cannot show a query that
 reads a table's history: that one gets slower for as long as the server runs. This
-plays private classic rounds in process (the service's own calls, no HTTP), a few
-players at one table, and prints, for each window of rounds, the CPU milliseconds and
-the statements per request. Flat is right; a column that climbs is a query reading
+plays private classic rounds in process (the service's own calls, no HTTP, one at a
+time), a few players at one table, and prints, for each window of rounds, the
+milliseconds per request (wall clock, which includes PostgreSQL's own work), the CPU
+milliseconds of this process, and the statements per request. Flat is right; a column that climbs is a query reading
 history.
 
     .venv/bin/python benchmarks/history.py [--rounds 20000] [--window 2000] [--players 20] [--database URL]
@@ -36,28 +37,30 @@ OPERATOR = "history-benchmark-operator-token"
 
 
 class Meter:
-    """CPU seconds, requests and statements since the last reset."""
+    """Wall and CPU seconds (this process: the database server's own work shows only in the wall time),
+    requests and statements since the last reset."""
 
     def __init__(self, service: GameService) -> None:
         self.statements = 0
         self.requests = 0
-        self.cpu = 0.0
+        self.cpu = self.wall = 0.0
         event.listen(service.store.db.engine, "before_cursor_execute", self._statement)
 
     def _statement(self, *_args: Any) -> None:
         self.statements += 1
 
     def timed(self, call: Callable[[], Any]) -> Any:
-        started = time.process_time()
+        started, started_cpu = time.perf_counter(), time.process_time()
         answer = call()
-        self.cpu += time.process_time() - started
+        self.wall += time.perf_counter() - started
+        self.cpu += time.process_time() - started_cpu
         self.requests += 1
         return answer
 
-    def reset(self) -> tuple[float, float]:
-        figures = (1000 * self.cpu / self.requests, self.statements / self.requests)
+    def reset(self) -> tuple[float, float, float]:
+        figures = (1000 * self.wall / self.requests, 1000 * self.cpu / self.requests, self.statements / self.requests)
         self.statements = self.requests = 0
-        self.cpu = 0.0
+        self.cpu = self.wall = 0.0
         return figures
 
 
@@ -91,15 +94,15 @@ def main() -> None:
     minimum = table.limits["main"][0]
     meter = Meter(service)
     print(f"{args.players} players at {TABLE!r}, {url}")
-    print(f"{'rounds played':>14} {'ms CPU per request':>19} {'statements per request':>23}")
+    print(f"{'rounds played':>14} {'ms per request':>15} {'ms CPU per request':>19} {'statements per request':>23}")
     for played in range(1, args.rounds + 1):
         player = players[played % len(players)]
         if service.profile(player)["balances"][table.currency] < 20 * minimum:
             service.credit(operator, player.name, table.currency, 1000 * minimum)
         play_round(service, player, meter, minimum)
         if played % args.window == 0:
-            cpu, statements = meter.reset()
-            print(f"{played:>14,} {cpu:>19.2f} {statements:>23.1f}", flush=True)
+            wall, cpu, statements = meter.reset()
+            print(f"{played:>14,} {wall:>15.2f} {cpu:>19.2f} {statements:>23.1f}", flush=True)
 
 
 if __name__ == "__main__":
