@@ -5,12 +5,12 @@ Revises: 0003
 Create Date: 2026-11-30 14:30:00
 
 The next round's shoe was looked up by table alone, so every deal read every shoe the
-table had ever used (a private table leaves one finished shoe per round); a player's
-open round was looked up the same way among every round of the table; and a shared
-table's slips by reading every slip; a player's history page sorted all their rounds to
-show ten. Each request then cost more the longer the server
-ran. The composite indexes lead with the same column as the ones they replace, so
-every query that used those still finds its rows.
+table had ever used (a private table leaves one finished shoe per round). A player's
+open round was found the same way among every round of the table, a shared table's
+slips by reading every slip, and a player's history page sorted all their rounds to
+show ten. Each request cost more the longer the server ran. The composite indexes lead
+with the same column as the ones they replace, so every query that used those still
+finds its rows.
 """
 
 from __future__ import annotations
