@@ -193,8 +193,11 @@ def test_no_answer_shows_a_hidden_card_a_shoe_or_a_salt_before_its_time(table: s
         for _ in range(30):
             if view["status"] != "playing":
                 break
-            actor = next(name for name, pid in ids.items() if pid == view["decision"]["player_id"])
-            action = choose(players[actor].get(f"/rounds/{round_id}").json())
+            # Whoever has a decision of their own (in power's common draw, nobody is told another's).
+            actor, own = next((name, seen) for name, seen in ((name, players[name].get(f"/rounds/{round_id}").json())
+                                                              for name in ids)
+                              if seen["decision"] and seen["decision"]["player_id"] == ids[name])
+            action = choose(own)
             view = probe.answer(f"{actor} {action}", players[actor].post(f"/rounds/{round_id}/actions",
                                                                           {"action": action}))
             assert "status" in view, view
@@ -246,3 +249,97 @@ def test_stacked_ground_truth_comes_from_the_database(http: TestClient, service:
     assert secrets.cards == set(stack) - shown  # the hole card and every undealt card
     with service.db.sessions() as session:
         assert select(ShoeRow) is not None and session.get(ShoeRow, shoe_id).salt in secrets.salts
+
+
+def drawn_cards(service: GameService, round_id: int) -> dict[int, list[str]]:
+    """Ground truth from the round's log: the cards each player has drawn after the deal, in order."""
+    from twentyone.core.operations import CardDealt
+    from twentyone.server.live import rebuild
+    from twentyone.server.models import Round
+
+    with service.db.sessions() as session:
+        row = session.get(Round, round_id)
+        assert row is not None
+        engine = rebuild(session, row)
+    players = {hand.seat: int(hand.player) for hand in engine.hands}
+    drawn: dict[int, list[str]] = {player: [] for player in players.values()}
+    for op in engine.operations:
+        if isinstance(op, CardDealt) and op.seat >= 1:
+            drawn[players[op.seat]].append(str(op.card))
+    return drawn
+
+
+def test_a_common_draw_shows_nobody_the_cards_another_player_drew_until_it_settles(
+        http: TestClient, service: GameService, clock: Clock) -> None:
+    """In power a player's k-th drawn card is every player's k-th: the card another player has drawn is this
+    player's own next card. Until the round settles, no player and no onlooker may learn it, from any answer."""
+    ann, bob, cid = guest(http), guest(http), guest(http)  # cid only watches the table
+    players = {"ann": ann, "bob": bob, "cid": cid}
+    ids = {name: client.get("/me").json()["id"] for name, client in players.items()}
+    service.stacked.append(stack_for("power", [1, 1], up="6H", hands=[["2D", "3S"]]))  # both hold 5; no offers
+    for client in (ann, bob):
+        client.bet("power", 100)
+        assert client.post("/tables/power/deal").json()["status"] == "betting"
+    round_id = ann.get("/tables/power").json()["round"]["id"]
+    clock.advance(service.table("power").betting_window + 1)
+    assert service.tick()["dealt"] == 1
+    checked = 0
+
+    def everything_read_by(name: str, socket: Any) -> list[tuple[str, Any]]:
+        client = players[name]
+        answers = [(path, client.get(path)) for path in (f"/rounds/{round_id}", f"/rounds/{round_id}/replay",
+                                                         f"/rounds/{round_id}/hint", "/tables/power", "/me/history")]
+        answers = [(path, response.json()) for path, response in answers]
+        with contextlib.suppress(Exception):
+            while True:  # the events sent so far (each names a round; the client re-reads it)
+                answers.append(("WebSocket", socket.receive_json(timeout=0.01)))
+        return answers
+
+    def nobody_sees_another_players_draw(after: str, sockets: dict[str, Any]) -> None:
+        nonlocal checked
+        drawn = drawn_cards(service, round_id)
+        for name in players:
+            own = drawn.get(ids[name], [])
+            # Cards someone else drew that this player has not drawn yet (all distinct: a match is a leak).
+            secret = {card for pid, cards in drawn.items() if pid != ids[name] for card in cards} - set(own)
+            for where, body in everything_read_by(name, sockets[name]):
+                found = leaks(body, Secrets(cards=secret))
+                assert not found, f"after {after}: {name} {where}: {found[:3]}"
+                checked += 1
+            response = players[name].get(f"/rounds/{round_id}")
+            view = response.json() if name != "cid" else players[name].get("/tables/power").json()["round"]
+            assert (response.status_code == 404) == (name == "cid"), response.json()  # not cid's round to read
+            if view["status"] == "playing":
+                others = [hand for hand in view["hands"] if hand["player_id"] != ids[name]]
+                assert all(hand["cards"] == ["2D", "3S"] and hand["outcome"] is None for hand in others), others
+                assert set(view["deciding"]) <= {ids[name]}, view["deciding"]
+                replay = players[name].get(f"/rounds/{round_id}/replay").json()
+                assert replay.get("actions", []) == [] or {a["player"] for a in replay["actions"]} == {ids[name]}
+
+    with contextlib.ExitStack() as stack:
+        sockets = {name: stack.enter_context(http.websocket_connect(f"/ws/tables/power?token={client.token}"))
+                   for name, client in players.items()}
+        for socket in sockets.values():
+            assert socket.receive_json()["type"] == "hello"
+        nobody_sees_another_players_draw("the deal", sockets)
+        hits = 0
+        while hits < 3 and "hit" in ann.get(f"/rounds/{round_id}").json()["legal_actions"]:
+            assert ann.act(round_id, "hit").status_code == 200
+            hits += 1
+            nobody_sees_another_players_draw(f"ann's hit {hits}", sockets)
+        assert hits >= 2 and len(drawn_cards(service, round_id)[ids["ann"]]) == hits
+        # bob draws: his first card is ann's first (a common draw), so he may now see that one, not the next.
+        assert bob.act(round_id, "hit").status_code == 200
+        drawn = drawn_cards(service, round_id)
+        assert drawn[ids["bob"]][0] == drawn[ids["ann"]][0]
+        nobody_sees_another_players_draw("bob's hit", sockets)
+        for name in ("ann", "bob"):
+            view = players[name].get(f"/rounds/{round_id}").json()
+            if view["decision"] is not None:
+                assert players[name].act(round_id, "stand").status_code == 200
+    settled = bob.get(f"/rounds/{round_id}").json()
+    assert settled["status"] == "settled" and not settled["others_withheld"]
+    anns = next(hand for hand in settled["hands"] if hand["player_id"] == ids["ann"])
+    assert anns["cards"] == ["2D", "3S", *drawn_cards(service, round_id)[ids["ann"]]] and anns["outcome"]
+    assert {a["player"] for a in bob.get(f"/rounds/{round_id}/replay").json()["actions"]} == {ids["ann"], ids["bob"]}
+    assert checked > 60

@@ -67,14 +67,22 @@ def test_players_join_one_round_and_see_each_others_bets_and_turns(browser: Any,
                     shot(pages[0], f"{table}-{players}-players-others-turn")
                 page.locator("button[data-action='stand']").click()
         else:
-            # Power's common draw: everybody decides at once, and sees who is still deciding.
+            # Power's common draw: everybody decides at once. Another player's draw would be this player's
+            # next card, so nobody is shown the others' play (not even who still decides) until the round settles.
             for page in pages:
                 expect(page.locator("button[data-action='stand']")).to_be_enabled()
-                expect(page.locator(".others .seat.active")).to_have_count(players - 1)
+                expect(page.locator("#players-count")).to_contain_text("their draws are shown when the round settles")
+                expect(page.locator(".others .seat.active")).to_have_count(0)
             shot(pages[-1], f"{table}-{players}-players-others-turn")
-            for page in reversed(pages):  # in any order: the last to sit down may decide first
+            for index, page in enumerate(reversed(pages)):  # in any order: the last to sit down may decide first
                 page.locator("button[data-action='stand']").click()
                 expect(page.locator("button[data-action='stand']")).to_have_count(0)
+                if index < players - 1:
+                    expect(page.locator("#action-bar")).to_contain_text("Waiting for the other players to decide")
+            for me, page in enumerate(pages):  # settled: every hand is shown
+                for other, name in enumerate(names):
+                    if other != me:
+                        expect(page.locator(f".others [data-player='{name}'] .outcome")).to_be_visible()
         round_id = None
         for page in pages:
             banner = page.locator("#result")

@@ -60,7 +60,7 @@ from twentyone.core.operations import (
 from twentyone.core.rules import AutoStand, BlackjackTakes, DealStep, Rules, Surrender
 from twentyone.core.shoe import Shoe
 from twentyone.core.sidebets import SIDE_BETS, Settles
-from twentyone.core.view import Decision, HandState, RoundView, mask_operations
+from twentyone.core.view import Decision, HandState, RoundView, VisibleOperation, mask_operations
 
 
 class IllegalActionError(ValueError):
@@ -123,6 +123,17 @@ class _Spot:
 
 
 _LIVE = (HandStatus.STOOD, HandStatus.DOUBLED, HandStatus.BLACKJACK)  # hands the dealer's total settles
+
+
+def _staked_in(operations: Sequence[VisibleOperation]) -> int:
+    """The money ``operations`` put on the table: bets, side bets, and what actions added (double, split...)."""
+    total = 0
+    for op in operations:
+        if isinstance(op, BetsPlaced):
+            total += op.bet + sum(amount for _, amount in op.side_bets)
+        elif isinstance(op, ActionTaken):
+            total += op.amount
+    return total
 
 
 class Round:
@@ -314,13 +325,7 @@ class Round:
     @property
     def staked(self) -> int:
         """Everything the players put on the table this round, in minor units."""
-        total = 0
-        for op in self.operations:
-            if isinstance(op, BetsPlaced):
-                total += op.bet + sum(amount for _, amount in op.side_bets)
-            elif isinstance(op, ActionTaken):
-                total += op.amount
-        return total
+        return _staked_in(self.operations)
 
     @property
     def returned(self) -> int:
@@ -351,7 +356,8 @@ class Round:
         (['a', 'b'], ['a'])
         """
         own = self.decision(player) if player is not None else None
-        decision = own or self.decision()
+        withheld = self._withholds_others(player)
+        decision = own if withheld else own or self.decision()
         legal = self.legal_actions(player) if own is not None else ()
         offers: dict[str, int] = {}
         if Action.CASH_OUT in legal:
@@ -364,9 +370,58 @@ class Round:
         settlements = self.settlements
         if listed is not None:
             settlements = tuple(op for op in settlements if op.player in listed)
-        return RoundView(player, str(self.phase), dealer, hidden, self.dealer_blackjack, self._hands_of(listed),
-                         settlements, mask_operations(self.operations), decision, legal, offers,
-                         self.staked, self.returned)
+        if not withheld:
+            return RoundView(player, str(self.phase), dealer, hidden, self.dealer_blackjack, self._hands_of(listed),
+                             settlements, mask_operations(self.operations), decision, legal, offers,
+                             self.staked, self.returned)
+        assert player is not None
+        operations = tuple(op for op in mask_operations(self.operations) if not self._others_play(op, player))
+        settlements = tuple(op for op in settlements if not self._others_play(op, player))
+        hands = tuple(hand if hand.player == player else self._as_dealt(hand) for hand in self._hands_of(listed)
+                      if hand.player == player or hand.hand == 1)
+        return RoundView(player, str(self.phase), dealer, hidden, self.dealer_blackjack, hands, settlements,
+                         operations, decision, legal, offers, _staked_in(operations),
+                         sum(op.returned for op in settlements), others_withheld=True)
+
+    def _withholds_others(self, player: str | None) -> bool:
+        """Whether ``player`` must not see the other players' play yet.
+
+        In a common draw a player's k-th drawn card is everyone's k-th: a card another player
+        has drawn is this player's own next card, and so is anything that tells of it (the
+        other player's next decision, a bust, a result). Until the round settles, a player
+        (or anyone not in the round: a second account could watch for a player) sees the
+        others' hands only as dealt. ``None``, the house's view (operator, audit), sees all.
+
+        >>> from twentyone.core.shoe import Shoe
+        >>> from twentyone.variants import builtin_rules
+        >>> game = Round(builtin_rules("power"), Shoe.stacked("2S 5H 3D 8C 4C KD 6H".split()))
+        >>> game.place_bets("a", [HandBet(100)]); game.place_bets("b", [HandBet(100)])
+        >>> _ = game.deal()
+        >>> _ = game.act("hit", "a")  # a draws 4C, the common sequence's first card: b's next card too
+        >>> [[str(card) for card in hand.cards] for hand in game.view("b").hands]
+        [['2S', '3D'], ['2S', '3D']]
+        >>> "4C" in repr(game.view("b")), "4C" in repr(game.view("a")), "4C" in repr(game.view())
+        (False, True, True)
+        """
+        return self.rules.deal.common_draw and player is not None and self.phase is not Phase.SETTLED
+
+    def _others_play(self, op: VisibleOperation, player: str) -> bool:
+        """A card drawn to, a decision of, or a hand result of a player other than ``player``."""
+        if isinstance(op, CardDealt):
+            return op.seat >= 1 and self._spot_at(op.seat).player != player  # -1: the common deal; 0: the dealer
+        if isinstance(op, ActionTaken):
+            return op.player != player
+        return isinstance(op, Settled) and op.item == Item.HAND and op.player != player
+
+    def _spot_at(self, seat: int) -> _Spot:
+        return next(spot for spot in self._spots if spot.seat == seat)
+
+    def _as_dealt(self, hand: HandState) -> HandState:
+        """Another player's hand as the common deal left it: the two common cards and the main bet."""
+        cards = tuple(op.card for op in self.operations if isinstance(op, CardDealt) and op.seat == -1)
+        bet = self._spot_at(hand.seat).bet
+        status = HandStatus.BLACKJACK if is_natural(list(cards)) else HandStatus.PLAYING
+        return HandState(hand.player, hand.seat, 1, cards, hand_value(cards), bet, bet, status, False, None, None)
 
     def offer_amount(self, action: Action, player: str | None = None) -> int:
         """The money an offer would pay back (cash out) or cost (insurance) right now."""

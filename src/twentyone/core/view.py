@@ -113,6 +113,8 @@ class RoundView:
     offers: Mapping[str, int]
     staked: int
     returned: int
+    # A common draw in play: other players' draws, decisions and results are withheld (see Round.view).
+    others_withheld: bool = False
 
     @property
     def dealer_value(self) -> HandValue:

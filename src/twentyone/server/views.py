@@ -97,7 +97,7 @@ def round_json(session: Session, round_row: Round, table: TableSpec, player_id: 
         "seats": [{"player_id": seat.player_id, "name": name, "position": seat.position, "bets": seat.bets,
                    "total": bets_total(seat.bets)} for seat, name in shown],
         "dealer": {"cards": [], "total": 0, "hidden": 0}, "hands": [], "side_bets": [], "insurance": [],
-        "decision": None, "legal_actions": [], "offers": {}, "deciding": [],
+        "decision": None, "legal_actions": [], "offers": {}, "deciding": [], "others_withheld": False,
     }
     mine = next((seat for seat, _ in shown if seat.player_id == player_id), None)
     if mine is not None:
@@ -107,6 +107,7 @@ def round_json(session: Session, round_row: Round, table: TableSpec, player_id: 
         return view
     seen = engine.view(str(player_id), among=names)  # the hands shown, not a power table's thousand
     view.update(_cards_json(seen, names, str(player_id)))
+    view["others_withheld"] = seen.others_withheld
     if seen.decision is not None and round_row.status == "playing":
         since = aware(round_row.decision_since)
         deadline = since + timedelta(seconds=table.decision_timeout) if since else None
@@ -122,8 +123,10 @@ def round_json(session: Session, round_row: Round, table: TableSpec, player_id: 
                 {"seat": offer.seat, "hand": offer.hand, "kind": offer.kind,
                  "cost": stakes[(offer.seat, offer.hand)] // 2 if offer.kind == "insurance" else 0}
                 for offer in engine.pending_offers(str(player_id))]
-        # Whose decision the table waits for: one player in turn, or everyone still deciding in a common draw.
-        view["deciding"] = [int(player) for player in names if engine.decision(player) is not None]
+        # Whose decision the table waits for: one player in turn, or everyone still deciding in a common draw,
+        # where a player who has stopped deciding may have busted on a card: only the viewer's own is told.
+        view["deciding"] = [int(player) for player in names if engine.decision(player) is not None
+                            and (player == str(player_id) or not seen.others_withheld)]
     if finished is not None and finished.finished:
         view["revealed"] = {"salt": finished.salt, "cards": finished.cards.split(), "first_card": round_row.shoe_start}
     return view
@@ -235,9 +238,11 @@ class Views:
                 raise ServiceError(409, "The round has not been dealt yet.")
             names = {str(seat.player_id): name for seat, name in seats_of(session, round_id)}
             seen = engine.view(None if caller.is_operator else str(caller.id))
+            actions = round_actions(session, round_id)
+            if seen.others_withheld:  # a common draw in play: the others' decisions tell of this player's cards
+                actions = [action for action in actions if action["player"] == caller.id]
             return {"id": round_id, "variant": round_row.variant, "status": round_row.status,
-                    "operations": [operation_json(op, names) for op in seen.operations],
-                    "actions": round_actions(session, round_id)}
+                    "operations": [operation_json(op, names) for op in seen.operations], "actions": actions}
 
     def verify(self, caller: Caller, round_id: int) -> dict[str, Any]:
         """The shuffle's proof for a round of the caller's: the commitment, and once the shoe is finished

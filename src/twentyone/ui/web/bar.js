@@ -32,6 +32,8 @@ export function button(focus, label, key, onclick, attributes = {}) {
 
 export function whoDecides(round) {
   const waiting = deciders(round).filter((id) => id !== state.me.id);
+  // A common draw (power): the others' play is withheld until the round settles, since their cards are ours next.
+  if (!waiting.length && round.others_withheld) return "Waiting for the other players to decide…";
   if (!waiting.length) return "Dealing…";
   const names = waiting.map((id) => (round.seats.find((seat) => seat.player_id === id) || {}).name).filter(Boolean);
   if (waiting.length === 1 && names.length) return `${names[0]} is deciding…`;

@@ -123,7 +123,8 @@ export function othersStrip(round) {
   if (count > seats.length) strip.append(el("li", { class: "seat more" }, `and ${count - seats.length} more`));
   return el("div", { class: "others-wrap" },
     el("div", { class: "players-count", id: "players-count" },
-      `${count} player${count === 1 ? "" : "s"} in this round${table.seats ? ` · ${table.seats} seats` : ""}`),
+      `${count} player${count === 1 ? "" : "s"} in this round${table.seats ? ` · ${table.seats} seats` : ""}`
+      + (round.others_withheld && count > 1 ? " · their draws are shown when the round settles" : "")),
     others.length ? strip : null);
 }
 
