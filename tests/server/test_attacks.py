@@ -40,7 +40,7 @@ def test_integers_beyond_64_bits_in_every_path_and_query_int_are_422(guest: Clie
             tried += 1
         response = guest.act(number, "stand")
         assert response.status_code == 422, (number, response.text)
-        for query in ({"page": number}, {"size": number}, {"page": 1, "size": number}):
+        for query in ({"page": number}, {"size": number}, {"page": 1, "size": number}, {"before": number}):
             response = guest.get("/me/history", **query)
             assert response.status_code == 422, (query, response.text)
             tried += 1

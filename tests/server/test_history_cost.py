@@ -134,6 +134,21 @@ def test_a_private_round_costs_the_same_after_hundreds_at_its_table(http: TestCl
     # of ann's rounds: 4,133 steps became 16,943.
     assert after <= before * TOLERANCE, (before, after)
 
+    # A page deep in ann's history costs what her first page costs when it is asked by ``before``;
+    # by page number it reads every round above it first (the counter sees it: the check can fail).
+    first = ann.get("/me/history").json()
+    oldest = ann.get("/me/history", page=HISTORY // 10).json()
+    assert oldest["has_more"]
+
+    def read(**query: Any) -> Callable[[], None]:
+        return lambda: ann.get("/me/history", **query).raise_for_status() and None
+
+    newest_page = cost(engine, read())
+    deep_by_before = cost(engine, read(before=oldest["rounds"][0]["id"] + 1))
+    deep_by_page = cost(engine, read(page=HISTORY // 10))
+    assert first["rounds"] and deep_by_before <= newest_page * TOLERANCE, (newest_page, deep_by_before)
+    assert deep_by_page > newest_page + HISTORY, (newest_page, deep_by_page)
+
 
 @pytest.mark.parametrize("database_url", ["sqlite"], indirect=True)
 def test_a_shared_round_costs_the_same_after_hundreds_at_its_table(http: TestClient, service: GameService,

@@ -195,6 +195,7 @@ def test_history_newest_first_with_paging_and_a_replay(guest: Client) -> None:
     page = guest.get("/me/history").json()
     assert [r["id"] for r in page["rounds"]] == ids[::-1][:10] and page["has_more"]
     assert [r["id"] for r in guest.get("/me/history", page=2).json()["rounds"]] == ids[::-1][10:]
+    assert page["next_before"] == ids[::-1][9]
     latest = page["rounds"][0]
     for field in ("bets", "dealer", "hands", "decisions", "staked", "returned", "balance_before", "balance_after"):
         assert field in latest
@@ -302,3 +303,27 @@ def test_the_balance_kept_on_each_account_is_the_sum_of_its_ledger(guest: Client
             Account, Account.id == LedgerEntry.account_id).where(Account.owner == "house"))
         assert kept == -house  # the house's balance is minus the players'
         assert ledger_balance(session, guest.get("/me").json()["id"], "USD") == guest.balance()
+
+
+def test_history_pages_by_before_stay_put_while_rounds_are_played(guest: Client) -> None:
+    def play() -> int:
+        guest.bet("classic", 100)
+        view = guest.post("/tables/classic/deal").json()
+        while view["status"] == "playing":
+            view = guest.act(view["id"], "stand" if "stand" in view["legal_actions"] else view["legal_actions"][-1]
+                             ).json()
+        return int(view["id"])
+
+    ids = [play() for _ in range(7)]
+    first = guest.get("/me/history", size=3).json()
+    assert [r["id"] for r in first["rounds"]] == ids[::-1][:3] and first["next_before"] == ids[4]
+    newer = play()  # a round played while the player reads their history, in another tab
+    second = guest.get("/me/history", size=3, before=first["next_before"]).json()
+    assert [r["id"] for r in second["rounds"]] == ids[::-1][3:6] and second["has_more"]
+    last = guest.get("/me/history", size=3, before=second["next_before"]).json()
+    assert [r["id"] for r in last["rounds"]] == ids[:1] and not last["has_more"] and last["next_before"] is None
+    # By page number the same read shifts by the round played meanwhile: it shows a round again.
+    assert [r["id"] for r in guest.get("/me/history", size=3, page=2).json()["rounds"]] == ids[::-1][2:5]
+    assert guest.get("/me/history", size=3).json()["rounds"][0]["id"] == newer
+    both = guest.get("/me/history", page=2, before=ids[3])
+    assert both.status_code == 422 and "not both" in both.json()["detail"]

@@ -7,7 +7,7 @@ import time
 from typing import Any
 
 from playwright.sync_api import expect
-from web_helpers import LiveServer, shot
+from web_helpers import LiveServer, guest_token, shot
 
 from twentyone.server.app import create_app
 
@@ -257,3 +257,48 @@ def test_a_lost_connection_comes_back_to_the_same_decision(page: Any, live_serve
             if "ERR_CONNECTION_REFUSED" not in problem and problem != "Failed to fetch"]
     finally:
         restarted.stop()
+
+
+def test_history_pages_older_and_newer_by_before(browser: Any, live_server: LiveServer) -> None:
+    """Twelve rounds: the page shows ten, Older the two before them, and a round played meanwhile shifts nothing."""
+    import httpx
+
+    token, _ = guest_token(live_server)
+    headers = {"Authorization": f"Bearer {token}"}
+    keys = iter(range(10_000))
+
+    def play() -> int:
+        def post(path: str, body: Any = None) -> Any:
+            answer = httpx.post(live_server.url + path, json=body,
+                                headers={**headers, "Idempotency-Key": f"k{next(keys)}"})
+            answer.raise_for_status()
+            return answer.json()
+
+        post("/tables/classic/bets", {"spot": 1, "chip": 100})
+        view = post("/tables/classic/deal")
+        while view["status"] == "playing":
+            action = "stand" if "stand" in view["legal_actions"] else view["legal_actions"][-1]
+            view = post(f"/rounds/{view['id']}/actions", {"action": action})
+        return int(view["id"])
+
+    ids = [play() for _ in range(12)]
+    context = browser.new_context()
+    context.add_init_script(f"localStorage.setItem('twentyone.token', {token!r})")
+    page = context.new_page()
+    page.set_default_timeout(15000)
+    try:
+        page.goto(live_server.url + "/#/history")
+        rows = page.locator("table.history tbody tr")
+        expect(rows).to_have_count(10)
+        expect(rows.first.locator("td").first).to_have_text(f"#{ids[-1]}")
+        expect(page.get_by_role("button", name="Newer")).to_be_disabled()
+        newest = play()  # played in another tab while this one reads its history
+        page.get_by_role("button", name="Older").click()
+        expect(rows).to_have_count(2)
+        expect(rows.first.locator("td").first).to_have_text(f"#{ids[1]}")
+        expect(page.get_by_role("button", name="Older")).to_be_disabled()
+        page.get_by_role("button", name="Newer").click()
+        expect(rows.first.locator("td").first).to_have_text(f"#{newest}")
+        expect(rows).to_have_count(10)
+    finally:
+        context.close()

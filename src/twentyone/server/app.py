@@ -283,8 +283,10 @@ def create_app(settings: Settings, operator_wallet: OperatorWallet | None = None
 
     @app.get("/me/history")
     def history(who: Me, page: Annotated[int, Query(ge=1, le=MAX_ID)] = 1,
-                size: Annotated[int, Query(ge=1, le=100)] = 10) -> dict[str, Any]:
-        return service.history(who, page, size)
+                size: Annotated[int, Query(ge=1, le=100)] = 10,
+                before: Annotated[int | None, Query(ge=1, le=MAX_ID)] = None) -> dict[str, Any]:
+        """Newest first; page with ``before`` (the last page's ``next_before``): constant cost, no shifts."""
+        return service.history(who, page, size, before)
 
     @app.post("/me/reconnect")
     def reconnect(who: Me) -> dict[str, Any]:

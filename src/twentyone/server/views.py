@@ -201,18 +201,30 @@ class Views:
             return round_json(session, round_row, self.table(round_row.table_id), caller.id,
                               self.engine(session, round_row))
 
-    def history(self, caller: Caller, page: int, size: int) -> dict[str, Any]:
-        if page < 1 or not 1 <= size <= 100:
-            raise ServiceError(422, "page starts at 1 and size is 1 to 100.")
+    def history(self, caller: Caller, page: int = 1, size: int = 10, before: int | None = None) -> dict[str, Any]:
+        """The caller's rounds, newest first, ``size`` to a page.
+
+        Two ways to page: ``page`` (1, 2, ...) counts rounds from the newest, so page *n* reads
+        the (n-1) x size rounds before it and shifts when a round is played meanwhile; ``before``
+        (the ``next_before`` of the page before) starts just below a round id, so every page costs
+        the same and none shifts. Not both at once.
+        """
+        if page < 1 or not 1 <= size <= 100 or (before is not None and before < 1):
+            raise ServiceError(422, "page starts at 1, size is 1 to 100 and before is a round id.")
+        if before is not None and page != 1:
+            raise ServiceError(422, "Page by page or by before, not both at once.")
         with self.store.read() as session:
             # Newest first along the index on (player_id, round_id): a page reads its own rows, not the
             # player's whole history sorted (migration 0004).
             query = (select(Round).join(RoundSeat, RoundSeat.round_id == Round.id)
                      .where(RoundSeat.player_id == caller.id, Round.status.in_(("settled", "void", "playing")))
                      .order_by(RoundSeat.round_id.desc()))
-            rows = session.scalars(query.offset((page - 1) * size).limit(size + 1)).all()
+            query = query.where(RoundSeat.round_id < before) if before is not None else query.offset((page - 1) * size)
+            rows = session.scalars(query.limit(size + 1)).all()
             items = [self._history_entry(session, row, caller.id) for row in rows[:size]]
-            return {"page": page, "size": size, "has_more": len(rows) > size, "rounds": items}
+            more = len(rows) > size
+            return {"page": page, "size": size, "before": before, "has_more": more, "rounds": items,
+                    "next_before": items[-1]["id"] if more else None}
 
     def _history_entry(self, session: Session, round_row: Round, player_id: int) -> dict[str, Any]:
         view = round_json(session, round_row, self.table(round_row.table_id), player_id,

@@ -101,9 +101,12 @@ async function renderLobby() {
 }
 
 // -------------------------------------------------------------- history
-async function renderHistory(page = 1) {
+// Pages go by `before` (the round id the previous page ended above): each costs the server the same,
+// and none shifts when a round is played meanwhile. `trail` holds the cursors of the pages passed.
+async function renderHistory(trail = []) {
   if (!(await ensureMe())) { location.hash = "#/"; return; }
-  const data = await api("GET", `/me/history?page=${page}`);
+  const before = trail.length ? trail[trail.length - 1] : null;
+  const data = await api("GET", before === null ? "/me/history" : `/me/history?before=${before}`);
   if (!Object.keys(state.tables).length) await loadTables();
   const root = view();
   root.replaceChildren();
@@ -123,8 +126,10 @@ async function renderHistory(page = 1) {
         "Balance after", ""].map((h) => el("th", { scope: "col" }, h)))),
       el("tbody", {}, ...rows)) : el("p", {}, "No rounds yet."),
     el("div", { class: "controls" },
-      el("button", { type: "button", disabled: page <= 1, onclick: () => renderHistory(page - 1) }, "Newer"),
-      el("button", { type: "button", disabled: !data.has_more, onclick: () => renderHistory(page + 1) }, "Older")),
+      el("button", { type: "button", disabled: !trail.length, onclick: () => renderHistory(trail.slice(0, -1)) },
+        "Newer"),
+      el("button", { type: "button", disabled: !data.has_more,
+        onclick: () => renderHistory([...trail, data.next_before]) }, "Older")),
     el("div", { id: "replay" })));
 }
 
