@@ -464,9 +464,12 @@ class _UvicornOptions(TypedDict):
     log_level: str
     access_log: bool
     timeout_keep_alive: int
+    http: str
 
 
-UVICORN_OPTIONS: _UvicornOptions = {"log_level": "warning", "access_log": False, "timeout_keep_alive": 75}
+# "http": httptools with a bound on the request head (guards.BoundedHead), named as uvicorn imports it.
+UVICORN_OPTIONS: _UvicornOptions = {"log_level": "warning", "access_log": False, "timeout_keep_alive": 75,
+                                    "http": "twentyone.server.guards:BoundedHead"}
 
 
 def _announce(settings: Settings, host: str, port: int, how: str) -> None:

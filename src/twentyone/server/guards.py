@@ -1,4 +1,5 @@
-"""What stands between the network and the game: a body-size limit, a rate limit, and a schema that tells the truth.
+"""What stands between the network and the game: size limits on a request's head and body, a rate limit, and a
+schema that tells the truth.
 
 The OpenAPI schema is what test labs and client generators read, so it must
 describe the server as it answers: every error is ``{"detail": "..."}`` (400,
@@ -16,8 +17,11 @@ from typing import Any
 from fastapi import FastAPI
 from fastapi.openapi.utils import get_openapi
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
+from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
 
 from twentyone.server.context import ServiceError
+
+MAX_HEAD = 16 * 1024  # bytes of request line and headers, as h11's and Node's default: ours need under 1 KB
 
 ERROR_STATUSES = {
     "400": "A header is missing or malformed (the Idempotency-Key).",
@@ -28,6 +32,7 @@ ERROR_STATUSES = {
     "413": "The request body is too large.",
     "422": "A field is missing or has a wrong value.",
     "429": "Too many requests of this kind from this address.",
+    "431": "The request line and headers are larger than 16 KiB.",
     "503": "The game is busy and changed nothing; retry after Retry-After seconds.",
 }
 
@@ -79,6 +84,46 @@ async def _too_large(send: Send, limit: int) -> None:
     await send({"type": "http.response.start", "status": 413,
                 "headers": [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode())]})
     await send({"type": "http.response.body", "body": body})
+
+
+class BoundedHead(HttpToolsProtocol):
+    """uvicorn's HTTP/1.1 protocol (httptools) that refuses a request head past :data:`MAX_HEAD` bytes (431).
+
+    httptools hands uvicorn each header as it arrives, and uvicorn keeps every byte of it until
+    the blank line that ends the head: unbounded, a single connection sending a 200 MB
+    ``Authorization`` header grew the server by 330 MB before its 401. Here the bytes of a head
+    are counted as they come, and past the bound the connection is answered 431 and closed.
+    ``serve`` (one process or several) runs uvicorn with it (``http="twentyone.server.guards:BoundedHead"``).
+    """
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self._head_bytes = 0
+        self._reading_head = True
+
+    def data_received(self, data: bytes) -> None:
+        if self._reading_head:
+            self._head_bytes += len(data)
+        super().data_received(data)
+        if self._reading_head and self._head_bytes > MAX_HEAD and not self.transport.is_closing():
+            self._refuse_head()
+
+    def on_headers_complete(self) -> None:
+        self._reading_head = False  # the body, if any, is BodyLimit's to bound
+        super().on_headers_complete()
+
+    def on_message_complete(self) -> None:
+        super().on_message_complete()
+        self._reading_head, self._head_bytes = True, 0  # the next request on this connection
+
+    def _refuse_head(self) -> None:
+        cycle = getattr(self, "cycle", None)
+        if cycle is None or cycle.response_complete:  # else an answer is under way: just close
+            body = f'{{"detail":"The request line and headers are larger than {MAX_HEAD} bytes."}}'.encode()
+            self.transport.write(b"HTTP/1.1 431 Request Header Fields Too Large\r\ncontent-type: application/json"
+                                 b"\r\nconnection: close\r\ncontent-length: " + str(len(body)).encode()
+                                 + b"\r\n\r\n" + body)
+        self.transport.close()
 
 
 class RateLimiter:
