@@ -38,6 +38,7 @@ from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 from enum import StrEnum
 from fractions import Fraction
+from itertools import islice
 
 from twentyone.core.cards import Card
 from twentyone.core.hand import HandValue, hand_value, is_natural
@@ -134,6 +135,21 @@ def _staked_in(operations: Sequence[VisibleOperation]) -> int:
         elif isinstance(op, ActionTaken):
             total += op.amount
     return total
+
+
+def _others_play(op: VisibleOperation, player: str, owners: Mapping[int, str]) -> bool:
+    """A card drawn to, a decision of, or a hand result of a player other than ``player`` (``owners``: by seat)."""
+    if isinstance(op, CardDealt):
+        return op.seat >= 1 and owners[op.seat] != player  # -1: the common deal; 0: the dealer
+    if isinstance(op, ActionTaken):
+        return op.player != player
+    return isinstance(op, Settled) and op.item == Item.HAND and op.player != player
+
+
+def _as_dealt(hand: HandState, common: tuple[Card, ...], bet: int) -> HandState:
+    """Another player's hand as the common deal left it: the two common cards and the main bet."""
+    status = HandStatus.BLACKJACK if is_natural(list(common)) else HandStatus.PLAYING
+    return HandState(hand.player, hand.seat, 1, common, hand_value(common), bet, bet, status, False, None, None)
 
 
 class Round:
@@ -375,10 +391,13 @@ class Round:
                              settlements, mask_operations(self.operations), decision, legal, offers,
                              self.staked, self.returned)
         assert player is not None
-        operations = tuple(op for op in mask_operations(self.operations) if not self._others_play(op, player))
-        settlements = tuple(op for op in settlements if not self._others_play(op, player))
-        hands = tuple(hand if hand.player == player else self._as_dealt(hand) for hand in self._hands_of(listed)
-                      if hand.player == player or hand.hand == 1)
+        owners = {spot.seat: spot.player for spot in self._spots}
+        operations = tuple(op for op in mask_operations(self.operations) if not _others_play(op, player, owners))
+        settlements = tuple(op for op in settlements if not _others_play(op, player, owners))
+        common = tuple(islice((op.card for op in self.operations if isinstance(op, CardDealt) and op.seat == -1), 2))
+        bets = {spot.seat: spot.bet for spot in self._spots}
+        hands = tuple(hand if hand.player == player else _as_dealt(hand, common, bets[hand.seat])
+                      for hand in self._hands_of(listed) if hand.player == player or hand.hand == 1)
         return RoundView(player, str(self.phase), dealer, hidden, self.dealer_blackjack, hands, settlements,
                          operations, decision, legal, offers, _staked_in(operations),
                          sum(op.returned for op in settlements), others_withheld=True)
@@ -404,24 +423,6 @@ class Round:
         (False, True, True)
         """
         return self.rules.deal.common_draw and player is not None and self.phase is not Phase.SETTLED
-
-    def _others_play(self, op: VisibleOperation, player: str) -> bool:
-        """A card drawn to, a decision of, or a hand result of a player other than ``player``."""
-        if isinstance(op, CardDealt):
-            return op.seat >= 1 and self._spot_at(op.seat).player != player  # -1: the common deal; 0: the dealer
-        if isinstance(op, ActionTaken):
-            return op.player != player
-        return isinstance(op, Settled) and op.item == Item.HAND and op.player != player
-
-    def _spot_at(self, seat: int) -> _Spot:
-        return next(spot for spot in self._spots if spot.seat == seat)
-
-    def _as_dealt(self, hand: HandState) -> HandState:
-        """Another player's hand as the common deal left it: the two common cards and the main bet."""
-        cards = tuple(op.card for op in self.operations if isinstance(op, CardDealt) and op.seat == -1)
-        bet = self._spot_at(hand.seat).bet
-        status = HandStatus.BLACKJACK if is_natural(list(cards)) else HandStatus.PLAYING
-        return HandState(hand.player, hand.seat, 1, cards, hand_value(cards), bet, bet, status, False, None, None)
 
     def offer_amount(self, action: Action, player: str | None = None) -> int:
         """The money an offer would pay back (cash out) or cost (insurance) right now."""
