@@ -150,6 +150,21 @@ def test_a_daily_loss_limit_is_enforced(guest: Client, service: GameService) -> 
     assert refused.json()["amounts"] == {"limit": 1000, "lost": 500, "stake": 600}
 
 
+def test_a_double_that_could_take_losses_past_the_daily_limit_is_refused(guest: Client, service: GameService) -> None:
+    guest.put("/me/limits", {"daily_loss_limit": 900})
+    service.stacked.append(["5S", "6H", "6D", "TC", "KC"])  # 11 against a 6: the double every chart takes
+    guest.bet("classic", 500)
+    dealt = guest.post("/tables/classic/deal").json()
+    assert "double" in dealt["legal_actions"]
+    balance = guest.get("/me").json()["balances"]["USD"]
+    refused = guest.act(dealt["id"], "double")  # 500 at stake already, 500 more: past 900
+    assert refused.status_code == 403 and "daily limit of $9.00" in refused.json()["detail"]
+    assert refused.json()["amounts"] == {"limit": 900, "lost": 500, "stake": 500}
+    assert "stand" in refused.json()["legal_actions"]
+    assert guest.get("/me").json()["balances"]["USD"] == balance  # nothing staked
+    assert guest.act(dealt["id"], "hit").json()["hands"][0]["cards"] == ["5S", "6D", "KC"]  # play goes on
+
+
 def test_self_exclusion_blocks_play_and_sign_in(http: TestClient) -> None:
     ann = new_player(http, "ann")
     ann.put("/me/limits", {"exclude_days": 7})
@@ -157,6 +172,39 @@ def test_self_exclusion_blocks_play_and_sign_in(http: TestClient) -> None:
     assert ann.post("/tables/classic/deal").status_code == 403
     login = http.post("/auth/login", json={"name": "ann", "password": "correct horse"})
     assert login.status_code == 403 and "excluded yourself" in login.json()["detail"]
+
+
+def test_a_looser_limit_waits_a_day_a_stricter_one_applies_at_once(guest: Client, service: GameService,
+                                                                    clock: Clock) -> None:
+    guest.put("/me/limits", {"daily_loss_limit": 500})
+    raised = guest.put("/me/limits", {"daily_loss_limit": 100_000}).json()["limits"]
+    assert raised["daily_loss_limit"] == 500 and raised["pending"]["daily_loss_limit"]["value"] == 100_000
+    assert guest.get("/me").json()["limits"] == raised
+    guest.bet("classic", 500)
+    guest.bet("classic", 100)  # 600 against the limit still in force, 500
+    assert guest.post("/tables/classic/deal").status_code == 403
+    clock.advance(24 * 3600 - 60)
+    assert guest.post("/tables/classic/deal").status_code == 403
+    clock.advance(120)  # the day of cooling-off is over: the raise is in force
+    assert guest.get("/me").json()["limits"] == {"daily_loss_limit": 100_000}
+    assert guest.post("/tables/classic/deal").status_code == 200
+    # A limit where there was none, or a lower one: at once; a raise waiting is dropped by a lower limit.
+    assert guest.put("/me/limits", {"session_minutes": 900}).json()["limits"]["session_minutes"] == 900
+    waiting = guest.put("/me/limits", {"session_minutes": 1200}).json()["limits"]
+    assert waiting["session_minutes"] == 900 and waiting["pending"]["session_minutes"]["value"] == 1200
+    lowered = guest.put("/me/limits", {"session_minutes": 45}).json()["limits"]
+    assert lowered == {"daily_loss_limit": 100_000, "session_minutes": 45}
+
+
+def test_self_exclusion_can_be_made_longer_never_shorter(guest: Client, clock: Clock) -> None:
+    until = guest.put("/me/limits", {"exclude_days": 30}).json()["limits"]["excluded_until"]
+    shortened = guest.put("/me/limits", {"exclude_days": 1})
+    assert shortened.status_code == 403 and "cannot be shortened" in shortened.json()["detail"]
+    assert guest.get("/me").json()["limits"]["excluded_until"] == until
+    longer = guest.put("/me/limits", {"exclude_days": 60}).json()["limits"]["excluded_until"]
+    assert longer > until
+    clock.advance(61 * 24 * 3600)  # over: a new, short exclusion may be set
+    assert guest.put("/me/limits", {"exclude_days": 1}).status_code == 200
 
 
 def test_a_session_time_limit_is_enforced(guest: Client, clock: Clock) -> None:

@@ -220,7 +220,12 @@ def test_settings_hints_and_limits_are_saved(page: Any, live_server: LiveServer)
     page.get_by_role("link", name="Responsible gaming").click()
     page.get_by_label("Daily loss limit").fill("50")
     page.get_by_role("button", name="Save limits").click()
-    expect(page.get_by_text("Daily loss limit: 50.00")).to_be_visible()
+    expect(page.get_by_text("Daily loss limit, in each currency: 50.00")).to_be_visible()
+    page.get_by_label("Daily loss limit").fill("80")  # higher: in force only after a day
+    page.get_by_role("button", name="Save limits").click()
+    expect(page.get_by_text(re.compile(r"Daily loss limit, in each currency: 50\.00 \(raised to 80\.00 from "
+                                       r"\d{4}-\d\d-\d\d \d\d:\d\d UTC\)"))).to_be_visible()
+    shot(page, "limits-raise-waiting")
 
 
 def test_a_phone_sized_table_still_fits(page: Any, live_server: LiveServer) -> None:

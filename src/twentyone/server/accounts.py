@@ -148,8 +148,8 @@ class Accounts:
                 raise ServiceError(404, "The operator has no player profile.")
             balances = {currency: self.wallet.balance(session, player.id, currency) for currency in CURRENCIES}
             return {"id": player.id, "name": player.name, "guest": player.guest, "role": player.role,
-                    "settings": {**SETTINGS_DEFAULTS, **player.settings}, "limits": player.limits,
-                    "balances": balances}
+                    "settings": {**SETTINGS_DEFAULTS, **player.settings},
+                    "limits": limits_in_force(player.limits, self.clock()), "balances": balances}
 
     def update_settings(self, caller: Caller, changes: dict[str, bool]) -> dict[str, Any]:
         with self.store.write() as session:
@@ -161,14 +161,8 @@ class Accounts:
                       exclude_days: int | None) -> dict[str, Any]:
         with self.store.write() as session:
             player = self._player(session, caller)
-            limits = dict(player.limits)
-            if daily_loss_limit is not None:
-                limits["daily_loss_limit"] = daily_loss_limit
-            if session_minutes is not None:
-                limits["session_minutes"] = session_minutes
-            if exclude_days is not None:
-                limits["excluded_until"] = (self.clock() + timedelta(days=exclude_days)).isoformat()
-            player.limits = limits
+            player.limits = limits = changed_limits(player.limits, self.clock(), daily_loss_limit, session_minutes,
+                                                    exclude_days)
             return self.store.answer(session, {"limits": limits})
 
     @staticmethod
@@ -181,18 +175,83 @@ class Accounts:
     def check_limits(self, session: Session, player: Player, currency: str, stake: int) -> None:
         """Refuse a stake that self-exclusion, the session time limit or the daily loss limit forbids."""
         now = self.clock()
-        check_exclusion(player.limits, now)
-        minutes = player.limits.get("session_minutes")
+        limits = limits_in_force(player.limits, now)
+        check_exclusion(limits, now)
+        minutes = limits.get("session_minutes")
         started = aware(player.session_started_at)
         if minutes and started and now - started > timedelta(minutes=minutes):
             raise ServiceError(403, f"Your session time limit of {minutes} minutes is reached.")
-        limit = player.limits.get("daily_loss_limit")
+        limit = limits.get("daily_loss_limit")
         if limit is not None:
             day_start = now.replace(hour=0, minute=0, second=0, microsecond=0)
             lost = net_loss_since(session, player.id, currency, day_start)
             if lost + stake > limit:
                 raise refusal(BetSlipError("This bet could take today's losses past your daily limit of {limit}.",
                                            limit=limit), currency, status=403, amounts={"lost": lost, "stake": stake})
+
+
+COOLING_OFF = timedelta(hours=24)  # a looser limit waits this long; a stricter one applies at once
+EASED_LATER = ("daily_loss_limit", "session_minutes")  # lower is stricter for both
+
+
+def limits_in_force(limits: dict[str, Any], now: datetime) -> dict[str, Any]:
+    """The limits that apply at ``now``: a raise whose cooling-off is over is in force; the others stay ``pending``.
+
+    >>> from datetime import UTC
+    >>> stored = {"daily_loss_limit": 1000, "pending": {"daily_loss_limit": {"value": 5000,
+    ...           "from": "2026-12-02T09:00:00+00:00"}}}
+    >>> limits_in_force(stored, datetime(2026, 12, 1, 9, tzinfo=UTC))["daily_loss_limit"]
+    1000
+    >>> limits_in_force(stored, datetime(2026, 12, 2, 9, tzinfo=UTC))
+    {'daily_loss_limit': 5000}
+    """
+    current = {name: value for name, value in limits.items() if name != "pending"}
+    waiting = {}
+    for name, change in limits.get("pending", {}).items():
+        if datetime.fromisoformat(change["from"]) <= now:
+            current[name] = change["value"]
+        else:
+            waiting[name] = change
+    return {**current, "pending": waiting} if waiting else current
+
+
+def changed_limits(limits: dict[str, Any], now: datetime, daily_loss_limit: int | None, session_minutes: int | None,
+                   exclude_days: int | None) -> dict[str, Any]:
+    """A player's limits after they change them, as responsible-gaming rules have it.
+
+    A stricter limit (lower, or one where there was none) applies at once and drops a raise
+    still waiting; a looser one applies after :data:`COOLING_OFF`, so that it is not set in
+    the heat of a losing session. Self-exclusion can be made longer, never shorter.
+
+    >>> from datetime import UTC
+    >>> now = datetime(2026, 12, 1, 9, tzinfo=UTC)
+    >>> changed_limits({"daily_loss_limit": 1000}, now, 5000, None, None)
+    {'daily_loss_limit': 1000, 'pending': {'daily_loss_limit': {'value': 5000, 'from': '2026-12-02T09:00:00+00:00'}}}
+    >>> changed_limits(_, now, 500, 30, None)
+    {'daily_loss_limit': 500, 'session_minutes': 30}
+    >>> changed_limits({"excluded_until": "2036-11-28T09:00:00+00:00"}, now, None, None, 1)
+    Traceback (most recent call last):
+    ...
+    twentyone.server.context.ServiceError: You have excluded yourself until 2036-11-28 09:00 UTC: an exclusion ...
+    """
+    changed = limits_in_force(limits, now)
+    waiting = dict(changed.pop("pending", {}))
+    for name, value in zip(EASED_LATER, (daily_loss_limit, session_minutes), strict=True):
+        if value is None:
+            continue
+        if changed.get(name) is None or value <= changed[name]:
+            changed[name] = value
+            waiting.pop(name, None)
+        else:
+            waiting[name] = {"value": value, "from": (now + COOLING_OFF).isoformat()}
+    if exclude_days is not None:
+        until = now + timedelta(days=exclude_days)
+        current = changed.get("excluded_until")
+        if current and datetime.fromisoformat(current) > until:
+            raise ServiceError(403, f"You have excluded yourself until {current[:16].replace('T', ' ')} UTC: an "
+                                    "exclusion cannot be shortened.")
+        changed["excluded_until"] = until.isoformat()
+    return {**changed, "pending": waiting} if waiting else changed
 
 
 def check_exclusion(limits: dict[str, Any], now: datetime) -> None:

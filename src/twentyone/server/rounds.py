@@ -331,6 +331,8 @@ class Rounds:
                     alone = [seat] if not table.shared else None
                     if cost:
                         self.wallet.lock(session, seat.player_id, table.currency)
+                        if source == "player":  # a double, split or insurance is a bet: the player's limits apply
+                            self._check_limits(session, seat.player_id, table.currency, cost, legal)
                         balance = self.wallet.balance(session, seat.player_id, table.currency)
                         if cost > balance:
                             raise refusal(BetSlipError(f"{action.capitalize()} needs {{cost}} more and the balance "
@@ -410,6 +412,16 @@ class Rounds:
             self.live.keep(round_row.id, round_row.version, engine)
         else:
             self.live.forget(round_row.id)
+
+    def _check_limits(self, session: Session, player_id: int, currency: str, stake: int, legal: list[str]) -> None:
+        """Refuse (403, with the legal actions) a stake added mid-round that the player's limits forbid."""
+        player = session.get(Player, player_id)
+        assert player is not None
+        try:
+            self.accounts.check_limits(session, player, currency, stake)
+        except ServiceError as error:
+            error.extra.setdefault("legal_actions", legal)
+            raise
 
     def _stake(self, session: Session, table: TableSpec, round_row: Round, seat: RoundSeat, amount: int) -> None:
         if amount <= 0:

@@ -177,19 +177,30 @@ async function renderSettings() {
       } }), ` ${text}`)))));
 }
 
+const utc = (iso) => `${iso.slice(0, 16).replace("T", " ")} UTC`;
+
 async function renderLimits() {
   if (!(await ensureMe())) { location.hash = "#/"; return; }
   const limits = state.me.limits;
+  // A raise waiting out its day: " (raised to 50.00 from 2026-12-01 17:00 UTC)".
+  const waiting = (name, text) => {
+    const change = (limits.pending || {})[name];
+    return change ? ` (raised to ${text(change.value)} from ${utc(change.from)})` : "";
+  };
   const message = el("p", { role: "status" });
   const root = view();
   root.replaceChildren(el("section", { class: "panel" },
     el("h1", {}, "Responsible gaming"),
     el("p", {}, "Gambling should be entertainment. Set limits that the server enforces for you; for help, contact a "
       + "support service in your country."),
+    el("p", {}, "A lower limit applies at once; a higher one after 24 hours. Self-exclusion can be made longer, "
+      + "never shorter."),
     el("ul", {},
-      el("li", {}, `Daily loss limit: ${limits.daily_loss_limit === undefined ? "none" : money(limits.daily_loss_limit)}`),
-      el("li", {}, `Session time limit: ${limits.session_minutes ? `${limits.session_minutes} minutes` : "none"}`),
-      el("li", {}, `Self-exclusion: ${limits.excluded_until ? `until ${limits.excluded_until.slice(0, 16)} UTC` : "none"}`)),
+      el("li", {}, `Daily loss limit, in each currency: ${limits.daily_loss_limit === undefined ? "none"
+        : (limits.daily_loss_limit / 100).toFixed(2)}${waiting("daily_loss_limit", (v) => (v / 100).toFixed(2))}`),
+      el("li", {}, `Session time limit: ${limits.session_minutes ? `${limits.session_minutes} minutes` : "none"}`
+        + waiting("session_minutes", (v) => `${v} minutes`)),
+      el("li", {}, `Self-exclusion: ${limits.excluded_until ? `until ${utc(limits.excluded_until)}` : "none"}`)),
     el("form", { class: "inline", onsubmit: async (event) => {
       event.preventDefault();
       const form = event.target;
