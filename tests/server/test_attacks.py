@@ -93,6 +93,13 @@ def test_amounts_beyond_what_storage_holds_are_422(guest: Client, operator: Clie
         assert operator.post("/admin/credit", {"player": guest.name, "currency": "USD", "amount": amount}
                              ).status_code == 422
         assert guest.post("/tables/classic/chip", {"chip": amount}).status_code == 422
+    # Credits each within bounds that together would take a balance past them: the one that would is refused.
+    balance = guest.get("/me").json()["balances"]["USD"]
+    assert operator.post("/admin/credit", {"player": guest.name, "currency": "USD", "amount": 10**15 - balance}
+                         ).json()["balance"] == 10**15
+    refused = operator.post("/admin/credit", {"player": guest.name, "currency": "USD", "amount": 1})
+    assert refused.status_code == 409 and "past 1000000000000000 minor units" in refused.json()["detail"]
+    assert guest.get("/me").json()["balances"]["USD"] == 10**15
 
 
 def test_daily_loss_limit_false_is_not_taken_as_zero(guest: Client) -> None:
@@ -207,6 +214,22 @@ def test_a_100_mb_body_in_process_is_413_too(guest: Client) -> None:
     response = guest.http.post("/tables/classic/bets", content=body,
                                headers={**guest.headers, "Idempotency-Key": "big", "Content-Type": "application/json"})
     assert response.status_code == 413
+    assert guest.get("/tables/classic").json()["slip"]["total"] == 0
+
+
+def test_a_misspelt_limit_or_setting_is_422_not_a_silent_no_op(guest: Client) -> None:
+    for path, body in (("/me/limits", {"daily_loss_limt": 500}), ("/me/settings", {"bogus": True})):
+        response = guest.put(path, body)
+        assert response.status_code == 422 and response.json()["detail"].endswith("Extra inputs are not permitted.")
+    assert guest.get("/me").json()["limits"] == {}
+
+
+def test_a_body_that_is_not_json_or_not_utf8_is_one_clear_422(guest: Client) -> None:
+    for body in (b"not json", b'{"spot": 1, "chip": 100', b'{"spot": 1, "type": "\xff\xfe"}'):
+        response = guest.http.post("/tables/classic/bets", content=body, headers={
+            **guest.headers, "Idempotency-Key": uuid.uuid4().hex, "Content-Type": "application/json"})
+        assert response.status_code == 422, (body, response.text)
+        assert response.json() == {"detail": "The body is not valid JSON (UTF-8)."}, body
     assert guest.get("/tables/classic").json()["slip"]["total"] == 0
 
 

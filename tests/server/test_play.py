@@ -53,6 +53,10 @@ def test_register_login_and_errors(http: TestClient) -> None:
     assert http.get("/me").status_code == 401
     assert http.get("/me", headers={"Authorization": "Bearer nonsense"}).json()["detail"].startswith("The token")
     assert http.post("/auth/register", json={"name": "xyz"}).json()["detail"] == "password: Field required."
+    for name in ("guest-1a2b3c4d", "Guest-ann"):  # a guest's name, or one to pass for a guest: kept for guests
+        taken = http.post("/auth/register", json={"name": name, "password": "correct horse"})
+        assert taken.status_code == 422 and taken.json() == {"detail": "Names beginning with 'guest-' are kept for "
+                                                                       "guests."}
 
 
 def test_guest_gets_a_demo_balance_without_a_form(guest: Client) -> None:

@@ -25,6 +25,7 @@ from twentyone.server.store import Store
 from twentyone.server.wallet import Wallet, net_loss_since
 
 NAME = re.compile(r"^[A-Za-z0-9_.-]{3,32}$")
+GUEST_PREFIX = "guest-"  # guests' names; no registered name begins with it
 CURRENCIES = ("USD", "GBP", "EUR")
 SETTINGS_DEFAULTS = {"cash_out_visible": True, "sound": True, "hints": False}
 TOKEN_CACHE = 10_000  # signed-in callers kept in memory, so a request needs no query to know who it is
@@ -48,6 +49,8 @@ class Accounts:
     def register(self, name: str, password: str) -> tuple[Caller, str]:
         if not NAME.match(name):
             raise ServiceError(422, "A name is 3 to 32 letters, digits, dots, dashes or underscores.")
+        if name.lower().startswith(GUEST_PREFIX):  # a player could pass for a guest, or take a guest's next name
+            raise ServiceError(422, f"Names beginning with {GUEST_PREFIX!r} are kept for guests.")
         if len(password) < 8:
             raise ServiceError(422, "A password needs at least 8 characters.")
         password_hash = self.hasher.hash(password)  # slow on purpose: done before the transaction
@@ -61,7 +64,7 @@ class Accounts:
         if not self.settings.demo:
             raise ServiceError(403, "Guest play is off on this server: register or sign in.")
         with self.store.write() as session:
-            player = self._new_player(session, f"guest-{secrets.token_hex(4)}", None, guest=True)
+            player = self._new_player(session, f"{GUEST_PREFIX}{secrets.token_hex(4)}", None, guest=True)
             return Caller(player.id, player.name, player.role, True), self._issue_token(session, player)
 
     def _new_player(self, session: Session, name: str, password_hash: str | None, guest: bool) -> Player:

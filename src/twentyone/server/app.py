@@ -21,12 +21,14 @@ from typing import Annotated, Any, Literal
 from anyio import to_thread
 from fastapi import Depends, FastAPI, Header, Query, Request, WebSocket, WebSocketDisconnect
 from fastapi import Path as PathParam
+from fastapi.exception_handlers import http_exception_handler
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import HTMLResponse, JSONResponse, Response
 from fastapi.staticfiles import StaticFiles
-from pydantic import BaseModel, BeforeValidator, Field, StrictBool
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, StrictBool
 from pydantic_core import to_json
 from starlette.concurrency import run_in_threadpool
+from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from twentyone.core.money import MAX_AMOUNT
 from twentyone.core.shoe import RandomBits
@@ -42,6 +44,7 @@ from twentyone.server.wallet import OperatorWallet
 from twentyone.variants import VARIANTS
 
 log = logging.getLogger("twentyone.server")
+NOT_JSON = "The body is not valid JSON (UTF-8)."
 
 
 class Answer(JSONResponse):
@@ -122,12 +125,16 @@ class Decision(BaseModel):
 
 
 class SettingsUpdate(BaseModel):
+    model_config = ConfigDict(extra="forbid")  # a misspelt setting is a 422, not a silent no-op
+
     cash_out_visible: StrictBool | None = None
     sound: StrictBool | None = None
     hints: StrictBool | None = None
 
 
 class LimitsUpdate(BaseModel):
+    model_config = ConfigDict(extra="forbid")  # a misspelt limit must not leave a player believing it is set
+
     daily_loss_limit: LossLimit | None = None
     session_minutes: Minutes | None = None
     exclude_days: Days | None = None
@@ -222,8 +229,18 @@ def create_app(settings: Settings, operator_wallet: OperatorWallet | None = None
     @app.exception_handler(RequestValidationError)
     async def validation_error(_request: Request, error: RequestValidationError) -> JSONResponse:
         first = error.errors()[0] if error.errors() else {"loc": (), "msg": "invalid request"}
+        if first.get("type") == "json_invalid":  # its "loc" is a character offset, not a field
+            return Answer({"detail": NOT_JSON}, status_code=422)
         where = ".".join(str(part) for part in first["loc"] if part != "body") or "request"
         return Answer({"detail": f"{where}: {first['msg']}."}, status_code=422)
+
+    @app.exception_handler(StarletteHTTPException)
+    async def http_error(request: Request, error: StarletteHTTPException) -> Response:
+        # FastAPI answers a body it cannot decode (not UTF-8) with a 400 of its own words; here 400 means a
+        # missing Idempotency-Key, and malformed input is a 422 like any other.
+        if error.status_code == 400 and error.detail == "There was an error parsing the body":
+            return Answer({"detail": NOT_JSON}, status_code=422)
+        return await http_exception_handler(request, error)
 
     async def once(who: Caller, key: str | None, request: Request, body: Any,
                    work: Callable[[], dict[str, Any]], status: int = 200) -> JSONResponse:

@@ -24,6 +24,7 @@ from typing import Any
 from sqlalchemy import func, select
 
 from twentyone.core.commitment import commitment, verify_record
+from twentyone.core.money import MAX_AMOUNT
 from twentyone.core.shoe import RandomBits, system_rng
 from twentyone.server.accounts import Accounts
 from twentyone.server.cluster import OUTBOX, TABLES_CHANNEL, LocalOwnership, TimerOwnership, table_timers
@@ -131,6 +132,12 @@ class GameService:
             player = session.scalars(select(Player).where(Player.name == player_name)).first()
             if player is None:
                 raise ServiceError(404, f"There is no player {player_name!r}.")
+            if self.wallet.keeps_balances:
+                # Every amount stays far inside 64 bits (core.money), a balance too: many large credits could pass it.
+                self.wallet.lock(session, player.id, currency)
+                if self.wallet.balance(session, player.id, currency) + amount > MAX_AMOUNT:
+                    raise ServiceError(409, f"This credit would take the balance past {MAX_AMOUNT} minor units, the "
+                                            "most one account holds.")
             try:
                 self.wallet.credit(session, player.id, currency, amount)
             except WalletError as error:
