@@ -72,6 +72,7 @@ def test_lobby_guest_and_a_full_classic_round_with_history(page: Any, live_serve
     expect(page.locator("table.history tbody tr")).to_have_count(1)
     page.locator("button[data-replay]").click()
     expect(page.locator(".operations li").first).to_contain_text("bets $5.00")
+    expect(page.locator(".operations li").last).to_have_text("hand 1.1: win, returned $10.00")
     page.locator("#verify").click()
     expect(page.locator("#verification")).to_contain_text("Verified")
     page.get_by_role("link", name="Lobby").click()
@@ -305,5 +306,22 @@ def test_history_pages_older_and_newer_by_before(browser: Any, live_server: Live
         page.get_by_role("button", name="Newer").click()
         expect(rows.first.locator("td").first).to_have_text(f"#{newest}")
         expect(rows).to_have_count(10)
+    finally:
+        context.close()
+
+
+def test_bets_returned_on_arrival_are_told_in_their_own_tables_currency(browser: Any, live_server: LiveServer) -> None:
+    import httpx
+
+    token, _ = guest_token(live_server)
+    placed = httpx.post(live_server.url + "/tables/single-deck/bets", json={"spot": 1, "chip": 2500},
+                        headers={"Authorization": f"Bearer {token}", "Idempotency-Key": "slip"})
+    assert placed.status_code == 200, placed.text
+    context = browser.new_context()
+    context.add_init_script(f"localStorage.setItem('twentyone.token', {token!r})")
+    page = context.new_page()
+    try:
+        page.goto(live_server.url + "/#/table/power")  # a euro table; the bet was in pounds
+        expect(page.locator("#announce")).to_have_text("Your undealt bets were returned: £25.00.")
     finally:
         context.close()

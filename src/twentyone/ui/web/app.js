@@ -140,7 +140,10 @@ async function showReplay(roundId, currency) {
     const lines = replay.operations.map((op) => {
       if (op.type === "card") return `card ${op.card} → ${op.to}${op.face_up ? "" : " (face down)"}`;
       if (op.type === "action") return `${op.player}: ${op.action} on hand ${op.seat}.${op.hand}`;
-      if (op.type === "settled") return `${op.item} hand ${op.seat}.${op.hand}: ${op.result}, returned ${money(op.returned, currency)}`;
+      if (op.type === "settled") {
+        const what = op.item === "hand" ? `hand ${op.seat}.${op.hand}` : `${op.item} on hand ${op.seat}.${op.hand}`;
+        return `${what}: ${op.result}, returned ${money(op.returned, currency)}`;
+      }
       if (op.type === "bets") return `${op.player} bets ${money(op.bet, currency)} on hand ${op.seat}`;
       if (op.type === "peek") return `dealer checks for blackjack: ${op.blackjack ? "blackjack" : "none"}`;
       if (op.type === "hole") return `dealer turns over ${op.card}`;

@@ -121,7 +121,9 @@ function connectSocket(tableId) {
     const event = JSON.parse(message.data);
     const currency = state.table ? state.table.table.currency : undefined;
     if (event.type === "hello" && event.returned_bets && event.returned_bets.length) {
-      announce(`Your undealt bets were returned: ${event.returned_bets.map((b) => money(b.total, currency)).join(", ")}.`);
+      // Each in the currency of the table it was on, which need not be this one.
+      const returned = event.returned_bets.map((b) => money(b.total, (state.tables[b.table_id] || {}).currency));
+      announce(`Your undealt bets were returned: ${returned.join(", ")}.`);
     }
     if (event.type === "bets-returned" && state.me && event.player_id === state.me.id) {
       announce(event.total ? `Bets of ${money(event.total, currency)} returned. ${event.reason}` : event.reason);
