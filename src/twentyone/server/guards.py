@@ -86,37 +86,66 @@ async def _too_large(send: Send, limit: int) -> None:
     await send({"type": "http.response.body", "body": body})
 
 
+class _HeadTooLarge(Exception):
+    """Raised from a parser callback to stop httptools at a head already refused."""
+
+
 class BoundedHead(HttpToolsProtocol):
     """uvicorn's HTTP/1.1 protocol (httptools) that refuses a request head past :data:`MAX_HEAD` bytes (431).
 
     httptools hands uvicorn each header as it arrives, and uvicorn keeps every byte of it until
     the blank line that ends the head: unbounded, a single connection sending a 200 MB
-    ``Authorization`` header grew the server by 330 MB before its 401. Here the bytes of a head
-    are counted as they come, and past the bound the connection is answered 431 and closed.
-    ``serve`` (one process or several) runs uvicorn with it (``http="twentyone.server.guards:BoundedHead"``).
+    ``Authorization`` header grew the server by 330 MB before its 401. Two counts bound it:
+    the raw bytes received while a head is still incomplete (so memory stays bounded however
+    slowly or quickly it comes), and the head's exact size once parsed (so a head past the
+    bound is refused whether it came in one read or many). Past either, the connection is
+    answered 431 and closed. ``serve`` (one process or several) runs uvicorn with it
+    (``http="twentyone.server.guards:BoundedHead"``).
     """
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
-        self._head_bytes = 0
+        self._raw_head = self._parsed_head = 0
         self._reading_head = True
+        self._refused = False
 
     def data_received(self, data: bytes) -> None:
+        if self._refused:
+            return
         if self._reading_head:
-            self._head_bytes += len(data)
-        super().data_received(data)
-        if self._reading_head and self._head_bytes > MAX_HEAD and not self.transport.is_closing():
+            self._raw_head += len(data)
+        try:
+            super().data_received(data)
+        except _HeadTooLarge:  # pragma: no cover - httptools wraps it; uvicorn then calls send_400_response
+            return
+        if self._reading_head and self._raw_head > MAX_HEAD and not self._refused:
             self._refuse_head()
+
+    def on_url(self, url: bytes) -> None:
+        self._parsed_head += len(url)
+        super().on_url(url)
+
+    def on_header(self, name: bytes, value: bytes) -> None:
+        self._parsed_head += len(name) + len(value) + 4  # ": " and the line's end
+        super().on_header(name, value)
 
     def on_headers_complete(self) -> None:
         self._reading_head = False  # the body, if any, is BodyLimit's to bound
+        if self._parsed_head > MAX_HEAD:
+            self._refuse_head()
+            raise _HeadTooLarge  # nothing of this request reaches the application
         super().on_headers_complete()
 
     def on_message_complete(self) -> None:
         super().on_message_complete()
-        self._reading_head, self._head_bytes = True, 0  # the next request on this connection
+        self._reading_head, self._raw_head, self._parsed_head = True, 0, 0  # the next request on this connection
+
+    def send_400_response(self, msg: str) -> None:
+        if not self._refused:  # the parser's error after a refused head: the 431 is already on its way
+            super().send_400_response(msg)
 
     def _refuse_head(self) -> None:
+        self._refused = True
         cycle = getattr(self, "cycle", None)
         if cycle is None or cycle.response_complete:  # else an answer is under way: just close
             body = f'{{"detail":"The request line and headers are larger than {MAX_HEAD} bytes."}}'.encode()
