@@ -196,6 +196,27 @@ def test_a_looser_limit_waits_a_day_a_stricter_one_applies_at_once(guest: Client
     assert lowered == {"daily_loss_limit": 100_000, "session_minutes": 45}
 
 
+def test_shared_table_bets_meet_the_limits_again_when_the_round_is_dealt(http: TestClient, service: GameService,
+                                                                          clock: Clock) -> None:
+    """Bets joined into a forming round are staked only when betting closes: losses or an exclusion since count."""
+    ann, bob, cid = new_player(http, "ann"), new_player(http, "bob"), new_player(http, "cid")
+    ann.put("/me/limits", {"daily_loss_limit": 1000})
+    for client in (ann, bob, cid):
+        client.bet("multiplayer", 500)
+        client.bet("multiplayer", 500)
+        assert client.post("/tables/multiplayer/deal").json()["status"] == "betting"  # nothing staked yet
+    ann.bet("classic", 500)
+    assert ann.post("/tables/classic/deal").status_code == 200  # 500 now at stake: with 1,000 more, past 1,000
+    bob.put("/me/limits", {"exclude_days": 7})
+    before = {name: client.balance() for name, client in (("ann", ann), ("bob", bob), ("cid", cid))}
+    clock.advance(16)
+    assert service.tick()["dealt"] == 1
+    assert ann.balance() == before["ann"] and bob.balance() == before["bob"]  # both sit this round out
+    assert cid.balance() == before["cid"] - 1000
+    round_view = cid.get("/tables/multiplayer").json()["round"]
+    assert [seat["name"] for seat in round_view["seats"]] == ["cid"]
+
+
 def test_self_exclusion_can_be_made_longer_never_shorter(guest: Client, clock: Clock) -> None:
     until = guest.put("/me/limits", {"exclude_days": 30}).json()["limits"]["excluded_until"]
     shortened = guest.put("/me/limits", {"exclude_days": 1})
@@ -222,6 +243,8 @@ def test_operator_creates_tables_credits_and_reads_reports(operator: Client, gue
     created = operator.post("/admin/tables", table)
     assert created.status_code == 201 and created.json()["limits"]["main"] == [10000, 1000000]
     assert "high-roller" in [t["id"] for t in guest.get("/tables").json()["tables"]]
+    misspelt = operator.post("/admin/tables", {**table, "id": "misspelt", "decision_timout": 30})
+    assert misspelt.status_code == 422 and "decision_timout" in misspelt.json()["detail"]
     bad = operator.post("/admin/tables", {**table, "id": "bad-table", "variant": "poker"})
     assert bad.status_code == 422 and bad.json()["detail"].startswith("variant: Input should be 'first-person'")
     credited = operator.post("/admin/credit", {"player": guest.name, "currency": "USD", "amount": 5000})

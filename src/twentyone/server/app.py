@@ -141,6 +141,8 @@ class LimitsUpdate(BaseModel):
 
 
 class TableCreate(BaseModel):
+    model_config = ConfigDict(extra="forbid")  # a misspelt setting (decision_timout) must not be dropped silently
+
     id: str = Field(pattern=r"^[A-Za-z0-9_.-]{3,32}$")
     name: str = Field(min_length=1, max_length=64)
     variant: Literal[VARIANTS]  # type: ignore[valid-type]

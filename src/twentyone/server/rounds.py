@@ -231,7 +231,7 @@ class Rounds:
         """
         table = self.tables.get(table_id)
         round_id = None
-        returned: list[tuple[int, int]] = []
+        returned: list[tuple[int, int, str]] = []  # (player, amount given back, why)
         try:
             with self.store.write() as session:
                 round_row = session.scalars(select(Round).where(Round.table_id == table.id, Round.status == "betting")
@@ -243,14 +243,23 @@ class Rounds:
                     return None
                 round_id = round_row.id
                 dealt: list[RoundSeat] = []
-                for seat in session.scalars(select(RoundSeat).where(RoundSeat.round_id == round_row.id)
-                                            .order_by(RoundSeat.position)).all():
+                seats = session.scalars(select(RoundSeat).where(RoundSeat.round_id == round_row.id)
+                                        .order_by(RoundSeat.position)).all()
+                players = {player.id: player for player in session.scalars(
+                    select(Player).where(Player.id.in_([seat.player_id for seat in seats])))}
+                for seat in seats:
                     self.wallet.lock(session, seat.player_id, table.currency)
                     total = bets_total(seat.bets)
                     balance = self.wallet.balance(session, seat.player_id, table.currency)
                     if total > balance:  # spent elsewhere since: the seat sits this round out
                         session.delete(seat)
-                        returned.append((seat.player_id, 0))
+                        returned.append((seat.player_id, 0, "Your balance no longer covered your bets."))
+                        continue
+                    try:  # checked at the join with nothing staked yet: losses or a self-exclusion since count
+                        self.accounts.check_limits(session, players[seat.player_id], table.currency, total)
+                    except ServiceError as refused:
+                        session.delete(seat)
+                        returned.append((seat.player_id, 0, f"Your bets sit this round out: {refused.detail}"))
                         continue
                     seat.balance_before = balance
                     self._stake(session, table, round_row, seat, total)
@@ -258,7 +267,9 @@ class Rounds:
                 session.flush()
                 for slip in session.scalars(select(Slip).where(Slip.table_id == table.id)).all():
                     if slip.bets:  # bets placed but never confirmed with DEAL are returned
-                        returned.append((slip.player_id, sum(slip.bets.values())))
+                        returned.append((slip.player_id, sum(slip.bets.values()),
+                                         "Your bets were not in the round when betting closed: press DEAL to "
+                                         "join the next one."))
                         slip.bets, slip.history = {}, []
                 if not dealt:
                     round_row.status = "void"
@@ -278,11 +289,9 @@ class Rounds:
                 raise
             log.exception("round %s malfunctioned during the deal", round_id)
             self.void(round_id, VOID_AT_DEAL)
-        for player_id, total in returned:
+        for player_id, total, reason in returned:
             self.events.publish(table.id, {"type": "bets-returned", "player_id": player_id, "total": total,
-                                           "reason": "Your bets were not in the round when betting closed: "
-                                                     "press DEAL to join the next one." if total else
-                                                     "Your balance no longer covered your bets."})
+                                           "reason": reason})
         self.events.publish(table.id, {"type": "round", "round_id": round_id})
         return round_id
 

@@ -137,7 +137,7 @@ class GameService:
                 self.wallet.lock(session, player.id, currency)
                 if self.wallet.balance(session, player.id, currency) + amount > MAX_AMOUNT:
                     raise ServiceError(409, f"This credit would take the balance past {MAX_AMOUNT} minor units, the "
-                                            "most one account holds.")
+                                            "most an operator may credit up to.")
             try:
                 self.wallet.credit(session, player.id, currency, amount)
             except WalletError as error:
