@@ -19,6 +19,7 @@ export function answers(kind) {
 }
 
 // What the bar's buttons do (given by table.js): control(path, body), decide(action), answerOffers(choice),
+// controlsPending(),
 // nextRound(), redraw().
 let act = null;
 export function wire(handlers) {
@@ -152,6 +153,11 @@ document.addEventListener("keydown", (event) => {
     }
     const match = ACTIONS.find(([action, , shortcut]) => shortcut === key && round.legal_actions.includes(action));
     if (match && press(`[data-action='${match[0]}']`)) event.preventDefault();
+    return;
+  }
+  if (key === "d" && act.controlsPending() && (!round || round.status !== "playing")) {
+    act.control("deal");  // in line after the bets still on their way; the server says if there is nothing to deal
+    event.preventDefault();
     return;
   }
   const keys = { d: "#deal", r: "#rebet", u: "#undo", x: "#double-bets", n: "#next-round" };

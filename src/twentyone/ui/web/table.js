@@ -38,7 +38,8 @@ export async function openTable(tableId, ensureMe) {
     location.hash = "#/";
     return;
   }
-  if (!state.table || state.table.table.id !== tableId) {
+  const entering = !state.table || state.table.table.id !== tableId;
+  if (entering) {
     state.finished = null;  // a table change clears the last round and its result
     state.watching = null;
     state.seen = new Map();
@@ -51,6 +52,26 @@ export async function openTable(tableId, ensureMe) {
   }
   connectSocket(tableId);
   await refreshTable(tableId);
+  if (entering) await showMissedResult(tableId);
+}
+
+const MISSED_FOR_MS = 60 * 60 * 1000;  // a result missed within the hour is shown on return; older ones are history
+const shownKey = () => `twentyone.shown.${state.me.id}`;  // the last round whose result this browser showed
+
+/** A round of the player's that settled while they were away (page closed, connection lost: the timer stood for
+ * them) is shown when they come back to its table, once. */
+async function showMissedResult(tableId) {
+  const current = state.table && state.table.round;
+  if (current && current.status === "playing") return;
+  try {
+    const last = (await api("GET", "/me/history?size=1")).rounds[0];
+    if (!last || last.table_id !== tableId || last.status !== "settled" || !last.settled_at) return;
+    if (Date.now() - Date.parse(last.settled_at) > MISSED_FOR_MS || localStorage.getItem(shownKey()) === String(last.id)) {
+      return;
+    }
+    finish(await api("GET", `/rounds/${last.id}`));
+    announce(`Round #${last.id} was settled while you were away.`);
+  } catch { /* only a courtesy: the table itself is shown */ }
 }
 
 let latest = 0;
@@ -84,6 +105,7 @@ export async function refreshTable(tableId) {
 
 function finish(round) {
   if (state.finished && state.finished.id === round.id) return;
+  localStorage.setItem(shownKey(), String(round.id));
   state.finished = round;
   state.watching = null;
   showResult(round);
@@ -155,8 +177,12 @@ export function leaveTable() {
 }
 
 // ------------------------------------------------------------------ requests
+// Bet controls sent and not yet answered: a DEAL pressed meanwhile (D right after a spot) goes in line behind them
+// rather than being lost on a button drawn before their answers.
+let controlsInFlight = 0;
 function control(path, body) {
-  return serial(() => controlNow(path, body));
+  controlsInFlight += 1;
+  return serial(() => controlNow(path, body)).finally(() => { controlsInFlight -= 1; });
 }
 
 async function controlNow(path, body) {
@@ -221,7 +247,8 @@ function nextRound() {
   renderTable();
 }
 
-wire({ control, decide, answerOffers, nextRound, redraw: () => renderTable() });
+wire({ control, decide, answerOffers, nextRound, redraw: () => renderTable(),
+  controlsPending: () => controlsInFlight > 0 });
 
 // ------------------------------------------------------------------ drawing
 export function renderTable() {
