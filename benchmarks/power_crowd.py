@@ -159,8 +159,9 @@ async def crowd(http: httpx.AsyncClient, base: str, players: int, timeout: float
                 view = (await call("GET", f"/rounds/{round_id}", token)).json()
                 if not view["legal_actions"]:
                     return
-                mine = [h for h in view["hands"] if h["status"] == "playing"]
-                total = mine[0]["total"] if mine else 21
+                decision = view["decision"]  # with legal actions, the viewer's own: its hand, not another's
+                total = next(h["total"] for h in view["hands"] if (h["player_id"], h["seat"], h["hand"]) ==
+                             (decision["player_id"], decision["seat"], decision["hand"]))
                 sent = time.perf_counter()
                 response = await call("POST", f"/rounds/{round_id}/actions", token,
                                       {"action": "hit" if total < 12 else "stand"})
