@@ -87,7 +87,8 @@ async def _too_large(send: Send, limit: int) -> None:
 
 
 class _HeadTooLarge(Exception):
-    """Raised from a parser callback to stop httptools at a head already refused."""
+    """Raised from a parser callback to stop httptools at a head already refused: httptools wraps it in an
+    ``HttpParserError``, which uvicorn answers with :meth:`BoundedHead.send_400_response` (silent here)."""
 
 
 class BoundedHead(HttpToolsProtocol):
@@ -114,10 +115,7 @@ class BoundedHead(HttpToolsProtocol):
             return
         if self._reading_head:
             self._raw_head += len(data)
-        try:
-            super().data_received(data)
-        except _HeadTooLarge:  # pragma: no cover - httptools wraps it; uvicorn then calls send_400_response
-            return
+        super().data_received(data)
         if self._reading_head and self._raw_head > MAX_HEAD and not self._refused:
             self._refuse_head()
 

@@ -124,9 +124,10 @@ def round_json(session: Session, round_row: Round, table: TableSpec, player_id: 
                  "cost": stakes[(offer.seat, offer.hand)] // 2 if offer.kind == "insurance" else 0}
                 for offer in engine.pending_offers(str(player_id))]
         # Whose decision the table waits for: one player in turn, or everyone still deciding in a common draw,
-        # where a player who has stopped deciding may have busted on a card: only the viewer's own is told.
-        view["deciding"] = [int(player) for player in names if engine.decision(player) is not None
-                            and (player == str(player_id) or not seen.others_withheld)]
+        # where a player who has stopped deciding may have busted on a card: there only the viewer (deciding
+        # here, since a withheld view has the viewer's own decision or none) is told.
+        view["deciding"] = [player_id] if seen.others_withheld else [
+            int(player) for player in names if engine.decision(player) is not None]
     if finished is not None and finished.finished:
         view["revealed"] = {"salt": finished.salt, "cards": finished.cards.split(), "first_card": round_row.shoe_start}
     return view
