@@ -193,32 +193,73 @@ def test_only_the_multipliers_of_the_rules_are_offered() -> None:
         start("classic", ["5S", "7H", "6D", "8C", "KC"], 100).triple()
 
 
-def test_common_draw_players_decide_independently_and_the_result_does_not_depend_on_their_order() -> None:
-    """Power's common draw: a player's k-th card is the k-th card of one sequence, so players need not wait
-    for each other; any order of their decisions deals the same cards and settles the same money."""
+def test_common_draw_players_move_in_lockstep_and_the_order_within_a_step_does_not_matter() -> None:
+    """Power's common draw: a player's k-th card is the k-th card of one sequence. As at the live table,
+    common card k is dealt once every player still deciding has chosen at step k; within a step players
+    choose in any order, and any order deals the same cards and settles the same money."""
     rules = builtin_rules(V)
     shoe = ["5S", "7H", "6D", "8C", "4C", "KD", "2H", "3S", "QC"]
     plans = {"ann": ["hit", "stand"], "bob": ["stand"], "cy": ["hit", "hit"]}
 
-    def run(order: list[str]) -> Round:
-        game = Round(rules, Shoe.stacked(shoe, rules.shoe.composition))
+    def run(steps: list[list[str]], lockstep: bool = True) -> Round:
+        game = Round(rules, Shoe.stacked(shoe, rules.shoe.composition), lockstep=lockstep)
         for name in plans:
             game.place_bets(name, [HandBet(100)])
         game.deal()
         queues = {name: list(actions) for name, actions in plans.items()}
-        for name in order:
-            assert game.decision(name) is not None, name  # waiting on this player, whoever came first
-            game.act(queues[name].pop(0), name)
+        for step in steps:
+            for name in step:
+                assert game.decision(name) is not None, name  # deciding at this step, whoever came first
+                game.act(queues[name].pop(0), name)
         assert game.phase is Phase.SETTLED
         return game
 
-    in_seat_order = run(["ann", "ann", "bob", "cy", "cy"])
-    last_first = run(["cy", "bob", "cy", "ann", "ann"])
-    assert [h.cards for h in in_seat_order.hands] == [h.cards for h in last_first.hands]
-    assert [h.returned for h in in_seat_order.hands] == [h.returned for h in last_first.hands]
-    assert in_seat_order.dealer_cards == last_first.dealer_cards
+    in_seat_order = run([["ann", "bob", "cy"], ["ann", "cy"]])
+    last_first = run([["cy", "bob", "ann"], ["cy", "ann"]])
+    # A round recorded before lockstep (each player at their own pace) replays to the same cards and money.
+    own_pace = run([["cy", "cy", "bob", "ann", "ann"]], lockstep=False)
+    for other in (last_first, own_pace):
+        assert [h.cards for h in in_seat_order.hands] == [h.cards for h in other.hands]
+        assert [h.returned for h in in_seat_order.hands] == [h.returned for h in other.hands]
+        assert in_seat_order.dealer_cards == other.dealer_cards
     # Both players hitting first take the same card: the first of the common sequence.
     assert in_seat_order.hands[0].cards[2] == in_seat_order.hands[2].cards[2]
+
+
+def test_common_draw_deals_no_card_until_everyone_still_deciding_has_chosen_at_its_step() -> None:
+    """A second account (or a friend) who hits first learns nothing: the card stays in the shoe, seen by
+    nobody, the house included, until the last player still deciding has chosen; a player who has chosen
+    waits, and the round's step (its one decision clock) moves only when the card is dealt."""
+    rules = builtin_rules(V)
+    game = Round(rules, Shoe.stacked(["5S", "7H", "6D", "8C", "4C", "KD", "2H"], rules.shoe.composition))
+    for name in ("ann", "scout", "cy"):
+        game.place_bets(name, [HandBet(100)])
+    game.deal()
+    step = game.step
+    game.act("hit", "scout")
+    with pytest.raises(IllegalActionError, match="no decision is pending for player 'scout'"):
+        game.act("hit", "scout")  # waiting for the card chosen: no second choice before the others'
+    game.act("hit", "ann")
+    everyone = [game.view(name) for name in ("ann", "scout", "cy", None)]
+    assert not any("4C" in repr(view) for view in everyone) and game.step == step
+    assert game.decision("cy") is not None and game.decision("ann") is None
+    dealt = game.act("stand", "cy")
+    assert [str(op.card) for op in dealt if hasattr(op, "card")] == ["4C", "4C"]  # ann's and the scout's
+    assert game.step == step + 1 and game.decision("ann") is not None and game.decision("scout") is not None
+
+
+def test_common_draw_split_hands_both_get_their_card_before_either_is_played() -> None:
+    rules = builtin_rules(V)
+    game = Round(rules, Shoe.stacked(["6S", "7H", "6D", "5H", "2C", "3C", "4C"], rules.shoe.composition))
+    game.place_bets("ann", [HandBet(100)])
+    game.place_bets("bob", [HandBet(100)])
+    game.deal()
+    game.act("split", "ann")
+    game.act("hit", "bob")  # takes common card 0 with ann's first hand; card 1 waits for bob's next choice
+    assert game.decision("ann") is None and [len(h.cards) for h in game.hands] == [2, 1, 3]
+    game.act("stand", "bob")
+    assert [[str(c) for c in h.cards] for h in game.hands if h.player == "ann"] == [["6S", "2C"], ["6D", "3C"]]
+    assert game.decision("ann") is not None
 
 
 def test_players_at_a_table_without_common_draw_still_decide_in_turn() -> None:

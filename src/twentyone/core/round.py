@@ -13,7 +13,11 @@ Conventions every game shares (documented in ``docs/variants.md``):
   second; then the first hand is played, then the second.
 * In a common-draw game (power) every player has the same first two cards;
   a player's k-th drawn card is the k-th card of one common sequence, and the
-  dealer draws after the longest player's use of it.
+  dealer draws after the longest player's use of it. Players move in lockstep,
+  as at the live table: common card k is dealt only once every player still
+  deciding has chosen at step k (a hit, double or split reserves the card and
+  waits for it), so nobody sees a card before everyone who could take it has
+  chosen. The order of choices within a step changes nothing.
 
 >>> from twentyone.core.rules import rules_from_toml
 >>> from twentyone.core.shoe import Shoe
@@ -155,9 +159,12 @@ def _as_dealt(hand: HandState, common: tuple[Card, ...], bet: int) -> HandState:
 class Round:
     """One round of blackjack at one table, from bets to settlement."""
 
-    def __init__(self, rules: Rules, shoe: Shoe) -> None:
+    def __init__(self, rules: Rules, shoe: Shoe, lockstep: bool = True) -> None:
+        """A round before its bets. ``lockstep`` False replays a common-draw round recorded before
+        players moved in lockstep (each drew at their own pace): the same cards and money, another order."""
         self.rules = rules
         self.shoe = shoe
+        self.lockstep = lockstep
         self.phase = Phase.BETS
         self.operations: list[Operation] = []
         self.actions: list[Action] = []
@@ -170,6 +177,11 @@ class Round:
         self._offers: list[tuple[DecisionKind, _Hand]] = []
         self._common: list[Card] = []
         self._draws: dict[str, int] = {}
+        # Lockstep: (common index, hand, the action that drew) for cards chosen and not yet dealt,
+        # and how many each player waits for; a player waiting for a card is not deciding.
+        self._reserved: list[tuple[int, _Hand, Action]] = []
+        self._awaiting: dict[str, int] = {}
+        self._step = 0
 
     def copy(self) -> Round:
         """An independent copy of the round: branch it to explore what each card or action leads to.
@@ -405,22 +417,24 @@ class Round:
     def _withholds_others(self, player: str | None) -> bool:
         """Whether ``player`` must not see the other players' play yet.
 
-        In a common draw a player's k-th drawn card is everyone's k-th: a card another player
-        has drawn is this player's own next card, and so is anything that tells of it (the
-        other player's next decision, a bust, a result). Until the round settles, a player
-        (or anyone not in the round: a second account could watch for a player) sees the
-        others' hands only as dealt. ``None``, the house's view (operator, audit), sees all.
+        In a common draw a player's k-th drawn card is everyone's k-th. Lockstep keeps every card
+        from everyone until all who could take it have chosen; on top of that, until the round
+        settles a player (or anyone not in the round) sees the others' hands only as dealt: no
+        drawn card, decision, bust or result. What another player chose, and whether they still
+        choose, is theirs until the end; and a round recorded at each player's own pace (``lockstep``
+        False), where a card another player drew could be this player's next, shows nothing of it.
+        ``None``, the house's view (operator, audit), sees all.
 
         >>> from twentyone.core.shoe import Shoe
         >>> from twentyone.variants import builtin_rules
         >>> game = Round(builtin_rules("power"), Shoe.stacked("2S 5H 3D 8C 4C KD 6H".split()))
         >>> game.place_bets("a", [HandBet(100)]); game.place_bets("b", [HandBet(100)])
         >>> _ = game.deal()
-        >>> _ = game.act("hit", "a")  # a draws 4C, the common sequence's first card: b's next card too
+        >>> _, _, _ = game.act("hit", "a"), game.act("hit", "b"), game.act("stand", "a")  # both took 4C
         >>> [[str(card) for card in hand.cards] for hand in game.view("b").hands]
-        [['2S', '3D'], ['2S', '3D']]
-        >>> "4C" in repr(game.view("b")), "4C" in repr(game.view("a")), "4C" in repr(game.view())
-        (False, True, True)
+        [['2S', '3D'], ['2S', '3D', '4C']]
+        >>> [str(op.action) for op in game.view("b").operations if hasattr(op, "action")]
+        ['hit']
         """
         return self.rules.deal.common_draw and player is not None and self.phase is not Phase.SETTLED
 
@@ -455,6 +469,25 @@ class Round:
         return 0
 
     # --------------------------------------------------------- decisions
+    @property
+    def step(self) -> int:
+        """How many times the round has moved on for everyone at once: into the players' turns, and
+        in a lockstep common draw each common card dealt. A common draw's one decision clock, which
+        all its players share, restarts when this changes, and at no other decision.
+
+        >>> from twentyone.core.shoe import Shoe
+        >>> from twentyone.variants import builtin_rules
+        >>> game = Round(builtin_rules("power"), Shoe.stacked("2S 5H 3D 8C 4C KD 6H".split()))
+        >>> game.place_bets("a", [HandBet(100)]); game.place_bets("b", [HandBet(100)])
+        >>> _ = game.deal(); game.step
+        1
+        >>> _ = game.act("hit", "a"); game.step  # b still chooses at this step
+        1
+        >>> _ = game.act("hit", "b"); game.step
+        2
+        """
+        return self._step
+
     def pending_offers(self, player: str) -> tuple[Decision, ...]:
         """Every offer still waiting for ``player``'s answer, in the order the round asks them."""
         if self.phase is not Phase.OFFERS:
@@ -646,14 +679,12 @@ class Round:
             self._log(ActionTaken(action, hand.player, hand.seat, number))
         elif action is Action.HIT:
             self._log(ActionTaken(action, hand.player, hand.seat, number))
-            self._draw_to(hand)
-            self._after_card(hand)
+            self._draw_to(hand, action)
         elif action in MULTIPLIER_OF:
             extra = hand.stake * (MULTIPLIER_OF[action] - 1)
             hand.stake += extra
             self._log(ActionTaken(action, hand.player, hand.seat, number, extra))
-            self._draw_to(hand)
-            hand.status = HandStatus.BUST if hand.value.bust else HandStatus.DOUBLED
+            self._draw_to(hand, action)
         elif action is Action.SPLIT:
             self._split(hand, number)
         elif action is Action.SURRENDER:
@@ -676,14 +707,19 @@ class Round:
         index = spot.hands.index(hand)
         spot.hands[index:index + 1] = [first, second]
         for new in (first, second):
-            self._draw_to(new)
-        for new in (first, second):
-            if aces and self.rules.split.aces_one_card:
-                # One card each: the hand is finished unless it may be split again.
-                if self._play_refusal(new, Action.SPLIT) is not None:
-                    new.status = HandStatus.STOOD
-            else:
-                self._after_card(new)
+            self._draw_to(new, Action.SPLIT)
+
+    def _took(self, hand: _Hand, cause: Action) -> None:
+        """What the card drawn by ``cause`` (a hit, a double, a split) makes of ``hand``."""
+        if cause in MULTIPLIER_OF:
+            hand.status = HandStatus.BUST if hand.value.bust else HandStatus.DOUBLED
+        elif cause is Action.SPLIT and hand.split_aces and self.rules.split.aces_one_card:
+            # One card each: the hand is finished unless it may be split again. (Each split hand's
+            # card is dealt before either is played, so this reads the same whichever comes first.)
+            if self._play_refusal(hand, Action.SPLIT) is not None:
+                hand.status = HandStatus.STOOD
+        else:
+            self._after_card(hand)
 
     def _after_card(self, hand: _Hand) -> None:
         value = hand.value
@@ -694,17 +730,56 @@ class Round:
         ):
             hand.status = HandStatus.STOOD
 
-    def _draw_to(self, hand: _Hand) -> None:
+    def _draw_to(self, hand: _Hand, cause: Action) -> None:
+        """Give ``hand`` its next card, drawn by ``cause``; in lockstep, reserve it until its step is complete."""
         if self.rules.deal.common_draw:
             index = self._draws[hand.player]
+            self._draws[hand.player] = index + 1
+            if self.lockstep:
+                self._reserved.append((index, hand, cause))
+                self._awaiting[hand.player] = self._awaiting.get(hand.player, 0) + 1
+                return
             if index == len(self._common):
                 self._common.append(self.shoe.draw())
             card = self._common[index]
-            self._draws[hand.player] = index + 1
         else:
             card = self.shoe.draw()
+        self._give(hand, card, cause)
+
+    def _give(self, hand: _Hand, card: Card, cause: Action) -> None:
         hand.cards.append(card)
         self._log(CardDealt(card, hand.seat, self._number_of(hand)))
+        self._took(hand, cause)
+
+    def _release(self) -> None:
+        """Deal the common cards players wait for, each once nobody still deciding could take it.
+
+        Every player deciding is at the same step (their next card would be the next common card), so a
+        card is dealt when nobody is deciding: everyone has chosen at this step, or is done.
+
+        >>> from twentyone.core.shoe import Shoe
+        >>> from twentyone.variants import builtin_rules
+        >>> game = Round(builtin_rules("power"), Shoe.stacked("2S 5H 3D 8C 4C KD 6H".split()))
+        >>> game.place_bets("a", [HandBet(100)]); game.place_bets("b", [HandBet(100)])
+        >>> _ = game.deal()
+        >>> _ = game.act("hit", "a")  # a chooses a card; b has not chosen at this step yet
+        >>> game.decision("a") is None, [str(card) for card in game.hands[0].cards]
+        (True, ['2S', '3D'])
+        >>> [str(op.card) for op in game.act("hit", "b") if hasattr(op, "card")]  # both take 4C at once
+        ['4C', '4C']
+        """
+        while self._reserved and self._current_hand() is None:
+            index = len(self._common)
+            card = self.shoe.draw()
+            self._common.append(card)
+            self._step += 1
+            taking = sorted((entry for entry in self._reserved if entry[0] == index),
+                            key=lambda entry: (entry[1].seat, self._number_of(entry[1])))
+            assert taking, "a reserved common card is the next one"  # reservations run on from the last dealt
+            self._reserved = [entry for entry in self._reserved if entry[0] != index]
+            for _, hand, cause in taking:
+                self._awaiting[hand.player] -= 1
+                self._give(hand, card, cause)
 
     def _cash_out_amount(self, hand: _Hand) -> int | None:
         """Floor of ``factor × main bet`` for a hand that may cash out, or None."""
@@ -727,7 +802,9 @@ class Round:
             if self._dealer_check():
                 return
             self.phase = Phase.PLAYER_TURNS
+            self._step += 1
         if self.phase is Phase.PLAYER_TURNS:
+            self._release()
             if self._current_hand() is not None:
                 return
             self._dealer_turn()
@@ -737,8 +814,11 @@ class Round:
     def _current_hand(self, player: str | None = None) -> _Hand | None:
         # A player's own spots only: at a power table of a thousand players, a decision must not
         # walk every hand at the table.
+        # A player waiting for a common card decides nothing until it comes (their split hands included).
         spots = self._spots if player is None else self._spots_of.get(player, [])
         for spot in spots:
+            if self._awaiting.get(spot.player):
+                continue
             for hand in spot.hands:
                 if hand.status == HandStatus.PLAYING:
                     return hand
