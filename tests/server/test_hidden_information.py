@@ -271,8 +271,10 @@ def drawn_cards(service: GameService, round_id: int) -> dict[int, list[str]]:
 
 def test_a_common_draw_shows_nobody_the_cards_another_player_drew_until_it_settles(
         http: TestClient, service: GameService, clock: Clock) -> None:
-    """In power a player's k-th drawn card is every player's k-th: the card another player has drawn is this
-    player's own next card. Until the round settles, no player and no onlooker may learn it, from any answer."""
+    """In power a player's k-th drawn card is every player's k-th. Players move in lockstep: a card chosen is
+    dealt only once everyone still deciding has chosen at its step, so a second account that hits first learns
+    nothing, and the shared clock and the table's events move only with the step, never with one player's
+    choice. Until the round settles nobody, onlookers included, sees another player's draws, from any answer."""
     ann, bob, cid = guest(http), guest(http), guest(http)  # cid only watches the table
     players = {"ann": ann, "bob": bob, "cid": cid}
     ids = {name: client.get("/me").json()["id"] for name, client in players.items()}
@@ -284,20 +286,30 @@ def test_a_common_draw_shows_nobody_the_cards_another_player_drew_until_it_settl
     clock.advance(service.table("power").betting_window + 1)
     assert service.tick()["dealt"] == 1
     checked = 0
+    published, received = [0], dict.fromkeys(players, 0)
+    original = service.events.publish
+
+    def counting(table_id: str, event: dict[str, Any]) -> None:
+        published[0] += table_id == "power"
+        original(table_id, event)
+
+    service.events.publish = counting  # type: ignore[method-assign]
 
     def everything_read_by(name: str, socket: Any) -> list[tuple[str, Any]]:
         client = players[name]
         answers = [(path, client.get(path)) for path in (f"/rounds/{round_id}", f"/rounds/{round_id}/replay",
                                                          f"/rounds/{round_id}/hint", "/tables/power", "/me/history")]
         answers = [(path, response.json()) for path, response in answers]
-        with contextlib.suppress(Exception):
-            while True:  # the events sent so far (each names a round; the client re-reads it)
-                answers.append(("WebSocket", socket.receive_json(timeout=0.01)))
+        while received[name] < published[0]:  # every event sent so far (each names a round; the client re-reads)
+            answers.append(("WebSocket", socket.receive_json()))
+            received[name] += 1
         return answers
 
-    def nobody_sees_another_players_draw(after: str, sockets: dict[str, Any]) -> None:
+    def nobody_sees_another_players_draw(after: str, sockets: dict[str, Any]) -> int:
+        """Check every answer of every reader; the number of events the sockets had sent since the last check."""
         nonlocal checked
         drawn = drawn_cards(service, round_id)
+        events = 0
         for name in players:
             own = drawn.get(ids[name], [])
             # Cards someone else drew that this player has not drawn yet (all distinct: a match is a leak).
@@ -306,6 +318,7 @@ def test_a_common_draw_shows_nobody_the_cards_another_player_drew_until_it_settl
                 found = leaks(body, Secrets(cards=secret))
                 assert not found, f"after {after}: {name} {where}: {found[:3]}"
                 checked += 1
+                events += where == "WebSocket"
             response = players[name].get(f"/rounds/{round_id}")
             view = response.json() if name != "cid" else players[name].get("/tables/power").json()["round"]
             assert (response.status_code == 404) == (name == "cid"), response.json()  # not cid's round to read
@@ -315,6 +328,7 @@ def test_a_common_draw_shows_nobody_the_cards_another_player_drew_until_it_settl
                 assert set(view["deciding"]) <= {ids[name]}, view["deciding"]
                 replay = players[name].get(f"/rounds/{round_id}/replay").json()
                 assert replay.get("actions", []) == [] or {a["player"] for a in replay["actions"]} == {ids[name]}
+        return events
 
     with contextlib.ExitStack() as stack:
         sockets = {name: stack.enter_context(http.websocket_connect(f"/ws/tables/power?token={client.token}"))
@@ -322,21 +336,30 @@ def test_a_common_draw_shows_nobody_the_cards_another_player_drew_until_it_settl
         for socket in sockets.values():
             assert socket.receive_json()["type"] == "hello"
         nobody_sees_another_players_draw("the deal", sockets)
-        hits = 0
-        while hits < 3 and "hit" in ann.get(f"/rounds/{round_id}").json()["legal_actions"]:
-            assert ann.act(round_id, "hit").status_code == 200
-            hits += 1
-            nobody_sees_another_players_draw(f"ann's hit {hits}", sockets)
-        assert hits >= 2 and len(drawn_cards(service, round_id)[ids["ann"]]) == hits
-        # bob draws: his first card is ann's first (a common draw), so he may now see that one, not the next.
-        assert bob.act(round_id, "hit").status_code == 200
+        clock.advance(3)  # a clock restarted by ann's choice would move bob's deadline on by 3 s
+        deadline = bob.get(f"/rounds/{round_id}").json()["decision"]["deadline"]
+        assert ann.act(round_id, "hit").status_code == 200
+        # Chosen, not dealt: bob still chooses at this step, so the card is nowhere, not even in the log.
+        assert drawn_cards(service, round_id) == {ids["ann"]: [], ids["bob"]: []}
+        waiting = ann.get(f"/rounds/{round_id}").json()
+        assert waiting["decision"] is None and waiting["legal_actions"] == [] and waiting["status"] == "playing"
+        assert nobody_sees_another_players_draw("ann's hit", sockets) == 0  # no event tells that someone acted
+        assert bob.get(f"/rounds/{round_id}").json()["decision"]["deadline"] == deadline
+        assert bob.act(round_id, "hit").status_code == 200  # the step is complete: both get common card 0
         drawn = drawn_cards(service, round_id)
-        assert drawn[ids["bob"]][0] == drawn[ids["ann"]][0]
-        nobody_sees_another_players_draw("bob's hit", sockets)
-        for name in ("ann", "bob"):
-            view = players[name].get(f"/rounds/{round_id}").json()
-            if view["decision"] is not None:
-                assert players[name].act(round_id, "stand").status_code == 200
+        assert len(drawn[ids["ann"]]) == 1 and drawn[ids["bob"]] == drawn[ids["ann"]]
+        assert nobody_sees_another_players_draw("bob's hit", sockets) >= len(players)  # the step, to everyone
+        assert bob.get(f"/rounds/{round_id}").json()["decision"]["deadline"] > deadline  # a fresh clock
+        # Next step: ann hits, bob stands. Ann's card is dealt at once; bob, done, still may not see it.
+        if "hit" in ann.get(f"/rounds/{round_id}").json()["legal_actions"]:
+            assert ann.act(round_id, "hit").status_code == 200
+            nobody_sees_another_players_draw("ann's second hit", sockets)
+        assert bob.act(round_id, "stand").status_code == 200
+        nobody_sees_another_players_draw("bob's stand", sockets)
+        assert len(drawn_cards(service, round_id)[ids["ann"]]) >= 1
+        view = ann.get(f"/rounds/{round_id}").json()
+        if view["decision"] is not None:
+            assert ann.act(round_id, "stand").status_code == 200
     settled = bob.get(f"/rounds/{round_id}").json()
     assert settled["status"] == "settled" and not settled["others_withheld"]
     anns = next(hand for hand in settled["hands"] if hand["player_id"] == ids["ann"])

@@ -346,11 +346,49 @@ def test_power_players_share_the_first_two_cards(http: TestClient, service: Game
     service.tick()
     view = ann.get(f"/rounds/{round_id}").json()
     assert [h["cards"] for h in view["hands"]] == [["8S", "5D"], ["8S", "5D"]]
-    ann.act(round_id, "hit")
-    ann.act(round_id, "stand")
-    bob.act(round_id, "hit")
+    assert ann.act(round_id, "hit").status_code == 200
+    early = ann.act(round_id, "stand")  # ann waits for her card until bob has chosen at this step too
+    assert early.status_code == 409 and early.json()["legal_actions"] == []
+    assert bob.act(round_id, "hit").status_code == 200
+    assert ann.act(round_id, "stand").status_code == 200
     final = bob.act(round_id, "stand").json()
     assert [h["cards"] for h in final["hands"]] == [["8S", "5D", "2C"], ["8S", "5D", "2C"]]
+
+
+def test_a_power_round_recorded_before_lockstep_still_replays_as_it_was_played(
+        http: TestClient, service: GameService, clock: Clock) -> None:
+    """Rounds dealt before migration 0005 were played at each player's own pace: ann hit and stood before
+    bob chose. Their log is out of turn in lockstep, so they keep ``lockstep`` false and replay as played."""
+    from sqlalchemy import update
+
+    from twentyone.server.models import Round, RoundAction
+
+    ann, bob = new_player(http, "ann"), new_player(http, "bob")
+    service.stacked.append(["8S", "7H", "5D", "KC", "2C", "3C", "QS"])
+    for player in (ann, bob):
+        player.bet("power", 500)
+        player.post("/tables/power/deal")
+    clock.advance(16)
+    service.tick()
+    round_id = ann.get("/tables/power").json()["round"]["id"]
+    for player, action in ((ann, "hit"), (bob, "hit"), (ann, "stand"), (bob, "stand")):
+        assert player.act(round_id, action).status_code == 200
+    settled = bob.get(f"/rounds/{round_id}").json()
+    # Rewrite the log as the old server kept it: ann's hit and stand, then bob's.
+    with service.db.transaction() as session:
+        session.execute(update(Round).where(Round.id == round_id).values(lockstep=False))
+        rows = session.query(RoundAction).filter_by(round_id=round_id).order_by(RoundAction.seq).all()
+        for row in rows:
+            row.seq += 100  # out of the unique (round_id, seq) range first
+        session.flush()
+        for seq, row in enumerate(sorted(rows, key=lambda row: (row.player_id != ann.player_id(), row.seq))):
+            row.seq = seq
+    service.live.forget(round_id)
+    again = bob.get(f"/rounds/{round_id}")
+    assert again.status_code == 200 and again.json()["hands"] == settled["hands"]
+    replay = bob.get(f"/rounds/{round_id}/replay").json()
+    assert [(a["player"], a["action"]) for a in replay["actions"]] == [
+        (ann.player_id(), "hit"), (ann.player_id(), "stand"), (bob.player_id(), "hit"), (bob.player_id(), "stand")]
 
 
 def test_the_table_websocket_announces_rounds(guest: Client, http: TestClient) -> None:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from datetime import datetime, timedelta
+
 from fastapi.testclient import TestClient
 from server_helpers import Client, Clock
 from sqlalchemy import func, select
@@ -52,7 +54,7 @@ def test_a_crowded_power_round_takes_decisions_in_any_order_and_settles_everyone
         assert mine["balance_after"] == player.balance("EUR")
 
 
-def test_the_timer_stands_every_player_of_a_common_draw_round_at_once(
+def test_the_timer_stands_every_player_still_deciding_at_the_step_and_the_next_step_has_its_own_clock(
         http: TestClient, service: GameService, clock: Clock) -> None:
     service.stacked.append(["5S", "7H", "6D", "8C", "4C", "KD", "2H", "3S"])
     players = []
@@ -64,9 +66,16 @@ def test_the_timer_stands_every_player_of_a_common_draw_round_at_once(
     clock.advance(16)
     service.tick()
     round_id = players[0].get("/tables/power").json()["round"]["id"]
-    players[2].act(round_id, "hit")
+    clock.advance(5)
+    assert players[2].act(round_id, "hit").status_code == 200  # chosen: waits for the others at this step
+    clock.advance(11)  # the step's time is up: 16 s since the deal, whatever anyone chose meanwhile
+    assert service.tick()["auto"] == 4  # the four still deciding stand; the card chosen is dealt
+    view = players[2].get(f"/rounds/{round_id}").json()
+    own = next(hand for hand in view["hands"] if hand["player_id"] == view["decision"]["player_id"])
+    assert view["status"] == "playing" and own["cards"] == ["5S", "6D", "4C"]
+    assert datetime.fromisoformat(view["decision"]["deadline"]) == clock.now + timedelta(seconds=15)
     clock.advance(16)
-    assert service.tick()["auto"] == 5  # every waiting player stands when the round's time is up
+    assert service.tick()["auto"] == 1
     view = players[2].get(f"/rounds/{round_id}").json()
     assert view["status"] == "settled" and all(hand["status"] != "playing" for hand in view["hands"])
 

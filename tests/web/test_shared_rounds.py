@@ -67,18 +67,26 @@ def test_players_join_one_round_and_see_each_others_bets_and_turns(browser: Any,
                     shot(pages[0], f"{table}-{players}-players-others-turn")
                 page.locator("button[data-action='stand']").click()
         else:
-            # Power's common draw: everybody decides at once. Another player's draw would be this player's
-            # next card, so nobody is shown the others' play (not even who still decides) until the round settles.
+            # Power's common draw: everybody decides at once, in lockstep. Nobody is shown the others' play
+            # (not even who still decides) until the round settles.
             for page in pages:
                 expect(page.locator("button[data-action='stand']")).to_be_enabled()
                 expect(page.locator("#players-count")).to_contain_text("their draws are shown when the round settles")
                 expect(page.locator(".others .seat.active")).to_have_count(0)
             shot(pages[-1], f"{table}-{players}-players-others-turn")
-            for index, page in enumerate(reversed(pages)):  # in any order: the last to sit down may decide first
+            # The first player hits: the card comes once everyone else has chosen at this step.
+            pages[0].locator("button[data-action='hit']").click()
+            expect(pages[0].locator("button[data-action='hit']")).to_have_count(0)
+            expect(pages[0].locator("#action-bar")).to_contain_text("Waiting for the other players to decide")
+            expect(pages[0].locator(".hands.mine .card")).to_have_count(2)
+            shot(pages[0], f"{table}-{players}-players-waiting-for-the-step")
+            for page in reversed(pages[1:]):  # in any order: the last to sit down may decide first
                 page.locator("button[data-action='stand']").click()
                 expect(page.locator("button[data-action='stand']")).to_have_count(0)
-                if index < players - 1:
-                    expect(page.locator("#action-bar")).to_contain_text("Waiting for the other players to decide")
+                expect(page.locator("#action-bar")).to_contain_text("Waiting for the other players to decide")
+            expect(pages[0].locator(".hands.mine .card")).to_have_count(3)  # the common card, after the last choice
+            shot(pages[0], f"{table}-{players}-players-card-after-the-step")
+            pages[0].locator("button[data-action='stand']").click()
             for me, page in enumerate(pages):  # settled: every hand is shown
                 for other, name in enumerate(names):
                     if other != me:

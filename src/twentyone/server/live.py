@@ -89,7 +89,8 @@ def round_actions(session: Session, round_id: int) -> list[dict[str, Any]]:
 
 def dealt_engine(round_row: Round, shoe_cards: str, seats: list[RoundSeat]) -> Engine:
     """A round's engine with its seats' bets placed, dealt unless the round is still taking bets."""
-    engine = Engine(builtin_rules(round_row.variant), Shoe.stacked(shoe_cards.split()[round_row.shoe_start:]))
+    engine = Engine(builtin_rules(round_row.variant), Shoe.stacked(shoe_cards.split()[round_row.shoe_start:]),
+                    lockstep=round_row.lockstep)
     for seat in sorted(seats, key=lambda seat: seat.position):
         engine.place_bets(str(seat.player_id), hand_bets_of(seat.bets))
     if round_row.status != "betting" and seats:

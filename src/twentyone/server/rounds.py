@@ -310,6 +310,7 @@ class Rounds:
         """
         with self.live.locked(round_id):
             touched = False  # whether the engine in memory was changed, and must go if nothing commits
+            moved_on = False  # whether the round moved on for everyone (see below)
             try:
                 with self.store.write() as session:
                     round_row = session.scalars(ROUND_FOR_UPDATE, {"round_id": round_id}).first()
@@ -337,6 +338,7 @@ class Rounds:
                     except IllegalActionError as error:
                         raise ServiceError(409, str(error), legal_actions=legal) from None
                     cost = engine.cost_of(action, decision.player)
+                    step = engine.step
                     seat = own if own is not None and own.player_id == int(decision.player) else \
                         seat_of(session, round_id, int(decision.player))
                     assert seat is not None
@@ -360,7 +362,11 @@ class Rounds:
                         raise Malfunction(str(error)) from error
                     session.add(RoundAction(round_id=round_id, seq=round_row.version, player_id=int(decision.player),
                                             action=str(action), source=source))
-                    round_row.decision_since = self.clock()
+                    # A common draw has one clock for everyone, restarted when the round moves on a step: a
+                    # clock restarted at anyone's decision would tell the others that someone acted.
+                    moved_on = not engine.rules.deal.common_draw or engine.step != step
+                    if moved_on:
+                        round_row.decision_since = self.clock()
                     round_row.version += 1
                     self._after_change(session, round_row, engine, table, alone)
                     shown = ([(seat, caller.name)], 1) if alone and seat.player_id == caller.id else None
@@ -380,22 +386,24 @@ class Rounds:
                 self.void(round_id, VOID_IN_PLAY)
                 return self.view_of(caller, round_id)
         self.deliver_outbox()
-        if not engine.rules.deal.common_draw or body["status"] != "playing":
-            # In a common draw nobody waits for anybody, so one player's decision is news to no one else;
-            # a table of hundreds hears only that the round settled.
+        if moved_on or body["status"] != "playing":
+            # In a common draw one player's choice is news to nobody else: a table of hundreds hears only
+            # that the round moved on a step (a common card dealt to those waiting for it) or settled.
             self.events.publish(table.id, {"type": "round", "round_id": round_id, "status": body["status"]})
         return body
 
     def auto_decide(self, round_id: int, version: int | None = None) -> int:
         """Stand for the waiting hand (decline an offer) after the timeout: the sheets' auto decision.
 
-        In a common-draw game the time-out is the round's, so every player still deciding is stood;
+        In a common-draw game the time-out is the step's, so every player still deciding at this step
+        is stood (those waiting for a card then get it, and a fresh clock for the next step);
         elsewhere it is the waiting player's alone, and the next player's clock starts afresh.
         ``version``: the round's version when the timeout was judged; a round moved on since (a
         decision here or in another process) is not timed out.
         """
         timer = Caller(0, "timer", "operator")
         decided = 0
+        timed_out_step = None
         for _ in range(10_000):  # bounded: a round has far fewer decisions than this
             with self.store.read() as session:
                 round_row = session.get(Round, round_id)
@@ -406,6 +414,9 @@ class Rounds:
                     engine = self.live.engine(session, round_row)
                     decision = engine.decision()
                     independent = engine.rules.deal.common_draw
+                    timed_out_step = engine.step if timed_out_step is None else timed_out_step
+                    if engine.step != timed_out_step:
+                        return decided  # the step that timed out is complete: the next has its own clock
             if decision is None:
                 return decided
             action = Action.STAND if decision.kind == DecisionKind.PLAY else OFFER_ANSWERS[decision.kind][1]

@@ -1,0 +1,46 @@
+"""Upgrades of a database with rows in it: what each migration makes of the rows already there."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from pathlib import Path
+
+from alembic import command
+from alembic.config import Config
+from sqlalchemy import create_engine, text
+from sqlalchemy.orm import Session
+from sqlalchemy.pool import NullPool
+
+import twentyone.server.db as db
+from twentyone.server.models import Round
+
+
+def alembic_config(url: str) -> Config:
+    config = Config()
+    config.set_main_option("script_location", str(Path(db.__file__).parent / "migrations"))
+    config.set_main_option("sqlalchemy.url", url)
+    return config
+
+
+def test_rounds_recorded_before_0005_keep_their_own_pace_and_new_rounds_are_lockstep(database_url: str) -> None:
+    """A power round's log from before lockstep is out of turn in lockstep: the upgrade marks every round
+    already there ``lockstep`` false (replayed as played), and a round written after it is true."""
+    command.upgrade(alembic_config(database_url), "0004")
+    engine = create_engine(database_url, poolclass=NullPool)
+    try:
+        with engine.begin() as connection:
+            connection.execute(text(
+                "INSERT INTO shoes (id, table_id, cards, salt, commitment, position, finished, created_at) "
+                "VALUES (1, 'power', '2S 3D', 's', 'c', 0, false, CURRENT_TIMESTAMP)"))
+            connection.execute(text(
+                "INSERT INTO rounds (id, table_id, variant, status, shoe_id, shoe_start, actions, version, created_at) "
+                "VALUES (1, 'power', 'power', 'settled', 1, 0, '[]', 4, CURRENT_TIMESTAMP)"))
+        db.migrate(database_url)
+        with Session(engine) as session, session.begin():  # as the server writes a round: through the model
+            session.add(Round(id=2, table_id="power", variant="power", status="betting", shoe_id=1, shoe_start=0,
+                              actions=[], version=0, created_at=datetime.now(UTC)))
+        with engine.connect() as connection:
+            rows = connection.execute(text("SELECT id, lockstep FROM rounds ORDER BY id")).all()
+        assert [(row[0], bool(row[1])) for row in rows] == [(1, False), (2, True)]
+    finally:
+        engine.dispose()
