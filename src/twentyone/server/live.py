@@ -32,7 +32,7 @@ from twentyone.server.models import Shoe as ShoeRow
 from twentyone.server.tables import hand_bets_of
 from twentyone.variants import builtin_rules
 
-KEPT = 20_000  # engines kept at most; the least recently used are rebuilt from the log when needed again
+KEPT = 20_000  # engines kept at most (live and recently read); the least recently used are rebuilt when needed
 STRIPES = 1024  # round locks: a fixed set, so settled rounds leave nothing behind
 
 
@@ -75,7 +75,7 @@ class LiveRounds:
                 self._engines.popitem(last=False)
 
     def forget(self, round_id: int) -> None:
-        """Drop an engine whose change did not commit, or a round that is over."""
+        """Drop an engine whose change did not commit, or a round voided."""
         with self._guard:
             self._engines.pop(round_id, None)
 

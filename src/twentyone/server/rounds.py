@@ -432,7 +432,9 @@ class Rounds:
 
     # --------------------------------------------------------- settlement
     def _remember(self, round_row: Round, engine: Engine) -> None:
-        if round_row.status == "playing":
+        # A settled round is kept too: every player at its table re-reads it on the settled event (a thousand
+        # at a power table), and rebuilding its engine for each would replay the whole round a thousand times.
+        if round_row.status in ("playing", "settled"):
             self.live.keep(round_row.id, round_row.version, engine)
         else:
             self.live.forget(round_row.id)

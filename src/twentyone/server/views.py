@@ -184,10 +184,7 @@ class Views:
         if round_row.status == "betting":
             return None
         with self.live.locked(round_row.id):
-            engine = self.live.engine(session, round_row)
-            if round_row.status in FINISHED:
-                self.live.forget(round_row.id)
-            return engine
+            return self.live.engine(session, round_row)
 
     def _mine(self, session: Session, caller: Caller, round_id: int) -> Round:
         """The round, if the caller sits in it (the operator reads every round); else 404 either way."""
