@@ -239,6 +239,36 @@ def test_a_session_time_limit_is_enforced(guest: Client, clock: Clock) -> None:
     assert refused.status_code == 403 and "30 minutes" in refused.json()["detail"]
 
 
+def test_signing_in_again_does_not_restart_the_session_only_a_break_from_betting_does(
+        http: TestClient, service: GameService, clock: Clock) -> None:
+    ann = new_player(http, "ann")
+    ann.put("/me/limits", {"session_minutes": 30})
+    for minutes in (0, 20):  # a round now and one 20 minutes later
+        clock.advance(minutes * 60)
+        service.stacked.append(["TS", "6H", "TD", "TC", "7C"])
+        ann.bet("classic", 500)
+        round_id = ann.post("/tables/classic/deal").json()["id"]
+        assert ann.act(round_id, "stand").status_code == 200
+    clock.advance(11 * 60)
+    ann.bet("classic", 500)
+    assert ann.post("/tables/classic/deal").status_code == 403  # the 30 minutes are up
+
+    def sign_in() -> Client:
+        response = http.post("/auth/login", json={"name": "ann", "password": "correct horse"})
+        assert response.status_code == 200, response.json()
+        return Client(http, response.json()["token"], "ann")
+
+    again = sign_in()  # a new token is not a new session: ann bet 11 minutes ago
+    again.bet("classic", 500)
+    refused = again.post("/tables/classic/deal")
+    assert refused.status_code == 403 and "30 minutes" in refused.json()["detail"]
+    clock.advance(30 * 60)  # half an hour without a bet: the session is over, the next sign-in starts one
+    rested = sign_in()
+    rested.bet("classic", 500)
+    dealt = rested.post("/tables/classic/deal")
+    assert dealt.status_code == 200, dealt.json()
+
+
 def test_operator_creates_tables_credits_and_reads_reports(operator: Client, guest: Client) -> None:
     table = {"id": "high-roller", "name": "High Roller", "variant": "classic", "currency": "USD",
              "chips": [10000, 50000], "limits": {"main": [10000, 1000000]}}

@@ -13,13 +13,13 @@ from typing import Any
 
 from argon2 import PasswordHasher
 from argon2.exceptions import InvalidHashError, VerificationError
-from sqlalchemy import select
+from sqlalchemy import bindparam, select
 from sqlalchemy.orm import Session
 
 from twentyone.core.betting import BetSlipError
 from twentyone.server.config import Settings
 from twentyone.server.context import Caller, ServiceError, aware
-from twentyone.server.models import Player, Slip, Token
+from twentyone.server.models import Player, Round, RoundSeat, Slip, Token
 from twentyone.server.money import refusal
 from twentyone.server.store import Store
 from twentyone.server.wallet import Wallet, net_loss_since
@@ -79,8 +79,11 @@ class Accounts:
 
     def _issue_token(self, session: Session, player: Player) -> str:
         token = secrets.token_urlsafe(32)
-        session.add(Token(token_hash=token_hash(token), player_id=player.id, created_at=self.clock()))
-        player.session_started_at = self.clock()
+        now = self.clock()
+        session.add(Token(token_hash=token_hash(token), player_id=player.id, created_at=now))
+        last_round = session.scalar(LAST_ROUND, {"player_id": player.id})
+        if session_over(aware(player.session_started_at), last_round, now):
+            player.session_started_at = now
         return token
 
     def login(self, name: str, password: str) -> tuple[Caller, str, list[dict[str, Any]]]:
@@ -191,6 +194,33 @@ class Accounts:
             if lost + stake > limit:
                 raise refusal(BetSlipError("This bet could take today's losses past your daily limit of {limit}.",
                                            limit=limit), currency, status=403, amounts={"lost": lost, "stake": stake})
+
+
+SESSION_BREAK = timedelta(minutes=30)  # a sign-in after this long without a round starts a new session
+# When the player's latest round began, along the index on (player_id, round_id): one row, however long the history.
+LAST_ROUND = (select(Round.created_at).join(RoundSeat, RoundSeat.round_id == Round.id)
+              .where(RoundSeat.player_id == bindparam("player_id")).order_by(RoundSeat.round_id.desc()).limit(1))
+
+
+def session_over(started: datetime | None, last_round: datetime | None, now: datetime) -> bool:
+    """Whether a sign-in at ``now`` starts a new session: the last had no round, or the player has had a break.
+
+    Signing in again does not reset the session time limit: a session goes on across sign-ins until
+    the player has played no round for :data:`SESSION_BREAK` (``last_round``: when their latest began).
+
+    >>> from datetime import UTC
+    >>> start = datetime(2026, 11, 30, 10, tzinfo=UTC)
+    >>> session_over(start, start + timedelta(minutes=59), start + timedelta(minutes=61))  # limit hit, sign in again
+    False
+    >>> session_over(start, start + timedelta(minutes=59), start + timedelta(minutes=90))  # a 31-minute break
+    True
+    >>> session_over(start, None, start + timedelta(minutes=5)), session_over(None, None, start)
+    (True, True)
+    """
+    latest = aware(last_round)  # SQLite hands back naive datetimes
+    if started is None or latest is None:
+        return True
+    return latest < started or now - latest >= SESSION_BREAK
 
 
 COOLING_OFF = timedelta(hours=24)  # a looser limit waits this long; a stricter one applies at once
