@@ -5,7 +5,9 @@ from __future__ import annotations
 
 import asyncio
 import json
+import socket
 import threading
+import time
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
@@ -159,6 +161,34 @@ def test_a_server_refuses_endless_heads_without_growing(server: int) -> None:
         assert status_of(raw(server, head, body_chunks=2048, chunk=b"y" * 65536)) == 431
     assert process.memory_info().rss - before < 64 * 2**20
     assert httpx.get(f"http://127.0.0.1:{server}/health").status_code == 200
+
+
+def test_a_head_dripped_a_byte_at_a_time_is_answered_408_and_closed(server: int) -> None:
+    """Slowloris: a head that never ends, one byte every half second, held its connection for as long as the
+    client liked (uvicorn has no head timeout). Now a head must be whole within HEAD_SECONDS of its first byte."""
+    import select
+
+    from twentyone.server.guards import HEAD_SECONDS
+
+    with socket.create_connection(("127.0.0.1", server), timeout=30) as connection:
+        started = time.monotonic()
+        connection.sendall(b"GET /health HTTP/1.1\r\nHost: x\r\nX-Drip: ")
+        while not select.select([connection], [], [], 0.5)[0]:
+            assert time.monotonic() - started < HEAD_SECONDS + 10, "the server still waits for the head"
+            connection.sendall(b"y")
+        answer = connection.recv(65536)
+        waited = time.monotonic() - started
+        assert status_of(answer) == 408 and HEAD_SECONDS - 1 < waited < HEAD_SECONDS + 5, (answer[:200], waited)
+        assert json.loads(answer.partition(b"\r\n\r\n")[2])["detail"].startswith("The request head did not arrive")
+        connection.settimeout(5)
+        assert connection.recv(65536) == b""  # closed
+    # Heads that take a while, but less than the bound, are served: each request's head has its own time.
+    with socket.create_connection(("127.0.0.1", server), timeout=30) as connection:
+        for _ in range(2):
+            for part in (b"GET /health HTTP/1.1\r\n", b"Host: x\r\n", b"\r\n"):
+                connection.sendall(part)
+                time.sleep(HEAD_SECONDS / 4)
+            assert status_of(connection.recv(65536)) == 200
 
 
 def test_websocket_handshakes_close_with_4401_and_4404_over_the_wire(server: int) -> None:

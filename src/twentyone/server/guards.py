@@ -9,6 +9,8 @@ requires an ``Idempotency-Key``.
 
 from __future__ import annotations
 
+import asyncio
+import json
 import threading
 import time
 from collections import deque
@@ -22,6 +24,7 @@ from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
 from twentyone.server.context import ServiceError
 
 MAX_HEAD = 16 * 1024  # bytes of request line and headers, as h11's and Node's default: ours need under 1 KB
+HEAD_SECONDS = 10.0  # a request head must be whole this long after its first byte (Node's headersTimeout: 60 s)
 
 ERROR_STATUSES = {
     "400": "A header is missing or malformed (the Idempotency-Key).",
@@ -100,7 +103,10 @@ class BoundedHead(HttpToolsProtocol):
     the raw bytes received while a head is still incomplete (so memory stays bounded however
     slowly or quickly it comes), and the head's exact size once parsed (so a head past the
     bound is refused whether it came in one read or many). Past either, the connection is
-    answered 431 and closed. ``serve`` (one process or several) runs uvicorn with it
+    answered 431 and closed. A head must also be whole within :data:`HEAD_SECONDS` of its
+    first byte, or it is answered 408 and closed: uvicorn has no such timeout, and a client
+    dripping a head a byte at a time (slowloris) held its connection for as long as it liked.
+    ``serve`` (one process or several) runs uvicorn with it
     (``http="twentyone.server.guards:BoundedHead"``).
     """
 
@@ -109,11 +115,14 @@ class BoundedHead(HttpToolsProtocol):
         self._raw_head = self._parsed_head = 0
         self._reading_head = True
         self._refused = False
+        self._head_timer: asyncio.TimerHandle | None = None
 
     def data_received(self, data: bytes) -> None:
         if self._refused:
             return
         if self._reading_head:
+            if self._head_timer is None:  # a head begins: it has HEAD_SECONDS to arrive whole
+                self._head_timer = self.loop.call_later(HEAD_SECONDS, self._head_too_slow)
             self._raw_head += len(data)
         super().data_received(data)
         if self._reading_head and self._raw_head > MAX_HEAD and not self._refused:
@@ -129,6 +138,7 @@ class BoundedHead(HttpToolsProtocol):
 
     def on_headers_complete(self) -> None:
         self._reading_head = False  # the body, if any, is BodyLimit's to bound
+        self._stop_head_timer()
         if self._parsed_head > MAX_HEAD:
             self._refuse_head()
             raise _HeadTooLarge  # nothing of this request reaches the application
@@ -138,16 +148,35 @@ class BoundedHead(HttpToolsProtocol):
         super().on_message_complete()
         self._reading_head, self._raw_head, self._parsed_head = True, 0, 0  # the next request on this connection
 
+    def connection_lost(self, exc: Exception | None) -> None:
+        self._stop_head_timer()
+        super().connection_lost(exc)
+
+    def _stop_head_timer(self) -> None:
+        if self._head_timer is not None:
+            self._head_timer.cancel()
+            self._head_timer = None
+
+    def _head_too_slow(self) -> None:
+        self._head_timer = None
+        if self._reading_head and not self._refused:
+            self._refuse(b"408 Request Timeout", f"The request head did not arrive whole within {HEAD_SECONDS:g} s.")
+
     def send_400_response(self, msg: str) -> None:
         if not self._refused:  # the parser's error after a refused head: the 431 is already on its way
             super().send_400_response(msg)
 
     def _refuse_head(self) -> None:
+        self._refuse(b"431 Request Header Fields Too Large",
+                     f"The request line and headers are larger than {MAX_HEAD} bytes.")
+
+    def _refuse(self, status: bytes, detail: str) -> None:
         self._refused = True
+        self._stop_head_timer()
         cycle = getattr(self, "cycle", None)
         if cycle is None or cycle.response_complete:  # else an answer is under way: just close
-            body = f'{{"detail":"The request line and headers are larger than {MAX_HEAD} bytes."}}'.encode()
-            self.transport.write(b"HTTP/1.1 431 Request Header Fields Too Large\r\ncontent-type: application/json"
+            body = json.dumps({"detail": detail}, separators=(",", ":")).encode()
+            self.transport.write(b"HTTP/1.1 " + status + b"\r\ncontent-type: application/json"
                                  b"\r\nconnection: close\r\ncontent-length: " + str(len(body)).encode()
                                  + b"\r\n\r\n" + body)
         self.transport.close()
