@@ -324,6 +324,7 @@ def test_history_pages_by_before_stay_put_while_rounds_are_played(guest: Client)
     newer = play()  # a round played while the player reads their history, in another tab
     second = guest.get("/me/history", size=3, before=first["next_before"]).json()
     assert [r["id"] for r in second["rounds"]] == ids[::-1][3:6] and second["has_more"]
+    assert first["page"] == 1 and second["page"] is None  # paged by before: no page number to claim
     last = guest.get("/me/history", size=3, before=second["next_before"]).json()
     assert [r["id"] for r in last["rounds"]] == ids[:1] and not last["has_more"] and last["next_before"] is None
     # By page number the same read shifts by the round played meanwhile: it shows a round again.

@@ -168,6 +168,9 @@ def test_a_double_that_could_take_losses_past_the_daily_limit_is_refused(guest: 
 def test_self_exclusion_blocks_play_and_sign_in(http: TestClient) -> None:
     ann = new_player(http, "ann")
     ann.put("/me/limits", {"exclude_days": 7})
+    for table in ("classic", "power"):  # with no bet at all, the refusal is still the exclusion, not the slip
+        refused = ann.post(f"/tables/{table}/deal")
+        assert refused.status_code == 403 and "excluded yourself" in refused.json()["detail"], refused.json()
     ann.bet("classic", 500)
     assert ann.post("/tables/classic/deal").status_code == 403
     login = http.post("/auth/login", json={"name": "ann", "password": "correct horse"})

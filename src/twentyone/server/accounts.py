@@ -178,8 +178,9 @@ class Accounts:
             raise ServiceError(404, "The operator has no player profile.")
         return player
 
-    def check_limits(self, session: Session, player: Player, currency: str, stake: int) -> None:
-        """Refuse a stake that self-exclusion, the session time limit or the daily loss limit forbids."""
+    def check_may_play(self, player: Player) -> dict[str, Any]:
+        """Refuse (403) a player whom self-exclusion or the session time limit keeps from playing now,
+        whatever the stake; the limits in force, for the stake's own check."""
         now = self.clock()
         limits = limits_in_force(player.limits, now)
         check_exclusion(limits, now)
@@ -187,6 +188,12 @@ class Accounts:
         started = aware(player.session_started_at)
         if minutes and started and now - started > timedelta(minutes=minutes):
             raise ServiceError(403, f"Your session time limit of {minutes} minutes is reached.")
+        return limits
+
+    def check_limits(self, session: Session, player: Player, currency: str, stake: int) -> None:
+        """Refuse a stake that self-exclusion, the session time limit or the daily loss limit forbids."""
+        now = self.clock()
+        limits = self.check_may_play(player)
         limit = limits.get("daily_loss_limit")
         if limit is not None:
             day_start = now.replace(hour=0, minute=0, second=0, microsecond=0)

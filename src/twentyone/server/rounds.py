@@ -123,6 +123,7 @@ class Rounds:
                     raise ServiceError(409, "Finish the round in play before dealing another.")
                 self.wallet.lock(session, caller.id, table.currency)
                 slip = slip_row(session, caller.id, table, self.clock)
+                self.accounts.check_may_play(player)  # an excluded player is told so, bets or none
                 balance, state, hand_bets = ready_bets(session, slip, table, self.wallet, caller.id)
                 self.accounts.check_limits(session, player, table.currency, state.total)
                 if state.total > balance:
@@ -191,6 +192,7 @@ class Rounds:
             if table.seats and taken >= table.seats:
                 raise ServiceError(409, f"The table is full: {table.seats} players at most.")
             slip = slip_row(session, caller.id, table, self.clock)
+            self.accounts.check_may_play(player)  # an excluded player is told so, bets or none
             _, state, hand_bets = ready_bets(session, slip, table, self.wallet, caller.id)
             self.accounts.check_limits(session, player, table.currency, state.total)
             session.add(RoundSeat(round_id=round_row.id, player_id=caller.id, position=last + 1,

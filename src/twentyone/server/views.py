@@ -221,7 +221,8 @@ class Views:
             rows = session.scalars(query.limit(size + 1)).all()
             items = [self._history_entry(session, row, caller.id) for row in rows[:size]]
             more = len(rows) > size
-            return {"page": page, "size": size, "before": before, "has_more": more, "rounds": items,
+            return {"page": None if before is not None else page, "size": size, "before": before, "has_more": more,
+                    "rounds": items,
                     "next_before": items[-1]["id"] if more else None}
 
     def _history_entry(self, session: Session, round_row: Round, player_id: int) -> dict[str, Any]:
