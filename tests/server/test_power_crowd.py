@@ -90,6 +90,29 @@ def test_the_timer_stands_every_player_still_deciding_at_the_step_and_the_next_s
     assert view["status"] == "settled" and all(hand["status"] != "playing" for hand in view["hands"])
 
 
+def test_an_insurance_time_out_declines_every_offer_and_leaves_each_hand_its_own_decision(
+        http: TestClient, service: GameService, clock: Clock) -> None:
+    """The offers are a step of their own: their time-out declines them, and the players' turns that follow
+    get a fresh clock (before, the timer went on and stood every hand at once)."""
+    service.stacked.append(["5S", "AH", "6D", "8C", "4C", "KD", "2H", "3S"])
+    players = []
+    for _ in range(3):
+        body = http.post("/auth/guest").json()
+        players.append(Client(http, body["token"], body["player"]["name"]))
+        players[-1].bet("power", 500)
+        players[-1].post("/tables/power/deal")
+    clock.advance(16)
+    service.tick()
+    round_id = players[0].get("/tables/power").json()["round"]["id"]
+    assert players[0].get(f"/rounds/{round_id}").json()["decision"]["kind"] == "insurance"
+    clock.advance(16)
+    assert service.tick()["auto"] == 3  # the three offers declined, and nothing more
+    for player in players:
+        view = player.get(f"/rounds/{round_id}").json()
+        assert view["status"] == "playing" and view["decision"]["kind"] == "play", view["decision"]
+        assert datetime.fromisoformat(view["decision"]["deadline"]) == clock.now + timedelta(seconds=15)
+
+
 def test_hints_in_a_live_shoe_count_the_cards_already_seen(
         http: TestClient, service: GameService, clock: Clock) -> None:
     """Power deals to a cut card: the second round's hint is for the shoe less the first round's cards and
