@@ -3,12 +3,15 @@
 from __future__ import annotations
 
 from datetime import datetime, timedelta
+from typing import Any
 
 from fastapi.testclient import TestClient
 from server_helpers import Client, Clock
 from sqlalchemy import func, select
 
 from twentyone.server import live
+from twentyone.server.app import create_app
+from twentyone.server.config import Settings
 from twentyone.server.models import LedgerEntry, RoundSeat
 from twentyone.server.service import GameService
 from twentyone.server.views import OTHERS_SHOWN
@@ -111,6 +114,38 @@ def test_an_insurance_time_out_declines_every_offer_and_leaves_each_hand_its_own
         view = player.get(f"/rounds/{round_id}").json()
         assert view["status"] == "playing" and view["decision"]["kind"] == "play", view["decision"]
         assert datetime.fromisoformat(view["decision"]["deadline"]) == clock.now + timedelta(seconds=15)
+
+
+def test_a_process_that_did_not_take_a_choice_catches_up_with_the_log_instead_of_replaying_the_round(
+        http: TestClient, service: GameService, clock: Clock, settings: Settings) -> None:
+    """A second server process on the same database: its engine of the round is a choice behind after each
+    choice taken by the first. It applies the logged choices since, not the whole round again (which at a
+    table of hundreds answers slowly exactly when someone chose: a tell, and a cost)."""
+    service.stacked.append(["5S", "7H", "6D", "8C", "4C", "KD", "2H", "3S"])
+    ann, bob = (Client(http, body["token"], body["player"]["name"])
+                for body in (http.post("/auth/guest").json() for _ in range(2)))
+    for player in (ann, bob):
+        player.bet("power", 500)
+        player.post("/tables/power/deal")
+    clock.advance(16)
+    service.tick()
+    round_id = ann.get("/tables/power").json()["round"]["id"]
+    rebuilt: list[int] = []
+    original = live.rebuild
+    live.rebuild = lambda session, row: rebuilt.append(row.id) or original(session, row)  # type: ignore[assignment]
+    try:
+        with TestClient(create_app(settings, clock=clock, timers=False)) as other_process:
+            def through_other(player: Client) -> dict[str, Any]:
+                return other_process.get(f"/rounds/{round_id}", headers={"Authorization": f"Bearer {player.token}"}
+                                         ).json()
+
+            assert through_other(bob)["legal_actions"] and rebuilt == [round_id]  # its first read: a replay
+            for player, action in ((ann, "hit"), (bob, "hit"), (ann, "stand")):
+                assert player.act(round_id, action).status_code == 200
+                assert through_other(bob) == bob.get(f"/rounds/{round_id}").json()
+            assert rebuilt == [round_id]  # then each choice applied from the log, none replayed
+    finally:
+        live.rebuild = original
 
 
 def test_hints_in_a_live_shoe_count_the_cards_already_seen(

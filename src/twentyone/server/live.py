@@ -10,8 +10,10 @@ Several processes: a decision takes the round's row lock (``SELECT ... FOR
 UPDATE``), which returns the row as last committed by any process; every
 decision adds one to ``version`` in the same transaction as its log entry. So
 an engine kept at the row's version has applied exactly the logged actions, and
-one kept at an older version (another process decided since) is rebuilt. The
-in-process lock only orders this process's threads; the row lock orders processes.
+one kept at an older version (another process decided since) applies the actions
+logged since (a whole replay only if they do not apply). The in-process lock only
+orders this process's threads, and is held while an engine is read as well as
+changed; the row lock orders processes.
 """
 
 from __future__ import annotations
@@ -32,13 +34,24 @@ from twentyone.server.models import Shoe as ShoeRow
 from twentyone.server.tables import hand_bets_of
 from twentyone.variants import builtin_rules
 
-KEPT = 20_000  # engines kept at most (live and recently read); the least recently used are rebuilt when needed
+KEPT = 20_000  # live engines kept at most; the least recently used are rebuilt from the log when needed again
+FINISHED_KEPT = 64  # finished rounds' engines kept (a 1,000-seat one is about 2 MB): the ones just settled
+FINISHED = ("settled", "void")
 STRIPES = 1024  # round locks: a fixed set, so settled rounds leave nothing behind
 
 
 class LiveRounds:
+    """The engines of this process's rounds: live ones, and a few just finished, each under its round's lock.
+
+    Live engines are kept up to :data:`KEPT`. A finished round's engine goes to a small cache of its
+    own (:data:`FINISHED_KEPT`): every player at a table re-reads the round on its settled event (a
+    thousand at a power table), and replaying it for each would be a thousand replays; but reads of
+    old rounds (history, replay) must not push live engines out, so they only ever touch that cache.
+    """
+
     def __init__(self) -> None:
         self._engines: OrderedDict[int, tuple[int, Engine]] = OrderedDict()
+        self._finished: OrderedDict[int, Engine] = OrderedDict()
         self._locks = [threading.RLock() for _ in range(STRIPES)]
         self._guard = threading.Lock()
 
@@ -48,20 +61,45 @@ class LiveRounds:
         with self._locks[round_id % STRIPES]:
             yield
 
-    def engine(self, session: Session, round_row: Round) -> Engine:
-        """The round's engine as of ``round_row.version`` or later: the one in memory, or rebuilt from the log.
+    @contextmanager
+    def held(self, session: Session, round_row: Round) -> Iterator[Engine]:
+        """The round's engine, with the round held while the caller reads it: a decision changes its engine in
+        place, and a view worked out meanwhile could show a card of a change that then does not commit."""
+        with self.locked(round_row.id):
+            yield self.engine(session, round_row)
 
-        A read whose snapshot is a decision behind the engine in memory takes the newer engine rather
-        than replaying the whole round (at a power table of hundreds that replay is the costly part);
-        a change holds the row's lock, so for it the row is never behind what this process keeps.
+    def engine(self, session: Session, round_row: Round) -> Engine:
+        """The round's engine as of ``round_row.version`` or later; call with the round held (:meth:`locked`).
+
+        A read whose snapshot is a decision behind the engine in memory takes the newer engine. An
+        engine behind the row (another process decided since) takes the decisions logged since, rather
+        than replaying the whole round: at a power table of hundreds the replay is the costly part, and a
+        process that did not take a player's choice would answer slowly just when someone chose.
         """
+        if round_row.status in FINISHED:
+            return self._finished_engine(session, round_row)
         with self._guard:
             kept = self._engines.get(round_row.id)
-            if kept is not None and kept[0] >= round_row.version:
+            if kept is not None:
                 self._engines.move_to_end(round_row.id)
-                return kept[1]
-        engine = rebuild(session, round_row)
+        if kept is not None and kept[0] >= round_row.version:
+            return kept[1]
+        engine = caught_up(session, round_row, *kept) if kept is not None else None
+        engine = engine if engine is not None else rebuild(session, round_row)
         self.keep(round_row.id, round_row.version, engine)
+        return engine
+
+    def _finished_engine(self, session: Session, round_row: Round) -> Engine:
+        with self._guard:
+            found = self._finished.get(round_row.id)
+            if found is not None:
+                self._finished.move_to_end(round_row.id)
+                return found
+            kept = self._engines.pop(round_row.id, None)  # settled or voided by another process
+        engine = caught_up(session, round_row, *kept) if kept is not None else None
+        engine = engine if engine is not None else rebuild(session, round_row)
+        if round_row.status == "settled":  # a void round is read rarely, and may be voided mid-change
+            self.finish(round_row.id, engine)
         return engine
 
     def keep(self, round_id: int, version: int, engine: Engine) -> None:
@@ -74,10 +112,35 @@ class LiveRounds:
             while len(self._engines) > KEPT:
                 self._engines.popitem(last=False)
 
+    def finish(self, round_id: int, engine: Engine) -> None:
+        """The round is settled: its engine moves to the finished rounds' cache."""
+        with self._guard:
+            self._engines.pop(round_id, None)
+            self._finished[round_id] = engine
+            self._finished.move_to_end(round_id)
+            while len(self._finished) > FINISHED_KEPT:
+                self._finished.popitem(last=False)
+
     def forget(self, round_id: int) -> None:
         """Drop an engine whose change did not commit, or a round voided."""
         with self._guard:
             self._engines.pop(round_id, None)
+            self._finished.pop(round_id, None)
+
+
+def caught_up(session: Session, round_row: Round, version: int, engine: Engine) -> Engine | None:
+    """``engine``, kept at ``version``, with the decisions logged since applied; None if they do not apply."""
+    rows = session.execute(select(RoundAction.player_id, RoundAction.action)
+                           .where(RoundAction.round_id == round_row.id, RoundAction.seq >= version)
+                           .order_by(RoundAction.seq)).all()
+    if len(rows) != round_row.version - version:
+        return None
+    try:
+        for player_id, action in rows:
+            engine.act(action, str(player_id))
+    except Exception:  # a log this engine cannot follow: the caller replays the whole round instead
+        return None
+    return engine
 
 
 def round_actions(session: Session, round_id: int) -> list[dict[str, Any]]:

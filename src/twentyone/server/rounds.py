@@ -219,11 +219,11 @@ class Rounds:
         with self.store.read() as session:
             round_row = session.get(Round, round_id)
             assert round_row is not None
-            engine = None
-            if round_row.status != "betting":
-                with self.live.locked(round_id):
-                    engine = self.live.engine(session, round_row)
-            return round_json(session, round_row, self.tables.get(round_row.table_id), caller.id, engine)
+            table = self.tables.get(round_row.table_id)
+            if round_row.status == "betting":
+                return round_json(session, round_row, table, caller.id, None)
+            with self.live.held(session, round_row) as engine:
+                return round_json(session, round_row, table, caller.id, engine)
 
     def close_betting(self, table_id: str, due: datetime | None = None) -> int | None:
         """The betting window closed: debit every seat, deal, and return undealt bets at the table.
@@ -434,10 +434,10 @@ class Rounds:
 
     # --------------------------------------------------------- settlement
     def _remember(self, round_row: Round, engine: Engine) -> None:
-        # A settled round is kept too: every player at its table re-reads it on the settled event (a thousand
-        # at a power table), and rebuilding its engine for each would replay the whole round a thousand times.
-        if round_row.status in ("playing", "settled"):
+        if round_row.status == "playing":
             self.live.keep(round_row.id, round_row.version, engine)
+        elif round_row.status == "settled":  # everyone at the table re-reads it now: see LiveRounds
+            self.live.finish(round_row.id, engine)
         else:
             self.live.forget(round_row.id)
 

@@ -48,11 +48,11 @@ class Slips:
             current = current_round(session, table, caller.id)
             view = None
             if current is not None:
-                engine = None
-                if current.status != "betting":
-                    with self.rounds.live.locked(current.id):
-                        engine = self.rounds.live.engine(session, current)
-                view = round_json(session, current, table, caller.id, engine)
+                if current.status == "betting":
+                    view = round_json(session, current, table, caller.id, None)
+                else:
+                    with self.rounds.live.held(session, current) as engine:
+                        view = round_json(session, current, table, caller.id, engine)
             return {"table": table_json(table), "balance": balance,
                     "slip": slip_view(slip, bet_slip(slip, table, balance)),
                     "next_shoe": {"id": shoe.id, "commitment": shoe.commitment}, "round": view}

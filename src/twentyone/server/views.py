@@ -9,7 +9,8 @@ rounds they sit in. Reads take no write transaction.
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from datetime import timedelta
 from typing import Any
 
@@ -23,13 +24,12 @@ from twentyone.core.round import Round as Engine
 from twentyone.core.view import RoundView, hand_json, operation_json
 from twentyone.server.config import TableSpec
 from twentyone.server.context import Caller, ServiceError, aware, iso
-from twentyone.server.live import LiveRounds, round_actions
+from twentyone.server.live import FINISHED, LiveRounds, round_actions
 from twentyone.server.models import Player, Round, RoundSeat
 from twentyone.server.models import Shoe as ShoeRow
 from twentyone.server.store import Store
 from twentyone.server.tables import bets_total, commitment_of
 
-FINISHED = ("settled", "void")
 OTHERS_SHOWN = 48  # other players' seats and hands sent in full; past that, counts (power seats hundreds)
 
 
@@ -180,11 +180,14 @@ class Views:
         self.live = live
         self.table = table
 
-    def engine(self, session: Session, round_row: Round) -> Engine | None:
+    @contextmanager
+    def engine(self, session: Session, round_row: Round) -> Iterator[Engine | None]:
+        """The round's engine (None while it takes bets), held while the caller reads it (``LiveRounds.held``)."""
         if round_row.status == "betting":
-            return None
-        with self.live.locked(round_row.id):
-            return self.live.engine(session, round_row)
+            yield None
+            return
+        with self.live.held(session, round_row) as engine:
+            yield engine
 
     def _mine(self, session: Session, caller: Caller, round_id: int) -> Round:
         """The round, if the caller sits in it (the operator reads every round); else 404 either way."""
@@ -196,8 +199,8 @@ class Views:
     def round(self, caller: Caller, round_id: int) -> dict[str, Any]:
         with self.store.read() as session:
             round_row = self._mine(session, caller, round_id)
-            return round_json(session, round_row, self.table(round_row.table_id), caller.id,
-                              self.engine(session, round_row))
+            with self.engine(session, round_row) as engine:
+                return round_json(session, round_row, self.table(round_row.table_id), caller.id, engine)
 
     def history(self, caller: Caller, page: int = 1, size: int = 10, before: int | None = None) -> dict[str, Any]:
         """The caller's rounds, newest first, ``size`` to a page.
@@ -226,8 +229,8 @@ class Views:
                     "next_before": items[-1]["id"] if more else None}
 
     def _history_entry(self, session: Session, round_row: Round, player_id: int) -> dict[str, Any]:
-        view = round_json(session, round_row, self.table(round_row.table_id), player_id,
-                          self.engine(session, round_row))
+        with self.engine(session, round_row) as engine:
+            view = round_json(session, round_row, self.table(round_row.table_id), player_id, engine)
         seat = seat_of(session, round_row.id, player_id)
         assert seat is not None
         return {"id": round_row.id, "table_id": round_row.table_id, "variant": round_row.variant,
@@ -244,11 +247,11 @@ class Views:
         """The round's log as the caller may see it now: every card, decision and settlement in order."""
         with self.store.read() as session:
             round_row = self._mine(session, caller, round_id)
-            engine = self.engine(session, round_row)
-            if engine is None:
-                raise ServiceError(409, "The round has not been dealt yet.")
+            with self.engine(session, round_row) as engine:
+                if engine is None:
+                    raise ServiceError(409, "The round has not been dealt yet.")
+                seen = engine.view(None if caller.is_operator else str(caller.id))
             names = {str(seat.player_id): name for seat, name in seats_of(session, round_id)}
-            seen = engine.view(None if caller.is_operator else str(caller.id))
             actions = round_actions(session, round_id)
             if seen.others_withheld:  # a common draw in play: the others' decisions tell of this player's cards
                 actions = [action for action in actions if action["player"] == caller.id]
@@ -265,8 +268,8 @@ class Views:
             if not shoe.finished or round_row.status not in FINISHED:
                 raise ServiceError(409, "The shoe is still in play: its order and salt are revealed when it is "
                                         "finished.")
-            engine = self.engine(session, round_row)
-            drawn = [str(card) for card in engine.shoe.order[:engine.shoe.position]] if engine else []
+            with self.engine(session, round_row) as engine:
+                drawn = [str(card) for card in engine.shoe.order[:engine.shoe.position]] if engine else []
             record = {"round_id": round_id, "shoe_id": shoe.id, "commitment": shoe.commitment, "salt": shoe.salt,
                       "cards": shoe.cards.split(), "first_card": round_row.shoe_start, "drawn": drawn}
             return {**record, "valid": verify_record(record)}
@@ -279,21 +282,22 @@ class Views:
             round_row = self._mine(session, caller, round_id)
             if round_row.status != "playing":
                 raise ServiceError(409, "No decision is pending in this round.")
-            engine = self.engine(session, round_row)
-            assert engine is not None
-            seen = engine.view(str(caller.id))
+            with self.engine(session, round_row) as engine:
+                assert engine is not None
+                seen = engine.view(str(caller.id))
+            rules = engine.rules  # immutable: read outside the hold
             unseen = None
-            if engine.rules.shoe.cut_card is not None:  # a live shoe: the cards the player has not seen
+            if rules.shoe.cut_card is not None:  # a live shoe: the cards the player has not seen
                 shoe = session.get(ShoeRow, round_row.shoe_id)
                 assert shoe is not None
-                unseen = unseen_cards(engine.rules.shoe.composition.cards(),
+                unseen = unseen_cards(rules.shoe.composition.cards(),
                                       [parse_card(text) for text in shoe.cards.split()[:round_row.shoe_start]], seen)
         hand = seen.pending_hand
         if hand is None or not seen.viewer_to_act:
             raise ServiceError(409, "It is not your turn.")
         assert seen.decision is not None
         up = seen.dealer_cards[0]  # while a decision waits, the one card the dealer shows
-        ranked = hint(engine.rules, hand.cards, up, [str(a) for a in seen.legal_actions],
+        ranked = hint(rules, hand.cards, up, [str(a) for a in seen.legal_actions],
                       first_decision=hand.first_decision, unseen=unseen)
         return {"round_id": round_id, "seat": seen.decision.seat, "hand": seen.decision.hand,
                 "actions": [{"action": action, "ev": value} for action, value in ranked]}
