@@ -420,9 +420,10 @@ class Round:
         In a common draw a player's k-th drawn card is everyone's k-th. Lockstep keeps every card
         from everyone until all who could take it have chosen; on top of that, until the round
         settles a player (or anyone not in the round) sees the others' hands only as dealt: no
-        drawn card, decision, bust or result. What another player chose, and whether they still
-        choose, is theirs until the end; and a round recorded at each player's own pace (``lockstep``
-        False), where a card another player drew could be this player's next, shows nothing of it.
+        drawn card, decision, bust or result. What another player chose is theirs until the end
+        (that a step completed says only that someone drew); and a round recorded at each player's
+        own pace (``lockstep`` False), where a card another player drew could be this player's
+        next, shows nothing of it.
         ``None``, the house's view (operator, audit), sees all.
 
         >>> from twentyone.core.shoe import Shoe
@@ -499,8 +500,8 @@ class Round:
         """The decision the round waits for, or None before the deal and after settlement.
 
         With ``player``, that player's own decision: in a common-draw game (power) every player
-        decides independently, since each player's k-th card is the k-th card of one common
-        sequence whoever draws first; elsewhere players decide in turn, so a player has a
+        still deciding chooses at the same step, in any order (none while waiting for a card
+        chosen: see :meth:`_release`); elsewhere players decide in turn, so a player has a
         decision only when it is their turn.
         """
         if player is not None and not self.rules.deal.common_draw:

@@ -328,7 +328,7 @@ class Rounds:
                                            legal_actions=[])
                     engine = self.live.engine(session, round_row)
                     # The operator (the timer) acts for whoever is awaited; a player only for themselves,
-                    # in turn, or at once in a common-draw game where every player decides independently.
+                    # in turn, or at once in a common-draw game where everyone deciding chooses at the same step.
                     who = player if player is not None else (None if caller.is_operator else str(caller.id))
                     decision = engine.decision(who)
                     if decision is None:
