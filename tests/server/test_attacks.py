@@ -163,32 +163,62 @@ def test_a_server_refuses_endless_heads_without_growing(server: int) -> None:
     assert httpx.get(f"http://127.0.0.1:{server}/health").status_code == 200
 
 
-def test_a_head_dripped_a_byte_at_a_time_is_answered_408_and_closed(server: int) -> None:
-    """Slowloris: a head that never ends, one byte every half second, held its connection for as long as the
-    client liked (uvicorn has no head timeout). Now a head must be whole within HEAD_SECONDS of its first byte."""
+def test_a_request_dripped_a_byte_at_a_time_is_cut_off_and_slow_but_whole_ones_are_served(server: int) -> None:
+    """Slowloris: a head (or a body) that never ends, one byte every half second, held its connection for as
+    long as the client liked (uvicorn has no such timeout). Now a request must be whole within REQUEST_SECONDS
+    of its first byte. The four clients below run at once, so the test takes one bound, not four."""
     import select
+    from concurrent.futures import ThreadPoolExecutor
 
-    from twentyone.server.guards import HEAD_SECONDS
+    import websockets
 
-    with socket.create_connection(("127.0.0.1", server), timeout=30) as connection:
-        started = time.monotonic()
-        connection.sendall(b"GET /health HTTP/1.1\r\nHost: x\r\nX-Drip: ")
-        while not select.select([connection], [], [], 0.5)[0]:
-            assert time.monotonic() - started < HEAD_SECONDS + 10, "the server still waits for the head"
-            connection.sendall(b"y")
-        answer = connection.recv(65536)
-        waited = time.monotonic() - started
-        assert status_of(answer) == 408 and HEAD_SECONDS - 1 < waited < HEAD_SECONDS + 5, (answer[:200], waited)
+    from twentyone.server.guards import REQUEST_SECONDS
+
+    def drip(start: bytes) -> tuple[bytes, float]:
+        """Send ``start``, then a byte every half second until the server answers or closes."""
+        with socket.create_connection(("127.0.0.1", server), timeout=30) as connection:
+            began = time.monotonic()
+            connection.sendall(start)
+            while not select.select([connection], [], [], 0.5)[0]:
+                assert time.monotonic() - began < REQUEST_SECONDS + 10, "the server still waits for the request"
+                connection.sendall(b"y")
+            answer = connection.recv(65536)
+            waited = time.monotonic() - began
+            connection.settimeout(5)
+            assert answer == b"" or connection.recv(65536) == b""  # answered (or not), then closed
+            return answer, waited
+
+    def slow_but_whole() -> list[int]:  # each request's head has its own time, on one connection
+        statuses = []
+        with socket.create_connection(("127.0.0.1", server), timeout=30) as connection:
+            for _ in range(2):
+                for part in (b"GET /health HTTP/1.1\r\n", b"Host: x\r\n", b"\r\n"):
+                    connection.sendall(part)
+                    time.sleep(REQUEST_SECONDS / 4)
+                statuses.append(status_of(connection.recv(65536)))
+        return statuses
+
+    async def websocket_outlives_the_bound() -> bool:
+        token = call(server, "POST", "/auth/guest").json()["token"]
+        async with websockets.connect(f"ws://127.0.0.1:{server}/ws/tables/classic?token={token}") as ws:
+            assert json.loads(await ws.recv())["type"] == "hello"
+            await asyncio.sleep(REQUEST_SECONDS + 2)
+            await asyncio.wait_for(await ws.ping(), 5)  # still open: the request timer stopped at the upgrade
+            return True
+
+    with ThreadPoolExecutor(4) as pool:
+        head = pool.submit(drip, b"GET /health HTTP/1.1\r\nHost: x\r\nX-Drip: ")
+        body = pool.submit(drip, b"POST /auth/login HTTP/1.1\r\nHost: x\r\ncontent-type: application/json\r\n"
+                                 b"content-length: 1000\r\n\r\n{")
+        whole = pool.submit(slow_but_whole)
+        upgraded = pool.submit(asyncio.run, websocket_outlives_the_bound())
+        answer, waited = head.result()
+        assert status_of(answer) == 408 and REQUEST_SECONDS - 1 < waited < REQUEST_SECONDS + 5, (answer[:200], waited)
         assert json.loads(answer.partition(b"\r\n\r\n")[2])["detail"].startswith("The request head did not arrive")
-        connection.settimeout(5)
-        assert connection.recv(65536) == b""  # closed
-    # Heads that take a while, but less than the bound, are served: each request's head has its own time.
-    with socket.create_connection(("127.0.0.1", server), timeout=30) as connection:
-        for _ in range(2):
-            for part in (b"GET /health HTTP/1.1\r\n", b"Host: x\r\n", b"\r\n"):
-                connection.sendall(part)
-                time.sleep(HEAD_SECONDS / 4)
-            assert status_of(connection.recv(65536)) == 200
+        answer, waited = body.result()
+        assert answer == b"" and REQUEST_SECONDS - 1 < waited < REQUEST_SECONDS + 5, (answer[:200], waited)
+        assert whole.result() == [200, 200] and upgraded.result()
+    assert httpx.get(f"http://127.0.0.1:{server}/health").status_code == 200
 
 
 def test_websocket_handshakes_close_with_4401_and_4404_over_the_wire(server: int) -> None:

@@ -24,7 +24,7 @@ from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
 from twentyone.server.context import ServiceError
 
 MAX_HEAD = 16 * 1024  # bytes of request line and headers, as h11's and Node's default: ours need under 1 KB
-HEAD_SECONDS = 10.0  # a request head must be whole this long after its first byte (Node's headersTimeout: 60 s)
+REQUEST_SECONDS = 10.0  # a request, head and body, must be whole this long after its first byte (Node: 60-300 s)
 
 ERROR_STATUSES = {
     "400": "A header is missing or malformed (the Idempotency-Key).",
@@ -103,9 +103,11 @@ class BoundedHead(HttpToolsProtocol):
     the raw bytes received while a head is still incomplete (so memory stays bounded however
     slowly or quickly it comes), and the head's exact size once parsed (so a head past the
     bound is refused whether it came in one read or many). Past either, the connection is
-    answered 431 and closed. A head must also be whole within :data:`HEAD_SECONDS` of its
-    first byte, or it is answered 408 and closed: uvicorn has no such timeout, and a client
-    dripping a head a byte at a time (slowloris) held its connection for as long as it liked.
+    answered 431 and closed. A request must also be whole, head and body, within
+    :data:`REQUEST_SECONDS` of its first byte: uvicorn has no such timeout, and a client
+    dripping a head (slowloris) or a body a byte at a time held its connection, and the body's
+    handler, for as long as it liked. A late head is answered 408; a late body, whose request
+    the application is already serving, ends with the connection closed.
     ``serve`` (one process or several) runs uvicorn with it
     (``http="twentyone.server.guards:BoundedHead"``).
     """
@@ -115,14 +117,14 @@ class BoundedHead(HttpToolsProtocol):
         self._raw_head = self._parsed_head = 0
         self._reading_head = True
         self._refused = False
-        self._head_timer: asyncio.TimerHandle | None = None
+        self._timer: asyncio.TimerHandle | None = None
 
     def data_received(self, data: bytes) -> None:
         if self._refused:
             return
         if self._reading_head:
-            if self._head_timer is None:  # a head begins: it has HEAD_SECONDS to arrive whole
-                self._head_timer = self.loop.call_later(HEAD_SECONDS, self._head_too_slow)
+            if self._timer is None:  # a request begins: it has REQUEST_SECONDS to arrive whole
+                self._timer = self.loop.call_later(REQUEST_SECONDS, self._too_slow)
             self._raw_head += len(data)
         super().data_received(data)
         if self._reading_head and self._raw_head > MAX_HEAD and not self._refused:
@@ -138,29 +140,39 @@ class BoundedHead(HttpToolsProtocol):
 
     def on_headers_complete(self) -> None:
         self._reading_head = False  # the body, if any, is BodyLimit's to bound
-        self._stop_head_timer()
         if self._parsed_head > MAX_HEAD:
             self._refuse_head()
             raise _HeadTooLarge  # nothing of this request reaches the application
         super().on_headers_complete()
 
     def on_message_complete(self) -> None:
+        self._stop_timer()
         super().on_message_complete()
         self._reading_head, self._raw_head, self._parsed_head = True, 0, 0  # the next request on this connection
 
+    def handle_websocket_upgrade(self) -> None:
+        self._stop_timer()  # the connection is the WebSocket's from here: no request timeout
+        super().handle_websocket_upgrade()
+
     def connection_lost(self, exc: Exception | None) -> None:
-        self._stop_head_timer()
+        self._stop_timer()
         super().connection_lost(exc)
 
-    def _stop_head_timer(self) -> None:
-        if self._head_timer is not None:
-            self._head_timer.cancel()
-            self._head_timer = None
+    def _stop_timer(self) -> None:
+        if self._timer is not None:
+            self._timer.cancel()
+            self._timer = None
 
-    def _head_too_slow(self) -> None:
-        self._head_timer = None
-        if self._reading_head and not self._refused:
-            self._refuse(b"408 Request Timeout", f"The request head did not arrive whole within {HEAD_SECONDS:g} s.")
+    def _too_slow(self) -> None:
+        self._timer = None
+        if self._refused:
+            return
+        if self._reading_head:
+            self._refuse(b"408 Request Timeout",
+                         f"The request head did not arrive whole within {REQUEST_SECONDS:g} s.")
+        else:  # the application is serving this request, and may have answered: no second answer, just close
+            self._refused = True
+            self.transport.close()
 
     def send_400_response(self, msg: str) -> None:
         if not self._refused:  # the parser's error after a refused head: the 431 is already on its way
@@ -172,7 +184,7 @@ class BoundedHead(HttpToolsProtocol):
 
     def _refuse(self, status: bytes, detail: str) -> None:
         self._refused = True
-        self._stop_head_timer()
+        self._stop_timer()
         cycle = getattr(self, "cycle", None)
         if cycle is None or cycle.response_complete:  # else an answer is under way: just close
             body = json.dumps({"detail": detail}, separators=(",", ":")).encode()
