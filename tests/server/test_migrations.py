@@ -22,9 +22,10 @@ def alembic_config(url: str) -> Config:
     return config
 
 
-def test_rounds_recorded_before_0005_keep_their_own_pace_and_new_rounds_are_lockstep(database_url: str) -> None:
-    """A power round's log from before lockstep is out of turn in lockstep: the upgrade marks every round
-    already there ``lockstep`` false (replayed as played), and a round written after it is true."""
+def test_rounds_with_decisions_before_0005_keep_their_own_pace_and_the_rest_are_lockstep(database_url: str) -> None:
+    """A power round's log from before lockstep is out of turn in lockstep: the upgrade marks every round with
+    decisions on record ``lockstep`` false (replayed as played); one with none yet goes on in lockstep, and a
+    round written after the upgrade is lockstep."""
     command.upgrade(alembic_config(database_url), "0004")
     engine = create_engine(database_url, poolclass=NullPool)
     try:
@@ -32,15 +33,19 @@ def test_rounds_recorded_before_0005_keep_their_own_pace_and_new_rounds_are_lock
             connection.execute(text(
                 "INSERT INTO shoes (id, table_id, cards, salt, commitment, position, finished, created_at) "
                 "VALUES (1, 'power', '2S 3D', 's', 'c', 0, false, CURRENT_TIMESTAMP)"))
-            connection.execute(text(
-                "INSERT INTO rounds (id, table_id, variant, status, shoe_id, shoe_start, actions, version, created_at) "
-                "VALUES (1, 'power', 'power', 'settled', 1, 0, '[]', 4, CURRENT_TIMESTAMP)"))
+            for round_id, status in ((1, "settled"), (3, "playing"), (4, "playing"), (5, "betting")):
+                connection.execute(text(
+                    "INSERT INTO rounds (id, table_id, variant, status, shoe_id, shoe_start, actions, version, "
+                    f"created_at) VALUES ({round_id}, 'power', 'power', '{status}', 1, 0, '[]', 0, CURRENT_TIMESTAMP)"))
+            for round_id in (1, 3):  # rounds 1 and 3 have decisions on record; 4 was dealt, 5 takes bets
+                connection.execute(text("INSERT INTO round_actions (round_id, seq, player_id, action, source) "
+                                        f"VALUES ({round_id}, 0, 1, 'hit', 'player')"))
         db.migrate(database_url)
         with Session(engine) as session, session.begin():  # as the server writes a round: through the model
             session.add(Round(id=2, table_id="power", variant="power", status="betting", shoe_id=1, shoe_start=0,
                               actions=[], version=0, created_at=datetime.now(UTC)))
         with engine.connect() as connection:
             rows = connection.execute(text("SELECT id, lockstep FROM rounds ORDER BY id")).all()
-        assert [(row[0], bool(row[1])) for row in rows] == [(1, False), (2, True)]
+        assert [(row[0], bool(row[1])) for row in rows] == [(1, False), (2, True), (3, False), (4, True), (5, True)]
     finally:
         engine.dispose()
