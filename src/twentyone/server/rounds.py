@@ -44,7 +44,7 @@ from twentyone.server.tables import (
     slip_row,
     take_bets,
 )
-from twentyone.server.views import OTHERS_SHOWN, round_json, seat_of
+from twentyone.server.views import OTHERS_SHOWN, round_json, round_json_held, seat_of
 from twentyone.server.wallet import Wallet, WalletError
 
 log = logging.getLogger("twentyone.server")
@@ -219,11 +219,7 @@ class Rounds:
         with self.store.read() as session:
             round_row = session.get(Round, round_id)
             assert round_row is not None
-            table = self.tables.get(round_row.table_id)
-            if round_row.status == "betting":
-                return round_json(session, round_row, table, caller.id, None)
-            with self.live.held(session, round_row) as engine:
-                return round_json(session, round_row, table, caller.id, engine)
+            return round_json_held(session, round_row, self.tables.get(round_row.table_id), caller.id, self.live)
 
     def close_betting(self, table_id: str, due: datetime | None = None) -> int | None:
         """The betting window closed: debit every seat, deal, and return undealt bets at the table.

@@ -9,7 +9,7 @@ from twentyone.server.context import Caller, ServiceError
 from twentyone.server.models import Slip
 from twentyone.server.rounds import Rounds, current_round
 from twentyone.server.tables import apply_control, bet_slip, slip_row, slip_view, table_json
-from twentyone.server.views import round_json
+from twentyone.server.views import round_json_held
 
 
 class Slips:
@@ -48,11 +48,7 @@ class Slips:
             current = current_round(session, table, caller.id)
             view = None
             if current is not None:
-                if current.status == "betting":
-                    view = round_json(session, current, table, caller.id, None)
-                else:
-                    with self.rounds.live.held(session, current) as engine:
-                        view = round_json(session, current, table, caller.id, engine)
+                view = round_json_held(session, current, table, caller.id, self.rounds.live)
             return {"table": table_json(table), "balance": balance,
                     "slip": slip_view(slip, bet_slip(slip, table, balance)),
                     "next_shoe": {"id": shoe.id, "commitment": shoe.commitment}, "round": view}

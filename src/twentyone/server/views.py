@@ -10,8 +10,9 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from contextlib import AbstractContextManager, contextmanager, nullcontext
 from datetime import timedelta
+from functools import partial
 from typing import Any
 
 from sqlalchemy import bindparam, func, select
@@ -76,12 +77,14 @@ def _seats_shown(session: Session, round_id: int, player_id: int) -> tuple[list[
 
 
 def round_json(session: Session, round_row: Round, table: TableSpec, player_id: int, engine: Engine | None,
-               seats: tuple[list[tuple[Any, str]], int] | None = None) -> dict[str, Any]:
+               seats: tuple[list[tuple[Any, str]], int] | None = None,
+               hold: Callable[[], AbstractContextManager[Any]] = nullcontext) -> dict[str, Any]:
     """A round as one player may see it: the engine's view for that player, with the table's facts around it.
 
     At a table of hundreds (power), other players beyond the first :data:`OTHERS_SHOWN` are counted,
     not listed: ``seat_count`` says how many there are. ``seats``: the seats shown and their count, when
-    the caller has them already (a private round's one seat).
+    the caller has them already (a private round's one seat). ``hold``: the round's lock, held while the
+    engine is read (not while the database is), for a caller that does not hold it already.
     """
     shown, seat_count = seats if seats is not None else _seats_shown(session, round_row.id, player_id)
     names = {str(seat.player_id): name for seat, name in shown}
@@ -105,7 +108,14 @@ def round_json(session: Session, round_row: Round, table: TableSpec, player_id: 
                       "balance_after": mine.balance_after, "bets": mine.bets}
     if round_row.status == "betting" or engine is None:
         return view
-    seen = engine.view(str(player_id), among=names)  # the hands shown, not a power table's thousand
+    with hold():
+        seen = engine.view(str(player_id), among=names)  # the hands shown, not a power table's thousand
+        offers = engine.pending_offers(str(player_id)) if seen.viewer_to_act and seen.decision else ()
+        # Whose decision the table waits for: one player in turn, or everyone still deciding in a common draw,
+        # where a player who has stopped deciding may have busted on a card: there only the viewer (deciding
+        # here, since a withheld view has the viewer's own decision or none) is told.
+        deciding = [player_id] if seen.others_withheld else [
+            int(player) for player in names if engine.decision(player) is not None]
     view.update(_cards_json(seen, names, str(player_id)))
     view["others_withheld"] = seen.others_withheld
     if seen.decision is not None and round_row.status == "playing":
@@ -122,15 +132,22 @@ def round_json(session: Session, round_row: Round, table: TableSpec, player_id: 
             view["offers"]["pending"] = [
                 {"seat": offer.seat, "hand": offer.hand, "kind": offer.kind,
                  "cost": stakes[(offer.seat, offer.hand)] // 2 if offer.kind == "insurance" else 0}
-                for offer in engine.pending_offers(str(player_id))]
-        # Whose decision the table waits for: one player in turn, or everyone still deciding in a common draw,
-        # where a player who has stopped deciding may have busted on a card: there only the viewer (deciding
-        # here, since a withheld view has the viewer's own decision or none) is told.
-        view["deciding"] = [player_id] if seen.others_withheld else [
-            int(player) for player in names if engine.decision(player) is not None]
+                for offer in offers]
+        view["deciding"] = deciding
     if finished is not None and finished.finished:
         view["revealed"] = {"salt": finished.salt, "cards": finished.cards.split(), "first_card": round_row.shoe_start}
     return view
+
+
+def round_json_held(session: Session, round_row: Round, table: TableSpec, player_id: int,
+                    live: LiveRounds) -> dict[str, Any]:
+    """:func:`round_json` for a caller that does not hold the round: the round is held while its engine is
+    fetched (it may catch up with the log) and read, and not while the database is queried."""
+    if round_row.status == "betting":
+        return round_json(session, round_row, table, player_id, None)
+    with live.locked(round_row.id):
+        engine = live.engine(session, round_row)
+    return round_json(session, round_row, table, player_id, engine, hold=partial(live.locked, round_row.id))
 
 
 def _cards_json(seen: RoundView, names: dict[str, str], viewer: str) -> dict[str, Any]:
@@ -189,6 +206,10 @@ class Views:
         with self.live.held(session, round_row) as engine:
             yield engine
 
+    def _round_json(self, session: Session, round_row: Round, player_id: int) -> dict[str, Any]:
+        """:func:`round_json`, with the round held only while its engine is fetched and read."""
+        return round_json_held(session, round_row, self.table(round_row.table_id), player_id, self.live)
+
     def _mine(self, session: Session, caller: Caller, round_id: int) -> Round:
         """The round, if the caller sits in it (the operator reads every round); else 404 either way."""
         round_row = session.get(Round, round_id)
@@ -199,8 +220,7 @@ class Views:
     def round(self, caller: Caller, round_id: int) -> dict[str, Any]:
         with self.store.read() as session:
             round_row = self._mine(session, caller, round_id)
-            with self.engine(session, round_row) as engine:
-                return round_json(session, round_row, self.table(round_row.table_id), caller.id, engine)
+            return self._round_json(session, round_row, caller.id)
 
     def history(self, caller: Caller, page: int = 1, size: int = 10, before: int | None = None) -> dict[str, Any]:
         """The caller's rounds, newest first, ``size`` to a page.
@@ -229,8 +249,7 @@ class Views:
                     "next_before": items[-1]["id"] if more else None}
 
     def _history_entry(self, session: Session, round_row: Round, player_id: int) -> dict[str, Any]:
-        with self.engine(session, round_row) as engine:
-            view = round_json(session, round_row, self.table(round_row.table_id), player_id, engine)
+        view = self._round_json(session, round_row, player_id)
         seat = seat_of(session, round_row.id, player_id)
         assert seat is not None
         return {"id": round_row.id, "table_id": round_row.table_id, "variant": round_row.variant,
