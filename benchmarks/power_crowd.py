@@ -159,26 +159,36 @@ async def crowd(http: httpx.AsyncClient, base: str, players: int, timeout: float
 
     settling_sent = settling_answered = 0.0  # when the decision that settled the round was sent, answered
     last_sent = 0.0  # when the last decision was sent (the one that settles may have been sent earlier)
+    refusals: list[str] = []
 
     async def decide(token: str) -> None:
         nonlocal settling_sent, settling_answered, last_sent
+        view = None
         for _ in range(24):
-            moved[token].clear()  # before the read: an event that comes after it wakes the wait below
-            async with gate:
-                view = (await call("GET", f"/rounds/{round_id}", token)).json()
+            if view is None:
+                moved[token].clear()  # before the read: an event that comes after it wakes the wait below
+                async with gate:
+                    view = (await call("GET", f"/rounds/{round_id}", token)).json()
             if view["status"] != "playing":
                 return
-            if not view["legal_actions"]:  # waiting for the card chosen: the step completes with the others
+            if not view["legal_actions"]:  # waiting for the card chosen, or the others: the next event says
                 await asyncio.wait_for(moved[token].wait(), timeout)
+                view = None
                 continue
             decision = view["decision"]  # with legal actions, the viewer's own: its hand, not another's
             total = next(h["total"] for h in view["hands"] if (h["player_id"], h["seat"], h["hand"]) ==
                          (decision["player_id"], decision["seat"], decision["hand"]))
+            moved[token].clear()  # the answer is the round as of this decision; any event after it wakes us
             async with gate:
                 sent = last_sent = time.perf_counter()
                 response = await call("POST", f"/rounds/{round_id}/actions", token,
                                       {"action": "hit" if total < 12 else "stand"})
-            if response.json().get("status") == "settled":
+            if response.status_code != 200:  # counted in the statuses; read the round again
+                refusals.append(response.json().get("detail", ""))
+                view = None
+                continue
+            view = response.json()
+            if view.get("status") == "settled":
                 settling_sent, settling_answered = sent, time.perf_counter()
 
     started = time.perf_counter()
@@ -214,6 +224,8 @@ async def crowd(http: httpx.AsyncClient, base: str, players: int, timeout: float
     print(f"statuses {dict(sorted(statuses.items()))}; rounds {report['rounds']}, staked {report['staked']}, "
           f"returned {report['returned']}; "
           f"every wallet reconciled: {audit_ok}; mean decision {statistics.fmean(latencies) * 1000:.1f} ms")
+    if refusals:
+        print(f"decisions refused: {len(refusals)}, e.g. {refusals[0]!r}")
     return 0 if audit_ok and not any(code >= 500 for code in statuses) and len(lags) == players else 1
 
 
