@@ -85,7 +85,9 @@ class LiveRounds:
         if kept is not None and kept[0] >= round_row.version:
             return kept[1]
         engine = caught_up(session, round_row, *kept) if kept is not None else None
-        engine = engine if engine is not None else rebuild(session, round_row)
+        if engine is None:
+            self.forget(round_row.id)  # a catch-up that failed may have half changed the engine kept
+            engine = rebuild(session, round_row)
         self.keep(round_row.id, round_row.version, engine)
         return engine
 
