@@ -265,6 +265,7 @@ def test_signing_in_again_does_not_restart_the_session_only_a_break_from_betting
     again.bet("classic", 500)
     refused = again.post("/tables/classic/deal")
     assert refused.status_code == 403 and "30 minutes" in refused.json()["detail"]
+    assert "after a break of 30 minutes without a round, sign in again" in refused.json()["detail"]
     clock.advance(30 * 60)  # half an hour without a bet: the session is over, the next sign-in starts one
     rested = sign_in()
     rested.bet("classic", 500)

@@ -187,7 +187,8 @@ class Accounts:
         minutes = limits.get("session_minutes")
         started = aware(player.session_started_at)
         if minutes and started and now - started > timedelta(minutes=minutes):
-            raise ServiceError(403, f"Your session time limit of {minutes} minutes is reached.")
+            raise ServiceError(403, f"Your session time limit of {minutes} minutes is reached: after a break of "
+                                    f"{SESSION_BREAK.seconds // 60} minutes without a round, sign in again to play.")
         return limits
 
     def check_limits(self, session: Session, player: Player, currency: str, stake: int) -> None:
