@@ -130,6 +130,29 @@ def test_money_in_the_tables_currency(browser: Any, live_server: LiveServer) -> 
     close(page, problems)
 
 
+def test_a_double_the_balance_cannot_cover_is_shown_disabled_with_the_reason(browser: Any,
+                                                                             live_server: LiveServer) -> None:
+    """The server refuses it (409, nothing moves); the page says so before the button is pressed."""
+    live_server.service.stacked.append(["5S", "7H", "6D", "8C", "4C", "KD"])  # 11 against a 7: double is legal
+    page, _, problems = table_page(browser, live_server, "single-deck")
+    chip(page, 50000)
+    bet(page)
+    chip(page, 2500)
+    bet(page)  # £525 on the hand, £475 left: doubling would need £525 more
+    deal(page, live_server, "single-deck")
+    double = page.locator("button[data-action='double']")
+    expect(double).to_be_disabled()
+    expect(double).to_have_attribute("title", "DOUBLE needs £525.00; the balance is £475.00")
+    expect(page.locator("#short-of")).to_be_visible()
+    expect(page.locator("#short-of")).to_have_text(" · The balance of £475.00 is short: double needs £525.00.")
+    expect(page.locator("button[data-action='hit']")).to_be_enabled()
+    page.wait_for_timeout(1500)  # the deal's animation
+    shot(page, "double-the-balance-cannot-cover")
+    page.locator("button[data-action='stand']").click()
+    expect(page.locator("#result")).to_be_visible()
+    close(page, problems)
+
+
 def test_side_bets_in_words_and_a_push_is_even(browser: Any, live_server: LiveServer) -> None:
     service = live_server.service
     service.stacked.append(["8S", "6H", "8D", "6C", "2S", "KH"])  # the dealer busts with 4 cards

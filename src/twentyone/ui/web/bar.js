@@ -11,6 +11,7 @@ export const ACTIONS = [
   ["quadruple", "QUADRUPLE", "q"], ["split", "SPLIT", "p"], ["surrender", "SURRENDER", "r"],
   ["cash-out", "CASH OUT", "c"],
 ];
+const EXTRA_STAKES = { double: 1, triple: 2, quadruple: 3, split: 1 };  // times the hand's stake each adds
 export const OFFER_TITLES = { insurance: "Insurance", "even-money": "Even money", surrender: "Surrender" };
 
 export function answers(kind) {
@@ -82,17 +83,31 @@ export function decisions(round) {
   const ranked = state.hints ? state.hints.actions.filter((a) => a.action !== "cash-out" || showCashOut) : [];
   const hints = Object.fromEntries(ranked.map((a) => [a.action, a.ev]));
   const best = ranked.length ? ranked[0].action : null;
+  // What a double (triple, quadruple) or a split would add, against what the balance holds now: the server
+  // refuses one the balance cannot cover, so the button says so before it is pressed.
+  const decided = round.decision;
+  const hand = decided && round.hands.find((h) => h.player_id === state.me.id && h.seat === decided.seat && h.hand === decided.hand);
+  const me = round.me || {};
+  const balance = me.balance_before === null || me.balance_before === undefined ? null : me.balance_before - me.staked;
+  const shortOf = [];  // the actions the balance cannot cover, for the status line
   const buttons = ACTIONS.filter(([action]) => action !== "cash-out" || showCashOut).map(([action, label, key]) => {
     const legal = round.legal_actions.includes(action);
     if (!legal && ["triple", "quadruple", "surrender", "cash-out"].includes(action)) return null;
     const amount = action === "cash-out" && round.offers.cash_out !== undefined ? ` ${money(round.offers.cash_out, table.currency)}` : "";
+    const cost = hand && action in EXTRA_STAKES ? hand.stake * EXTRA_STAKES[action] : 0;
+    const short = legal && balance !== null && cost > balance;
+    if (short) shortOf.push(`${label.toLowerCase()} needs ${money(cost, table.currency)}`);
     const node = button(`action-${action}`, `${label}${amount}`, key, () => act.decide(action),
-      { "data-action": action, disabled: !legal, class: action === best ? "best" : null });
+      { "data-action": action, disabled: !legal || short, class: action === best ? "best" : null,
+        ...(short ? { title: `${label} needs ${money(cost, table.currency)}; the balance is ${money(balance, table.currency)}` } : {}) });
     if (action in hints) node.append(el("span", { class: "ev" }, `EV ${hints[action] >= 0 ? "+" : ""}${hints[action].toFixed(3)}`));
     return node;
   });
+  const short = shortOf.length
+    ? el("span", { class: "balance-short", id: "short-of" }, ` · The balance of ${money(balance, table.currency)} is short: ${shortOf.join(", ")}.`)
+    : null;
   return el("div", { class: "decisions-wrap" },
-    el("p", { class: "status-line" }, "Your decision ", el("span", { class: "timer", id: "bar-timer" })),
+    el("p", { class: "status-line" }, "Your decision ", el("span", { class: "timer", id: "bar-timer" }), short),
     el("div", { class: "decisions", role: "group", "aria-label": "Decisions" }, ...buttons));
 }
 
