@@ -5,6 +5,7 @@ from typing import Any
 import pytest
 
 from helpers import play, side, start
+from twentyone.core.operations import ActionTaken, Settled
 from twentyone.core.round import HandBet, IllegalActionError, Phase, Round
 from twentyone.core.shoe import Shoe
 from twentyone.scenario import ScenarioError, run_scenario
@@ -272,3 +273,20 @@ def test_players_at_a_table_without_common_draw_still_decide_in_turn() -> None:
     assert game.decision("bob") is None and game.decision("ann") is not None
     with pytest.raises(IllegalActionError, match="no decision is pending for player 'bob'"):
         game.act("stand", "bob")
+
+
+def test_common_draw_withholds_another_players_insurance_until_the_round_settles() -> None:
+    """Taking insurance is a decision like any other: its result (lost, at the peek) is the taker's alone
+    until the round settles, though the step that ends with the peek has completed for everyone."""
+    rules = builtin_rules(V)
+    game = Round(rules, Shoe.stacked(["5S", "AH", "6D", "8C", "4C", "KD", "2H"], rules.shoe.composition))
+    game.place_bets("ann", [HandBet(100)])
+    game.place_bets("bob", [HandBet(100)])
+    game.deal()
+    game.act("insurance", "ann")
+    game.act("no-insurance", "bob")  # the offers are answered: the dealer peeks, ann's insurance is lost
+    assert [op.player for op in game.settlements] == ["ann"]
+    bobs = game.view("bob")
+    assert not bobs.settlements
+    assert not [op for op in bobs.operations if isinstance(op, ActionTaken | Settled) and op.player == "ann"]
+    assert [op.player for op in game.view("ann").settlements] == ["ann"]

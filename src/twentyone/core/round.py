@@ -142,12 +142,15 @@ def _staked_in(operations: Sequence[VisibleOperation]) -> int:
 
 
 def _others_play(op: VisibleOperation, player: str, owners: Mapping[int, str]) -> bool:
-    """A card drawn to, a decision of, or a hand result of a player other than ``player`` (``owners``: by seat)."""
+    """A card drawn to, a decision of, or a result of a player other than ``player`` (``owners``: by seat).
+
+    Every result: a hand's, and an insurance's too, which tells that the player took it.
+    """
     if isinstance(op, CardDealt):
         return op.seat >= 1 and owners[op.seat] != player  # -1: the common deal; 0: the dealer
     if isinstance(op, ActionTaken):
         return op.player != player
-    return isinstance(op, Settled) and op.item == Item.HAND and op.player != player
+    return isinstance(op, Settled) and op.player != player
 
 
 def _as_dealt(hand: HandState, common: tuple[Card, ...], bet: int) -> HandState:
