@@ -343,6 +343,8 @@ def test_a_common_draw_shows_nobody_the_cards_another_player_drew_until_it_settl
         assert drawn_cards(service, round_id) == {ids["ann"]: [], ids["bob"]: []}
         waiting = ann.get(f"/rounds/{round_id}").json()
         assert waiting["decision"] is None and waiting["legal_actions"] == [] and waiting["status"] == "playing"
+        assert waiting["drawing"] and waiting["deadline"] == deadline  # the step's clock, shown to ann too
+        assert not bob.get(f"/rounds/{round_id}").json()["drawing"]
         assert nobody_sees_another_players_draw("ann's hit", sockets) == 0  # no event tells that someone acted
         assert bob.get(f"/rounds/{round_id}").json()["decision"]["deadline"] == deadline
         assert bob.act(round_id, "hit").status_code == 200  # the step is complete: both get common card 0

@@ -78,6 +78,7 @@ def test_players_join_one_round_and_see_each_others_bets_and_turns(browser: Any,
             pages[0].locator("button[data-action='hit']").click()
             expect(pages[0].locator("button[data-action='hit']")).to_have_count(0)
             expect(pages[0].locator("#action-bar")).to_contain_text("Your card is dealt once every player has chosen")
+            expect(pages[0].locator("#bar-timer")).to_have_text(re.compile(r"^\d+s$"))  # the step's clock, shared
             expect(pages[0].locator(".hands.mine .card")).to_have_count(2)
             shot(pages[0], f"{table}-{players}-players-waiting-for-the-step")
             for page in reversed(pages[1:]):  # in any order: the last to sit down may decide first

@@ -415,7 +415,8 @@ class Round:
                       for hand in self._hands_of(listed) if hand.player == player or hand.hand == 1)
         return RoundView(player, str(self.phase), dealer, hidden, self.dealer_blackjack, hands, settlements,
                          operations, decision, legal, offers, _staked_in(operations),
-                         sum(op.returned for op in settlements), others_withheld=True)
+                         sum(op.returned for op in settlements), others_withheld=True,
+                         drawing=bool(self._awaiting.get(player)))
 
     def _withholds_others(self, player: str | None) -> bool:
         """Whether ``player`` must not see the other players' play yet.

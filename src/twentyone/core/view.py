@@ -115,6 +115,8 @@ class RoundView:
     returned: int
     # A common draw in play: other players' draws, decisions and results are withheld (see Round.view).
     others_withheld: bool = False
+    # Lockstep: the viewer chose a card (hit, double, split) and waits for the step to complete.
+    drawing: bool = False
 
     @property
     def dealer_value(self) -> HandValue:

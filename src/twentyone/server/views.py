@@ -101,6 +101,7 @@ def round_json(session: Session, round_row: Round, table: TableSpec, player_id: 
                    "total": bets_total(seat.bets)} for seat, name in shown],
         "dealer": {"cards": [], "total": 0, "hidden": 0}, "hands": [], "side_bets": [], "insurance": [],
         "decision": None, "legal_actions": [], "offers": {}, "deciding": [], "others_withheld": False,
+        "drawing": False, "deadline": None,
     }
     mine = next((seat for seat, _ in shown if seat.player_id == player_id), None)
     if mine is not None:
@@ -117,10 +118,13 @@ def round_json(session: Session, round_row: Round, table: TableSpec, player_id: 
         deciding = [player_id] if seen.others_withheld else [
             int(player) for player in names if engine.decision(player) is not None]
     view.update(_cards_json(seen, names, str(player_id)))
-    view["others_withheld"] = seen.others_withheld
+    view["others_withheld"], view["drawing"] = seen.others_withheld, seen.drawing
+    since = aware(round_row.decision_since)
+    deadline = since + timedelta(seconds=table.decision_timeout) if since and round_row.status == "playing" else None
+    # The round's clock, for everyone: in a common draw the step's, which all players share, so a player who
+    # has chosen (or stood) sees how long the others may take; it moves only when the step does.
+    view["deadline"] = iso(deadline)
     if seen.decision is not None and round_row.status == "playing":
-        since = aware(round_row.decision_since)
-        deadline = since + timedelta(seconds=table.decision_timeout) if since else None
         decision = seen.decision
         view["decision"] = {"player_id": int(decision.player), "name": names.get(decision.player),
                             "seat": decision.seat, "hand": decision.hand, "kind": str(decision.kind),

@@ -35,10 +35,9 @@ export function button(focus, label, key, onclick, attributes = {}) {
 export function whoDecides(round) {
   const waiting = deciders(round).filter((id) => id !== state.me.id);
   // A common draw (power): the others' play is withheld until the round settles; players move in lockstep, so a
-  // card chosen (a hand still playing, with no decision) is dealt once every player has chosen at this step.
+  // card chosen (round.drawing) is dealt once every player has chosen at this step.
   if (!waiting.length && round.others_withheld) {
-    const drawing = round.hands.some((hand) => hand.player_id === state.me.id && hand.status === "playing");
-    return drawing ? "Your card is dealt once every player has chosen…" : "Waiting for the other players to decide…";
+    return round.drawing ? "Your card is dealt once every player has chosen…" : "Waiting for the other players to decide…";
   }
   if (!waiting.length) return "Dealing…";
   const names = waiting.map((id) => (round.seats.find((seat) => seat.player_id === id) || {}).name).filter(Boolean);

@@ -109,7 +109,10 @@ export function othersStrip(round) {
   const strip = el("ul", { class: "others", "aria-label": "Other players" }, ...others.map((seat) => {
     const hands = round.hands.filter((hand) => hand.player_id === seat.player_id);
     const turn = deciding.includes(seat.player_id);
-    const total = seat.total ?? betsTotal(seat.bets || []);
+    // The bets, and what doubles and splits added once the hands are shown (a withheld hand shows its bet).
+    const main = (seat.bets || []).reduce((sum, bet) => sum + bet.bet, 0);
+    const added = hands.length ? Math.max(0, hands.reduce((sum, hand) => sum + hand.stake, 0) - main) : 0;
+    const total = (seat.total ?? betsTotal(seat.bets || [])) + added;
     return el("li", { class: `seat${turn ? " active" : ""}`, "data-player": seat.name },
       el("div", { class: "name" }, seat.name),
       el("div", { class: "seat-bet" }, chipStack(total, table.chips, table.currency, "mini"), money(total, table.currency)),

@@ -359,7 +359,9 @@ function startTimers(round) {
   clearInterval(state.timer);
   const tick = () => {
     const left = (moment) => Math.max(0, Math.round((Date.parse(moment) - Date.now()) / 1000));
-    const decisionLeft = round && round.decision && round.decision.deadline ? left(round.decision.deadline) : null;
+    // The decision's clock, or the round's while this player waits for the others (a common draw's step).
+    const deadline = round && ((round.decision && round.decision.deadline) || round.deadline);
+    const decisionLeft = deadline ? left(deadline) : null;
     const text = decisionLeft === null ? "" : `${decisionLeft >= 60 ? `${Math.floor(decisionLeft / 60)}m ` : ""}${decisionLeft % 60}s`;
     for (const id of ["timer", "bar-timer"]) {
       const node = document.getElementById(id);
