@@ -18,6 +18,16 @@ def common(shoe: list[str], players: list[dict[str, Any]]) -> dict[str, Any]:
     return run_scenario({"variant": V, "shoe": shoe, "players": players})
 
 
+def power_round(shoe: list[str], *players: str) -> Round:
+    """A power round dealt from ``shoe`` to ``players``, each betting 100."""
+    rules = builtin_rules(V)
+    game = Round(rules, Shoe.stacked(shoe, rules.shoe.composition))
+    for name in players:
+        game.place_bets(name, [HandBet(100)])
+    game.deal()
+    return game
+
+
 def test_eight_decks_with_every_9_and_10_removed() -> None:
     assert builtin_rules(V).shoe.composition.size == 352
     with pytest.raises(ScenarioError, match="every 9 is removed"):
@@ -231,11 +241,7 @@ def test_common_draw_deals_no_card_until_everyone_still_deciding_has_chosen_at_i
     """A second account (or a friend) who hits first learns nothing: the card stays in the shoe, seen by
     nobody, the house included, until the last player still deciding has chosen; a player who has chosen
     waits, and the round's step (its one decision clock) moves only when the card is dealt."""
-    rules = builtin_rules(V)
-    game = Round(rules, Shoe.stacked(["5S", "7H", "6D", "8C", "4C", "KD", "2H"], rules.shoe.composition))
-    for name in ("ann", "scout", "cy"):
-        game.place_bets(name, [HandBet(100)])
-    game.deal()
+    game = power_round(["5S", "7H", "6D", "8C", "4C", "KD", "2H"], "ann", "scout", "cy")
     step = game.step
     game.act("hit", "scout")
     with pytest.raises(IllegalActionError, match="no decision is pending for player 'scout'"):
@@ -250,11 +256,7 @@ def test_common_draw_deals_no_card_until_everyone_still_deciding_has_chosen_at_i
 
 
 def test_common_draw_split_hands_both_get_their_card_before_either_is_played() -> None:
-    rules = builtin_rules(V)
-    game = Round(rules, Shoe.stacked(["6S", "7H", "6D", "5H", "2C", "3C", "4C"], rules.shoe.composition))
-    game.place_bets("ann", [HandBet(100)])
-    game.place_bets("bob", [HandBet(100)])
-    game.deal()
+    game = power_round(["6S", "7H", "6D", "5H", "2C", "3C", "4C"], "ann", "bob")
     game.act("split", "ann")
     game.act("hit", "bob")  # takes common card 0 with ann's first hand; card 1 waits for bob's next choice
     assert game.decision("ann") is None and [len(h.cards) for h in game.hands] == [2, 1, 3]
@@ -278,11 +280,7 @@ def test_players_at_a_table_without_common_draw_still_decide_in_turn() -> None:
 def test_common_draw_withholds_another_players_insurance_until_the_round_settles() -> None:
     """Taking insurance is a decision like any other: its result (lost, at the peek) is the taker's alone
     until the round settles, though the step that ends with the peek has completed for everyone."""
-    rules = builtin_rules(V)
-    game = Round(rules, Shoe.stacked(["5S", "AH", "6D", "8C", "4C", "KD", "2H"], rules.shoe.composition))
-    game.place_bets("ann", [HandBet(100)])
-    game.place_bets("bob", [HandBet(100)])
-    game.deal()
+    game = power_round(["5S", "AH", "6D", "8C", "4C", "KD", "2H"], "ann", "bob")
     game.act("insurance", "ann")
     game.act("no-insurance", "bob")  # the offers are answered: the dealer peeks, ann's insurance is lost
     assert [op.player for op in game.settlements] == ["ann"]

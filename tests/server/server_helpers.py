@@ -77,6 +77,22 @@ class Client:
         return self.post(f"/rounds/{round_id}/actions", {"action": action})
 
 
+def new_guest(http: TestClient) -> Client:
+    body = http.post("/auth/guest").json()
+    return Client(http, body["token"], body["player"]["name"])
+
+
+def dealt_shared_round(service: Any, clock: Clock, players: list[Client], table: str = "power",
+                       bet: int = 500) -> int:
+    """Each player bets and joins the table's round, then its window closes (the timer's tick): the round's id."""
+    for player in players:
+        player.bet(table, bet)
+        player.post(f"/tables/{table}/deal")
+    clock.advance(service.table(table).betting_window + 1)
+    service.tick()
+    return int(players[0].get(f"/tables/{table}").json()["round"]["id"])
+
+
 def new_player(http: TestClient, name: str) -> Client:
     response = http.post("/auth/register", json={"name": name, "password": "correct horse"})
     assert response.status_code == 201, response.json()

@@ -6,7 +6,7 @@ from datetime import datetime, timedelta
 
 import pytest
 from fastapi.testclient import TestClient
-from server_helpers import Client, Clock, new_player
+from server_helpers import Client, Clock, dealt_shared_round, new_player
 from starlette.websockets import WebSocketDisconnect
 
 from twentyone.server.service import GameService
@@ -399,12 +399,7 @@ def test_a_power_round_recorded_before_lockstep_still_replays_as_it_was_played(
 
     ann, bob = new_player(http, "ann"), new_player(http, "bob")
     service.stacked.append(["8S", "7H", "5D", "KC", "2C", "3C", "QS"])
-    for player in (ann, bob):
-        player.bet("power", 500)
-        player.post("/tables/power/deal")
-    clock.advance(16)
-    service.tick()
-    round_id = ann.get("/tables/power").json()["round"]["id"]
+    round_id = dealt_shared_round(service, clock, [ann, bob])
     for player, action in ((ann, "hit"), (bob, "hit"), (ann, "stand"), (bob, "stand")):
         assert player.act(round_id, action).status_code == 200
     settled = bob.get(f"/rounds/{round_id}").json()

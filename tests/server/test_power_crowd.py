@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
 from datetime import datetime, timedelta
 from typing import Any
 
 from fastapi.testclient import TestClient
-from server_helpers import Client, Clock
+from server_helpers import Client, Clock, dealt_shared_round, new_guest
 from sqlalchemy import func, select
 
 from twentyone.server import live
@@ -17,6 +19,18 @@ from twentyone.server.service import GameService
 from twentyone.server.views import OTHERS_SHOWN
 
 PLAYERS = OTHERS_SHOWN + 12  # more than a round view lists in full
+
+
+@contextmanager
+def counting_rebuilds() -> Iterator[list[int]]:
+    """The ids of the rounds whose engines are replayed whole from the log while the block runs."""
+    rebuilt: list[int] = []
+    original = live.rebuild
+    live.rebuild = lambda session, row: rebuilt.append(row.id) or original(session, row)  # type: ignore[assignment]
+    try:
+        yield rebuilt
+    finally:
+        live.rebuild = original
 
 
 def test_a_crowded_power_round_takes_decisions_in_any_order_and_settles_everyone_once(
@@ -54,31 +68,19 @@ def test_a_crowded_power_round_takes_decisions_in_any_order_and_settles_everyone
         assert session.scalar(select(func.sum(LedgerEntry.amount))) == 0
     # Everyone at the table re-reads the settled round (the web table does, on the settled event): from the
     # engine that settled it, not each time replayed from the log (a thousand replays at a table of a thousand).
-    rebuilt = []
-    original = live.rebuild
-    live.rebuild = lambda session, row: rebuilt.append(row.id) or original(session, row)  # type: ignore[assignment]
-    try:
+    with counting_rebuilds() as rebuilt:
         for player in players:
             mine = player.get(f"/rounds/{round_id}").json()["me"]
             assert player.balance("EUR") == balances[player.name] - mine["staked"] + mine["returned"]
             assert mine["balance_after"] == player.balance("EUR")
-    finally:
-        live.rebuild = original
     assert rebuilt == []
 
 
 def test_the_timer_stands_every_player_still_deciding_at_the_step_and_the_next_step_has_its_own_clock(
         http: TestClient, service: GameService, clock: Clock) -> None:
     service.stacked.append(["5S", "7H", "6D", "8C", "4C", "KD", "2H", "3S"])
-    players = []
-    for _ in range(5):
-        body = http.post("/auth/guest").json()
-        players.append(Client(http, body["token"], body["player"]["name"]))
-        players[-1].bet("power", 500)
-        players[-1].post("/tables/power/deal")
-    clock.advance(16)
-    service.tick()
-    round_id = players[0].get("/tables/power").json()["round"]["id"]
+    players = [new_guest(http) for _ in range(5)]
+    round_id = dealt_shared_round(service, clock, players)
     clock.advance(5)
     assert players[2].act(round_id, "hit").status_code == 200  # chosen: waits for the others at this step
     clock.advance(11)  # the step's time is up: 16 s since the deal, whatever anyone chose meanwhile
@@ -98,15 +100,8 @@ def test_an_insurance_time_out_declines_every_offer_and_leaves_each_hand_its_own
     """The offers are a step of their own: their time-out declines them, and the players' turns that follow
     get a fresh clock (before, the timer went on and stood every hand at once)."""
     service.stacked.append(["5S", "AH", "6D", "8C", "4C", "KD", "2H", "3S"])
-    players = []
-    for _ in range(3):
-        body = http.post("/auth/guest").json()
-        players.append(Client(http, body["token"], body["player"]["name"]))
-        players[-1].bet("power", 500)
-        players[-1].post("/tables/power/deal")
-    clock.advance(16)
-    service.tick()
-    round_id = players[0].get("/tables/power").json()["round"]["id"]
+    players = [new_guest(http) for _ in range(3)]
+    round_id = dealt_shared_round(service, clock, players)
     assert players[0].get(f"/rounds/{round_id}").json()["decision"]["kind"] == "insurance"
     clock.advance(16)
     assert service.tick()["auto"] == 3  # the three offers declined, and nothing more
@@ -122,30 +117,18 @@ def test_a_process_that_did_not_take_a_choice_catches_up_with_the_log_instead_of
     choice taken by the first. It applies the logged choices since, not the whole round again (which at a
     table of hundreds answers slowly exactly when someone chose: a tell, and a cost)."""
     service.stacked.append(["5S", "7H", "6D", "8C", "4C", "KD", "2H", "3S"])
-    ann, bob = (Client(http, body["token"], body["player"]["name"])
-                for body in (http.post("/auth/guest").json() for _ in range(2)))
-    for player in (ann, bob):
-        player.bet("power", 500)
-        player.post("/tables/power/deal")
-    clock.advance(16)
-    service.tick()
-    round_id = ann.get("/tables/power").json()["round"]["id"]
-    rebuilt: list[int] = []
-    original = live.rebuild
-    live.rebuild = lambda session, row: rebuilt.append(row.id) or original(session, row)  # type: ignore[assignment]
-    try:
-        with TestClient(create_app(settings, clock=clock, timers=False)) as other_process:
-            def through_other(player: Client) -> dict[str, Any]:
-                return other_process.get(f"/rounds/{round_id}", headers={"Authorization": f"Bearer {player.token}"}
-                                         ).json()
+    ann, bob = new_guest(http), new_guest(http)
+    round_id = dealt_shared_round(service, clock, [ann, bob])
+    with counting_rebuilds() as rebuilt, TestClient(create_app(settings, clock=clock, timers=False)) as other_process:
+        def through_other(player: Client) -> dict[str, Any]:
+            return other_process.get(f"/rounds/{round_id}", headers={"Authorization": f"Bearer {player.token}"}
+                                     ).json()
 
-            assert through_other(bob)["legal_actions"] and rebuilt == [round_id]  # its first read: a replay
-            for player, action in ((ann, "hit"), (bob, "hit"), (ann, "stand")):
-                assert player.act(round_id, action).status_code == 200
-                assert through_other(bob) == bob.get(f"/rounds/{round_id}").json()
-            assert rebuilt == [round_id]  # then each choice applied from the log, none replayed
-    finally:
-        live.rebuild = original
+        assert through_other(bob)["legal_actions"] and rebuilt == [round_id]  # its first read: a replay
+        for player, action in ((ann, "hit"), (bob, "hit"), (ann, "stand")):
+            assert player.act(round_id, action).status_code == 200
+            assert through_other(bob) == bob.get(f"/rounds/{round_id}").json()
+        assert rebuilt == [round_id]  # then each choice applied from the log, none replayed
 
 
 def test_hints_in_a_live_shoe_count_the_cards_already_seen(
