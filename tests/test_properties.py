@@ -6,9 +6,11 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from strategies import Table, seat, tables
-from twentyone.core.operations import Action, BetsPlaced, Settled
-from twentyone.core.round import Phase, replay
+from twentyone.core.hand import hand_value, is_natural
+from twentyone.core.operations import Action, ActionTaken, BetsPlaced, CardDealt, HandStatus, Settled
+from twentyone.core.round import Phase, Round, replay
 from twentyone.core.shoe import Shoe
+from twentyone.core.view import HandState, mask_operations
 
 ALL_ACTIONS = tuple(Action)
 # TWENTYONE_EXAMPLES=3000 runs a deeper search (it passed at 3,000 examples per property).
@@ -87,3 +89,51 @@ def test_common_draw_players_share_first_cards_and_the_draw_sequence(table: Tabl
         sequences.append(drawn)
     longest = max(sequences, key=len)
     assert all(sequence == longest[: len(sequence)] for sequence in sequences)
+
+
+def _withheld_by_filtering(game: Round, player: str) -> tuple:  # type: ignore[type-arg]
+    """What a player of a common draw in play may see, worked out the plain way: the whole log and every
+    hand, filtered (the reference for the engine's indexed view)."""
+    owners = {hand.seat: hand.player for hand in game.hands}
+
+    def others(op: object) -> bool:
+        if isinstance(op, CardDealt):
+            return op.seat >= 1 and owners[op.seat] != player
+        return isinstance(op, ActionTaken | Settled) and op.player != player
+
+    operations = tuple(op for op in mask_operations(game.operations) if not others(op))
+    common = tuple(op.card for op in game.operations if isinstance(op, CardDealt) and op.seat == -1)[:2]
+    dealt = HandStatus.BLACKJACK if is_natural(list(common)) else HandStatus.PLAYING
+    hands = tuple(hand if hand.player == player else
+                  HandState(hand.player, hand.seat, 1, common, hand_value(common), hand.bet, hand.bet, dealt,
+                            False, None, None)
+                  for hand in game.hands if hand.player == player or hand.hand == 1)
+    settlements = tuple(op for op in game.settlements if op.player == player)
+    staked = sum(op.bet + sum(amount for _, amount in op.side_bets) if isinstance(op, BetsPlaced) else op.amount
+                 for op in operations if isinstance(op, BetsPlaced | ActionTaken))
+    return operations, hands, settlements, staked, sum(op.returned for op in settlements)
+
+
+@SETTINGS
+@given(tables(("power",)), st.data())
+def test_a_common_draw_view_is_the_log_without_the_other_players_play(table: Table, data: st.DataObject) -> None:
+    """Each view of a common draw in play, after every decision, is what filtering the whole log and every
+    hand gives: the engine indexes its log by player, so this holds that indexing to the plain filter."""
+    game = seat(table)
+    game.deal()
+    players = [name for name, _ in table.bets]
+    for _ in range(80):
+        for name in players:
+            seen = game.view(name)
+            assert seen.others_withheld == (game.phase is not Phase.SETTLED)
+            if seen.others_withheld:
+                among = game.view(name, among=players[:1])
+                assert (seen.operations, seen.hands, seen.settlements, seen.staked, seen.returned) == \
+                    _withheld_by_filtering(game, name)
+                assert among.hands == tuple(hand for hand in seen.hands if hand.player in (name, players[0]))
+        deciding = [name for name in players if game.decision(name) is not None]
+        if not deciding:
+            break
+        name = data.draw(st.sampled_from(deciding))
+        game.act(data.draw(st.sampled_from(game.legal_actions(name))), name)
+    assert game.phase is Phase.SETTLED

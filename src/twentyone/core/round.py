@@ -127,6 +127,7 @@ class _Spot:
     pending_side_bets: dict[str, int] = field(default_factory=dict)
 
 
+_NO_VALUE = HandValue(0, False)  # a hand listed only to be shown as dealt (Round._hands_of)
 _LIVE = (HandStatus.STOOD, HandStatus.DOUBLED, HandStatus.BLACKJACK)  # hands the dealer's total settles
 
 
@@ -135,28 +136,59 @@ def _staked_in(operations: Sequence[VisibleOperation]) -> int:
     total = 0
     for op in operations:
         if isinstance(op, BetsPlaced):
-            total += op.bet + sum(amount for _, amount in op.side_bets)
+            total += op.bet
+            if op.side_bets:  # most spots have none: a thousand of them, summed for each view
+                total += sum(amount for _, amount in op.side_bets)
         elif isinstance(op, ActionTaken):
             total += op.amount
     return total
 
 
-def _others_play(op: VisibleOperation, player: str, owners: Mapping[int, str]) -> bool:
-    """A card drawn to, a decision of, or a result of a player other than ``player`` (``owners``: by seat).
+def _play_of(op: Operation, owners: Mapping[int, str]) -> str | None:
+    """The player whose play ``op`` is (a card drawn to them, their decision, a result of theirs), or None
+    for what the whole table sees (bets, the common deal, the dealer's cards); ``owners``: players by seat.
 
     Every result: a hand's, and an insurance's too, which tells that the player took it.
     """
     if isinstance(op, CardDealt):
-        return op.seat >= 1 and owners[op.seat] != player  # -1: the common deal; 0: the dealer
-    if isinstance(op, ActionTaken):
-        return op.player != player
-    return isinstance(op, Settled) and op.player != player
+        return owners[op.seat] if op.seat >= 1 else None  # -1: the common deal; 0: the dealer
+    if isinstance(op, (ActionTaken, Settled)):
+        return op.player
+    return None
 
 
-def _as_dealt(hand: HandState, common: tuple[Card, ...], bet: int) -> HandState:
-    """Another player's hand as the common deal left it: the two common cards and the main bet."""
-    status = HandStatus.BLACKJACK if is_natural(list(common)) else HandStatus.PLAYING
-    return HandState(hand.player, hand.seat, 1, common, hand_value(common), bet, bet, status, False, None, None)
+class _LogByPlayer:
+    """The log sorted once into what the whole table sees and each player's own play, kept up as it grows.
+
+    A view in a common draw leaves out every other player's play: at a table of a thousand, filtering the
+    whole log for each view cost more than the rest of the request. The log only grows (appended to,
+    never changed), so each operation is sorted the first time a view finds it, and a view merges the
+    shared part with the viewer's own.
+    """
+
+    def __init__(self) -> None:
+        self.sorted_up_to = 0
+        self.shared: list[int] = []  # positions in the log
+        self.own: dict[str, list[int]] = {}
+        self.owners: dict[int, str] = {}  # players by seat
+
+    def seen_by(self, log: Sequence[Operation], player: str, spots: Sequence[_Spot]) \
+            -> tuple[list[Operation], list[Operation]]:
+        """The log without the other players' play, and ``player``'s own play alone, both in log order."""
+        for spot in spots[len(self.owners):]:  # spots are only ever added, before the deal
+            self.owners[spot.seat] = spot.player
+        for position in range(self.sorted_up_to, len(log)):
+            owner = _play_of(log[position], self.owners)
+            (self.shared if owner is None else self.own.setdefault(owner, [])).append(position)
+        self.sorted_up_to = len(log)
+        mine = self.own.get(player, [])
+        return [log[position] for position in sorted(self.shared + mine)], [log[position] for position in mine]
+
+
+def _as_dealt(hand: HandState, common: tuple[Card, ...], value: HandValue, status: HandStatus) -> HandState:
+    """Another player's hand as the common deal left it: the two common cards (``value``, ``status``) and
+    the main bet."""
+    return HandState(hand.player, hand.seat, 1, common, value, hand.bet, hand.bet, status, False, None, None)
 
 
 class Round:
@@ -185,6 +217,8 @@ class Round:
         self._reserved: list[tuple[int, _Hand, Action]] = []
         self._awaiting: dict[str, int] = {}
         self._step = 0
+        self._log_by_player = _LogByPlayer()  # a common draw's views (see view)
+        self._played_out = 0  # leading spots whose every hand has stopped playing (see _current_hand)
 
     def copy(self) -> Round:
         """An independent copy of the round: branch it to explore what each card or action leads to.
@@ -332,16 +366,22 @@ class Round:
         """Every hand in playing order (split hands in place of the hand they came from)."""
         return self._hands_of(None)
 
-    def _hands_of(self, players: Collection[str] | None) -> tuple[HandState, ...]:
-        """The hands of ``players`` (None: everyone's) in playing order, each with its value worked out."""
+    def _hands_of(self, players: Collection[str] | None, shown_as_dealt: str | None = None) \
+            -> tuple[HandState, ...]:
+        """The hands of ``players`` (None: everyone's) in playing order, each with its value worked out.
+
+        ``shown_as_dealt``: a viewer of a common draw, who sees only the others' first hands, as dealt: those
+        are listed without their value (the caller replaces them), and their other hands left out.
+        """
         result = []
-        for spot in self._spots:
-            if players is not None and spot.player not in players:
-                continue
-            for number, hand in enumerate(spot.hands, 1):
+        spots = self._spots if players is None else sorted(  # a few players' spots, not a power table's thousand
+            (spot for name in players for spot in self._spots_of.get(name, ())), key=lambda spot: spot.seat)
+        for spot in spots:
+            as_dealt = shown_as_dealt is not None and spot.player != shown_as_dealt
+            for number, hand in enumerate(spot.hands[:1] if as_dealt else spot.hands, 1):
                 result.append(HandState(
-                    hand.player, hand.seat, number, tuple(hand.cards), hand.value, hand.stake,
-                    hand.bet, hand.status, hand.from_split, hand.outcome, hand.returned,
+                    hand.player, hand.seat, number, tuple(hand.cards), _NO_VALUE if as_dealt else hand.value,
+                    hand.stake, hand.bet, hand.status, hand.from_split, hand.outcome, hand.returned,
                 ))
         return tuple(result)
 
@@ -398,21 +438,21 @@ class Round:
         dealer = self.dealer_cards
         hidden = len(self._dealer) - len(dealer)
         listed = None if among is None else {*among, *(() if player is None else (player,))}
-        settlements = self.settlements
-        if listed is not None:
-            settlements = tuple(op for op in settlements if op.player in listed)
         if not withheld:
+            settlements = self.settlements
+            if listed is not None:
+                settlements = tuple(op for op in settlements if op.player in listed)
             return RoundView(player, str(self.phase), dealer, hidden, self.dealer_blackjack, self._hands_of(listed),
                              settlements, mask_operations(self.operations), decision, legal, offers,
                              self.staked, self.returned)
         assert player is not None
-        owners = {spot.seat: spot.player for spot in self._spots}
-        operations = tuple(op for op in mask_operations(self.operations) if not _others_play(op, player, owners))
-        settlements = tuple(op for op in settlements if not _others_play(op, player, owners))
+        seen_log, own_play = self._log_by_player.seen_by(self.operations, player, self._spots)
+        operations = mask_operations(seen_log)
+        settlements = tuple(op for op in own_play if isinstance(op, Settled))
         common = tuple(islice((op.card for op in self.operations if isinstance(op, CardDealt) and op.seat == -1), 2))
-        bets = {spot.seat: spot.bet for spot in self._spots}
-        hands = tuple(hand if hand.player == player else _as_dealt(hand, common, bets[hand.seat])
-                      for hand in self._hands_of(listed) if hand.player == player or hand.hand == 1)
+        as_dealt = (hand_value(common), HandStatus.BLACKJACK if is_natural(list(common)) else HandStatus.PLAYING)
+        hands = tuple(hand if hand.player == player else _as_dealt(hand, common, *as_dealt)
+                      for hand in self._hands_of(listed, shown_as_dealt=player))
         return RoundView(player, str(self.phase), dealer, hidden, self.dealer_blackjack, hands, settlements,
                          operations, decision, legal, offers, _staked_in(operations),
                          sum(op.returned for op in settlements), others_withheld=True,
@@ -820,7 +860,17 @@ class Round:
         # A player's own spots only: at a power table of a thousand players, a decision must not
         # walk every hand at the table.
         # A player waiting for a common card decides nothing until it comes (their split hands included).
-        spots = self._spots if player is None else self._spots_of.get(player, [])
+        if player is None:
+            # Anyone's: the walk starts past the spots already played out. A hand never plays again once
+            # it has stopped (a split adds a hand only to a spot still playing), so that count only grows,
+            # and the thousandth decision of a power round does not walk the 999 spots played before it.
+            spots = self._spots
+            while self._played_out < len(spots) and all(
+                    hand.status != HandStatus.PLAYING for hand in spots[self._played_out].hands):
+                self._played_out += 1
+            spots = spots[self._played_out:]
+        else:
+            spots = self._spots_of.get(player, [])
         for spot in spots:
             if self._awaiting.get(spot.player):
                 continue
