@@ -15,15 +15,17 @@ from __future__ import annotations
 import threading
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from pathlib import Path
 from typing import Any
 
 import pytest
 from alembic.autogenerate import compare_metadata
 from alembic.migration import MigrationContext
 from fastapi.testclient import TestClient
-from server_helpers import Client, Clock, new_player
+from server_helpers import OPERATOR, Client, Clock, dealt_shared_round, new_guest, new_player
 from sqlalchemy import Engine, event, update
 
+from twentyone.server.config import Settings
 from twentyone.server.models import Base, Shoe
 from twentyone.server.service import GameService
 
@@ -36,6 +38,12 @@ HISTORY = 150  # rounds played at the table between the two measurements
 # a query that reads the table's history takes HISTORY more steps or more.
 TOLERANCE = 1.01
 WARM = 11  # rounds before the first: every cache warm, every first-time row made, a full page of history
+
+
+@pytest.fixture
+def settings(tmp_path: Path, database_url: str) -> Settings:
+    """The server's settings, with room for the hundreds of guests a crowded round signs in from one address."""
+    return Settings(database_url, tmp_path, OPERATOR, guests_per_minute=1_000)
 
 
 @contextmanager
@@ -171,3 +179,29 @@ def test_a_shared_round_costs_the_same_after_hundreds_at_its_table(http: TestCli
     after = cost(engine, one_round)
     # Without migration 0004: 4,180 steps became 11,277.
     assert after <= before * TOLERANCE, (before, after)
+
+
+@pytest.mark.parametrize("database_url", ["sqlite"], indirect=True)
+def test_a_crowded_rounds_view_reads_the_seats_it_lists_not_every_seat(http: TestClient, service: GameService,
+                                                                       clock: Clock) -> None:
+    """A power round's view lists its first 48 seats and counts the rest: at 160 seats it reads the same rows
+    as at 60, bar the steps of counting each further seat along the index (three a seat)."""
+    engine = service.store.db.engine
+
+    def view_cost(seats: int) -> int:
+        players = [new_guest(http) for _ in range(seats)]
+        service.stacked.append(["5S", "7H", "6D", "8C", "KD"])
+        next_shoe(service, "power")
+        round_id = dealt_shared_round(service, clock, players)
+        viewer = players[len(players) // 2]  # listed after the first 48, as their own seat
+        assert viewer.get(f"/rounds/{round_id}").json()["seat_count"] == seats
+        steps = cost(engine, lambda: viewer.get(f"/rounds/{round_id}"))
+        for player in players:  # the round settles, and the table is free for the next
+            player.act(round_id, "stand")
+        return steps
+
+    view_cost(5)  # every cache warm
+    small, large = view_cost(60), view_cost(160)
+    # Without migration 0006's index the view read, joined and sorted every seat: 1,793 steps became 3,120 (13 a
+    # seat); with it, 1,044 became 1,371 (the count).
+    assert large - small <= 4 * (160 - 60), (small, large)
