@@ -49,3 +49,36 @@ def test_rounds_with_decisions_before_0005_keep_their_own_pace_and_the_rest_are_
         assert [(row[0], bool(row[1])) for row in rows] == [(1, False), (2, True), (3, False), (4, True), (5, True)]
     finally:
         engine.dispose()
+
+
+def test_seats_of_rounds_played_before_0007_count_the_timers_decisions_from_the_log(database_url: str) -> None:
+    """Each seat's ``timed_out`` comes from its round's log: the player's decisions whose source is the timer,
+    not their own, nor another player's time-outs in the same round."""
+    command.upgrade(alembic_config(database_url), "0006")
+    engine = create_engine(database_url, poolclass=NullPool)
+    try:
+        with engine.begin() as connection:
+            for player_id, name in ((1, "ann"), (2, "bob")):
+                connection.execute(text(
+                    "INSERT INTO players (id, name, role, guest, settings, limits, created_at) "
+                    f"VALUES ({player_id}, '{name}', 'player', false, '{{}}', '{{}}', CURRENT_TIMESTAMP)"))
+            connection.execute(text(
+                "INSERT INTO shoes (id, table_id, cards, salt, commitment, position, finished, created_at) "
+                "VALUES (1, 'multiplayer', '2S 3D', 's', 'c', 0, false, CURRENT_TIMESTAMP)"))
+            connection.execute(text(
+                "INSERT INTO rounds (id, table_id, variant, status, shoe_id, shoe_start, actions, version, "
+                "created_at) VALUES (1, 'multiplayer', 'multiplayer', 'settled', 1, 0, '[]', 4, CURRENT_TIMESTAMP)"))
+            for position, player_id in ((1, 1), (2, 2)):
+                connection.execute(text(
+                    "INSERT INTO round_seats (round_id, player_id, position, bets, confirmed, staked, returned) "
+                    f"VALUES (1, {player_id}, {position}, '[]', true, 100, 0)"))
+            for seq, (player_id, action, source) in enumerate(((1, "no-insurance", "timeout"), (1, "stand", "timeout"),
+                                                               (2, "hit", "player"), (2, "stand", "player"))):
+                connection.execute(text("INSERT INTO round_actions (round_id, seq, player_id, action, source) "
+                                        f"VALUES (1, {seq}, {player_id}, '{action}', '{source}')"))
+        db.migrate(database_url)
+        with engine.connect() as connection:
+            rows = connection.execute(text("SELECT player_id, timed_out FROM round_seats ORDER BY player_id")).all()
+        assert [tuple(row) for row in rows] == [(1, 2), (2, 0)]
+    finally:
+        engine.dispose()

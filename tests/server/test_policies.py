@@ -58,6 +58,27 @@ def test_timeouts_decline_an_open_offer_then_stand(guest: Client, service: GameS
     view = guest.get(f"/rounds/{round_id}").json()
     assert view["status"] == "settled"
     assert [a["source"] for a in service_actions(service, round_id)] == ["timeout", "timeout"]
+    assert view["me"]["timed_out"] == 2 and guest.get("/me/history").json()["rounds"][0]["timed_out"] == 2
+
+
+def test_a_player_whose_time_ran_out_is_told_and_nobody_else_is(http: TestClient, service: GameService,
+                                                                clock: Clock) -> None:
+    """The timer stands for a player who let the clock run out: their round view says so while the round goes on
+    (the page tells them), and their history keeps it; another player's own decisions are not counted, and
+    nobody's view tells of anyone else's time-out."""
+    ann, bob = new_player(http, "ann"), new_player(http, "bob")
+    service.stacked.append(["TS", "TC", "6H", "9D", "8H", "TD", "7C", "5S", "4D", "3C"])
+    round_id = dealt_shared_round(service, clock, [ann, bob], table="multiplayer")
+    assert ann.get(f"/rounds/{round_id}").json()["decision"]["player_id"] == ann.player_id()
+    clock.advance(service.table("multiplayer").decision_timeout + 1)
+    assert service.tick()["auto"] == 1
+    anns, bobs = ann.get(f"/rounds/{round_id}").json(), bob.get(f"/rounds/{round_id}").json()
+    assert anns["status"] == "playing" and anns["decision"]["player_id"] == bob.player_id()
+    assert anns["me"]["timed_out"] == 1 and bobs["me"]["timed_out"] == 0
+    assert str(bobs).count("timed_out") == 1  # bob's own, and nothing of ann's
+    assert bob.act(round_id, "stand").json()["status"] == "settled"
+    assert ann.get("/me/history").json()["rounds"][0]["timed_out"] == 1
+    assert bob.get("/me/history").json()["rounds"][0]["timed_out"] == 0
 
 
 def service_actions(service: GameService, round_id: int) -> list[dict[str, object]]:

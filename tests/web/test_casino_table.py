@@ -94,6 +94,7 @@ def test_shared_table_results_after_a_rebet_a_timeout_and_a_blackjack(browser: A
     assert service.rounds.auto_decide(second) == 1  # the decision timer stands for the player
     expect(banner).to_have_attribute("data-round", str(second))
     expect(banner).to_contain_text(f"Round #{second}: you lost €1.00")
+    expect(banner).to_contain_text("Time ran out: the auto decision (Stand, or no to an offer) was made for you.")
     expect(page.locator(".hands.mine .outcome")).to_have_text("LOSE −€1.00")
     page.locator("#rebet").click()
     deal(page, live_server, "power")  # a blackjack settles the round as it is dealt

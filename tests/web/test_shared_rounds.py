@@ -123,3 +123,35 @@ def test_a_bet_left_without_deal_is_returned_with_the_reason(browser: Any, live_
         for page, problems in ((dealer_page, dealer_problems), (late, late_problems)):
             page.context.close()
             assert not problems, problems
+
+
+def test_a_player_whose_time_ran_out_is_told_while_the_round_goes_on(browser: Any, live_server: LiveServer) -> None:
+    """The decision clock runs out on the first player: the server stands for them (the sheet's auto decision),
+    their page says so while the next player decides and again in their result; the other page says nothing."""
+    service = live_server.service
+    service.stacked.append(CALM_SHOE)
+    seated = [table_page(browser, live_server, "multiplayer") for _ in range(2)]
+    (late, _, _), (next_one, _, _) = seated
+    try:
+        for page in (late, next_one):
+            place(page, 100)
+            page.locator("#deal").click()
+            expect(page.locator("#bet-status")).to_contain_text("Your bets are in")
+        round_id = service.close_betting("multiplayer")
+        expect(late.locator("button[data-action='stand']")).to_be_enabled()
+        assert service.rounds.auto_decide(round_id) == 1  # the clock ran out on the first player
+        expect(next_one.locator("button[data-action='stand']")).to_be_enabled()
+        expect(late.locator("#action-bar")).to_contain_text(
+            "Time ran out: the auto decision (Stand, or no to an offer) was made for you.")
+        expect(late.locator("#action-bar")).to_contain_text("is deciding")
+        shot(late, "multiplayer-time-ran-out")
+        expect(next_one.locator("#action-bar")).not_to_contain_text("Time ran out")
+        next_one.locator("button[data-action='stand']").click()
+        expect(late.locator("#result")).to_contain_text("Time ran out")
+        expect(next_one.locator("#result")).to_be_visible()
+        expect(next_one.locator("#result")).not_to_contain_text("Time ran out")
+    finally:
+        for page, _, problems in seated:
+            page.context.close()
+            assert not problems, problems
+

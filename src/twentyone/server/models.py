@@ -153,6 +153,8 @@ class RoundSeat(Base):
     returned: Mapped[int] = mapped_column(BigInteger, default=0)
     balance_before: Mapped[int | None] = mapped_column(BigInteger, nullable=True)
     balance_after: Mapped[int | None] = mapped_column(BigInteger, nullable=True)
+    # Decisions the timer took for this player (stood, or declined an offer), told to them (migration 0007).
+    timed_out: Mapped[int] = mapped_column(Integer, default=0, server_default="0")
 
 
 class Slip(Base):

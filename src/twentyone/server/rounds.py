@@ -360,6 +360,8 @@ class Rounds:
                         raise Malfunction(str(error)) from error
                     session.add(RoundAction(round_id=round_id, seq=round_row.version, player_id=int(decision.player),
                                             action=str(action), source=source))
+                    if source == "timeout":  # the player is told (their round view and history: ``timed_out``)
+                        seat.timed_out += 1
                     # A common draw has one clock for everyone, restarted when the round moves on a step: a
                     # clock restarted at anyone's decision would tell the others that someone acted.
                     moved_on = not engine.rules.deal.common_draw or engine.step != step

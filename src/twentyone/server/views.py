@@ -49,7 +49,7 @@ def seat_of(session: Session, round_id: int, player_id: int) -> RoundSeat | None
 
 # A round view reads its seats as plain rows (no ORM objects: at a power table that is dozens a view).
 SEAT_ROWS = (select(RoundSeat.player_id, RoundSeat.position, RoundSeat.bets, RoundSeat.staked, RoundSeat.returned,
-                    RoundSeat.balance_before, RoundSeat.balance_after, Player.name)
+                    RoundSeat.balance_before, RoundSeat.balance_after, RoundSeat.timed_out, Player.name)
              .join(Player, Player.id == RoundSeat.player_id).order_by(RoundSeat.position))
 
 
@@ -106,7 +106,7 @@ def round_json(session: Session, round_row: Round, table: TableSpec, player_id: 
     mine = next((seat for seat, _ in shown if seat.player_id == player_id), None)
     if mine is not None:
         view["me"] = {"staked": mine.staked, "returned": mine.returned, "balance_before": mine.balance_before,
-                      "balance_after": mine.balance_after, "bets": mine.bets}
+                      "balance_after": mine.balance_after, "bets": mine.bets, "timed_out": mine.timed_out}
     if round_row.status == "betting" or engine is None:
         return view
     with hold():
@@ -264,7 +264,8 @@ class Views:
                 "side_bets": [s for s in view["side_bets"] if s["player_id"] == player_id],
                 "insurance": [s for s in view["insurance"] if s["player_id"] == player_id],
                 "staked": seat.staked, "returned": seat.returned, "balance_before": seat.balance_before,
-                "balance_after": seat.balance_after, "void_reason": round_row.void_reason}
+                "balance_after": seat.balance_after, "timed_out": seat.timed_out,
+                "void_reason": round_row.void_reason}
 
     def replay(self, caller: Caller, round_id: int) -> dict[str, Any]:
         """The round's log as the caller may see it now: every card, decision and settlement in order."""

@@ -4,7 +4,7 @@
 import { chipColour } from "./chips.js";
 import { el, keyed, state, view } from "./dom.js";
 import { chipLabel, money } from "./money.js";
-import { deciders, tableInfo } from "./round.js";
+import { deciders, tableInfo, timedOut } from "./round.js";
 
 export const ACTIONS = [
   ["hit", "HIT", "h"], ["stand", "STAND", "s"], ["double", "DOUBLE", "d"], ["triple", "TRIPLE", "t"],
@@ -33,6 +33,11 @@ export function button(focus, label, key, onclick, attributes = {}) {
 }
 
 export function whoDecides(round) {
+  const waitingFor = waitingLine(round);
+  return round.me && round.me.timed_out ? `${timedOut(round.me.timed_out)} ${waitingFor}` : waitingFor;
+}
+
+function waitingLine(round) {
   const waiting = deciders(round).filter((id) => id !== state.me.id);
   // A common draw (power): the others' play is withheld until the round settles; players move in lockstep, so a
   // card chosen (round.drawing) is dealt once every player has chosen at this step.

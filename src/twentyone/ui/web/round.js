@@ -144,6 +144,11 @@ export function deciders(round) {
   return round.decision ? [round.decision.player_id] : [];
 }
 
+/** The sheet's auto decision, taken for a player whose clock ran out: said in the bar and in the result. */
+export function timedOut(times) {
+  return `Time ran out: the auto decision (Stand, or no to an offer) was made for you${times > 1 ? ` ${times} times` : ""}.`;
+}
+
 /** The result of a finished round, item by item, in the table's currency: the banner tied to its id. */
 export function resultSummary(round) {
   const currency = round.currency;
@@ -164,6 +169,7 @@ export function resultSummary(round) {
     items.push(`Insurance${spot(cover.seat)}: ${cover.result === "win" ? "paid 2:1" : "lost"}, `
       + `${signed(cover.returned - cover.stake, currency)}`);
   }
+  if (round.me && round.me.timed_out) items.push(timedOut(round.me.timed_out));
   const net = round.me ? round.me.returned - round.me.staked : 0;
   const verdict = net > 0 ? `you won ${money(net, currency)}` : net < 0 ? `you lost ${money(-net, currency)}` : "even";
   return { title: `Round #${round.id}: ${verdict}`, items, net };
