@@ -461,3 +461,32 @@ def test_settings_and_limits_answer_with_what_was_saved(guest: Client) -> None:
     assert saved == {"settings": {"cash_out_visible": True, "sound": True, "hints": True}}
     limits = guest.put("/me/limits", {"daily_loss_limit": 5000}).json()
     assert limits == {"limits": {"daily_loss_limit": 5000}}
+
+
+def test_one_who_watched_a_shared_round_is_shown_how_it_ended_until_the_next_is_dealt(http: TestClient,
+                                                                                       service: GameService,
+                                                                                       clock: Clock) -> None:
+    """A shared round settles the moment its last decision is taken, and the table goes back to betting: one who
+    only watched it gets it in the table's ``last_round`` (the dealer's hand, everyone's result) while no round
+    is in play; a player who had a seat reads their own round instead, and a private table has none."""
+    ann, cy = new_player(http, "ann"), new_player(http, "cyd")
+    service.stacked.append(["TS", "6H", "9D", "TC", "8C", "7D", "5S", "4C", "3H"])
+    round_id = dealt_shared_round(service, clock, [ann], table="multiplayer")
+    in_play = cy.get("/tables/multiplayer").json()
+    assert in_play["round"]["id"] == round_id and in_play["last_round"] is None
+    assert ann.act(round_id, "stand").json()["status"] == "settled"
+    watched = cy.get("/tables/multiplayer").json()
+    assert watched["round"] is None and watched["last_round"]["id"] == round_id
+    last = watched["last_round"]
+    assert last["status"] == "settled" and "me" not in last and last["dealer"]["hidden"] == 0
+    assert [(hand["name"], hand["outcome"] is not None) for hand in last["hands"]] == [("ann", True)]
+    assert ann.get("/tables/multiplayer").json()["last_round"] is None  # she reads her own round
+    assert cy.get("/tables/classic").json()["last_round"] is None
+    # The next round forms (cy joins it): the last is still shown; once the next is dealt, it is the round in play.
+    cy.bet("multiplayer", 500)
+    assert cy.post("/tables/multiplayer/deal").json()["status"] == "betting"
+    assert cy.get("/tables/multiplayer").json()["last_round"]["id"] == round_id
+    clock.advance(service.table("multiplayer").betting_window + 1)
+    service.tick()
+    dealt = cy.get("/tables/multiplayer").json()
+    assert dealt["round"]["status"] == "playing" and dealt["last_round"] is None

@@ -155,3 +155,35 @@ def test_a_player_whose_time_ran_out_is_told_while_the_round_goes_on(browser: An
             page.context.close()
             assert not problems, problems
 
+
+def test_one_who_watched_a_round_is_shown_how_it_ended(browser: Any, live_server: LiveServer) -> None:
+    """The round settles the moment the last player stands and the table goes back to betting: the page of one who
+    only watched shows the settled round (the dealer's hand, the player's result) until the next is dealt."""
+    service = live_server.service
+    service.stacked.append(CALM_SHOE)
+    seated = [table_page(browser, live_server, "multiplayer") for _ in range(2)]
+    (player, name, _), (watcher, _, _) = seated
+    try:
+        place(player, 100)
+        player.locator("#deal").click()
+        expect(player.locator("#bet-status")).to_contain_text("Your bets are in")
+        round_id = service.close_betting("multiplayer")
+        expect(watcher.locator(f".others .seat.active[data-player='{name}']")).to_contain_text("deciding…")
+        player.locator("button[data-action='stand']").click()
+        banner = watcher.locator("#result")
+        expect(banner).to_have_attribute("data-round", str(round_id))
+        expect(banner).to_contain_text(f"Round #{round_id} is over")
+        expect(banner).to_contain_text(re.compile(r"The dealer( busts with| has Blackjack|'s hand: )"))
+        expect(watcher.locator(f".others [data-player='{name}'] .outcome")).to_be_visible()
+        expect(watcher.locator("#deal")).to_be_visible()  # and the next round is open to bets
+        shot(watcher, "multiplayer-watched-round-over")
+        # The next round is dealt: what the watcher sees is that round.
+        player.locator("#next-round").click()
+        place(player, 100)
+        player.locator("#deal").click()
+        service.close_betting("multiplayer")
+        expect(banner).to_be_hidden()
+    finally:
+        for page, _, problems in seated:
+            page.context.close()
+            assert not problems, problems

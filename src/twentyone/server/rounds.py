@@ -30,7 +30,7 @@ from twentyone.server.accounts import Accounts
 from twentyone.server.config import TableSpec
 from twentyone.server.context import Caller, ServiceError, aware
 from twentyone.server.events import Broadcaster
-from twentyone.server.live import LiveRounds, dealt_engine
+from twentyone.server.live import FINISHED, LiveRounds, dealt_engine
 from twentyone.server.models import Player, Round, RoundAction, RoundSeat, Slip
 from twentyone.server.models import Shoe as ShoeRow
 from twentyone.server.money import refusal
@@ -86,6 +86,19 @@ CROWD_NEWS_EVERY = 50
 # How many seats a round has and the last position taken: one row, not a thousand positions at a power table.
 SEATS_TAKEN = (select(func.count(), func.coalesce(func.max(RoundSeat.position), 0))
                .where(RoundSeat.round_id == bindparam("round_id")))
+
+
+# A shared table's newest finished round: the newest of each finished status, each straight from the index on
+# (table_id, status) rather than a sort of the table's history.
+_NEWEST_WITH_STATUS = select(func.max(Round.id)).where(Round.table_id == bindparam("table_id"),
+                                                       Round.status == bindparam("status"))
+
+
+def last_finished_round(session: Session, table_id: str) -> Round | None:
+    """The table's most recent round that is over (settled or void), if any."""
+    newest = [session.scalar(_NEWEST_WITH_STATUS, {"table_id": table_id, "status": status}) for status in FINISHED]
+    ids = [round_id for round_id in newest if round_id is not None]
+    return session.get(Round, max(ids)) if ids else None
 
 
 def current_round(session: Session, table: TableSpec, player_id: int) -> Round | None:

@@ -4,12 +4,15 @@ from __future__ import annotations
 
 from typing import Any
 
+from sqlalchemy.orm import Session
+
 from twentyone.core.betting import MAIN
+from twentyone.server.config import TableSpec
 from twentyone.server.context import Caller, ServiceError
-from twentyone.server.models import Slip
-from twentyone.server.rounds import Rounds, current_round
+from twentyone.server.models import Round, Slip
+from twentyone.server.rounds import Rounds, current_round, last_finished_round
 from twentyone.server.tables import apply_control, bet_slip, slip_row, slip_view, table_json
-from twentyone.server.views import round_json_held
+from twentyone.server.views import round_json_held, seat_of
 
 
 class Slips:
@@ -35,7 +38,8 @@ class Slips:
         return self.rounds.deal(caller, table_id)
 
     def table_state(self, caller: Caller, table_id: str) -> dict[str, Any]:
-        """What a player at the table sees: the table, their slip and balance, the next shoe's commitment."""
+        """What a player at the table sees: the table, their slip and balance, the next shoe's commitment,
+        the round in play, and, at a shared table between rounds, the last round for one who watched it."""
         table = self.rounds.tables.get(table_id)
         with self.rounds.store.read() as session:
             shoe = self.rounds.shoes.current(session, table, caller.id)
@@ -51,4 +55,18 @@ class Slips:
                 view = round_json_held(session, current, table, caller.id, self.rounds.live)
             return {"table": table_json(table), "balance": balance,
                     "slip": slip_view(slip, bet_slip(slip, table, balance)),
-                    "next_shoe": {"id": shoe.id, "commitment": shoe.commitment}, "round": view}
+                    "next_shoe": {"id": shoe.id, "commitment": shoe.commitment}, "round": view,
+                    "last_round": self._last_round_watched(session, table, caller, current)}
+
+    def _last_round_watched(self, session: Session, table: TableSpec, caller: Caller,
+                            current: Round | None) -> dict[str, Any] | None:
+        """At a shared table with no round in play, its last round (settled or void) as this caller may see it,
+        for one who had no seat in it: everyone at the table watched it played, and it settles in the moment of
+        the last decision, so without it a watcher never saw the dealer's hand or anyone's result. A player who
+        had a seat reads their own round (``GET /rounds/{id}``), and is not sent it twice."""
+        if not table.shared or (current is not None and current.status != "betting"):
+            return None
+        last = last_finished_round(session, table.id)
+        if last is None or seat_of(session, last.id, caller.id) is not None:
+            return None
+        return round_json_held(session, last, table, caller.id, self.rounds.live)

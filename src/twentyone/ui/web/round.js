@@ -144,6 +144,14 @@ export function deciders(round) {
   return round.decision ? [round.decision.player_id] : [];
 }
 
+/** A round this player only watched (a shared table's): how the dealer's hand ended; the felt shows everyone's. */
+function watchedSummary(round) {
+  const { total, blackjack } = round.dealer;
+  const dealer = blackjack ? "The dealer has Blackjack." : total > 21 ? `The dealer busts with ${total}.`
+    : `The dealer's hand: ${total}.`;
+  return { title: `Round #${round.id} is over`, items: [dealer, "You watched this round: bet to play the next."], net: 0 };
+}
+
 /** The sheet's auto decision, taken for a player whose clock ran out: said in the bar and in the result. */
 export function timedOut(times) {
   return `Time ran out: the auto decision (Stand, or no to an offer) was made for you${times > 1 ? ` ${times} times` : ""}.`;
@@ -156,6 +164,7 @@ export function resultSummary(round) {
     return { title: `Round #${round.id} void`, items: [`Every stake is refunded (${round.void_reason || "malfunction"}).`],
       net: 0 };
   }
+  if (!round.me) return watchedSummary(round);
   const mine = round.hands.filter((hand) => hand.player_id === state.me.id);
   const seats = [...new Set(mine.map((hand) => hand.seat))];
   const shared = state.table && state.table.table.shared;

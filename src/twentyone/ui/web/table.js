@@ -88,6 +88,13 @@ export async function refreshTable(tableId) {
       if (!last || ended(last)) state.watching = null;
       if (ended(last)) finish(last);
     }
+    // A shared round settles the moment its last decision is taken: one who only watched it is shown how it ended
+    // (the server sends it while no round is in play) until the next round is dealt, as a player is.
+    const watched = data.last_round;
+    if (watched && !(round && round.me) && !state.watching && (!state.finished || state.finished.id < watched.id)) {
+      state.finished = watched;
+      showResult(watched);
+    }
     if (round && state.finished && round.id > state.finished.id && (round.status === "playing" || round.me)) {
       clearFinished();
     }
