@@ -2,9 +2,11 @@
 
 Starts ``twentyone serve`` on a fresh database, adds a power table with a long betting window,
 then N guests each open the table's WebSocket, bet, join the round, and, once it is dealt,
-decide (hit below 12, else stand), all at once. Players move in lockstep: a player who hits
-waits for the table's event that the step is complete (everyone has chosen, the common card
-is dealt), re-reads the round and decides again. Reports:
+decide (decline insurance under an Ace, then hit below 12, else stand), all at once. Players
+move in lockstep: a player who hits waits for the table's event that the step is complete
+(everyone has chosen, the common card is dealt), re-reads the round and decides again.
+The crowd's requests go through ten HTTP clients of ten connections each (see ``LANE``).
+Reports:
 
 - the deal: how long closing the window took for N seats (one transaction);
 - decisions: p50/p95/p99 latency and errors by status;
@@ -35,6 +37,7 @@ import sys
 import tempfile
 import time
 import uuid
+from contextlib import AsyncExitStack
 from pathlib import Path
 
 import httpx
@@ -42,6 +45,11 @@ import websockets
 
 TABLE = "power-crowd"
 OPERATOR = "bench-operator"
+IN_FLIGHT = 100  # requests the crowd keeps in flight at once
+# Connections per HTTP client: httpx's pool looks at every connection it holds (a system call each) to place each
+# request, so one pool of 100 connections cost this client more CPU than the server spent answering (its single
+# core saturated, and the figures measured the client); ten pools of ten cost a tenth of that.
+LANE = 10
 
 
 def free_port() -> int:
@@ -65,8 +73,11 @@ async def main(players: int, database: str | None, timeout: float) -> int:
                               stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
     base = f"http://127.0.0.1:{port}"
     try:
-        async with httpx.AsyncClient(base_url=base, timeout=60,
-                                     limits=httpx.Limits(max_connections=200)) as http:
+        async with httpx.AsyncClient(base_url=base, timeout=60, limits=httpx.Limits(max_connections=LANE)) as http, \
+                AsyncExitStack() as stack:
+            lanes = [await stack.enter_async_context(
+                httpx.AsyncClient(base_url=base, timeout=60, limits=httpx.Limits(max_connections=LANE)))
+                for _ in range(IN_FLIGHT // LANE)]
             for _ in range(200):
                 try:
                     if (await http.get("/health")).status_code == 200:
@@ -79,7 +90,7 @@ async def main(players: int, database: str | None, timeout: float) -> int:
                 "id": TABLE, "name": "Power crowd", "variant": "power", "currency": "EUR", "chips": [100, 500],
                 "limits": {"main": [100, 10000]}, "seats": 0, "betting_window": 3600, "decision_timeout": 3600})
             assert created.status_code == 201, created.text
-            return await crowd(http, base, players, timeout)
+            return await crowd(http, lanes, base, players, timeout)
     finally:
         server.send_signal(signal.SIGINT)
         try:
@@ -88,15 +99,19 @@ async def main(players: int, database: str | None, timeout: float) -> int:
             server.kill()
 
 
-async def crowd(http: httpx.AsyncClient, base: str, players: int, timeout: float) -> int:
+async def crowd(http: httpx.AsyncClient, lanes: list[httpx.AsyncClient], base: str, players: int,
+                timeout: float) -> int:
     statuses: dict[int, int] = {}
     latencies: list[float] = []
+
+    def lane(token: str) -> httpx.AsyncClient:
+        return lanes[hash(token) % len(lanes)]
 
     async def call(method: str, path: str, token: str, body: object = None) -> httpx.Response:
         headers = {"Authorization": f"Bearer {token}", "Idempotency-Key": uuid.uuid4().hex}
         for _ in range(20):  # a 503 is "busy, nothing changed": retry the same request, as a client would
             start = time.perf_counter()
-            response = await http.request(method, path, headers=headers, json=body)
+            response = await lane(token).request(method, path, headers=headers, json=body)
             if path.endswith("/actions"):
                 latencies.append(time.perf_counter() - start)
             statuses[response.status_code] = statuses.get(response.status_code, 0) + 1
@@ -105,13 +120,13 @@ async def crowd(http: httpx.AsyncClient, base: str, players: int, timeout: float
             await asyncio.sleep(float(response.headers.get("Retry-After", "1")))
         return response
 
-    gate = asyncio.Semaphore(100)
+    gate = asyncio.Semaphore(IN_FLIGHT)
 
-    async def sign_in() -> str:
+    async def sign_in(number: int) -> str:
         async with gate:
-            return str((await http.post("/auth/guest")).json()["token"])
+            return str((await lanes[number % len(lanes)].post("/auth/guest")).json()["token"])
 
-    tokens = await asyncio.gather(*(sign_in() for _ in range(players)))
+    tokens = await asyncio.gather(*(sign_in(number) for number in range(players)))
     print(f"{players} guests signed in", flush=True)
     settled_at: dict[str, float] = {}
     moved = {token: asyncio.Event() for token in tokens}  # set by each round event: re-read the round
@@ -176,13 +191,16 @@ async def crowd(http: httpx.AsyncClient, base: str, players: int, timeout: float
                 view = None
                 continue
             decision = view["decision"]  # with legal actions, the viewer's own: its hand, not another's
-            total = next(h["total"] for h in view["hands"] if (h["player_id"], h["seat"], h["hand"]) ==
-                         (decision["player_id"], decision["seat"], decision["hand"]))
+            if decision["kind"] == "play":
+                total = next(h["total"] for h in view["hands"] if (h["player_id"], h["seat"], h["hand"]) ==
+                             (decision["player_id"], decision["seat"], decision["hand"]))
+                action = "hit" if total < 12 else "stand"
+            else:  # an Ace up: insurance (or even money) is offered first, and declined
+                action = next(answer for answer in view["legal_actions"] if answer.startswith("no-"))
             moved[token].clear()  # the answer is the round as of this decision; any event after it wakes us
             async with gate:
                 sent = last_sent = time.perf_counter()
-                response = await call("POST", f"/rounds/{round_id}/actions", token,
-                                      {"action": "hit" if total < 12 else "stand"})
+                response = await call("POST", f"/rounds/{round_id}/actions", token, {"action": action})
             if response.status_code != 200:  # counted in the statuses; read the round again
                 refusals.append(response.json().get("detail", ""))
                 view = None
