@@ -468,25 +468,32 @@ def test_one_who_watched_a_shared_round_is_shown_how_it_ended_until_the_next_is_
                                                                                        clock: Clock) -> None:
     """A shared round settles the moment its last decision is taken, and the table goes back to betting: one who
     only watched it gets it in the table's ``last_round`` (the dealer's hand, everyone's result) while no round
-    is in play; a player who had a seat reads their own round instead, and a private table has none."""
-    ann, cy = new_player(http, "ann"), new_player(http, "cyd")
+    is in play, for a minute; a player who had a seat, or has joined the next round, reads their own round, and a
+    private table has none."""
+    ann, cyd, dee = new_player(http, "ann"), new_player(http, "cyd"), new_player(http, "dee")
     service.stacked.append(["TS", "6H", "9D", "TC", "8C", "7D", "5S", "4C", "3H"])
     round_id = dealt_shared_round(service, clock, [ann], table="multiplayer")
-    in_play = cy.get("/tables/multiplayer").json()
+    in_play = cyd.get("/tables/multiplayer").json()
     assert in_play["round"]["id"] == round_id and in_play["last_round"] is None
     assert ann.act(round_id, "stand").json()["status"] == "settled"
-    watched = cy.get("/tables/multiplayer").json()
+    watched = cyd.get("/tables/multiplayer").json()
     assert watched["round"] is None and watched["last_round"]["id"] == round_id
     last = watched["last_round"]
     assert last["status"] == "settled" and "me" not in last and last["dealer"]["hidden"] == 0
+    assert "revealed" not in last  # the shoe's proof is for those who played it (/verify)
     assert [(hand["name"], hand["outcome"] is not None) for hand in last["hands"]] == [("ann", True)]
     assert ann.get("/tables/multiplayer").json()["last_round"] is None  # she reads her own round
-    assert cy.get("/tables/classic").json()["last_round"] is None
-    # The next round forms (cy joins it): the last is still shown; once the next is dealt, it is the round in play.
-    cy.bet("multiplayer", 500)
-    assert cy.post("/tables/multiplayer/deal").json()["status"] == "betting"
-    assert cy.get("/tables/multiplayer").json()["last_round"]["id"] == round_id
-    clock.advance(service.table("multiplayer").betting_window + 1)
-    service.tick()
-    dealt = cy.get("/tables/multiplayer").json()
-    assert dealt["round"]["status"] == "playing" and dealt["last_round"] is None
+    assert cyd.get("/tables/classic").json()["last_round"] is None
+    # The next round forms: shown to one still watching, not to one who joined it; once dealt, it is in play.
+    service.stacked.append(["TS", "6H", "9D", "TC", "8C", "7D", "5S", "4C", "3H"])
+    dee.bet("multiplayer", 500)
+    assert dee.post("/tables/multiplayer/deal").json()["status"] == "betting"
+    assert cyd.get("/tables/multiplayer").json()["last_round"]["id"] == round_id
+    assert dee.get("/tables/multiplayer").json()["last_round"] is None
+    second = service.close_betting("multiplayer")
+    dealt = cyd.get("/tables/multiplayer").json()
+    assert dealt["round"]["id"] == second and dealt["last_round"] is None
+    assert dee.act(second, "stand").json()["status"] == "settled"
+    assert cyd.get("/tables/multiplayer").json()["last_round"]["id"] == second
+    clock.advance(61)  # a page opened a minute later sees the table as it is
+    assert cyd.get("/tables/multiplayer").json()["last_round"] is None

@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import re
+import uuid
 from typing import Any
 
+import httpx
 import pytest
 from playwright.sync_api import expect
-from web_helpers import LiveServer, shot, table_page
+from web_helpers import LiveServer, guest_token, shot, table_page
 
 # No Ace and no ten-value card: no insurance, no peek, no blackjack, whatever the deal order.
 CALM_SHOE = ["5S", "6H", "7D", "8C", "2S", "3H", "4D", "5C", "6S", "7H", "8D", "2C", "3S", "4H"]
@@ -177,11 +179,20 @@ def test_one_who_watched_a_round_is_shown_how_it_ended(browser: Any, live_server
         expect(watcher.locator(f".others [data-player='{name}'] .outcome")).to_be_visible()
         expect(watcher.locator("#deal")).to_be_visible()  # and the next round is open to bets
         shot(watcher, "multiplayer-watched-round-over")
-        # The next round is dealt: what the watcher sees is that round.
+        # The next round forms: the last one stays until the watcher puts it away (NEW BETS), and does not come back.
         player.locator("#next-round").click()
         place(player, 100)
         player.locator("#deal").click()
-        service.close_betting("multiplayer")
+        expect(watcher.locator("#bet-status")).to_contain_text("Round starts in")
+        expect(banner).to_have_attribute("data-round", str(round_id))
+        watcher.locator("#next-round").click()
+        expect(banner).to_be_hidden()
+        token, _ = guest_token(live_server)  # a third player joins: the table's news makes the watcher re-read it
+        for path, body in (("/tables/multiplayer/bets", {"spot": 1, "type": "main", "chip": 100}),
+                           ("/tables/multiplayer/deal", None)):
+            assert httpx.post(f"{live_server.url}{path}", json=body, headers={
+                "Authorization": f"Bearer {token}", "Idempotency-Key": uuid.uuid4().hex}).status_code == 200
+        expect(watcher.locator("#players-count")).to_contain_text("2 players")
         expect(banner).to_be_hidden()
     finally:
         for page, _, problems in seated:

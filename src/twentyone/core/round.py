@@ -417,6 +417,8 @@ class Round:
         shoe never shows, and only ``player`` is told their legal actions and offers.
         ``among``: the players whose hands and results the view lists (the viewer's always; None:
         everyone's), so that a table of a thousand is not worked out in full for one player.
+        A common draw's view brings the round's index of its log up to date (:class:`_LogByPlayer`):
+        like any change, it wants the round to itself (the server holds the round's lock).
 
         >>> from twentyone.core.shoe import Shoe
         >>> from twentyone.variants import builtin_rules

@@ -102,8 +102,9 @@ class Shoe(Base):
 
 class Round(Base):
     __tablename__ = "rounds"
-    # A table's open rounds without reading its settled ones, which grow with every round (migration 0004).
-    __table_args__ = (Index("ix_rounds_table_status", "table_id", "status"),)
+    # A table's open rounds without reading its settled ones, which grow with every round (migration 0004), and
+    # its newest round of a status from the end of the index (id in it: PostgreSQL's index has no row id; 0006).
+    __table_args__ = (Index("ix_rounds_table_status_id", "table_id", "status", "id"),)
     id: Mapped[int] = mapped_column(Integer, primary_key=True)
     table_id: Mapped[str] = mapped_column(String(64))
     variant: Mapped[str] = mapped_column(String(32))

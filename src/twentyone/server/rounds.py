@@ -88,8 +88,8 @@ SEATS_TAKEN = (select(func.count(), func.coalesce(func.max(RoundSeat.position), 
                .where(RoundSeat.round_id == bindparam("round_id")))
 
 
-# A shared table's newest finished round: the newest of each finished status, each straight from the index on
-# (table_id, status) rather than a sort of the table's history.
+# A shared table's newest finished round: the newest of each finished status, each from the end of its range of
+# the index on (table_id, status, id) rather than a sort of the table's history (migration 0006).
 _NEWEST_WITH_STATUS = select(func.max(Round.id)).where(Round.table_id == bindparam("table_id"),
                                                        Round.status == bindparam("status"))
 

@@ -2,17 +2,22 @@
 
 from __future__ import annotations
 
+from datetime import timedelta
 from typing import Any
 
 from sqlalchemy.orm import Session
 
 from twentyone.core.betting import MAIN
 from twentyone.server.config import TableSpec
-from twentyone.server.context import Caller, ServiceError
-from twentyone.server.models import Round, Slip
+from twentyone.server.context import Caller, ServiceError, aware
+from twentyone.server.models import Slip
 from twentyone.server.rounds import Rounds, current_round, last_finished_round
 from twentyone.server.tables import apply_control, bet_slip, slip_row, slip_view, table_json
 from twentyone.server.views import round_json_held, seat_of
+
+# How long after it settles a shared round is shown to those who watched it: the table's next refresh, which its
+# settled event prompts, comes within a second or two; a page opened later sees the table as it is.
+WATCHED_FOR = timedelta(seconds=60)
 
 
 class Slips:
@@ -53,20 +58,29 @@ class Slips:
             view = None
             if current is not None:
                 view = round_json_held(session, current, table, caller.id, self.rounds.live)
+            watching = table.shared and (view is None or (current is not None and current.status == "betting"
+                                                            and "me" not in view))
             return {"table": table_json(table), "balance": balance,
                     "slip": slip_view(slip, bet_slip(slip, table, balance)),
                     "next_shoe": {"id": shoe.id, "commitment": shoe.commitment}, "round": view,
-                    "last_round": self._last_round_watched(session, table, caller, current)}
+                    "last_round": self._last_round_watched(session, table, caller) if watching else None}
 
-    def _last_round_watched(self, session: Session, table: TableSpec, caller: Caller,
-                            current: Round | None) -> dict[str, Any] | None:
-        """At a shared table with no round in play, its last round (settled or void) as this caller may see it,
-        for one who had no seat in it: everyone at the table watched it played, and it settles in the moment of
-        the last decision, so without it a watcher never saw the dealer's hand or anyone's result. A player who
-        had a seat reads their own round (``GET /rounds/{id}``), and is not sent it twice."""
-        if not table.shared or (current is not None and current.status != "betting"):
-            return None
+    def _last_round_watched(self, session: Session, table: TableSpec, caller: Caller) -> dict[str, Any] | None:
+        """A shared table's round that settled in the last :data:`WATCHED_FOR`, as this caller may see it, for
+        one who had no seat in it; the caller (no round in play, nor one the viewer has joined) decides when.
+
+        Everyone at the table watched it played, and it settles in the moment of its last decision, so a watcher
+        would never see the dealer's hand or anyone's result. A player who had a seat reads their own round
+        (``GET /rounds/{id}``); the shoe's proof stays theirs (``/verify``). A void round is not shown: its
+        players are told by the ``void`` event, and the felt has nothing to show.
+        """
         last = last_finished_round(session, table.id)
-        if last is None or seat_of(session, last.id, caller.id) is not None:
+        settled_at = aware(last.settled_at) if last is not None else None
+        if last is None or last.status != "settled" or settled_at is None \
+                or settled_at < self.rounds.clock() - WATCHED_FOR:
             return None
-        return round_json_held(session, last, table, caller.id, self.rounds.live)
+        if seat_of(session, last.id, caller.id) is not None:
+            return None
+        watched = round_json_held(session, last, table, caller.id, self.rounds.live)
+        watched.pop("revealed", None)
+        return watched

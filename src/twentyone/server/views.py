@@ -3,7 +3,8 @@
 Every round a player reads is built from the engine's
 :meth:`~twentyone.core.round.Round.view` for that player: face-down and undealt
 cards never leave the server before they are shown, and a player reads only the
-rounds they sit in. Reads take no write transaction.
+rounds they sit in (save a shared table's round, which everyone at the table watches:
+``Slips.table_state``). Reads take no write transaction.
 """
 
 from __future__ import annotations

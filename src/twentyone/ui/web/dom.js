@@ -2,7 +2,8 @@
 
 export const state = {
   token: localStorage.getItem("twentyone.token"), me: null, tables: {}, table: null, socket: null, hints: null,
-  maxSpot: null, timer: null, finished: null, watching: null, seen: new Map(), offerChoices: {},
+  maxSpot: null, timer: null, finished: null, watching: null, seen: new Map(), offerChoices: {}, watched: new Set(),
+  watchedShown: 0,
 };
 
 export const view = () => document.getElementById("view");

@@ -42,6 +42,8 @@ export async function openTable(tableId, ensureMe) {
   if (entering) {
     state.finished = null;  // a table change clears the last round and its result
     state.watching = null;
+    state.watched = new Set();  // shared rounds this page saw in play without a seat, and the last one shown
+    state.watchedShown = 0;
     state.seen = new Map();
     showResult(null);
   }
@@ -88,10 +90,13 @@ export async function refreshTable(tableId) {
       if (!last || ended(last)) state.watching = null;
       if (ended(last)) finish(last);
     }
-    // A shared round settles the moment its last decision is taken: one who only watched it is shown how it ended
-    // (the server sends it while no round is in play) until the next round is dealt, as a player is.
+    // A shared round settles the moment its last decision is taken: one who only watched it (on this page) is shown
+    // how it ended, once (the server sends it for a minute while no round is in play), until the next is dealt.
+    if (round && round.status === "playing") state.watched.add(round.id);
     const watched = data.last_round;
-    if (watched && !(round && round.me) && !state.watching && (!state.finished || state.finished.id < watched.id)) {
+    if (watched && state.watched.has(watched.id) && watched.id > state.watchedShown && !(round && round.me)
+        && !state.watching) {
+      state.watchedShown = watched.id;
       state.finished = watched;
       showResult(watched);
     }
