@@ -42,7 +42,7 @@ export async function openTable(tableId, ensureMe) {
   if (entering) {
     state.finished = null;  // a table change clears the last round and its result
     state.watching = null;
-    state.watched = new Set();  // shared rounds this page saw in play without a seat, and the last one shown
+    state.watched = new Set();  // shared rounds this page saw in play, and the last one shown to it as watched
     state.watchedShown = 0;
     state.seen = new Map();
     showResult(null);
