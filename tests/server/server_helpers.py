@@ -9,6 +9,9 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from fastapi.testclient import TestClient
+from sqlalchemy import update
+
+from twentyone.server.models import Shoe
 
 OPERATOR = "operator-secret"
 
@@ -91,6 +94,13 @@ def dealt_shared_round(service: Any, clock: Clock, players: list[Client], table:
     clock.advance(service.table(table).betting_window + 1)
     service.tick()
     return int(players[0].get(f"/tables/{table}").json()["round"]["id"])
+
+
+def next_shoe(service: Any, table_id: str) -> None:
+    """End the shared table's shoe as if its cut card had come out, so that the next round opens a new one
+    (the next of ``service.stacked``, when a test stacked one)."""
+    with service.store.db.transaction() as session:
+        session.execute(update(Shoe).where(Shoe.table_id == table_id).values(finished=True))
 
 
 def new_player(http: TestClient, name: str) -> Client:

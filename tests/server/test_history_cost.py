@@ -22,11 +22,11 @@ import pytest
 from alembic.autogenerate import compare_metadata
 from alembic.migration import MigrationContext
 from fastapi.testclient import TestClient
-from server_helpers import OPERATOR, Client, Clock, dealt_shared_round, new_guest, new_player
-from sqlalchemy import Engine, event, update
+from server_helpers import OPERATOR, Client, Clock, dealt_shared_round, new_guest, new_player, next_shoe
+from sqlalchemy import Engine, event
 
 from twentyone.server.config import Settings
-from twentyone.server.models import Base, Shoe
+from twentyone.server.models import Base
 from twentyone.server.service import GameService
 
 # One private round: the player's 19 stands, the dealer's 6 draws 10 and 8 and busts.
@@ -106,12 +106,6 @@ def shared_round(service: GameService, player: Client, clock: Clock) -> None:
     assert stood.get("status") == "settled", stood
     for path in ("/tables/power", f"/rounds/{betting['id']}", f"/rounds/{betting['id']}/replay", "/me/history"):
         assert player.get(path).status_code == 200
-
-
-def next_shoe(service: GameService, table_id: str) -> None:
-    """End the shared table's shoe as if its cut card had come out, so that the next round opens a new one."""
-    with service.store.db.transaction() as session:
-        session.execute(update(Shoe).where(Shoe.table_id == table_id).values(finished=True))
 
 
 def cost(engine: Engine, play: Callable[[], None]) -> int:

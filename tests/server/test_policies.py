@@ -6,7 +6,7 @@ from datetime import datetime, timedelta
 
 import pytest
 from fastapi.testclient import TestClient
-from server_helpers import Client, Clock, dealt_shared_round, new_player
+from server_helpers import Client, Clock, dealt_shared_round, new_player, next_shoe
 from starlette.websockets import WebSocketDisconnect
 
 from twentyone.server.service import GameService
@@ -485,6 +485,7 @@ def test_one_who_watched_a_shared_round_is_shown_how_it_ended_until_the_next_is_
     assert ann.get("/tables/multiplayer").json()["last_round"] is None  # she reads her own round
     assert cyd.get("/tables/classic").json()["last_round"] is None
     # The next round forms: shown to one still watching, not to one who joined it; once dealt, it is in play.
+    next_shoe(service, "multiplayer")  # its cards stacked too (the table's shoe would run on, at random)
     service.stacked.append(["TS", "6H", "9D", "TC", "8C", "7D", "5S", "4C", "3H"])
     dee.bet("multiplayer", 500)
     assert dee.post("/tables/multiplayer/deal").json()["status"] == "betting"
@@ -493,6 +494,7 @@ def test_one_who_watched_a_shared_round_is_shown_how_it_ended_until_the_next_is_
     second = service.close_betting("multiplayer")
     dealt = cyd.get("/tables/multiplayer").json()
     assert dealt["round"]["id"] == second and dealt["last_round"] is None
+    assert dealt["round"]["hands"][0]["cards"] == last["hands"][0]["cards"]  # dealt from the stacked shoe too
     assert dee.act(second, "stand").json()["status"] == "settled"
     assert cyd.get("/tables/multiplayer").json()["last_round"]["id"] == second
     clock.advance(61)  # a page opened a minute later sees the table as it is
