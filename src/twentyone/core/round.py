@@ -127,7 +127,6 @@ class _Spot:
     pending_side_bets: dict[str, int] = field(default_factory=dict)
 
 
-_NO_VALUE = HandValue(0, False)  # a hand listed only to be shown as dealt (Round._hands_of)
 _LIVE = (HandStatus.STOOD, HandStatus.DOUBLED, HandStatus.BLACKJACK)  # hands the dealer's total settles
 
 
@@ -185,9 +184,9 @@ class _LogByPlayer:
         return [log[position] for position in sorted(self.shared + mine)], [log[position] for position in mine]
 
 
-def _as_dealt(hand: HandState, common: tuple[Card, ...], value: HandValue, status: HandStatus) -> HandState:
-    """Another player's hand as the common deal left it: the two common cards (``value``, ``status``) and
-    the main bet."""
+def _as_dealt(hand: _Hand, common: tuple[Card, ...], value: HandValue, status: HandStatus) -> HandState:
+    """Another player's (first) hand as the common deal left it: the two common cards (``value``, ``status``)
+    and the main bet."""
     return HandState(hand.player, hand.seat, 1, common, value, hand.bet, hand.bet, status, False, None, None)
 
 
@@ -366,22 +365,30 @@ class Round:
         """Every hand in playing order (split hands in place of the hand they came from)."""
         return self._hands_of(None)
 
-    def _hands_of(self, players: Collection[str] | None, shown_as_dealt: str | None = None) \
+    def _hands_of(self, players: Collection[str] | None, as_dealt_for: str | None = None) \
             -> tuple[HandState, ...]:
         """The hands of ``players`` (None: everyone's) in playing order, each with its value worked out.
 
-        ``shown_as_dealt``: a viewer of a common draw, who sees only the others' first hands, as dealt: those
-        are listed without their value (the caller replaces them), and their other hands left out.
+        ``as_dealt_for``: a viewer of a common draw in play, who sees every other player's hand only as the
+        common deal left it (:func:`_as_dealt`), one a spot.
         """
-        result = []
+        result: list[HandState] = []
         spots = self._spots if players is None else sorted(  # a few players' spots, not a power table's thousand
             (spot for name in players for spot in self._spots_of.get(name, ())), key=lambda spot: spot.seat)
+        dealt = None
         for spot in spots:
-            as_dealt = shown_as_dealt is not None and spot.player != shown_as_dealt
-            for number, hand in enumerate(spot.hands[:1] if as_dealt else spot.hands, 1):
+            if as_dealt_for is not None and spot.player != as_dealt_for:
+                if dealt is None:  # worked out once: every player's first two cards are the common deal's
+                    common = tuple(islice((op.card for op in self.operations
+                                           if isinstance(op, CardDealt) and op.seat == -1), 2))
+                    natural = HandStatus.BLACKJACK if is_natural(list(common)) else HandStatus.PLAYING
+                    dealt = (common, hand_value(common), natural)
+                result.append(_as_dealt(spot.hands[0], *dealt))
+                continue
+            for number, hand in enumerate(spot.hands, 1):
                 result.append(HandState(
-                    hand.player, hand.seat, number, tuple(hand.cards), _NO_VALUE if as_dealt else hand.value,
-                    hand.stake, hand.bet, hand.status, hand.from_split, hand.outcome, hand.returned,
+                    hand.player, hand.seat, number, tuple(hand.cards), hand.value, hand.stake,
+                    hand.bet, hand.status, hand.from_split, hand.outcome, hand.returned,
                 ))
         return tuple(result)
 
@@ -451,10 +458,7 @@ class Round:
         seen_log, own_play = self._log_by_player.seen_by(self.operations, player, self._spots)
         operations = mask_operations(seen_log)
         settlements = tuple(op for op in own_play if isinstance(op, Settled))
-        common = tuple(islice((op.card for op in self.operations if isinstance(op, CardDealt) and op.seat == -1), 2))
-        as_dealt = (hand_value(common), HandStatus.BLACKJACK if is_natural(list(common)) else HandStatus.PLAYING)
-        hands = tuple(hand if hand.player == player else _as_dealt(hand, common, *as_dealt)
-                      for hand in self._hands_of(listed, shown_as_dealt=player))
+        hands = self._hands_of(listed, as_dealt_for=player)
         return RoundView(player, str(self.phase), dealer, hidden, self.dealer_blackjack, hands, settlements,
                          operations, decision, legal, offers, _staked_in(operations),
                          sum(op.returned for op in settlements), others_withheld=True,

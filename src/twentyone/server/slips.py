@@ -58,8 +58,7 @@ class Slips:
             view = None
             if current is not None:
                 view = round_json_held(session, current, table, caller.id, self.rounds.live)
-            watching = table.shared and (view is None or (current is not None and current.status == "betting"
-                                                            and "me" not in view))
+            watching = table.shared and (view is None or (view["status"] == "betting" and "me" not in view))
             return {"table": table_json(table), "balance": balance,
                     "slip": slip_view(slip, bet_slip(slip, table, balance)),
                     "next_shoe": {"id": shoe.id, "commitment": shoe.commitment}, "round": view,
