@@ -52,6 +52,7 @@ class Probe:
         self.service = service
         self.table = table
         self.players = players
+        self.stack: list[str] = []  # the stacked top of the round's shoe
         self.stacks: dict[int, int] = {}
         self.rounds: list[int] = []
         self.seated: dict[str, set[int]] = {name: set() for name in players}
@@ -70,7 +71,18 @@ class Probe:
         service.events.publish = counting  # type: ignore[method-assign]
 
     def secrets(self) -> Secrets:
+        self._find_stacked()
         return table_secrets(self.service, self.table, self.stacks)
+
+    def _find_stacked(self) -> None:
+        """The shoes dealt from the stacked top, found in the database as soon as one exists (a table shuffles
+        its next shoe at a write: a private table's first chip, a shared table's first bets, a finished shoe)."""
+        if not self.stack:
+            return
+        with self.service.db.sessions() as session:
+            for shoe in session.scalars(select(ShoeRow).where(ShoeRow.table_id == self.table)):
+                if shoe.cards.split()[:len(self.stack)] == self.stack:
+                    self.stacks[shoe.id] = len(self.stack)
 
     def answer(self, what: str, response: Any) -> Any:
         """A POST's answer, checked against the secrets right after it."""
@@ -142,20 +154,12 @@ def test_no_answer_shows_a_hidden_card_a_shoe_or_a_salt_before_its_time(table: s
     players = {"ann": ann, "bob": bob, "cid": cid}
     ids = {name: client.get("/me").json()["id"] for name, client in players.items()}
     probe = Probe(http, service, table, players)
-    if not spec.shared:  # bob and cid get their own private shoes first, so the stacked one is ann's
-        for client in (bob, cid):
-            client.get(f"/tables/{table}")
     layout = [1, 1] if spec.shared else [2]
     # A blackjack under the Ace (even money) and a small hand; power's players share their two cards.
     common = builtin_rules(spec.variant).deal.common_draw
     stack = stack_for(spec.variant, layout, up="AH", hands=[["2D", "3S"]] if common else [["AS", "KD"], ["2D", "3S"]])
     service.stacked.append(stack)
-    shoe_id = ann.get(f"/tables/{table}").json()["next_shoe"]["id"]
-    with service.db.sessions() as session:
-        shoe = session.get(ShoeRow, shoe_id)
-        assert shoe is not None and shoe.cards.split()[:len(stack)] == stack
-    probe.stacks[shoe_id] = len(stack)
-    assert service.stacked == []
+    probe.stack = stack
 
     with contextlib.ExitStack() as sockets:
         for name, client in players.items():
@@ -186,6 +190,7 @@ def test_no_answer_shows_a_hidden_card_a_shoe_or_a_salt_before_its_time(table: s
             probe.checkpoint("bets placed at a shared table")
             clock.advance(spec.betting_window + 1)
             assert service.tick()["dealt"] == 1
+        assert service.stacked == [] and len(probe.stacks) == 1  # the round's shoe is the stacked one, known
         probe.checkpoint("after the deal")
         view = ann.get(f"/rounds/{round_id}").json()
         assert view["status"] == "playing" and view["dealer"]["cards"][0] == "AH"
@@ -238,10 +243,10 @@ def test_stacked_ground_truth_comes_from_the_database(http: TestClient, service:
     client = guest(http)
     stack = stack_for("classic", [1])
     service.stacked.append(stack)
+    client.bet("classic", 100)  # a first visit's shoe is shuffled at the first bet control
     shoe_id = client.get("/tables/classic").json()["next_shoe"]["id"]
     secrets = table_secrets(service, "classic", {shoe_id: len(stack)})
     assert secrets.cards == set(stack)  # before the deal, every stacked card is secret
-    client.bet("classic", 100)
     view = client.post("/tables/classic/deal").json()
     secrets = table_secrets(service, "classic", {shoe_id: len(stack)})
     shown = set(view["dealer"]["cards"]) | {card for hand in view["hands"] for card in hand["cards"]}

@@ -210,8 +210,10 @@ def test_history_newest_first_with_paging_and_a_replay(guest: Client) -> None:
 
 
 def test_shuffle_commitment_is_published_before_the_deal_and_verifies_after(guest: Client, tmp_path) -> None:
+    assert guest.get("/tables/classic").json()["next_shoe"] is None  # a first visit: no shoe yet
+    bet = guest.bet("classic", 100)
     published = guest.get("/tables/classic").json()["next_shoe"]["commitment"]
-    guest.bet("classic", 100)
+    assert bet.json()["next_shoe"]["commitment"] == published
     view = guest.post("/tables/classic/deal").json()
     assert view["commitment"] == published
     assert guest.get(f"/rounds/{view['id']}/verify").status_code in (200, 409)
@@ -232,6 +234,33 @@ def test_shuffle_commitment_is_published_before_the_deal_and_verifies_after(gues
     tampered = subprocess.run([sys.executable, "-m", "twentyone.cli.main", "verify", str(path)],
                               capture_output=True, text=True, timeout=60)
     assert tampered.returncode == 1 and "NOT verified" in tampered.stderr
+
+
+def test_reading_a_table_never_writes_and_the_next_shoe_is_committed_as_the_last_one_finishes(
+        guest: Client, service: GameService, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Reads are served without a write transaction: the next shoe is shuffled at a write (the first bet
+    control of a visit to a private table, or the settlement that finishes a shoe), never by a GET."""
+    def refuse_writes() -> None:
+        raise AssertionError("reading the table opened a write transaction")
+
+    def read_table() -> dict:
+        with monkeypatch.context() as patch:
+            patch.setattr(service.store, "write", refuse_writes)
+            response = guest.get("/tables/classic")
+        assert response.status_code == 200, response.json()
+        return response.json()
+
+    assert read_table()["next_shoe"] is None  # a first visit
+    first = guest.bet("classic", 100).json()["next_shoe"]
+    assert read_table()["next_shoe"] == first
+    view = guest.post("/tables/classic/deal").json()
+    assert view["commitment"] == first["commitment"]
+    while view["status"] == "playing":
+        view = guest.act(view["id"], "stand" if "stand" in view["legal_actions"] else view["legal_actions"][-1]).json()
+    following = read_table()["next_shoe"]  # classic shuffles every round: the settlement committed the next
+    assert following is not None and following["id"] != first["id"] and following["commitment"] != first["commitment"]
+    guest.bet("classic", 100)
+    assert guest.post("/tables/classic/deal").json()["commitment"] == following["commitment"]
 
 
 def test_a_shoe_still_in_play_is_not_revealed(guest: Client) -> None:

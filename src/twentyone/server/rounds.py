@@ -14,7 +14,7 @@ the same round lock, transaction and engine hand-over, and reads best side by si
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from datetime import datetime, timedelta
 from typing import Any, cast
 
@@ -52,10 +52,12 @@ OPEN = ("betting", "playing")
 ALONE_WINDOW = 3  # seconds a player alone at a shared table waits for others before the deal
 
 
-# The shoe moves past the round's cards and is finished once past its cut card (needs_shuffle, in SQL).
+# The shoe moves past the round's cards and is finished once past its cut card (needs_shuffle, in SQL);
+# the answer says whether it is.
 SHOE_MOVED = (update(ShoeRow).where(ShoeRow.id == bindparam("shoe_id"))
               .values(position=bindparam("dealt"), finished=or_(ShoeRow.finished, ShoeRow.cut_card.is_(None),
                                                                 bindparam("dealt") >= ShoeRow.cut_card))
+              .returning(ShoeRow.finished)
               .execution_options(synchronize_session=False))
 
 
@@ -500,8 +502,18 @@ class Rounds:
         round_row.settled_at = self.clock()
         round_row.decision_since = None
         # One statement, without loading the shoe (its cards are most of its row).
-        session.execute(SHOE_MOVED, {"shoe_id": round_row.shoe_id,
-                                     "dealt": round_row.shoe_start + engine.shoe.position})
+        finished = session.execute(SHOE_MOVED, {"shoe_id": round_row.shoe_id,
+                                                "dealt": round_row.shoe_start + engine.shoe.position}).scalar_one()
+        if finished:
+            self._next_shoe(session, table, seats)
+
+    def _next_shoe(self, session: Session, table: TableSpec, seats: Sequence[RoundSeat]) -> None:
+        """Shuffle and commit to the next shoe as the last one finishes, in the same transaction.
+
+        So a table always shows its next shoe's commitment before the bets on it, and reading a
+        table (``GET /tables/{id}``) never writes. A private table's shoes are its player's.
+        """
+        self.shoes.prepared(session, table, seats[0].player_id if seats else 0)
 
     def void(self, round_id: int, reason: str) -> None:
         """Malfunction voids the round: every stake of it is refunded, in one transaction."""
@@ -527,6 +539,7 @@ class Rounds:
                 shoe = session.get(ShoeRow, round_row.shoe_id)
                 if shoe is not None:
                     shoe.finished = True
+                    self._next_shoe(session, table, seats)
         self.events.publish(table.id, {"type": "void", "round_id": round_id, "reason": reason})
 
     def deliver(self) -> int:

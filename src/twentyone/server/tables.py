@@ -230,6 +230,7 @@ class Shoes:
         self.clock = clock
         # Certification and tests stack the top of the next shoes; the rest is shuffled as usual.
         self.stacked: list[list[str]] = []
+        self._stacked_ids: set[int] = set()  # shoes made from the stack, which a later stack does not replace
 
     def current(self, session: Session, table: TableSpec, player_id: int) -> ShoeRow | None:
         return _usable(self._unfinished(session, table, player_id))
@@ -242,18 +243,24 @@ class Shoes:
         return list(session.scalars(UNFINISHED_OWN, {"table_id": table.id, "player_id": player_id}).all())
 
     def prepared(self, session: Session, table: TableSpec, player_id: int) -> ShoeRow:
-        """The shoe the next round will use; its commitment is published before the deal."""
+        """The shoe the next round will use, shuffled and committed now if there is none.
+
+        Called in write transactions only: when a shoe is finished (so that the next one's
+        commitment is published before anyone bets on it), at a player's bet controls at a
+        private table (their first visit), and at each deal. A shoe stacked by a test or a
+        certification replaces a shuffled next shoe that has not dealt a card.
+        """
         unfinished = self._unfinished(session, table, player_id)
         shoe = _usable(unfinished)
-        if shoe is not None:
+        if shoe is not None and not (self.stacked and shoe.position == 0 and shoe.id not in self._stacked_ids):
             return shoe
         for old in unfinished:
             old.finished = True  # past its cut card
         owner = None if table.shared else player_id
         rules = builtin_rules(table.variant)
         cards = [str(card) for card in Shoe.shuffled(rules.shoe.composition, self.rng).order]
-        if self.stacked:
-            top = self.stacked.pop(0)
+        top = self.stacked.pop(0) if self.stacked else None
+        if top is not None:
             rest = list(cards)
             for card in top:
                 rest.remove(card)
@@ -265,7 +272,14 @@ class Shoes:
         session.add(shoe)
         session.flush()
         session.info.setdefault(_NEW_SHOES, {})[shoe.id] = shoe.commitment
+        if top is not None:
+            self._stacked_ids.add(shoe.id)
         return shoe
+
+
+def shoe_json(shoe: ShoeRow) -> dict[str, Any]:
+    """A shoe as a table publishes it before the deal: its id and commitment, never its cards."""
+    return {"id": shoe.id, "commitment": shoe.commitment}
 
 
 def _usable(unfinished: list[ShoeRow]) -> ShoeRow | None:

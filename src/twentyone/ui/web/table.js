@@ -205,6 +205,7 @@ async function controlNow(path, body) {
     state.maxSpot = null;
     announce("");
     if (answer.slip) state.table.slip = answer.slip;
+    if (answer.next_shoe) state.table.next_shoe = answer.next_shoe;  // a first visit's shoe, shuffled at the first chip
     if (answer.id) {
       beep();
       state.watching = answer.id;
@@ -301,7 +302,8 @@ export function renderTable() {
     el("summary", {}, "BET LIMITS"),
     el("ul", {}, ...Object.entries(table.limits).map(([type, [low, high]]) =>
       el("li", {}, `${type === "main" ? "Main bet" : sideTitle(type)}: ${money(low, table.currency)}–${money(high, table.currency)}`))),
-    el("p", { class: "muted" }, `Next shoe SHA-256: ${nextShoe.commitment}`)));
+    el("p", { class: "muted" }, nextShoe ? `Next shoe SHA-256: ${nextShoe.commitment}`
+      : "Next shoe: shuffled, and its SHA-256 shown here, before the first deal.")));
 
   let bar;
   if (playing && playing.legal_actions.length && OFFER_TITLES[playing.decision.kind]) bar = offerPanel(playing);
