@@ -89,7 +89,7 @@ def main() -> None:
     app = create_app(Settings(url, work, OPERATOR), timers=False)
     service: GameService = app.state.service
     operator = service.authenticate(OPERATOR)
-    players = [service.guest()[0] for _ in range(args.players)]
+    players = [service.guest(f"benchmark-{n}")[0] for n in range(args.players)]
     table = service.table(TABLE)
     minimum = table.limits["main"][0]
     meter = Meter(service)

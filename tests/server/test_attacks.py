@@ -429,17 +429,43 @@ def test_fifty_simultaneous_first_sign_ups_on_a_fresh_database(http: TestClient,
     assert sum(1 for account in balances if account.startswith("player:")) == 150
 
 
-def test_guest_creation_is_rate_limited(tmp_path: Path) -> None:
+def test_guest_creation_is_rate_limited_across_every_server_process(tmp_path: Path, database_url: str) -> None:
+    """Two servers on one database (as ``serve --workers 2``) share an address's limit: 5 a minute, not 5 each."""
     from server_helpers import OPERATOR
 
     from twentyone.server.app import create_app
     from twentyone.server.config import Settings
+    from twentyone.server.models import GuestArrival
 
-    app = create_app(Settings(f"sqlite:///{tmp_path / 'db.sqlite'}", tmp_path, OPERATOR, guests_per_minute=5),
-                     clock=Clock(), timers=False)
-    with TestClient(app) as http:
-        statuses = [http.post("/auth/guest").status_code for _ in range(8)]
+    clock = Clock()
+    settings = Settings(database_url, tmp_path, OPERATOR, guests_per_minute=5)
+    first, second = (create_app(settings, clock=clock, timers=False) for _ in range(2))
+    with TestClient(first) as one, TestClient(second) as two:
+        statuses = [http.post("/auth/guest").status_code for http in (one, two, one, two, one, two, one, two)]
         assert statuses == [201] * 5 + [429] * 3
-        refused = http.post("/auth/guest")
+        refused = two.post("/auth/guest")
         assert refused.headers["Retry-After"] == "60" and set(refused.json()) == {"detail"}
-        assert new_player(http, "still-open").token  # registration is not a guest: not limited
+        assert new_player(one, "still-open").token  # registration is not a guest: not limited
+        other = TestClient(first, client=("203.0.113.9", 50000))  # another address has its own count
+        with other:
+            assert other.post("/auth/guest").status_code == 201
+        clock.advance(61)  # a minute on: the old arrivals are forgotten (and deleted)
+        assert [http.post("/auth/guest").status_code for http in (two, one)] == [201, 201]
+        service = first.state.service
+        with service.db.sessions() as session:
+            assert session.query(GuestArrival).count() == 2
+        # A burst at once through both servers: exactly the limit gets in (PostgreSQL: the address's lock).
+        clock.advance(61)
+        barrier = threading.Barrier(12)
+        burst: list[int] = []
+
+        def arrive(http: TestClient) -> None:
+            barrier.wait()
+            burst.append(http.post("/auth/guest").status_code)
+
+        threads = [threading.Thread(target=arrive, args=(http,)) for http in (one, two) * 6]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join()
+        assert sorted(burst) == [201] * 5 + [429] * 7, burst

@@ -13,13 +13,14 @@ from typing import Any
 
 from argon2 import PasswordHasher
 from argon2.exceptions import InvalidHashError, VerificationError
-from sqlalchemy import bindparam, select
+from sqlalchemy import bindparam, delete, func, select
 from sqlalchemy.orm import Session
 
 from twentyone.core.betting import BetSlipError
+from twentyone.server.cluster import lock_key
 from twentyone.server.config import Settings
 from twentyone.server.context import Caller, ServiceError, aware
-from twentyone.server.models import Player, Round, RoundSeat, Slip, Token
+from twentyone.server.models import GuestArrival, Player, Round, RoundSeat, Slip, Token
 from twentyone.server.money import refusal
 from twentyone.server.store import Store
 from twentyone.server.wallet import Wallet, net_loss_since
@@ -33,6 +34,32 @@ TOKEN_CACHE = 10_000  # signed-in callers kept in memory, so a request needs no 
 
 def token_hash(token: str) -> str:
     return hashlib.sha256(token.encode()).hexdigest()
+
+
+GUEST_WINDOW = timedelta(minutes=1)  # the window of the limit on new guests per address
+_EXPIRED_ARRIVALS = (select(GuestArrival.id).where(GuestArrival.arrived_at < bindparam("cutoff"))
+                     .limit(100).with_for_update(skip_locked=True))
+_ARRIVALS_FROM = (select(func.count()).select_from(GuestArrival)
+                  .where(GuestArrival.address == bindparam("address"), GuestArrival.arrived_at >= bindparam("cutoff")))
+
+
+def admit_guest(session: Session, address: str, per_minute: int, now: datetime) -> None:
+    """Count a new guest from ``address`` against the limit, in the transaction that creates it.
+
+    The count is a table every server process writes to, so ``serve --workers N`` (or N servers
+    behind a load balancer) admits ``per_minute`` guests a minute from an address, not N times
+    that. On PostgreSQL an advisory lock on the address lets one of its arrivals count at a time
+    (SQLite runs one write transaction at a time anyway). Expired rows are deleted on the way, a
+    hundred at most and none that another transaction holds, so no arrival waits on another's.
+    """
+    cutoff = now - GUEST_WINDOW
+    if session.get_bind().dialect.name == "postgresql":
+        session.execute(select(func.pg_advisory_xact_lock(lock_key(f"guests:{address}"))))
+    session.execute(delete(GuestArrival).where(GuestArrival.id.in_(_EXPIRED_ARRIVALS.scalar_subquery()))
+                    .execution_options(synchronize_session=False), {"cutoff": cutoff})
+    if (session.scalar(_ARRIVALS_FROM, {"address": address, "cutoff": cutoff}) or 0) >= per_minute:
+        raise ServiceError(429, "Too many new guests from this address: try again in a minute.", {"Retry-After": "60"})
+    session.add(GuestArrival(address=address, arrived_at=now))
 
 
 class Accounts:
@@ -60,10 +87,12 @@ class Accounts:
             player = self._new_player(session, name, password_hash, guest=False)
             return Caller(player.id, player.name, player.role), self._issue_token(session, player)
 
-    def guest(self) -> tuple[Caller, str]:
+    def guest(self, address: str) -> tuple[Caller, str]:
+        """A new guest account and its token, for a client at ``address`` (429 past the address's limit)."""
         if not self.settings.demo:
             raise ServiceError(403, "Guest play is off on this server: register or sign in.")
         with self.store.write() as session:
+            admit_guest(session, address[:64], self.settings.guests_per_minute, self.clock())
             player = self._new_player(session, f"{GUEST_PREFIX}{secrets.token_hex(4)}", None, guest=True)
             return Caller(player.id, player.name, player.role, True), self._issue_token(session, player)
 

@@ -34,7 +34,7 @@ class Settings:
     demo: bool = True
     demo_balance: int = 100_000  # minor units given to a guest or a new demo player
     tick_seconds: float = 1.0  # how often timers (decisions, betting windows, wallet retries) are checked
-    guests_per_minute: int = 120  # guest accounts one address may create a minute (429 past it)
+    guests_per_minute: int = 120  # guest accounts one address may create a minute, all processes together (429 past it)
 
     @classmethod
     def from_environment(cls, database_url: str | None = None, data_dir: str | Path | None = None,

@@ -196,3 +196,16 @@ class WalletCall(Base):
     attempts: Mapped[int] = mapped_column(Integer, default=0)
     last_error: Mapped[str | None] = mapped_column(Text, nullable=True)
     created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True))
+
+
+class GuestArrival(Base):
+    """A guest account created from an address, kept a minute: the limit on new guests, shared by every process.
+
+    Rows older than the limit's minute are deleted as new guests arrive; nothing else reads them.
+    """
+
+    __tablename__ = "guest_arrivals"
+    __table_args__ = (Index("ix_guest_arrivals_address_at", "address", "arrived_at"),)
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    address: Mapped[str] = mapped_column(String(64))
+    arrived_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), index=True)
