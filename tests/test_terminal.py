@@ -96,6 +96,19 @@ def test_chips_side_bets_undo_x2_and_rebet() -> None:
     assert game.slip.total == 1200
 
 
+def test_the_selected_chip_stays_selected_for_the_next_round() -> None:
+    game = table("classic", ["TS", "6H", "9D", "TC", "8C"] * 2, balance=1000)
+    press(game, "cb")  # the 5.00 chip on spot 1
+    press(game, "ds")  # 19 against the dealer's 24: won, balance 15.00
+    assert game.balance == 1500 and game.slip.chip == 500
+    press(game, "bds")  # the next round's bet is one 5.00 chip again
+    assert game.balance == 2000
+    poor = table("classic", ["TS", "TH", "7D", "KC"], balance=600)
+    press(poor, "cb")
+    press(poor, "ds")  # 17 against 20, lost: 1.00 left, so the largest chip it covers is selected
+    assert poor.balance == 100 and poor.slip.chip == 100
+
+
 def test_bet_refusals_write_their_amounts_as_money() -> None:
     game = table("classic", balance=250)
     press(game, "bbb")

@@ -298,7 +298,16 @@ class TerminalTable:
             net = game.returned - game.staked
             result = f"won {self.money(net)}" if net > 0 else f"lost {self.money(-net)}" if net < 0 else "even"
             self.message = f"Round over: {result}."
+            chip = self.slip.chip
             self.slip = self._new_slip()
+            self._keep_chip(chip)
+
+    def _keep_chip(self, chip: int) -> None:
+        """Keep the chip the player had selected for the next round, as the web table does; if the balance no
+        longer covers it, the largest chip it covers (the slip starts on the smallest)."""
+        covered = [value for value in self.slip.enabled_chips() if value <= chip]
+        if covered:
+            self.slip.select_chip(covered[-1])
 
     def _hint_text(self) -> str:
         """The EV of each legal action (per unit bet), best first, from the exact maths."""
