@@ -18,6 +18,12 @@ Reports:
 - the audit: every seat staked and returned once, the ledger sums to zero, and each
   player's balance equals the credit less their stake plus their return.
 
+With ``--pages`` each player also reads the table as the web page does (``ui/web/table.js``): after
+its DEAL, and on an event of the table, it re-reads ``GET /tables/{id}``, one read at a time and at
+most one more queued, unless the page can apply the event itself (bets on the round it holds:
+another player's, or its own once it has read itself into the round). It then also reports how
+many table reads the pages made while the crowd joined, and the joins' latency (bets and DEAL).
+
 Run (loopback only; bounded in players and time):
 
     .venv/bin/python benchmarks/power_crowd.py [--players 1000] [--database URL]
@@ -63,7 +69,17 @@ def percentile(values: list[float], share: float) -> float:
     return ordered[min(len(ordered) - 1, int(share * len(ordered)))] if ordered else float("nan")
 
 
-async def main(players: int, database: str | None, timeout: float) -> int:
+def page_reads_again(event: dict, held_round: int | None) -> bool:
+    """Whether the web page re-reads the table on ``event`` (``onmessage`` and ``othersBets`` in ``ui/web/table.js``)
+    at once: every event but the hello, except bets on the round the page holds; it adds another player's to that
+    round itself, and reads its own player's only if, once its DEAL and the read after it are done, it still
+    does not hold them."""
+    if event.get("type") == "hello":
+        return False
+    return not (event.get("type") == "bets" and "seat_count" in event and event.get("round_id") == held_round)
+
+
+async def main(players: int, database: str | None, timeout: float, pages: bool = False) -> int:
     data = Path(tempfile.mkdtemp(prefix="twentyone-crowd-"))
     port = free_port()
     url = database or f"sqlite:///{data / 'crowd.db'}"
@@ -90,7 +106,7 @@ async def main(players: int, database: str | None, timeout: float) -> int:
                 "id": TABLE, "name": "Power crowd", "variant": "power", "currency": "EUR", "chips": [100, 500],
                 "limits": {"main": [100, 10000]}, "seats": 0, "betting_window": 3600, "decision_timeout": 3600})
             assert created.status_code == 201, created.text
-            return await crowd(http, lanes, base, players, timeout)
+            return await crowd(http, lanes, base, players, timeout, pages)
     finally:
         server.send_signal(signal.SIGINT)
         try:
@@ -100,9 +116,11 @@ async def main(players: int, database: str | None, timeout: float) -> int:
 
 
 async def crowd(http: httpx.AsyncClient, lanes: list[httpx.AsyncClient], base: str, players: int,
-                timeout: float) -> int:
+                timeout: float, pages: bool = False) -> int:
     statuses: dict[int, int] = {}
     latencies: list[float] = []
+    join_latencies: list[float] = []
+    table_reads = 0
 
     def lane(token: str) -> httpx.AsyncClient:
         return lanes[hash(token) % len(lanes)]
@@ -114,6 +132,8 @@ async def crowd(http: httpx.AsyncClient, lanes: list[httpx.AsyncClient], base: s
             response = await lane(token).request(method, path, headers=headers, json=body)
             if path.endswith("/actions"):
                 latencies.append(time.perf_counter() - start)
+            elif method == "POST" and path.endswith(("/bets", "/deal")):
+                join_latencies.append(time.perf_counter() - start)
             statuses[response.status_code] = statuses.get(response.status_code, 0) + 1
             if response.status_code != 503:
                 return response
@@ -128,6 +148,54 @@ async def crowd(http: httpx.AsyncClient, lanes: list[httpx.AsyncClient], base: s
 
     tokens = await asyncio.gather(*(sign_in(number) for number in range(players)))
     print(f"{players} guests signed in", flush=True)
+    ids = {token: (await lane(token).get("/me", headers={"Authorization": f"Bearer {token}"})).json()["id"]
+           for token in tokens} if pages else {}
+    held: dict[str, int | None] = dict.fromkeys(tokens)  # the round each page holds (its last table read)
+    seated: set[str] = set()  # pages whose round shows their own seat
+    checks: list[asyncio.Task[None]] = []
+    reading: dict[str, asyncio.Task[None] | None] = dict.fromkeys(tokens)
+    queued: set[str] = set()
+
+    async def read_table(token: str) -> None:
+        """As refreshSoon: one read at a time; events during it ask for one more."""
+        nonlocal table_reads
+        while True:
+            queued.discard(token)
+            answer = await lane(token).get(f"/tables/{TABLE}", headers={"Authorization": f"Bearer {token}"})
+            table_reads += 1
+            statuses[answer.status_code] = statuses.get(answer.status_code, 0) + 1
+            if answer.status_code == 200:
+                current = answer.json()["round"]
+                held[token] = current["id"] if current else None
+                (seated.add if current and "me" in current else seated.discard)(token)
+            if token not in queued:
+                reading[token] = None
+                return
+
+    dealt = {token: asyncio.Event() for token in tokens}  # the page's DEAL was answered
+
+    def on_event(token: str, event: dict) -> None:
+        if not pages:
+            return
+        if page_reads_again(event, held[token]):
+            read_soon(token)
+        elif event.get("type") == "bets" and event.get("player_id") == ids[token]:
+            checks.append(asyncio.create_task(own_bets(token)))
+
+    async def own_bets(token: str) -> None:
+        """The page's own bets: after its DEAL and the read that follows it, a read only if it still lacks them."""
+        await dealt[token].wait()
+        while (task := reading[token]) is not None:
+            await task
+        if token not in seated:
+            read_soon(token)
+
+    def read_soon(token: str) -> None:
+        if reading[token] is None:
+            reading[token] = asyncio.create_task(read_table(token))
+        else:
+            queued.add(token)
+
     settled_at: dict[str, float] = {}
     moved = {token: asyncio.Event() for token in tokens}  # set by each round event: re-read the round
     sockets_ready = asyncio.Event()
@@ -143,6 +211,7 @@ async def crowd(http: httpx.AsyncClient, lanes: list[httpx.AsyncClient], base: s
                 sockets_ready.set()
             async for message in ws:
                 event = json.loads(message)
+                on_event(token, event)
                 if event.get("type") == "round":
                     moved[token].set()
                 if event.get("type") == "round" and event.get("status") == "settled":
@@ -159,8 +228,14 @@ async def crowd(http: httpx.AsyncClient, lanes: list[httpx.AsyncClient], base: s
             balances[token] = (await call("GET", "/me", token)).json()["balances"]["EUR"]
             await call("POST", f"/tables/{TABLE}/bets", token, {"spot": 1, "type": "main", "chip": 100})
             await call("POST", f"/tables/{TABLE}/deal", token)
+        if pages:  # the page reads the table after its DEAL's answer
+            read_soon(token)
+            dealt[token].set()
 
+    joins_started = time.perf_counter()
     await asyncio.gather(*(join(token) for token in tokens))
+    joins_seconds = time.perf_counter() - joins_started
+    reads_while_joining = table_reads
     print(f"{players} players joined", flush=True)
     close_started = time.perf_counter()
     operator = {"Authorization": f"Bearer {OPERATOR}"}
@@ -212,6 +287,11 @@ async def crowd(http: httpx.AsyncClient, lanes: list[httpx.AsyncClient], base: s
     started = time.perf_counter()
     await asyncio.gather(*(decide(token) for token in tokens))
     decisions_seconds = time.perf_counter() - started
+    if not latencies:  # the shoe is random: a dealer's blackjack settles the round at the deal
+        print("the round settled at the deal (a dealer's blackjack): nothing to measure; run it again")
+        for listener in listeners:
+            listener.cancel()
+        return 1
     await asyncio.wait(listeners, timeout=timeout)
     lags = [settled_at[token] - last_sent for token in tokens if token in settled_at]
     first = min(settled_at.values(), default=0.0)
@@ -242,6 +322,10 @@ async def crowd(http: httpx.AsyncClient, lanes: list[httpx.AsyncClient], base: s
     print(f"statuses {dict(sorted(statuses.items()))}; rounds {report['rounds']}, staked {report['staked']}, "
           f"returned {report['returned']}; "
           f"every wallet reconciled: {audit_ok}; mean decision {statistics.fmean(latencies) * 1000:.1f} ms")
+    if pages:
+        print(f"pages: {reads_while_joining} table reads while the crowd joined ({joins_seconds:.2f} s; bets and DEAL "
+              f"p50 {percentile(join_latencies, .5) * 1000:.0f} ms, p99 {percentile(join_latencies, .99) * 1000:.0f} "
+              f"ms), {table_reads} in all")
     if refusals:
         print(f"decisions refused: {len(refusals)}, e.g. {refusals[0]!r}")
     return 0 if audit_ok and not any(code >= 500 for code in statuses) and len(lags) == players else 1
@@ -252,5 +336,6 @@ if __name__ == "__main__":
     parser.add_argument("--players", type=int, default=1000)
     parser.add_argument("--database", help="a PostgreSQL URL; default: SQLite in a temporary folder")
     parser.add_argument("--timeout", type=float, default=120.0, help="seconds any phase may take")
+    parser.add_argument("--pages", action="store_true", help="players also re-read the table as the web page does")
     options = parser.parse_args()
-    sys.exit(asyncio.run(main(options.players, options.database, options.timeout)))
+    sys.exit(asyncio.run(main(options.players, options.database, options.timeout, options.pages)))

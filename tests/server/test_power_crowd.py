@@ -188,12 +188,19 @@ def test_a_crowd_hears_of_each_join_it_sees_listed_and_of_every_fiftieth_after(
         for player in players:
             player.bet("power", 500)
             assert player.post("/tables/power/deal").json()["status"] == "betting"
+        forming = watcher.get("/tables/power").json()["round"]
         clock.advance(16)
         assert service.tick()["dealt"] == 1
-        heard: list[int] = []
+        news: list[dict] = []
         while (event := socket.receive_json())["type"] == "bets":
-            heard.append(event["player_id"])
+            news.append(event)
         assert event["type"] == "round"  # the deal: everyone re-reads the table
     ids = [p.player_id() for p in players]
     # Each of the seats a view lists is news; past them, only every 50th join: the 50th and the 100th.
-    assert heard == [*ids[:OTHERS_SHOWN], ids[every - 1], ids[2 * every - 1]]
+    assert [event["player_id"] for event in news] == [*ids[:OTHERS_SHOWN], ids[every - 1], ids[2 * every - 1]]
+    # Each says what a page shows of it, so that pages need not read the table: the seat as every view lists it,
+    # and the count; past the listed seats, the count alone.
+    assert forming["seat_count"] == joining and len(forming["seats"]) == OTHERS_SHOWN
+    assert [event["seat"] for event in news[:OTHERS_SHOWN]] == forming["seats"]
+    assert [event["seat_count"] for event in news] == [*range(1, OTHERS_SHOWN + 1), every, 2 * every]
+    assert all("seat" not in event for event in news[OTHERS_SHOWN:])

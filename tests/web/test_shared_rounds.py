@@ -43,6 +43,10 @@ def test_players_join_one_round_and_see_each_others_bets_and_turns(browser: Any,
             expect(page.locator("#deal")).to_be_visible()
             expect(page.locator("button.chip").first).to_be_enabled()
             expect(page.locator(f".others [data-player='{names[0]}']")).to_contain_text(f"{symbol}1.00")
+        # From here the first page hears only others' bets: it adds each to the round from the event itself.
+        reads: list[str] = []
+        pages[0].on("request", lambda request: reads.append(request.url)
+                    if request.method == "GET" and request.url.endswith(f"/tables/{table}") else None)
         for index, page in enumerate(pages[1:], start=1):
             place(page, 100, times=index + 1)  # player i bets i+1 units, so every bet is told apart
             page.locator("#deal").click()
@@ -52,7 +56,9 @@ def test_players_join_one_round_and_see_each_others_bets_and_turns(browser: Any,
             for other, name in enumerate(names):
                 if other != me:
                     expect(page.locator(f".others [data-player='{name}']")).to_contain_text(f"{symbol}{other + 1}.00")
+        assert reads == [], reads  # a thousand pages reading the table at each join kept the server from taking bets
         shot(pages[-1], f"{table}-{players}-players-betting")
+        shot(pages[0], f"{table}-{players}-players-betting-seen-by-the-first")  # drawn from the events
 
         service.close_betting(table)
         if table == "multiplayer":

@@ -44,7 +44,7 @@ from twentyone.server.tables import (
     slip_row,
     take_bets,
 )
-from twentyone.server.views import OTHERS_SHOWN, round_json, round_json_held, seat_of
+from twentyone.server.views import OTHERS_SHOWN, round_json, round_json_held, seat_json, seat_of
 from twentyone.server.wallet import Wallet, WalletError
 
 log = logging.getLogger("twentyone.server")
@@ -82,8 +82,7 @@ BETTING_ROUND = (select(Round).where(Round.table_id == bindparam("table_id"), Ro
 PLAYING_ROUND_ID = select(Round.id).where(Round.table_id == bindparam("table_id"), Round.status == "playing")
 # A round view lists the first OTHERS_SHOWN seats in full and counts the rest, so a join past those
 # changes only a count: the table hears of every CROWD_NEWS_EVERY-th such join (and of the deal), not
-# of each. Told of each, 1,000 players joining a power round would be a million events to 1,000 sockets,
-# and as many table reads by the pages that refresh on them.
+# of each. Told of each, 1,000 players joining a power round would be a million events to 1,000 sockets.
 CROWD_NEWS_EVERY = 50
 # How many seats a round has and the last position taken: one row, not a thousand positions at a power table.
 SEATS_TAKEN = (select(func.count(), func.coalesce(func.max(RoundSeat.position), 0))
@@ -210,14 +209,22 @@ class Rounds:
             self.accounts.check_may_play(player)  # an excluded player is told so, bets or none
             _, state, hand_bets = ready_bets(session, slip, table, self.wallet, caller.id)
             self.accounts.check_limits(session, player, table.currency, state.total)
-            session.add(RoundSeat(round_id=round_row.id, player_id=caller.id, position=last + 1,
-                                  bets=[hand_bet_json(b) for b in hand_bets], confirmed=True, staked=0, returned=0))
+            seat = RoundSeat(round_id=round_row.id, player_id=caller.id, position=last + 1,
+                             bets=[hand_bet_json(b) for b in hand_bets], confirmed=True, staked=0, returned=0)
+            session.add(seat)
             take_bets(slip)
             session.flush()
             round_id = round_row.id
             body = self.store.answer(session, round_json(session, round_row, table, caller.id, None))
-        if taken + 1 <= OTHERS_SHOWN or (taken + 1) % CROWD_NEWS_EVERY == 0:
-            self.events.publish(table.id, {"type": "bets", "round_id": round_id, "player_id": caller.id})
+        seat_count = taken + 1
+        if seat_count <= OTHERS_SHOWN or seat_count % CROWD_NEWS_EVERY == 0:
+            # What the table's pages need to show it, so that they need not read the table on others' bets: at a
+            # crowded power table a thousand pages each reading it on every join kept the server from taking bets.
+            news: dict[str, Any] = {"type": "bets", "round_id": round_id, "player_id": caller.id,
+                                    "seat_count": seat_count}
+            if seat_count <= OTHERS_SHOWN:  # a seat every view lists
+                news["seat"] = seat_json(seat, player.name)
+            self.events.publish(table.id, news)
         if table.betting_window <= 0:
             self.close_betting(table.id)
             return self.view_of(caller, round_id)

@@ -62,6 +62,12 @@ def seats_of(session: Session, round_id: int, limit: int | None = None) -> list[
     return [(row, row.name) for row in session.execute(query).all()]
 
 
+def seat_json(seat: Any, name: str) -> dict[str, Any]:
+    """A seat as every player at the table sees it: who, where, and their bets (the round's ``seats``)."""
+    return {"player_id": seat.player_id, "name": name, "position": seat.position, "bets": seat.bets,
+            "total": bets_total(seat.bets)}
+
+
 def _seats_shown(session: Session, round_id: int, player_id: int) -> tuple[list[tuple[Any, str]], int]:
     """The first seats of the round and the viewer's own, and how many seats there are in all."""
     shown = seats_of(session, round_id, OTHERS_SHOWN + 1)
@@ -98,8 +104,7 @@ def round_json(session: Session, round_row: Round, table: TableSpec, player_id: 
         "void_reason": round_row.void_reason, "betting_closes_at": iso(round_row.betting_closes_at),
         "players": [{"player_id": seat.player_id, "name": name} for seat, name in shown],
         "seat_count": seat_count,
-        "seats": [{"player_id": seat.player_id, "name": name, "position": seat.position, "bets": seat.bets,
-                   "total": bets_total(seat.bets)} for seat, name in shown],
+        "seats": [seat_json(seat, name) for seat, name in shown],
         "dealer": {"cards": [], "total": 0, "hidden": 0}, "hands": [], "side_bets": [], "insurance": [],
         "decision": None, "legal_actions": [], "offers": {}, "deciding": [], "others_withheld": False,
         "drawing": False, "deadline": None,

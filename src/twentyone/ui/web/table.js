@@ -43,6 +43,7 @@ export async function openTable(tableId, ensureMe) {
     state.finished = null;  // a table change clears the last round and its result
     state.watching = null;
     state.watched = new Set();  // shared rounds this page saw in play, and the last one shown to it as watched
+    state.heard = [];  // others' bets heard over the socket, kept until a table read has them (othersBets)
     state.watchedShown = 0;
     state.seen = new Map();
     showResult(null);
@@ -78,6 +79,46 @@ async function showMissedResult(tableId) {
 
 let latest = 0;
 
+// A player's bets on the round being formed come with what the page shows of them (their seat, among the
+// first ones every view lists, and the count), so the page adds them itself rather than read the table: at a power
+// table of a thousand, every page reading it on every join kept the server from taking the bets. Each is kept until
+// a table read that started after it, which has it; a read that started before would drop it again.
+function othersBets(event) {
+  const round = state.table && state.table.round;
+  if (event.seat_count === undefined || !round || round.status !== "betting" || round.id !== event.round_id) {
+    return false;
+  }
+  if (state.me && event.player_id === state.me.id) {
+    // This player's own bets: the page that placed them reads the round after its DEAL's answer, which the event
+    // can overtake; after that read (requests go one after the other), only a page still without them reads it.
+    serial(async () => {
+      const now = state.table && state.table.round;
+      if (currentTableId() === round.table_id && !(now && now.id === event.round_id && now.me)) {
+        await refreshTable(round.table_id);
+      }
+    });
+    return true;
+  }
+  state.heard.push({ roundId: event.round_id, seat: event.seat || null, count: event.seat_count, readsBefore: latest });
+  serial(async () => {
+    if (!state.table || state.table.round !== round) return;  // a read since has the round as it is
+    withHeard(round, latest);
+    renderTable();
+  });
+  return true;
+}
+
+function withHeard(round, read) {
+  state.heard = state.heard.filter((heard) => heard.readsBefore >= read);
+  if (!round) return;
+  for (const { roundId, seat, count } of state.heard) {
+    if (roundId !== round.id) continue;
+    if (seat && !round.seats.some((s) => s.player_id === seat.player_id)) round.seats.push(seat);
+    round.seat_count = Math.max(round.seat_count ?? round.seats.length, count);
+  }
+  round.seats.sort((a, b) => a.position - b.position);
+}
+
 export async function refreshTable(tableId) {
   const mine = ++latest;
   try {
@@ -105,6 +146,7 @@ export async function refreshTable(tableId) {
     }
     if (mine !== latest || currentTableId() !== tableId) return;  // a newer refresh is on its way
     state.table = data;
+    withHeard(round, mine);
     state.hints = null;
     if (round && round.legal_actions.length && state.me.settings.hints) {
       state.hints = await api("GET", `/rounds/${round.id}/hint`).catch(() => null);
@@ -162,7 +204,9 @@ function connectSocket(tableId) {
     if (event.type === "bets-returned" && state.me && event.player_id === state.me.id) {
       announce(event.total ? `Bets of ${money(event.total, currency)} returned. ${event.reason}` : event.reason);
     }
-    if (currentTableId() === tableId && event.type !== "hello") refreshSoon(tableId);
+    if (currentTableId() !== tableId || event.type === "hello") return;
+    if (event.type === "bets" && othersBets(event)) return;
+    refreshSoon(tableId);
   };
   socket.onclose = () => {
     if (state.socket !== socket) return;
