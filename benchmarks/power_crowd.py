@@ -21,8 +21,10 @@ Reports:
 With ``--pages`` each player also reads the table as the web page does (``ui/web/table.js``): after
 its DEAL, and on an event of the table, it re-reads ``GET /tables/{id}``, one read at a time and at
 most one more queued, unless the page can apply the event itself (bets on the round it holds:
-another player's, or its own once it has read itself into the round). It then also reports how
-many table reads the pages made while the crowd joined, and the joins' latency (bets and DEAL).
+another player's, or its own once it has read itself into the round; the round itself, from
+another player's first bets in it), while the round forms; in play the crowd's own reads of
+the round stand for the page's. It then also reports how many table reads the pages made
+while the crowd joined. The joins' latency (bets and DEAL) is reported in either case.
 
 Run (loopback only; bounded in players and time):
 
@@ -69,12 +71,18 @@ def percentile(values: list[float], share: float) -> float:
     return ordered[min(len(ordered) - 1, int(share * len(ordered)))] if ordered else float("nan")
 
 
-def page_reads_again(event: dict, held_round: int | None) -> bool:
+def page_takes_round(event: dict, me: int, held_round: int | None) -> bool:
+    """Whether the page takes a round it does not hold from another player's first bets in it (``othersBets``)."""
+    return (event.get("type") == "bets" and "seat_count" in event and "round" in event and event.get("player_id") != me
+            and (held_round is None or held_round < event["round_id"]))
+
+
+def page_reads_again(event: dict, me: int, held_round: int | None) -> bool:
     """Whether the web page re-reads the table on ``event`` (``onmessage`` and ``othersBets`` in ``ui/web/table.js``)
-    at once: every event but the hello, except bets on the round the page holds; it adds another player's to that
-    round itself, and reads its own player's only if, once its DEAL and the read after it are done, it still
-    does not hold them."""
-    if event.get("type") == "hello":
+    at once: every event but the hello, except bets on the round the page holds, or on a round it takes from the
+    event; it adds another player's to that round itself, and reads its own player's only if, once its DEAL and the
+    read after it are done, it still does not hold them."""
+    if event.get("type") == "hello" or page_takes_round(event, me, held_round):
         return False
     return not (event.get("type") == "bets" and "seat_count" in event and event.get("round_id") == held_round)
 
@@ -153,6 +161,7 @@ async def crowd(http: httpx.AsyncClient, lanes: list[httpx.AsyncClient], base: s
     held: dict[str, int | None] = dict.fromkeys(tokens)  # the round each page holds (its last table read)
     seated: set[str] = set()  # pages whose round shows their own seat
     checks: list[asyncio.Task[None]] = []
+    forming = True  # pages read as the page does until the deal; in play the crowd's own reads of the round stand in
     reading: dict[str, asyncio.Task[None] | None] = dict.fromkeys(tokens)
     queued: set[str] = set()
 
@@ -175,9 +184,11 @@ async def crowd(http: httpx.AsyncClient, lanes: list[httpx.AsyncClient], base: s
     dealt = {token: asyncio.Event() for token in tokens}  # the page's DEAL was answered
 
     def on_event(token: str, event: dict) -> None:
-        if not pages:
+        if not pages or not forming:
             return
-        if page_reads_again(event, held[token]):
+        if page_takes_round(event, ids[token], held[token]):
+            held[token] = event["round_id"]
+        elif page_reads_again(event, ids[token], held[token]):
             read_soon(token)
         elif event.get("type") == "bets" and event.get("player_id") == ids[token]:
             checks.append(asyncio.create_task(own_bets(token)))
@@ -235,8 +246,10 @@ async def crowd(http: httpx.AsyncClient, lanes: list[httpx.AsyncClient], base: s
     joins_started = time.perf_counter()
     await asyncio.gather(*(join(token) for token in tokens))
     joins_seconds = time.perf_counter() - joins_started
-    reads_while_joining = table_reads
-    print(f"{players} players joined", flush=True)
+    print(f"{players} players joined in {joins_seconds:.2f} s (bets and DEAL p50 "
+          f"{percentile(join_latencies, .5) * 1000:.0f} ms, p99 {percentile(join_latencies, .99) * 1000:.0f} ms)"
+          + (f"; the pages read the table {table_reads} times meanwhile" if pages else ""), flush=True)
+    forming = False
     close_started = time.perf_counter()
     operator = {"Authorization": f"Bearer {OPERATOR}"}
     round_id = (await http.get(f"/tables/{TABLE}", headers={"Authorization": f"Bearer {tokens[0]}"})
@@ -322,10 +335,6 @@ async def crowd(http: httpx.AsyncClient, lanes: list[httpx.AsyncClient], base: s
     print(f"statuses {dict(sorted(statuses.items()))}; rounds {report['rounds']}, staked {report['staked']}, "
           f"returned {report['returned']}; "
           f"every wallet reconciled: {audit_ok}; mean decision {statistics.fmean(latencies) * 1000:.1f} ms")
-    if pages:
-        print(f"pages: {reads_while_joining} table reads while the crowd joined ({joins_seconds:.2f} s; bets and DEAL "
-              f"p50 {percentile(join_latencies, .5) * 1000:.0f} ms, p99 {percentile(join_latencies, .99) * 1000:.0f} "
-              f"ms), {table_reads} in all")
     if refusals:
         print(f"decisions refused: {len(refusals)}, e.g. {refusals[0]!r}")
     return 0 if audit_ok and not any(code >= 500 for code in statuses) and len(lags) == players else 1

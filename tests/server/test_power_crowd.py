@@ -204,3 +204,9 @@ def test_a_crowd_hears_of_each_join_it_sees_listed_and_of_every_fiftieth_after(
     assert [event["seat"] for event in news[:OTHERS_SHOWN]] == forming["seats"]
     assert [event["seat_count"] for event in news] == [*range(1, OTHERS_SHOWN + 1), every, 2 * every]
     assert all("seat" not in event for event in news[OTHERS_SHOWN:])
+    # The first bets of a round carry the round as someone without a seat in it sees it: the pages take it from there.
+    opening = news[0]["round"]
+    assert opening["id"] == forming["id"] and opening["status"] == "betting" and "me" not in opening
+    assert opening["seats"] == [news[0]["seat"]] and opening["seat_count"] == 1
+    assert opening["betting_closes_at"] == forming["betting_closes_at"]
+    assert all("round" not in event for event in news[1:])

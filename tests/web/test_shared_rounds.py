@@ -35,6 +35,13 @@ def test_players_join_one_round_and_see_each_others_bets_and_turns(browser: Any,
     names = [name for _, name, _ in seated]
     try:
         # The first player deals: a round is being formed, and everybody else may still join it.
+        def table_reads(page: Any) -> list[str]:
+            reads: list[str] = []
+            page.on("request", lambda request: reads.append(request.url)
+                    if request.method == "GET" and request.url.endswith(f"/tables/{table}") else None)
+            return reads
+
+        second_reads = table_reads(pages[1])  # it learns of the new round from the first bets' event
         place(pages[0], 100)
         pages[0].locator("#deal").click()
         expect(pages[0].locator("#bet-status")).to_contain_text("Your bets are in")
@@ -43,10 +50,9 @@ def test_players_join_one_round_and_see_each_others_bets_and_turns(browser: Any,
             expect(page.locator("#deal")).to_be_visible()
             expect(page.locator("button.chip").first).to_be_enabled()
             expect(page.locator(f".others [data-player='{names[0]}']")).to_contain_text(f"{symbol}1.00")
+        assert second_reads == [], second_reads
         # From here the first page hears only others' bets: it adds each to the round from the event itself.
-        reads: list[str] = []
-        pages[0].on("request", lambda request: reads.append(request.url)
-                    if request.method == "GET" and request.url.endswith(f"/tables/{table}") else None)
+        reads = table_reads(pages[0])
         for index, page in enumerate(pages[1:], start=1):
             place(page, 100, times=index + 1)  # player i bets i+1 units, so every bet is told apart
             page.locator("#deal").click()

@@ -50,6 +50,7 @@ from twentyone.server.wallet import Wallet, WalletError
 log = logging.getLogger("twentyone.server")
 OPEN = ("betting", "playing")
 ALONE_WINDOW = 3  # seconds a player alone at a shared table waits for others before the deal
+NOBODY = 0  # a player id no account has: a round as seen by someone without a seat in it
 
 
 # The shoe moves past the round's cards and is finished once past its cut card (needs_shuffle, in SQL);
@@ -188,6 +189,7 @@ class Rounds:
         with self.store.write() as session:
             player = _player(session, caller)
             round_row = session.scalars(BETTING_ROUND, {"table_id": table.id}).first()
+            opened = round_row is None
             if round_row is None:
                 if session.scalars(PLAYING_ROUND_ID, {"table_id": table.id}).first() is not None:
                     raise ServiceError(409, "A round is in play at this table: bet on the next one when it ends.")
@@ -216,6 +218,8 @@ class Rounds:
             session.flush()
             round_id = round_row.id
             body = self.store.answer(session, round_json(session, round_row, table, caller.id, None))
+            # The round as anyone else at the table sees it (no seat of their own in it yet): its first join's news.
+            opening = round_json(session, round_row, table, NOBODY, None) if opened else None
         seat_count = taken + 1
         if seat_count <= OTHERS_SHOWN or seat_count % CROWD_NEWS_EVERY == 0:
             # What the table's pages need to show it, so that they need not read the table on others' bets: at a
@@ -224,6 +228,8 @@ class Rounds:
                                     "seat_count": seat_count}
             if seat_count <= OTHERS_SHOWN:  # a seat every view lists
                 news["seat"] = seat_json(seat, player.name)
+            if opening is not None:  # the pages at the table learn of the round from this, not each by a read
+                news["round"] = opening
             self.events.publish(table.id, news)
         if table.betting_window <= 0:
             self.close_betting(table.id)

@@ -79,16 +79,17 @@ async function showMissedResult(tableId) {
 
 let latest = 0;
 
-// A player's bets on the round being formed come with what the page shows of them (their seat, among the
-// first ones every view lists, and the count), so the page adds them itself rather than read the table: at a power
-// table of a thousand, every page reading it on every join kept the server from taking the bets. Each is kept until
-// a table read that started after it, which has it; a read that started before would drop it again.
+// A player's bets on the round being formed come with what the page shows of them (their seat, among the first
+// ones every view lists, and the count; the first bets of a round, the round itself), so the page adds them itself
+// rather than read the table: at a power table of a thousand, every page reading it on every join kept the server
+// from taking the bets. Each is kept until a table read that started after it, which has it; a read that started
+// before would drop it again.
 function othersBets(event) {
-  const round = state.table && state.table.round;
-  if (event.seat_count === undefined || !round || round.status !== "betting" || round.id !== event.round_id) {
-    return false;
-  }
+  if (event.seat_count === undefined || !state.table) return false;
+  const round = state.table.round;
+  const held = round && round.status === "betting" && round.id === event.round_id;
   if (state.me && event.player_id === state.me.id) {
+    if (!held) return false;
     // This player's own bets: the page that placed them reads the round after its DEAL's answer, which the event
     // can overtake; after that read (requests go one after the other), only a page still without them reads it.
     serial(async () => {
@@ -99,24 +100,32 @@ function othersBets(event) {
     });
     return true;
   }
-  state.heard.push({ roundId: event.round_id, seat: event.seat || null, count: event.seat_count, readsBefore: latest });
+  const opens = event.round && (!round || round.id < event.round_id);
+  if (!held && !opens) return false;
+  state.heard.push({ roundId: event.round_id, round: event.round || null, seat: event.seat || null,
+    count: event.seat_count, readsBefore: latest });
   serial(async () => {
     if (!state.table || state.table.round !== round) return;  // a read since has the round as it is
-    withHeard(round, latest);
+    state.table.round = withHeard(round, latest);
     renderTable();
   });
   return true;
 }
 
+/** The round read (or held), with what was heard of it since that read started. */
 function withHeard(round, read) {
   state.heard = state.heard.filter((heard) => heard.readsBefore >= read);
-  if (!round) return;
+  for (const heard of state.heard) {
+    if (heard.round && (!round || round.id < heard.roundId)) round = structuredClone(heard.round);
+  }
+  if (!round || round.status !== "betting") return round;
   for (const { roundId, seat, count } of state.heard) {
     if (roundId !== round.id) continue;
     if (seat && !round.seats.some((s) => s.player_id === seat.player_id)) round.seats.push(seat);
     round.seat_count = Math.max(round.seat_count ?? round.seats.length, count);
   }
   round.seats.sort((a, b) => a.position - b.position);
+  return round;
 }
 
 export async function refreshTable(tableId) {
@@ -146,7 +155,7 @@ export async function refreshTable(tableId) {
     }
     if (mine !== latest || currentTableId() !== tableId) return;  // a newer refresh is on its way
     state.table = data;
-    withHeard(round, mine);
+    data.round = withHeard(round, mine);
     state.hints = null;
     if (round && round.legal_actions.length && state.me.settings.hints) {
       state.hints = await api("GET", `/rounds/${round.id}/hint`).catch(() => null);
