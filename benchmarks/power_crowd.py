@@ -78,10 +78,16 @@ def page_takes_round(event: dict, me: int, held_round: int | None) -> bool:
 
 
 def page_reads_again(event: dict, me: int, held_round: int | None) -> bool:
-    """Whether the web page re-reads the table on ``event`` (``onmessage`` and ``othersBets`` in ``ui/web/table.js``)
-    at once: every event but the hello, except bets on the round the page holds, or on a round it takes from the
-    event; it adds another player's to that round itself, and reads its own player's only if, once its DEAL and the
-    read after it are done, it still does not hold them."""
+    """Whether the web page re-reads the table on another player's ``event`` (``onmessage`` and ``othersBets`` in
+    ``ui/web/table.js``) at once: every event but the hello, except bets on the round the page holds, or on a round it
+    takes from the event, which it adds to that round itself. (Its own player's bets: see ``own_bets``.)
+
+    >>> joined = {"type": "bets", "round_id": 7, "player_id": 2, "seat_count": 3}
+    >>> page_reads_again(joined, 1, 7), page_reads_again(joined, 1, None), page_reads_again({"type": "round"}, 1, 7)
+    (False, True, True)
+    >>> page_reads_again({**joined, "round": {}}, 1, None), page_reads_again({"type": "bets", "round_id": 7}, 1, 7)
+    (False, True)
+    """
     if event.get("type") == "hello" or page_takes_round(event, me, held_round):
         return False
     return not (event.get("type") == "bets" and "seat_count" in event and event.get("round_id") == held_round)
@@ -160,6 +166,7 @@ async def crowd(http: httpx.AsyncClient, lanes: list[httpx.AsyncClient], base: s
            for token in tokens} if pages else {}
     held: dict[str, int | None] = dict.fromkeys(tokens)  # the round each page holds (its last table read)
     seated: set[str] = set()  # pages whose round shows their own seat
+    taken: set[int] = set()  # rounds the pages took from an event
     checks: list[asyncio.Task[None]] = []
     forming = True  # pages read as the page does until the deal; in play the crowd's own reads of the round stand in
     reading: dict[str, asyncio.Task[None] | None] = dict.fromkeys(tokens)
@@ -175,7 +182,8 @@ async def crowd(http: httpx.AsyncClient, lanes: list[httpx.AsyncClient], base: s
             statuses[answer.status_code] = statuses.get(answer.status_code, 0) + 1
             if answer.status_code == 200:
                 current = answer.json()["round"]
-                held[token] = current["id"] if current else None
+                if current or held[token] not in taken:  # a round taken from an event outlives an older read
+                    held[token] = current["id"] if current else None
                 (seated.add if current and "me" in current else seated.discard)(token)
             if token not in queued:
                 reading[token] = None
@@ -186,12 +194,13 @@ async def crowd(http: httpx.AsyncClient, lanes: list[httpx.AsyncClient], base: s
     def on_event(token: str, event: dict) -> None:
         if not pages or not forming:
             return
-        if page_takes_round(event, ids[token], held[token]):
+        if event.get("type") == "bets" and "seat_count" in event and event.get("player_id") == ids[token]:
+            checks.append(asyncio.create_task(own_bets(token)))
+        elif page_takes_round(event, ids[token], held[token]):
             held[token] = event["round_id"]
+            taken.add(event["round_id"])
         elif page_reads_again(event, ids[token], held[token]):
             read_soon(token)
-        elif event.get("type") == "bets" and event.get("player_id") == ids[token]:
-            checks.append(asyncio.create_task(own_bets(token)))
 
     async def own_bets(token: str) -> None:
         """The page's own bets: after its DEAL and the read that follows it, a read only if it still lacks them."""

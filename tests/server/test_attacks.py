@@ -402,6 +402,29 @@ def test_concurrent_duplicates_with_one_key_all_get_the_first_answer_and_money_m
     assert ledger_totals(service)[:2] == (0, [])
 
 
+def test_first_bets_at_once_at_a_fresh_shared_table_commit_to_one_shoe(http: TestClient, service: GameService) -> None:
+    """Every bet control makes the table's first shoe if there is none: twelve at once make one, not several (on
+    PostgreSQL a lock on the table's shoes; SQLite writes one transaction at a time)."""
+    from twentyone.server.models import Shoe
+
+    players = [guest(http) for _ in range(12)]
+    barrier = threading.Barrier(len(players))
+    shoes: list[int] = []
+
+    def bet(player: Client) -> None:
+        barrier.wait()
+        shoes.append(player.bet("multiplayer", 500).json()["next_shoe"]["id"])
+
+    threads = [threading.Thread(target=bet, args=(player,)) for player in players]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert len(shoes) == 12 and len(set(shoes)) == 1, shoes
+    with service.db.sessions() as session:
+        assert session.scalars(select(Shoe.id).where(Shoe.table_id == "multiplayer")).all() == shoes[:1]
+
+
 # --------------------------------------------------------------- sign-ups
 def test_fifty_simultaneous_first_sign_ups_on_a_fresh_database(http: TestClient, service: GameService) -> None:
     statuses: list[int] = []
@@ -427,6 +450,26 @@ def test_fifty_simultaneous_first_sign_ups_on_a_fresh_database(http: TestClient,
     assert total == 0 and unbalanced == []
     assert balances["house/USD"] == -50 * 100_000  # one house account per currency, every credit against it
     assert sum(1 for account in balances if account.startswith("player:")) == 150
+
+
+def test_a_flood_of_guests_one_process_has_seen_is_refused_without_a_write(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Each refusal by the database's count is a write transaction; the process's own count comes first."""
+    from server_helpers import OPERATOR
+
+    from twentyone.server.app import create_app
+    from twentyone.server.config import Settings
+
+    app = create_app(Settings(f"sqlite:///{tmp_path / 'db.sqlite'}", tmp_path, OPERATOR, guests_per_minute=3),
+                     clock=Clock(), timers=False)
+    with TestClient(app) as http:
+        assert [http.post("/auth/guest").status_code for _ in range(3)] == [201] * 3
+
+        def no_write() -> None:
+            raise AssertionError("a refused guest opened a write transaction")
+
+        monkeypatch.setattr(app.state.service.store, "write", no_write)
+        assert [http.post("/auth/guest").status_code for _ in range(5)] == [429] * 5
 
 
 def test_guest_creation_is_rate_limited_across_every_server_process(tmp_path: Path, database_url: str) -> None:

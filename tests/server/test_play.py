@@ -263,6 +263,42 @@ def test_reading_a_table_never_writes_and_the_next_shoe_is_committed_as_the_last
     assert guest.post("/tables/classic/deal").json()["commitment"] == following["commitment"]
 
 
+def test_a_shared_tables_first_shoe_is_committed_to_at_its_first_bet_control(http: TestClient) -> None:
+    """Not in the DEAL that joins the first round: the first player sees the commitment before betting on it."""
+    ann, bob = (new_player(http, name) for name in ("ann", "bob"))
+    assert ann.get("/tables/multiplayer").json()["next_shoe"] is None  # a table's first visit, and a read
+    first = ann.bet("multiplayer", 500).json()["next_shoe"]
+    assert bob.get("/tables/multiplayer").json()["next_shoe"] == first  # one shoe for the table, not one each
+    assert bob.bet("multiplayer", 500).json()["next_shoe"] == first
+    assert ann.post("/tables/multiplayer/deal").json()["commitment"] == first["commitment"]
+
+
+def test_a_live_shoe_past_its_cut_card_is_followed_in_the_settling_transaction(
+        http: TestClient, service: GameService, clock) -> None:  # type: ignore[no-untyped-def]
+    """Power deals one shoe round after round; the round that passes its cut card shuffles the next."""
+    from server_helpers import dealt_shared_round
+    from sqlalchemy import select, update
+
+    from twentyone.server.models import Round, Shoe
+
+    service.stacked.append(["5S", "7H", "6D", "8C", "KD"])  # no Ace up: no insurance; 11 against 7 + 8
+    ann = new_player(http, "ann")
+    round_id = dealt_shared_round(service, clock, [ann])
+    before = ann.get("/tables/power").json()["next_shoe"]
+    with service.db.transaction() as session:  # as if this round's cards reach the cut card
+        shoe_id = session.get(Round, round_id).shoe_id  # type: ignore[union-attr]
+        session.execute(update(Shoe).where(Shoe.id == shoe_id).values(cut_card=1))
+    assert before["id"] == shoe_id
+    view = ann.get(f"/rounds/{round_id}").json()
+    while view["status"] == "playing":
+        view = ann.act(round_id, "stand" if "stand" in view["legal_actions"] else view["legal_actions"][-1]).json()
+    after = ann.get("/tables/power").json()["next_shoe"]
+    assert after is not None and after["id"] != shoe_id and after["commitment"] != before["commitment"]
+    with service.db.sessions() as session:
+        unfinished = session.scalars(select(Shoe.id).where(Shoe.table_id == "power", Shoe.finished.is_(False))).all()
+        assert unfinished == [after["id"]]
+
+
 def test_a_shoe_still_in_play_is_not_revealed(guest: Client) -> None:
     guest.bet("classic", 100)
     view = guest.post("/tables/classic/deal").json()

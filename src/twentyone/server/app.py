@@ -37,7 +37,7 @@ from twentyone.server.config import Settings
 from twentyone.server.context import Caller, ServiceError
 from twentyone.server.db import Database, migrate, worker_threads
 from twentyone.server.events import DROPPED_CODE
-from twentyone.server.guards import BodyLimit, document_errors
+from twentyone.server.guards import BodyLimit, RateLimiter, document_errors
 from twentyone.server.service import GameService
 from twentyone.server.tables import table_json
 from twentyone.server.wallet import OperatorWallet
@@ -221,6 +221,8 @@ def create_app(settings: Settings, operator_wallet: OperatorWallet | None = None
                   description="Blackjack tables, wallet and history. Amounts are integers in minor units.")
     app.state.service = service
     app.add_middleware(BodyLimit, limit=MAX_BODY)
+    # This process's count comes first: a flood it has seen alone is refused without a write transaction.
+    guests = RateLimiter(per_minute=settings.guests_per_minute, clock=lambda: service.clock().timestamp())
     document_errors(app)
 
     @app.exception_handler(ServiceError)
@@ -280,7 +282,9 @@ def create_app(settings: Settings, operator_wallet: OperatorWallet | None = None
 
     @app.post("/auth/guest", status_code=201)
     def guest(request: Request) -> dict[str, Any]:
-        who, token = service.guest(request.client.host if request.client else "unknown")
+        address = request.client.host if request.client else "unknown"
+        guests.check(address)
+        who, token = service.guest(address)
         return {"token": token, "player": {"id": who.id, "name": who.name, "guest": True}}
 
     # -------------------------------------------------------------- me

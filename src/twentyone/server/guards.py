@@ -1,5 +1,5 @@
 """What stands between the network and the game: size limits on a request's head and body, and a schema that
-tells the truth (the limit on new guests is counted in the database: ``accounts.admit_guest``).
+tells the truth, and an address's new guests counted in this process (the database counts them for all).
 
 The OpenAPI schema is what test labs and client generators read, so it must
 describe the server as it answers: every error is ``{"detail": "..."}`` (400,
@@ -11,12 +11,17 @@ from __future__ import annotations
 
 import asyncio
 import json
+import threading
+import time
+from collections import deque
 from typing import Any
 
 from fastapi import FastAPI
 from fastapi.openapi.utils import get_openapi
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
+
+from twentyone.server.context import ServiceError
 
 MAX_HEAD = 16 * 1024  # bytes of request line and headers, as h11's and Node's default: ours need under 1 KB
 REQUEST_SECONDS = 10.0  # a request, head and body, must be whole this long after its first byte (Node: 60-300 s)
@@ -187,6 +192,39 @@ class BoundedHead(HttpToolsProtocol):
                                  b"\r\nconnection: close\r\ncontent-length: " + str(len(body)).encode()
                                  + b"\r\n\r\n" + body)
         self.transport.close()
+
+
+class RateLimiter:
+    """At most ``per_minute`` events per key (a client address) in any sliding minute of ``clock`` (seconds); past
+    it, 429. In front of the limit on new guests that the database counts for every process
+    (``accounts.admit_guest``): a flood this process alone has seen is refused here, without a write transaction.
+
+    >>> limiter = RateLimiter(per_minute=2)
+    >>> limiter.check("1.2.3.4"); limiter.check("1.2.3.4")
+    >>> limiter.check("1.2.3.4")
+    Traceback (most recent call last):
+    ...
+    twentyone.server.context.ServiceError: Too many new guests from this address: try again in a minute.
+    """
+
+    def __init__(self, per_minute: int, clock: Any = time.monotonic) -> None:
+        self.per_minute = per_minute
+        self.clock = clock
+        self._events: dict[str, deque[float]] = {}
+        self._lock = threading.Lock()
+
+    def check(self, key: str) -> None:
+        now = self.clock()
+        with self._lock:
+            if len(self._events) > 100_000:  # forget idle addresses rather than grow without bound
+                self._events = {k: v for k, v in self._events.items() if v and now - v[-1] < 60}
+            events = self._events.setdefault(key, deque())
+            while events and now - events[0] >= 60:
+                events.popleft()
+            if len(events) >= self.per_minute:
+                raise ServiceError(429, "Too many new guests from this address: try again in a minute.",
+                                   {"Retry-After": "60"})
+            events.append(now)
 
 
 def document_errors(app: FastAPI) -> None:

@@ -523,10 +523,12 @@ class Rounds:
     def _next_shoe(self, session: Session, table: TableSpec, seats: Sequence[RoundSeat]) -> None:
         """Shuffle and commit to the next shoe as the last one finishes, in the same transaction.
 
-        So a table always shows its next shoe's commitment before the bets on it, and reading a
-        table (``GET /tables/{id}``) never writes. A private table's shoes are its player's.
+        So the table shows its next shoe's commitment before the bets on it, and reading a table
+        (``GET /tables/{id}``) never needs to write one. A private table's shoes are its player's.
+        (After a void, and at a table's first visit, the next bet control makes it.)
         """
-        self.shoes.prepared(session, table, seats[0].player_id if seats else 0)
+        if seats:
+            self.shoes.prepared(session, table, seats[0].player_id)
 
     def void(self, round_id: int, reason: str) -> None:
         """Malfunction voids the round: every stake of it is refunded, in one transaction."""
@@ -551,8 +553,8 @@ class Rounds:
                 round_row.settled_at = self.clock()
                 shoe = session.get(ShoeRow, round_row.shoe_id)
                 if shoe is not None:
+                    # Finished; the next is shuffled at the next bet control or deal, not here: a void must not fail.
                     shoe.finished = True
-                    self._next_shoe(session, table, seats)
         self.events.publish(table.id, {"type": "void", "round_id": round_id, "reason": reason})
 
     def deliver(self) -> int:

@@ -37,9 +37,8 @@ class Slips:
             state = bet_slip(slip, table, self.rounds.wallet.balance(session, caller.id, table.currency))
             apply_control(slip, state, control, spot, bet_type, chip, table.currency)
             slip.updated_at = self.rounds.clock()
-            body: dict[str, Any] = {"slip": slip_view(slip, state)}
-            if not table.shared:  # a first visit's shoe: committed to before the first deal
-                body["next_shoe"] = shoe_json(self.rounds.shoes.prepared(session, table, caller.id))
+            # The next shoe, and a table's first (a private table's: its player's), committed to before the deal.
+            body = {"slip": slip_view(slip, state), "next_shoe": self.rounds.shoes.published(session, table, caller.id)}
             if not (control == "rebet" and table.same_bet_deals):
                 return self.rounds.store.answer(session, body)
         return self.rounds.deal(caller, table_id)

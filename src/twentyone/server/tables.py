@@ -15,7 +15,7 @@ from datetime import datetime
 from typing import Any
 from weakref import WeakKeyDictionary
 
-from sqlalchemy import bindparam, select
+from sqlalchemy import bindparam, func, select
 from sqlalchemy.orm import Session
 from sqlalchemy.pool import Pool
 
@@ -25,6 +25,7 @@ from twentyone.core.operations import OFFER_ANSWERS
 from twentyone.core.round import HandBet
 from twentyone.core.shoe import RandomBits, Shoe, needs_shuffle
 from twentyone.core.sidebets import SIDE_BETS
+from twentyone.server.cluster import lock_key
 from twentyone.server.config import TableConfigError, TableSpec, shipped_tables, table_from_mapping
 from twentyone.server.context import Caller, ServiceError
 from twentyone.server.models import Shoe as ShoeRow
@@ -197,6 +198,11 @@ COMMITMENT = select(ShoeRow.commitment).where(ShoeRow.id == bindparam("shoe_id")
 _UNFINISHED = select(ShoeRow).where(ShoeRow.table_id == bindparam("table_id"), ShoeRow.finished.is_(False))
 UNFINISHED_SHARED = _UNFINISHED.where(ShoeRow.player_id.is_(None)).order_by(ShoeRow.id.desc())
 UNFINISHED_OWN = _UNFINISHED.where(ShoeRow.player_id == bindparam("player_id")).order_by(ShoeRow.id.desc())
+_NEWEST = (select(ShoeRow.id, ShoeRow.commitment, ShoeRow.position, ShoeRow.cut_card)
+           .where(ShoeRow.table_id == bindparam("table_id"), ShoeRow.finished.is_(False))
+           .order_by(ShoeRow.id.desc()).limit(1))
+NEWEST_SHARED = _NEWEST.where(ShoeRow.player_id.is_(None))
+NEWEST_OWN = _NEWEST.where(ShoeRow.player_id == bindparam("player_id"))
 COMMITMENTS_KEPT = 4096  # shoes whose commitment a process remembers (a shoe serves one round or dozens)
 _NEW_SHOES = "twentyone.new_shoes"  # session.info: commitments of the shoes this transaction created
 _commitments: WeakKeyDictionary[Pool, dict[int, str]] = WeakKeyDictionary()
@@ -242,21 +248,42 @@ class Shoes:
             return list(session.scalars(UNFINISHED_SHARED, {"table_id": table.id}).all())
         return list(session.scalars(UNFINISHED_OWN, {"table_id": table.id, "player_id": player_id}).all())
 
+    def published(self, session: Session, table: TableSpec, player_id: int) -> dict[str, Any]:
+        """The next shoe as the table publishes it (:func:`shoe_json`), shuffled now if the table has none.
+
+        Called by the bet controls, in their write transaction: a table's first shoe (a private
+        table's: its player's) is committed to before the first bets on it. Reads only the
+        newest unfinished shoe's small columns, not its cards.
+        """
+        query = NEWEST_SHARED if table.shared else NEWEST_OWN
+        newest = session.execute(query, {"table_id": table.id, "player_id": player_id}).first()
+        if newest is not None and (newest.position == 0 or not needs_shuffle(newest.position, newest.cut_card)):
+            return {"id": newest.id, "commitment": newest.commitment}
+        return shoe_json(self.prepared(session, table, player_id))
+
     def prepared(self, session: Session, table: TableSpec, player_id: int) -> ShoeRow:
         """The shoe the next round will use, shuffled and committed now if there is none.
 
         Called in write transactions only: when a shoe is finished (so that the next one's
-        commitment is published before anyone bets on it), at a player's bet controls at a
-        private table (their first visit), and at each deal. A shoe stacked by a test or a
-        certification replaces a shuffled next shoe that has not dealt a card.
+        commitment is published before anyone bets on it), at a table's first bet control
+        (:meth:`published`), and at each deal. A shoe stacked by a test or a certification
+        replaces a shuffled next shoe that has not dealt a card. On PostgreSQL the table's
+        (or the player's) shoes are locked before one is made, so two transactions at once
+        cannot make two.
         """
         unfinished = self._unfinished(session, table, player_id)
         shoe = _usable(unfinished)
         if shoe is not None and not (self.stacked and shoe.position == 0 and shoe.id not in self._stacked_ids):
             return shoe
+        owner = None if table.shared else player_id
+        if session.get_bind().dialect.name == "postgresql":  # SQLite runs one write transaction at a time
+            session.execute(select(func.pg_advisory_xact_lock(lock_key(f"shoes:{table.id}:{owner}"))))
+            unfinished = self._unfinished(session, table, player_id)  # as the one that held the lock left them
+            shoe = _usable(unfinished)
+            if shoe is not None and not (self.stacked and shoe.position == 0 and shoe.id not in self._stacked_ids):
+                return shoe
         for old in unfinished:
             old.finished = True  # past its cut card
-        owner = None if table.shared else player_id
         rules = builtin_rules(table.variant)
         cards = [str(card) for card in Shoe.shuffled(rules.shoe.composition, self.rng).order]
         top = self.stacked.pop(0) if self.stacked else None

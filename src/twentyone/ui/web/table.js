@@ -78,6 +78,7 @@ async function showMissedResult(tableId) {
 }
 
 let latest = 0;
+let shownRead = 0;  // the read whose answer the page shows
 
 // A player's bets on the round being formed come with what the page shows of them (their seat, among the first
 // ones every view lists, and the count; the first bets of a round, the round itself), so the page adds them itself
@@ -86,27 +87,27 @@ let latest = 0;
 // before would drop it again.
 function othersBets(event) {
   if (event.seat_count === undefined || !state.table) return false;
-  const round = state.table.round;
-  const held = round && round.status === "betting" && round.id === event.round_id;
+  const tableId = state.table.table.id;
   if (state.me && event.player_id === state.me.id) {
-    if (!held) return false;
     // This player's own bets: the page that placed them reads the round after its DEAL's answer, which the event
     // can overtake; after that read (requests go one after the other), only a page still without them reads it.
     serial(async () => {
       const now = state.table && state.table.round;
-      if (currentTableId() === round.table_id && !(now && now.id === event.round_id && now.me)) {
-        await refreshTable(round.table_id);
-      }
+      if (currentTableId() === tableId && !(now && now.id === event.round_id && now.me)) await refreshTable(tableId);
     });
     return true;
   }
+  const round = state.table.round;
+  // Held: the page has the round, or has heard it opened and not drawn it yet (its requests go one at a time).
+  const held = (round && round.status === "betting" && round.id === event.round_id)
+    || state.heard.some((heard) => heard.round && heard.roundId === event.round_id);
   const opens = event.round && (!round || round.id < event.round_id);
   if (!held && !opens) return false;
   state.heard.push({ roundId: event.round_id, round: event.round || null, seat: event.seat || null,
     count: event.seat_count, readsBefore: latest });
   serial(async () => {
     if (!state.table || state.table.round !== round) return;  // a read since has the round as it is
-    state.table.round = withHeard(round, latest);
+    state.table.round = withHeard(round, shownRead);
     renderTable();
   });
   return true;
@@ -155,6 +156,7 @@ export async function refreshTable(tableId) {
     }
     if (mine !== latest || currentTableId() !== tableId) return;  // a newer refresh is on its way
     state.table = data;
+    shownRead = mine;
     data.round = withHeard(round, mine);
     state.hints = null;
     if (round && round.legal_actions.length && state.me.settings.hints) {
@@ -322,6 +324,9 @@ export function renderTable() {
   const focused = document.activeElement && document.activeElement.dataset ? document.activeElement.dataset.focus : null;
   document.body.className = `theme-${table.theme} at-table`;
   const forming = current && current.status === "betting" ? current : null;
+  // The round being formed deals from the next shoe: its commitment is the one to show (the page may hold the round
+  // from an event, and the shoe it read before that).
+  const shoeCommitment = (forming && forming.commitment) || (nextShoe && nextShoe.commitment);
   const playing = current && current.status === "playing" ? current : null;
   const shown = playing || state.finished;
   const seatedForming = forming && forming.me;
@@ -355,8 +360,8 @@ export function renderTable() {
     el("summary", {}, "BET LIMITS"),
     el("ul", {}, ...Object.entries(table.limits).map(([type, [low, high]]) =>
       el("li", {}, `${type === "main" ? "Main bet" : sideTitle(type)}: ${money(low, table.currency)}–${money(high, table.currency)}`))),
-    el("p", { class: "muted" }, nextShoe ? `Next shoe SHA-256: ${nextShoe.commitment}`
-      : "Next shoe: shuffled, and its SHA-256 shown here, before the first deal.")));
+    el("p", { class: "muted" }, shoeCommitment ? `Next shoe SHA-256: ${shoeCommitment}`
+      : "Next shoe: shuffled, and its SHA-256 shown here, with the first bet.")));
 
   let bar;
   if (playing && playing.legal_actions.length && OFFER_TITLES[playing.decision.kind]) bar = offerPanel(playing);
