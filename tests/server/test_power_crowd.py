@@ -210,3 +210,26 @@ def test_a_crowd_hears_of_each_join_it_sees_listed_and_of_every_fiftieth_after(
     assert opening["seats"] == [news[0]["seat"]] and opening["seat_count"] == 1
     assert opening["betting_closes_at"] == forming["betting_closes_at"]
     assert all("round" not in event for event in news[1:])
+
+
+def test_a_step_is_told_with_its_clock_the_one_thing_a_finished_player_sees_change(
+        http: TestClient, service: GameService, clock: Clock) -> None:
+    """The web table reads nothing at a step for a player who has finished: the event's deadline is all it needs."""
+    service.stacked.append(["5S", "7H", "6D", "8C", "2D"])  # both hold 5 + 6; the dealer 7 up: no offer
+    ann, bob = new_guest(http), new_guest(http)
+    round_id = dealt_shared_round(service, clock, [ann, bob])
+    with http.websocket_connect(f"/ws/tables/power?token={ann.token}") as socket:
+        assert socket.receive_json()["type"] == "hello"
+        stood = ann.act(round_id, "stand").json()
+        assert stood["status"] == "playing" and not stood["legal_actions"] and not stood["drawing"]
+        stood = ann.get(f"/rounds/{round_id}").json()
+        clock.advance(5)
+        hit = bob.act(round_id, "hit").json()
+        own = next(hand for hand in hit["hands"] if hand["player_id"] == bob.player_id())
+        assert hit["status"] == "playing" and own["cards"] == ["5S", "6D", "2D"]  # the step: bob plays on
+        event = socket.receive_json()
+        after = ann.get(f"/rounds/{round_id}").json()
+    assert (event["type"], event["round_id"], event["status"]) == ("round", round_id, "playing")
+    assert event["deadline"] == after["deadline"]
+    assert after["deadline"] != stood["deadline"]  # the next step's clock
+    assert {**after, "deadline": None} == {**stood, "deadline": None}  # nothing else changed for ann

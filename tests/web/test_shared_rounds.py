@@ -95,11 +95,18 @@ def test_players_join_one_round_and_see_each_others_bets_and_turns(browser: Any,
             expect(pages[0].locator("#bar-timer")).to_have_text(re.compile(r"^\d+s$"))  # the step's clock, shared
             expect(pages[0].locator(".hands.mine .card")).to_have_count(2)
             shot(pages[0], f"{table}-{players}-players-waiting-for-the-step")
+            finished: list[list[str]] = []
             for page in reversed(pages[1:]):  # in any order: the last to sit down may decide first
+                if page is pages[1]:  # the others have stood: from here they only wait
+                    finished = [table_reads(done) for done in pages[2:]]
                 page.locator("button[data-action='stand']").click()
                 expect(page.locator("button[data-action='stand']")).to_have_count(0)
                 expect(page.locator("#action-bar")).to_contain_text("Waiting for the other players to decide")
             expect(pages[0].locator(".hands.mine .card")).to_have_count(3)  # the common card, after the last choice
+            # The step's event reached those who had finished: it brings the step's clock, and they read nothing.
+            for page in pages[2:]:
+                expect(page.locator("#bar-timer")).to_have_text(re.compile(r"^\d+s$"))
+            assert finished == [[] for _ in pages[2:]], finished
             shot(pages[0], f"{table}-{players}-players-card-after-the-step")
             pages[0].locator("button[data-action='stand']").click()
             for me, page in enumerate(pages):  # settled: every hand is shown

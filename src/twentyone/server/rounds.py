@@ -417,7 +417,10 @@ class Rounds:
         if moved_on or body["status"] != "playing":
             # In a common draw one player's choice is news to nobody else: a table of hundreds hears only
             # that the round moved on a step (a common card dealt to those waiting for it) or settled.
-            self.events.publish(table.id, {"type": "round", "round_id": round_id, "status": body["status"]})
+            news = {"type": "round", "round_id": round_id, "status": body["status"]}
+            if body["status"] == "playing":  # the step's clock, which everyone shares: all a finished player's
+                news["deadline"] = body["deadline"]  # page needs of a step, without reading the table
+            self.events.publish(table.id, news)
         return body
 
     def auto_decide(self, round_id: int, version: int | None = None) -> int:

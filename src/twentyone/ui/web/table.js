@@ -43,7 +43,7 @@ export async function openTable(tableId, ensureMe) {
     state.finished = null;  // a table change clears the last round and its result
     state.watching = null;
     state.watched = new Set();  // shared rounds this page saw in play, and the last one shown to it as watched
-    state.heard = [];  // others' bets heard over the socket, kept until a table read has them (othersBets)
+    state.heard = [];  // bets and steps heard over the socket, kept until a table read has them (othersBets)
     state.watchedShown = 0;
     state.seen = new Map();
     showResult(null);
@@ -113,19 +113,35 @@ function othersBets(event) {
   return true;
 }
 
+// A common draw's step done, told to a player who has finished (stood, or busted: no decision left, no card coming).
+// Their round shows nothing new but the step's clock, which the event carries: at a power table most of a thousand
+// pages would otherwise read the table at every step.
+function finishedStep(event) {
+  const round = state.table && state.table.round;
+  if (event.status !== "playing" || event.deadline === undefined || !round || round.id !== event.round_id
+      || round.status !== "playing" || !round.others_withheld || !round.me || round.legal_actions.length
+      || round.drawing) return false;
+  state.heard.push({ roundId: event.round_id, deadline: event.deadline, readsBefore: latest });
+  round.deadline = event.deadline;
+  startTimers(round);
+  return true;
+}
+
 /** The round read (or held), with what was heard of it since that read started. */
 function withHeard(round, read) {
   state.heard = state.heard.filter((heard) => heard.readsBefore >= read);
   for (const heard of state.heard) {
     if (heard.round && (!round || round.id < heard.roundId)) round = structuredClone(heard.round);
   }
-  if (!round || round.status !== "betting") return round;
-  for (const { roundId, seat, count } of state.heard) {
+  if (!round) return round;
+  for (const { roundId, seat, count, deadline } of state.heard) {
     if (roundId !== round.id) continue;
+    if (deadline !== undefined && round.status === "playing") round.deadline = deadline;  // a step since
+    if (round.status !== "betting") continue;
     if (seat && !round.seats.some((s) => s.player_id === seat.player_id)) round.seats.push(seat);
-    round.seat_count = Math.max(round.seat_count ?? round.seats.length, count);
+    if (count !== undefined) round.seat_count = Math.max(round.seat_count ?? round.seats.length, count);
   }
-  round.seats.sort((a, b) => a.position - b.position);
+  if (round.status === "betting") round.seats.sort((a, b) => a.position - b.position);
   return round;
 }
 
@@ -217,6 +233,7 @@ function connectSocket(tableId) {
     }
     if (currentTableId() !== tableId || event.type === "hello") return;
     if (event.type === "bets" && othersBets(event)) return;
+    if (event.type === "round" && finishedStep(event)) return;
     refreshSoon(tableId);
   };
   socket.onclose = () => {
