@@ -12,7 +12,7 @@ from twentyone.server.config import TableSpec
 from twentyone.server.context import Caller, ServiceError, aware
 from twentyone.server.models import Slip
 from twentyone.server.rounds import Rounds, current_round, last_finished_round
-from twentyone.server.tables import apply_control, bet_slip, shoe_json, slip_row, slip_view, table_json
+from twentyone.server.tables import apply_control, bet_slip, slip_row, slip_view, table_json
 from twentyone.server.views import round_json_held, seat_of
 
 # How long after it settles a shared round is shown to those who watched it: the table's next refresh, which its
@@ -48,8 +48,8 @@ class Slips:
         the round in play, and, at a shared table between rounds, the last round for one who watched it."""
         table = self.rounds.tables.get(table_id)
         with self.rounds.store.read() as session:
-            # None only before a table's first round (a private table's: before its player's first chip).
-            shoe = self.rounds.shoes.current(session, table, caller.id)
+            # None before a table's first bet control (a private table's: its player's), and after a void.
+            shoe = self.rounds.shoes.next_published(session, table, caller.id)
             slip = session.get(Slip, (caller.id, table.id))
             balance = self.rounds.wallet.balance(session, caller.id, table.currency) if not caller.is_operator else 0
             current = current_round(session, table, caller.id)
@@ -59,7 +59,7 @@ class Slips:
             watching = table.shared and (view is None or (view["status"] == "betting" and "me" not in view))
             return {"table": table_json(table), "balance": balance,
                     "slip": slip_view(slip, bet_slip(slip, table, balance)),
-                    "next_shoe": shoe_json(shoe) if shoe is not None else None, "round": view,
+                    "next_shoe": shoe, "round": view,
                     "last_round": self._last_round_watched(session, table, caller) if watching else None}
 
     def _last_round_watched(self, session: Session, table: TableSpec, caller: Caller) -> dict[str, Any] | None:

@@ -238,9 +238,6 @@ class Shoes:
         self.stacked: list[list[str]] = []
         self._stacked_ids: set[int] = set()  # shoes made from the stack, which a later stack does not replace
 
-    def current(self, session: Session, table: TableSpec, player_id: int) -> ShoeRow | None:
-        return _usable(self._unfinished(session, table, player_id))
-
     @staticmethod
     def _unfinished(session: Session, table: TableSpec, player_id: int) -> list[ShoeRow]:
         """The table's (or, at a private table, the player's) shoes not yet finished, newest first."""
@@ -248,18 +245,26 @@ class Shoes:
             return list(session.scalars(UNFINISHED_SHARED, {"table_id": table.id}).all())
         return list(session.scalars(UNFINISHED_OWN, {"table_id": table.id, "player_id": player_id}).all())
 
-    def published(self, session: Session, table: TableSpec, player_id: int) -> dict[str, Any]:
-        """The next shoe as the table publishes it (:func:`shoe_json`), shuffled now if the table has none.
+    @staticmethod
+    def next_published(session: Session, table: TableSpec, player_id: int) -> dict[str, Any] | None:
+        """The next shoe as the table publishes it (:func:`shoe_json`), or None if it has none yet.
 
-        Called by the bet controls, in their write transaction: a table's first shoe (a private
-        table's: its player's) is committed to before the first bets on it. Reads only the
-        newest unfinished shoe's small columns, not its cards.
+        Reads only the newest unfinished shoe's small columns, not its cards.
         """
         query = NEWEST_SHARED if table.shared else NEWEST_OWN
         newest = session.execute(query, {"table_id": table.id, "player_id": player_id}).first()
         if newest is not None and (newest.position == 0 or not needs_shuffle(newest.position, newest.cut_card)):
             return {"id": newest.id, "commitment": newest.commitment}
-        return shoe_json(self.prepared(session, table, player_id))
+        return None
+
+    def published(self, session: Session, table: TableSpec, player_id: int) -> dict[str, Any]:
+        """The next shoe as the table publishes it, shuffled now if the table has none.
+
+        Called by the bet controls, in their write transaction: a table's first shoe (a private
+        table's: its player's), and the one after a void, are committed to before the bets on it.
+        """
+        found = self.next_published(session, table, player_id)
+        return found if found is not None else shoe_json(self.prepared(session, table, player_id))
 
     def prepared(self, session: Session, table: TableSpec, player_id: int) -> ShoeRow:
         """The shoe the next round will use, shuffled and committed now if there is none.

@@ -277,7 +277,7 @@ async function controlNow(path, body) {
     state.maxSpot = null;
     announce("");
     if (answer.slip) state.table.slip = answer.slip;
-    if (answer.next_shoe) state.table.next_shoe = answer.next_shoe;  // a first visit's shoe, shuffled at the first chip
+    if (answer.next_shoe) state.table.next_shoe = answer.next_shoe;  // a table's first is shuffled at its first control
     if (answer.id) {
       beep();
       state.watching = answer.id;
