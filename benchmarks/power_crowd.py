@@ -22,9 +22,12 @@ With ``--pages`` each player also reads the table as the web page does (``ui/web
 its DEAL, and on an event of the table, it re-reads ``GET /tables/{id}``, one read at a time and at
 most one more queued, unless the page can apply the event itself (bets on the round it holds:
 another player's, or its own once it has read itself into the round; the round itself, from
-another player's first bets in it), while the round forms; in play the crowd's own reads of
-the round stand for the page's. It then also reports how many table reads the pages made
-while the crowd joined. The joins' latency (bets and DEAL) is reported in either case.
+another player's first bets in it), while the round forms. In play each player reads the
+table (not the round alone) where the crowd reads the round, and, finished at a step (no
+decision left, no card coming), reads nothing until the next event but the step's; players
+then hit below their own total, 12 to 17, so that some finish before others. It reports the
+table reads while the crowd joined and in play. The joins' latency (bets and DEAL) is
+reported in either case.
 
 Run (loopback only; bounded in players and time):
 
@@ -218,6 +221,7 @@ async def crowd(http: httpx.AsyncClient, lanes: list[httpx.AsyncClient], base: s
 
     settled_at: dict[str, float] = {}
     moved = {token: asyncio.Event() for token in tokens}  # set by each round event: re-read the round
+    last_round_event: dict[str, dict] = {token: {} for token in tokens}
     sockets_ready = asyncio.Event()
     connected = 0
     ws_base = base.replace("http", "ws")
@@ -233,6 +237,7 @@ async def crowd(http: httpx.AsyncClient, lanes: list[httpx.AsyncClient], base: s
                 event = json.loads(message)
                 on_event(token, event)
                 if event.get("type") == "round":
+                    last_round_event[token] = event
                     moved[token].set()
                 if event.get("type") == "round" and event.get("status") == "settled":
                     settled_at[token] = time.perf_counter()
@@ -269,29 +274,49 @@ async def crowd(http: httpx.AsyncClient, lanes: list[httpx.AsyncClient], base: s
     assert closed.status_code == 200, closed.text
     deal_seconds = time.perf_counter() - close_started
 
+    reads_in_play = 0
     settling_sent = settling_answered = 0.0  # when the decision that settled the round was sent, answered
     last_sent = 0.0  # when the last decision was sent (the one that settles may have been sent earlier)
     refusals: list[str] = []
 
-    async def decide(token: str) -> None:
+    async def read_round(token: str) -> dict:
+        """The round as the player reads it: the round itself, or, as the web page does, the table around it."""
+        nonlocal reads_in_play
+        if not pages:
+            return dict((await call("GET", f"/rounds/{round_id}", token)).json())
+        reads_in_play += 1
+        return dict((await call("GET", f"/tables/{TABLE}", token)).json()["round"] or {"status": "settled"})
+
+    def finished_at_step(view: dict, token: str) -> bool:
+        """As ``finishedStep`` in table.js: a step told to a player with no decision left and no card coming."""
+        event = last_round_event[token]
+        return (pages and event.get("status") == "playing" and "deadline" in event and view["others_withheld"]
+                and not view["legal_actions"] and not view["drawing"])
+
+    async def decide(token: str, index: int) -> None:
         nonlocal settling_sent, settling_answered, last_sent
+        # With pages, players choose differently (each hits below its own total, 12 to 17), so some finish first.
+        limit = 12 + index % 6 if pages else 12
         view = None
         for _ in range(24):
             if view is None:
                 moved[token].clear()  # before the read: an event that comes after it wakes the wait below
                 async with gate:
-                    view = (await call("GET", f"/rounds/{round_id}", token)).json()
+                    view = await read_round(token)
             if view["status"] != "playing":
                 return
             if not view["legal_actions"]:  # waiting for the card chosen, or the others: the next event says
                 await asyncio.wait_for(moved[token].wait(), timeout)
+                while finished_at_step(view, token):  # the page takes the step's clock and reads nothing
+                    moved[token].clear()
+                    await asyncio.wait_for(moved[token].wait(), timeout)
                 view = None
                 continue
             decision = view["decision"]  # with legal actions, the viewer's own: its hand, not another's
             if decision["kind"] == "play":
                 total = next(h["total"] for h in view["hands"] if (h["player_id"], h["seat"], h["hand"]) ==
                              (decision["player_id"], decision["seat"], decision["hand"]))
-                action = "hit" if total < 12 else "stand"
+                action = "hit" if total < limit else "stand"
             else:  # an Ace up: insurance (or even money) is offered first, and declined
                 action = next(answer for answer in view["legal_actions"] if answer.startswith("no-"))
             moved[token].clear()  # the answer is the round as of this decision; any event after it wakes us
@@ -307,7 +332,7 @@ async def crowd(http: httpx.AsyncClient, lanes: list[httpx.AsyncClient], base: s
                 settling_sent, settling_answered = sent, time.perf_counter()
 
     started = time.perf_counter()
-    await asyncio.gather(*(decide(token) for token in tokens))
+    await asyncio.gather(*(decide(token, index) for index, token in enumerate(tokens)))
     decisions_seconds = time.perf_counter() - started
     if not latencies:  # the shoe is random: a dealer's blackjack settles the round at the deal
         print("the round settled at the deal (a dealer's blackjack): nothing to measure; run it again")
@@ -344,6 +369,9 @@ async def crowd(http: httpx.AsyncClient, lanes: list[httpx.AsyncClient], base: s
     print(f"statuses {dict(sorted(statuses.items()))}; rounds {report['rounds']}, staked {report['staked']}, "
           f"returned {report['returned']}; "
           f"every wallet reconciled: {audit_ok}; mean decision {statistics.fmean(latencies) * 1000:.1f} ms")
+    if pages:
+        print(f"in play the pages read the table {reads_in_play} times (players hit below 12 to 17: some finish "
+              f"before others, and a finished page reads nothing at a step)")
     if refusals:
         print(f"decisions refused: {len(refusals)}, e.g. {refusals[0]!r}")
     return 0 if audit_ok and not any(code >= 500 for code in statuses) and len(lags) == players else 1
