@@ -17,7 +17,7 @@ from sqlalchemy import bindparam, delete, func, select
 from sqlalchemy.orm import Session
 
 from twentyone.core.betting import BetSlipError
-from twentyone.server.cluster import lock_key
+from twentyone.server.cluster import lock_in_transaction
 from twentyone.server.config import Settings
 from twentyone.server.context import Caller, ServiceError, aware
 from twentyone.server.models import GuestArrival, Player, Round, RoundSeat, Slip, Token
@@ -53,8 +53,7 @@ def admit_guest(session: Session, address: str, per_minute: int, now: datetime) 
     hundred at most and none that another transaction holds, so no arrival waits on another's.
     """
     cutoff = now - GUEST_WINDOW
-    if session.get_bind().dialect.name == "postgresql":
-        session.execute(select(func.pg_advisory_xact_lock(lock_key(f"guests:{address}"))))
+    lock_in_transaction(session, f"guests:{address}")
     session.execute(delete(GuestArrival).where(GuestArrival.id.in_(_EXPIRED_ARRIVALS.scalar_subquery()))
                     .execution_options(synchronize_session=False), {"cutoff": cutoff})
     if (session.scalar(_ARRIVALS_FROM, {"address": address, "cutoff": cutoff}) or 0) >= per_minute:

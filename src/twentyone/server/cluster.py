@@ -35,6 +35,7 @@ import uuid
 from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING, Any, Protocol
 
+from sqlalchemy import text
 from sqlalchemy.engine import make_url
 
 from twentyone.server.events import QUEUE_LIMIT, Broadcaster
@@ -42,6 +43,7 @@ from twentyone.server.events import QUEUE_LIMIT, Broadcaster
 if TYPE_CHECKING:
     import psycopg
     from fastapi import FastAPI
+    from sqlalchemy.orm import Session
 
 log = logging.getLogger("twentyone.server")
 EVENTS_CHANNEL = "twentyone_events"
@@ -54,6 +56,16 @@ def lock_key(name: str) -> int:
     """A stable signed 64-bit advisory lock key for ``name`` (the same in every process and release)."""
     digest = hashlib.blake2b(f"twentyone:{name}".encode(), digest_size=8).digest()
     return int.from_bytes(digest, "big", signed=True)
+
+
+def lock_in_transaction(session: Session, name: str) -> bool:
+    """Hold the advisory lock on ``name`` until the session's transaction ends, on PostgreSQL, and say so; on
+    SQLite nothing (False), since it runs one write transaction at a time. For a check, then a write, that no
+    other transaction may make at the same time: after the lock, check again."""
+    if session.get_bind().dialect.name != "postgresql":
+        return False
+    session.execute(text("SELECT pg_advisory_xact_lock(:key)"), {"key": lock_key(name)})
+    return True
 
 
 def table_timers(table_id: str) -> str:

@@ -1,5 +1,5 @@
-"""What stands between the network and the game: size limits on a request's head and body, and a schema that
-tells the truth, and an address's new guests counted in this process (the database counts them for all).
+"""What stands between the network and the game: size limits on a request's head and body, a first count of an
+address's new guests (the database keeps the count for every process), and a schema that tells the truth.
 
 The OpenAPI schema is what test labs and client generators read, so it must
 describe the server as it answers: every error is ``{"detail": "..."}`` (400,

@@ -15,7 +15,7 @@ from datetime import datetime
 from typing import Any
 from weakref import WeakKeyDictionary
 
-from sqlalchemy import bindparam, func, select
+from sqlalchemy import bindparam, select
 from sqlalchemy.orm import Session
 from sqlalchemy.pool import Pool
 
@@ -25,7 +25,7 @@ from twentyone.core.operations import OFFER_ANSWERS
 from twentyone.core.round import HandBet
 from twentyone.core.shoe import RandomBits, Shoe, needs_shuffle
 from twentyone.core.sidebets import SIDE_BETS
-from twentyone.server.cluster import lock_key
+from twentyone.server.cluster import lock_in_transaction
 from twentyone.server.config import TableConfigError, TableSpec, shipped_tables, table_from_mapping
 from twentyone.server.context import Caller, ServiceError
 from twentyone.server.models import Shoe as ShoeRow
@@ -253,7 +253,7 @@ class Shoes:
         """
         query = NEWEST_SHARED if table.shared else NEWEST_OWN
         newest = session.execute(query, {"table_id": table.id, "player_id": player_id}).first()
-        if newest is not None and (newest.position == 0 or not needs_shuffle(newest.position, newest.cut_card)):
+        if newest is not None and _deals_next(newest.position, newest.cut_card):
             return {"id": newest.id, "commitment": newest.commitment}
         return None
 
@@ -266,6 +266,14 @@ class Shoes:
         found = self.next_published(session, table, player_id)
         return found if found is not None else shoe_json(self.prepared(session, table, player_id))
 
+    def _kept(self, unfinished: list[ShoeRow]) -> ShoeRow | None:
+        """The shoe the next round will use, of ``unfinished``, if there is one and no stack waits to replace it
+        (a fresh, shuffled shoe gives way to a stack; one made from a stack does not)."""
+        shoe = _usable(unfinished)
+        if shoe is None or (self.stacked and shoe.position == 0 and shoe.id not in self._stacked_ids):
+            return None
+        return shoe
+
     def prepared(self, session: Session, table: TableSpec, player_id: int) -> ShoeRow:
         """The shoe the next round will use, shuffled and committed now if there is none.
 
@@ -277,15 +285,12 @@ class Shoes:
         cannot make two.
         """
         unfinished = self._unfinished(session, table, player_id)
-        shoe = _usable(unfinished)
-        if shoe is not None and not (self.stacked and shoe.position == 0 and shoe.id not in self._stacked_ids):
+        if (shoe := self._kept(unfinished)) is not None:
             return shoe
         owner = None if table.shared else player_id
-        if session.get_bind().dialect.name == "postgresql":  # SQLite runs one write transaction at a time
-            session.execute(select(func.pg_advisory_xact_lock(lock_key(f"shoes:{table.id}:{owner}"))))
+        if lock_in_transaction(session, f"shoes:{table.id}:{owner}"):
             unfinished = self._unfinished(session, table, player_id)  # as the one that held the lock left them
-            shoe = _usable(unfinished)
-            if shoe is not None and not (self.stacked and shoe.position == 0 and shoe.id not in self._stacked_ids):
+            if (shoe := self._kept(unfinished)) is not None:
                 return shoe
         for old in unfinished:
             old.finished = True  # past its cut card
@@ -317,9 +322,12 @@ def shoe_json(shoe: ShoeRow) -> dict[str, Any]:
 def _usable(unfinished: list[ShoeRow]) -> ShoeRow | None:
     """The newest unfinished shoe if the next round may use it: fresh, or used but short of its cut card."""
     shoe = unfinished[0] if unfinished else None
-    if shoe is not None and (shoe.position == 0 or not needs_shuffle(shoe.position, shoe.cut_card)):
-        return shoe
-    return None
+    return shoe if shoe is not None and _deals_next(shoe.position, shoe.cut_card) else None
+
+
+def _deals_next(position: int, cut_card: int | None) -> bool:
+    """Whether the next round may use a shoe that has dealt ``position`` cards: fresh, or short of its cut card."""
+    return position == 0 or not needs_shuffle(position, cut_card)
 
 
 __all__ = ["MAIN", "Shoes", "TableRegistry"]
