@@ -144,6 +144,28 @@ def test_a_timer_acts_only_on_the_state_it_judged_due(http: TestClient, service:
 
 
 # ------------------------------------------------------- one database, two apps
+def test_processes_that_start_together_on_a_new_database_all_find_it_migrated(postgres_url: str) -> None:
+    """Several processes migrate a new database at once: one builds the schema, the others wait for it, and none is
+    stuck. Migration 0009 builds its index CONCURRENTLY, which waits for every transaction older than itself:
+    a process that waited for the migration lock inside a statement (a snapshot held) would never let it finish,
+    and would itself wait for the lock forever."""
+    migrate = "import sys; from twentyone.server.db import migrate; migrate(sys.argv[1])"
+    starts = [subprocess.Popen([sys.executable, "-c", migrate, postgres_url], stderr=subprocess.PIPE, text=True)
+              for _ in range(3)]
+    try:
+        for process in starts:
+            assert process.wait(timeout=120) == 0, process.stderr.read() if process.stderr else ""
+    finally:
+        for process in starts:
+            process.kill()
+            process.wait()
+            if process.stderr:
+                process.stderr.close()
+    assert query(postgres_url, "SELECT version_num FROM alembic_version") == [("0009",)]
+    assert query(postgres_url, "SELECT i.indisvalid FROM pg_index i JOIN pg_class c ON c.oid = i.indexrelid "
+                               "WHERE c.relname = 'ix_rounds_status_settled_at'") == [(True,)]
+
+
 def test_a_tables_timers_run_in_exactly_one_process_and_move_when_it_dies(tmp_path: Path, postgres_url: str) -> None:
     clock = Clock()
     settings = Settings(postgres_url, tmp_path, OPERATOR)

@@ -316,6 +316,48 @@ def test_operator_creates_tables_credits_and_reads_reports(operator: Client, gue
     assert guest.get("/admin/report").status_code == 403
 
 
+def test_the_operators_report_counts_the_rounds_that_ended_in_a_period(operator: Client, http: TestClient,
+                                                                       service: GameService, clock: Clock) -> None:
+    ann = new_player(http, "ann")
+
+    def round_won_by_ann(finish: bool = True) -> None:
+        service.stacked.append(["TS", "6H", "9D", "TC", "8C"])  # ann's 19 stands; the dealer's 6 draws 10, 8: bust
+        ann.bet("classic", 500)
+        dealt = ann.post("/tables/classic/deal").json()
+        if finish:
+            assert ann.act(dealt["id"], "stand").json()["status"] == "settled"
+
+    round_won_by_ann()  # ends at 12:00 UTC
+    clock.advance(3600)
+    round_won_by_ann()  # ends at 13:00 UTC
+    round_won_by_ann(finish=False)  # still in play: it has not ended in any period
+
+    def report(**period: str) -> dict[str, object]:
+        answer = operator.get("/admin/report", **period)
+        assert answer.status_code == 200, answer.json()
+        return answer.json()
+
+    won = {"rounds": 1, "void": 0, "staked": 500, "returned": 1000, "house_result": -500}
+    everything = report()
+    assert everything["period"] == {"since": None, "until": None}
+    assert everything["tables"]["classic"] == {"rounds": 3, "void": 0, "staked": 1000, "returned": 2000,
+                                               "house_result": -1000}
+    # 13:30 at +01:00 is 12:30 UTC: the offset counts, and the period comes back in UTC.
+    later = report(since="2026-11-29T13:30:00+01:00")
+    assert later == {"period": {"since": "2026-11-29T12:30:00+00:00", "until": None}, "tables": {"classic": won}}
+    assert report(until="2026-11-29T12:30:00Z")["tables"] == {"classic": won}
+    assert report(since="2026-11-29T12:00:00Z", until="2026-11-29T13:00:00Z")["tables"] == {"classic": won}
+    assert report(since="2026-11-29T13:00:01Z")["tables"] == {}
+
+    for period, detail in (({"since": "2026-11-29T12:00:00"}, "since: Input should have timezone info."),
+                           ({"until": "yesterday"}, "until: Input should be a valid datetime"),
+                           ({"since": "2026-11-29T13:00:00Z", "until": "2026-11-29T12:00:00Z"},
+                            "until: must come after since.")):
+        refused = operator.get("/admin/report", **period)
+        assert refused.status_code == 422 and refused.json()["detail"].startswith(detail), refused.json()
+    assert ann.get("/admin/report", since="2026-11-29T12:00:00Z").status_code == 403
+
+
 def test_same_bet_repeats_the_bets_and_deals_on_single_deck(guest: Client) -> None:
     guest.bet("single-deck", 2500)
     view = guest.post("/tables/single-deck/deal").json()

@@ -25,7 +25,7 @@ from fastapi.exception_handlers import http_exception_handler
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import HTMLResponse, JSONResponse, Response
 from fastapi.staticfiles import StaticFiles
-from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, StrictBool
+from pydantic import AwareDatetime, BaseModel, BeforeValidator, ConfigDict, Field, StrictBool
 from pydantic_core import to_json
 from starlette.concurrency import run_in_threadpool
 from starlette.exceptions import HTTPException as StarletteHTTPException
@@ -234,7 +234,8 @@ def create_app(settings: Settings, operator_wallet: OperatorWallet | None = None
         first = error.errors()[0] if error.errors() else {"loc": (), "msg": "invalid request"}
         if first.get("type") == "json_invalid":  # its "loc" is a character offset, not a field
             return Answer({"detail": NOT_JSON}, status_code=422)
-        where = ".".join(str(part) for part in first["loc"] if part != "body") or "request"
+        # The field alone ("since: …"), not where FastAPI found it ("query.since: …"); a header keeps "header.".
+        where = ".".join(str(part) for part in first["loc"] if part not in ("body", "query", "path")) or "request"
         return Answer({"detail": f"{where}: {first['msg']}."}, status_code=422)
 
     @app.exception_handler(StarletteHTTPException)
@@ -393,8 +394,10 @@ def create_app(settings: Settings, operator_wallet: OperatorWallet | None = None
                           lambda: service.credit(who, body.player, body.currency, body.amount))
 
     @app.get("/admin/report")
-    def report(who: Me) -> dict[str, Any]:
-        return service.report(who)
+    def report(who: Me, since: Annotated[AwareDatetime | None, Query()] = None,
+               until: Annotated[AwareDatetime | None, Query()] = None) -> dict[str, Any]:
+        """Rounds and money by table: all of them, or those that ended in [since, until) (ISO 8601 with an offset)."""
+        return service.report(who, since, until)
 
     # ------------------------------------------------------- websocket
     @app.websocket("/ws/tables/{table_id}")

@@ -18,6 +18,7 @@ database): the WAL is synced to disk at each checkpoint rather than at each comm
 from __future__ import annotations
 
 import threading
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -96,6 +97,7 @@ def make_engine(url: str, threads: int | None = None) -> Engine:
 
 
 MIGRATION_LOCK = 0x7477656E74796F6E  # advisory lock key ("twentyon"): one process migrates at a time
+MIGRATION_POLL = 0.2  # seconds between tries for it
 
 
 def migrate(url: str) -> None:
@@ -113,10 +115,15 @@ def migrate(url: str) -> None:
             Path(path).parent.mkdir(parents=True, exist_ok=True)
         command.upgrade(config, "head")
         return
-    engine = create_engine(url, poolclass=NullPool)
+    # A migration that builds an index CONCURRENTLY (0009) waits for every transaction older than itself to end.
+    # So the lock is held and waited for outside any transaction: AUTOCOMMIT, and a try every MIGRATION_POLL
+    # seconds rather than pg_advisory_lock, whose wait is a statement that keeps its snapshot: the process
+    # migrating would wait for the waiters, and they for it, for ever.
+    engine = create_engine(url, poolclass=NullPool, isolation_level="AUTOCOMMIT")
     try:
         with engine.connect() as connection:
-            connection.execute(text("SELECT pg_advisory_lock(:key)"), {"key": MIGRATION_LOCK})
+            while not connection.execute(text("SELECT pg_try_advisory_lock(:key)"), {"key": MIGRATION_LOCK}).scalar():
+                time.sleep(MIGRATION_POLL)
             try:
                 command.upgrade(config, "head")
             finally:

@@ -104,7 +104,9 @@ class Round(Base):
     __tablename__ = "rounds"
     # A table's open rounds without reading its settled ones, which grow with every round (migration 0004), and
     # its newest round of a status from the end of the index (id in it: PostgreSQL's index has no row id; 0006).
-    __table_args__ = (Index("ix_rounds_table_status_id", "table_id", "status", "id"),)
+    # The rounds that ended in a period, for the operator's report, without reading the others (0009).
+    __table_args__ = (Index("ix_rounds_table_status_id", "table_id", "status", "id"),
+                      Index("ix_rounds_status_settled_at", "status", "settled_at"))
     id: Mapped[int] = mapped_column(Integer, primary_key=True)
     table_id: Mapped[str] = mapped_column(String(64))
     variant: Mapped[str] = mapped_column(String(32))
@@ -119,7 +121,7 @@ class Round(Base):
     # A common draw played in lockstep (every round since migration 0005); false: each player at their own pace.
     lockstep: Mapped[bool] = mapped_column(Boolean, default=True, server_default=false())
     created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True))
-    settled_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True), nullable=True)
+    settled_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True), nullable=True)  # settled or void
 
 
 class RoundAction(Base):
