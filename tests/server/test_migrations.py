@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
 from datetime import UTC, datetime
 from pathlib import Path
 
 from alembic import command
 from alembic.config import Config
-from sqlalchemy import create_engine, text
+from sqlalchemy import Engine, create_engine, select, text
 from sqlalchemy.orm import Session
 from sqlalchemy.pool import NullPool
 
@@ -22,17 +24,27 @@ def alembic_config(url: str) -> Config:
     return config
 
 
-def test_rounds_with_decisions_before_0005_keep_their_own_pace_and_the_rest_are_lockstep(database_url: str) -> None:
-    """A power round's log from before lockstep is out of turn in lockstep: the upgrade marks every round with
-    decisions on record ``lockstep`` false (replayed as played); one with none yet goes on in lockstep, and a
-    round written after the upgrade is lockstep."""
-    command.upgrade(alembic_config(database_url), "0004")
-    engine = create_engine(database_url, poolclass=NullPool)
+@contextmanager
+def at_revision(url: str, revision: str, table_id: str) -> Iterator[Engine]:
+    """The database upgraded to ``revision`` alone, with one shoe (id 1) at ``table_id`` for rounds to draw from."""
+    command.upgrade(alembic_config(url), revision)
+    engine = create_engine(url, poolclass=NullPool)
     try:
         with engine.begin() as connection:
             connection.execute(text(
                 "INSERT INTO shoes (id, table_id, cards, salt, commitment, position, finished, created_at) "
-                "VALUES (1, 'power', '2S 3D', 's', 'c', 0, false, CURRENT_TIMESTAMP)"))
+                "VALUES (1, :table_id, '2S 3D', 's', 'c', 0, false, CURRENT_TIMESTAMP)"), {"table_id": table_id})
+        yield engine
+    finally:
+        engine.dispose()
+
+
+def test_rounds_with_decisions_before_0005_keep_their_own_pace_and_the_rest_are_lockstep(database_url: str) -> None:
+    """A power round's log from before lockstep is out of turn in lockstep: the upgrade marks every round with
+    decisions on record ``lockstep`` false (replayed as played); one with none yet goes on in lockstep, and a
+    round written after the upgrade is lockstep."""
+    with at_revision(database_url, "0004", "power") as engine:
+        with engine.begin() as connection:
             for round_id, status in ((1, "settled"), (3, "playing"), (4, "playing"), (5, "betting")):
                 connection.execute(text(
                     "INSERT INTO rounds (id, table_id, variant, status, shoe_id, shoe_start, actions, version, "
@@ -47,24 +59,17 @@ def test_rounds_with_decisions_before_0005_keep_their_own_pace_and_the_rest_are_
         with engine.connect() as connection:
             rows = connection.execute(text("SELECT id, lockstep FROM rounds ORDER BY id")).all()
         assert [(row[0], bool(row[1])) for row in rows] == [(1, False), (2, True), (3, False), (4, True), (5, True)]
-    finally:
-        engine.dispose()
 
 
 def test_seats_of_rounds_played_before_0007_count_the_timers_decisions_from_the_log(database_url: str) -> None:
     """Each seat's ``timed_out`` comes from its round's log: the player's decisions whose source is the timer,
     not their own, nor another player's time-outs in the same round."""
-    command.upgrade(alembic_config(database_url), "0006")
-    engine = create_engine(database_url, poolclass=NullPool)
-    try:
+    with at_revision(database_url, "0006", "multiplayer") as engine:
         with engine.begin() as connection:
             for player_id, name in ((1, "ann"), (2, "bob")):
                 connection.execute(text(
                     "INSERT INTO players (id, name, role, guest, settings, limits, created_at) "
                     f"VALUES ({player_id}, '{name}', 'player', false, '{{}}', '{{}}', CURRENT_TIMESTAMP)"))
-            connection.execute(text(
-                "INSERT INTO shoes (id, table_id, cards, salt, commitment, position, finished, created_at) "
-                "VALUES (1, 'multiplayer', '2S 3D', 's', 'c', 0, false, CURRENT_TIMESTAMP)"))
             connection.execute(text(
                 "INSERT INTO rounds (id, table_id, variant, status, shoe_id, shoe_start, actions, version, "
                 "created_at) VALUES (1, 'multiplayer', 'multiplayer', 'settled', 1, 0, '[]', 4, CURRENT_TIMESTAMP)"))
@@ -80,5 +85,29 @@ def test_seats_of_rounds_played_before_0007_count_the_timers_decisions_from_the_
         with engine.connect() as connection:
             rows = connection.execute(text("SELECT player_id, timed_out FROM round_seats ORDER BY player_id")).all()
         assert [tuple(row) for row in rows] == [(1, 2), (2, 0)]
-    finally:
-        engine.dispose()
+
+
+def test_rounds_voided_at_their_windows_close_before_0009_get_the_close_as_their_end(database_url: str) -> None:
+    """Such a round was left without ``settled_at``, so a report by period would have missed it: the upgrade gives
+    it its window's close (or, with none on record, its start); every other round keeps its own."""
+    with at_revision(database_url, "0008", "multiplayer") as engine:
+        with engine.begin() as connection:
+            rows = ((1, "void", "2026-11-29 12:00:00", "2026-11-29 12:00:15", None),
+                    (2, "void", "2026-11-29 13:00:00", None, None),
+                    (3, "void", "2026-11-29 14:00:00", "2026-11-29 14:00:15", "2026-11-29 14:05:00"),
+                    (4, "settled", "2026-11-29 15:00:00", "2026-11-29 15:00:15", "2026-11-29 15:01:00"),
+                    (5, "playing", "2026-11-29 16:00:00", "2026-11-29 16:00:15", None))
+            for round_id, status, created, closes, ended in rows:
+                connection.execute(text(
+                    "INSERT INTO rounds (id, table_id, variant, status, shoe_id, shoe_start, actions, version, "
+                    "created_at, betting_closes_at, settled_at) VALUES (:id, 'multiplayer', 'multiplayer', :status, "
+                    "1, 0, '[]', 0, :created, :closes, :ended)"),
+                    {"id": round_id, "status": status, "created": datetime.fromisoformat(created),
+                     "closes": closes and datetime.fromisoformat(closes),
+                     "ended": ended and datetime.fromisoformat(ended)})
+        db.migrate(database_url)
+        with Session(engine) as session:
+            ended_at = {row.id: row.settled_at and row.settled_at.replace(tzinfo=None).isoformat(" ")
+                        for row in session.scalars(select(Round).order_by(Round.id))}
+        assert ended_at == {1: "2026-11-29 12:00:15", 2: "2026-11-29 13:00:00", 3: "2026-11-29 14:05:00",
+                            4: "2026-11-29 15:01:00", 5: None}

@@ -352,10 +352,26 @@ def test_the_operators_report_counts_the_rounds_that_ended_in_a_period(operator:
     for period, detail in (({"since": "2026-11-29T12:00:00"}, "since: Input should have timezone info."),
                            ({"until": "yesterday"}, "until: Input should be a valid datetime"),
                            ({"since": "2026-11-29T13:00:00Z", "until": "2026-11-29T12:00:00Z"},
-                            "until: must come after since.")):
+                            "until: must come after since."),
+                           ({"since": "9999-12-31T23:59:59-01:00"}, "since: out of range.")):
         refused = operator.get("/admin/report", **period)
         assert refused.status_code == 422 and refused.json()["detail"].startswith(detail), refused.json()
     assert ann.get("/admin/report", since="2026-11-29T12:00:00Z").status_code == 403
+
+
+def test_a_round_voided_when_its_window_closes_ends_in_the_period_it_closed(operator: Client, http: TestClient,
+                                                                           service: GameService,
+                                                                           clock: Clock) -> None:
+    ann = new_player(http, "ann")
+    ann.bet("multiplayer", 500)
+    assert ann.post("/tables/multiplayer/deal").json()["status"] == "betting"
+    assert ann.put("/me/limits", {"exclude_days": 7}).status_code == 200  # her bets sit the round out: nobody is in it
+    clock.advance(service.table("multiplayer").betting_window + 1)
+    service.tick()
+    voided = {"rounds": 1, "void": 1, "staked": 0, "returned": 0, "house_result": 0}
+    assert operator.get("/admin/report").json()["tables"]["multiplayer"] == voided
+    closed_today = operator.get("/admin/report", since="2026-11-29T00:00:00Z", until="2026-11-30T00:00:00Z").json()
+    assert closed_today["tables"] == {"multiplayer": voided}
 
 
 def test_same_bet_repeats_the_bets_and_deals_on_single_deck(guest: Client) -> None:

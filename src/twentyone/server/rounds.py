@@ -304,6 +304,7 @@ class Rounds:
                 if not dealt:
                     round_row.status = "void"
                     round_row.void_reason = "no seat could cover its bets"
+                    round_row.settled_at = self.clock()  # when it ended: the operator's report by period counts it
                     return round_id
                 round_row.status = "playing"
                 round_row.decision_since = self.clock()

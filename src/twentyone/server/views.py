@@ -201,6 +201,22 @@ def unseen_cards(shoe: list[Card], earlier_rounds: list[Card], seen: RoundView) 
     return list((+left).elements())
 
 
+def as_utc(moment: datetime | None, name: str) -> datetime | None:
+    """An aware time in UTC, as the database stores it (SQLite keeps no offset), or a 422 naming the field.
+
+    >>> as_utc(datetime.fromisoformat("2026-12-01T01:30:00+01:00"), "since").isoformat()
+    '2026-12-01T00:30:00+00:00'
+    >>> as_utc(datetime.fromisoformat("0001-01-01T00:00:00+01:00"), "until")
+    Traceback (most recent call last):
+    ...
+    twentyone.server.context.ServiceError: until: out of range.
+    """
+    try:
+        return moment.astimezone(UTC) if moment is not None else None
+    except OverflowError:
+        raise ServiceError(422, f"{name}: out of range.") from None
+
+
 class Views:
     def __init__(self, store: Store, live: LiveRounds, table: Callable[[str], TableSpec]) -> None:
         self.store = store
@@ -352,8 +368,7 @@ class Views:
         """
         if not caller.is_operator:
             raise ServiceError(403, "Only the operator can do this.")
-        # Stored as UTC, and SQLite keeps no offset: compared as UTC, whatever offset the operator wrote.
-        since, until = (moment.astimezone(UTC) if moment else None for moment in (since, until))
+        since, until = as_utc(since, "since"), as_utc(until, "until")
         if since and until and since >= until:
             raise ServiceError(422, "until: must come after since.")
         ended: list[ColumnElement[bool]] = [Round.status.in_(FINISHED)] if since or until else []  # the index's lead
@@ -361,21 +376,19 @@ class Views:
             ended.append(Round.settled_at >= since)
         if until is not None:
             ended.append(Round.settled_at < until)
+        rows: dict[str, dict[str, int]] = {}
+        # One statement, so one snapshot: rounds that end while the report runs are in both counts or in neither.
         with self.store.read() as session:
-            rows: dict[str, dict[str, int]] = {}
-            for table_id, status, count in session.execute(
-                    select(Round.table_id, Round.status, func.count()).where(*ended)
+            for table_id, status, count, staked, returned in session.execute(
+                    select(Round.table_id, Round.status, func.count(func.distinct(Round.id)),
+                           func.coalesce(func.sum(RoundSeat.staked), 0), func.coalesce(func.sum(RoundSeat.returned), 0))
+                    .outerjoin(RoundSeat, RoundSeat.round_id == Round.id).where(*ended)
                     .group_by(Round.table_id, Round.status)):
                 entry = rows.setdefault(table_id, {"rounds": 0, "void": 0, "staked": 0, "returned": 0})
                 entry["rounds"] += int(count)
                 entry["void"] += int(count) if status == "void" else 0
-            for table_id, staked, returned in session.execute(
-                    select(Round.table_id, func.coalesce(func.sum(RoundSeat.staked), 0),
-                           func.coalesce(func.sum(RoundSeat.returned), 0))
-                    .join(RoundSeat, RoundSeat.round_id == Round.id).where(Round.status == "settled", *ended)
-                    .group_by(Round.table_id)):
-                rows[table_id]["staked"] = int(staked)
-                rows[table_id]["returned"] = int(returned)
-            for entry in rows.values():
-                entry["house_result"] = entry["staked"] - entry["returned"]
-            return {"period": {"since": iso(since), "until": iso(until)}, "tables": rows}
+                if status == "settled":  # a void round returned every stake; an open one has no result yet
+                    entry["staked"], entry["returned"] = int(staked), int(returned)
+        for entry in rows.values():
+            entry["house_result"] = entry["staked"] - entry["returned"]
+        return {"period": {"since": iso(since), "until": iso(until)}, "tables": rows}

@@ -7,8 +7,9 @@ Create Date: 2026-12-01 02:45:00
 ``GET /admin/report?since=…&until=…`` counts the rounds that ended (settled or void)
 in a period. Without an index on the time a round ended, each report read every round
 the server had ever played, and the report for one day cost more every day. The index
-leads with the status, which both of the report's queries name (settled, or ended:
-settled or void), so that SQLite's planner takes it over the index on status alone.
+leads with the status, which the report's query names (ended: settled or void), so that
+SQLite's planner takes it over the index on status alone. Rounds voided at the close of
+their betting window had no end time; they get the window's close.
 
 On PostgreSQL the index is built ``CONCURRENTLY``, outside a transaction: an operator
 upgrading a live floor keeps taking bets while it builds, where a plain ``CREATE
@@ -25,15 +26,25 @@ branch_labels = None
 depends_on = None
 
 INDEX = 'ix_rounds_status_settled_at'
+LOCK_TIMEOUT = '60s'
 
 
 def upgrade() -> None:
+    # A round voided when its betting closed with no seat able to cover its bets was left without an end time:
+    # it ended when its window closed (or, had it none, when it was made).
+    op.execute("UPDATE rounds SET settled_at = COALESCE(betting_closes_at, created_at) "
+               "WHERE status = 'void' AND settled_at IS NULL")
     if op.get_bind().dialect.name == 'postgresql':
         with op.get_context().autocommit_block():
             # A concurrent build that failed (a crash mid-way) leaves an invalid index of this name behind and
             # the revision unrecorded: drop it, so that the next start builds it again.
             op.drop_index(INDEX, table_name='rounds', postgresql_concurrently=True, if_exists=True)
+            # The build waits for every older transaction. One that never ends (a process of the previous
+            # version waiting for the migration lock inside its statement) must fail this start, to be tried
+            # again at the next, not hang it.
+            op.execute(f"SET lock_timeout = '{LOCK_TIMEOUT}'")
             op.create_index(INDEX, 'rounds', ['status', 'settled_at'], postgresql_concurrently=True)
+            op.execute("RESET lock_timeout")
     else:
         op.create_index(INDEX, 'rounds', ['status', 'settled_at'])
 
