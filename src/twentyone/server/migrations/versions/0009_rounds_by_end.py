@@ -36,13 +36,13 @@ def upgrade() -> None:
                "WHERE status = 'void' AND settled_at IS NULL")
     if op.get_bind().dialect.name == 'postgresql':
         with op.get_context().autocommit_block():
+            # The drop and the build each wait for every older transaction. One that never ends (a process of the
+            # previous version waiting for the migration lock inside its statement) must fail this start, to be
+            # tried again at the next, not hang it.
+            op.execute(f"SET lock_timeout = '{LOCK_TIMEOUT}'")
             # A concurrent build that failed (a crash mid-way) leaves an invalid index of this name behind and
             # the revision unrecorded: drop it, so that the next start builds it again.
             op.drop_index(INDEX, table_name='rounds', postgresql_concurrently=True, if_exists=True)
-            # The build waits for every older transaction. One that never ends (a process of the previous
-            # version waiting for the migration lock inside its statement) must fail this start, to be tried
-            # again at the next, not hang it.
-            op.execute(f"SET lock_timeout = '{LOCK_TIMEOUT}'")
             op.create_index(INDEX, 'rounds', ['status', 'settled_at'], postgresql_concurrently=True)
             op.execute("RESET lock_timeout")
     else:
