@@ -1,8 +1,9 @@
 """The bare endpoint the load benchmark compares the game with: FastAPI on uvicorn, parse JSON and return it.
 
 It runs with the same uvicorn options as ``twentyone serve`` (one process, the same
-HTTP parser and event loop, no access log), so the ratio game ÷ bare measures
-what the game adds on top of the web stack. Started by ``benchmarks/load.py``:
+HTTP parser and event loop, no access log) and the same CPU policy (on one CPU of its
+own unless ``TWENTYONE_PIN_CPU=0``), so the ratio game ÷ bare measures what the game
+adds on top of the web stack. Started by ``benchmarks/load.py``:
 
     .venv/bin/python benchmarks/bare.py --port 8001
 """
@@ -16,6 +17,7 @@ from fastapi import FastAPI, Header
 from pydantic import BaseModel, Field
 
 from twentyone.cli.main import UVICORN_OPTIONS
+from twentyone.server.cpu import pin_to_one_cpu, pin_wanted
 
 
 class Decision(BaseModel):
@@ -42,6 +44,8 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--port", type=int, required=True)
     args = parser.parse_args()
+    if pin_wanted():
+        pin_to_one_cpu()
     uvicorn.run(bare_app(), host="127.0.0.1", port=args.port, **UVICORN_OPTIONS)
 
 

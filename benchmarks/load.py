@@ -90,6 +90,7 @@ class Options:
     json: str | None = None
     keep: bool = False
     fresh: bool = True
+    pin_cpu: bool = True
     seed: int = 1
 
 
@@ -111,6 +112,9 @@ def parse(argv: list[str] | None = None) -> Options:
     parser.add_argument("--keep", action="store_true", help="keep the data directory (and PostgreSQL database)")
     parser.add_argument("--no-fresh", dest="fresh", action="store_false",
                         help="use the PostgreSQL database named in --database as it is (it should be empty)")
+    parser.add_argument("--no-pin-cpu", dest="pin_cpu", action="store_false",
+                        help="leave the server's (and the bare endpoint's) threads to the operating system "
+                             "(passed to serve --no-pin-cpu)")
     parser.add_argument("--seed", type=int, default=1)
     args = parser.parse_args(argv)
     if args.players < 1 or args.duration <= 0 or args.think < 0 or args.workers < 1:
@@ -173,6 +177,26 @@ def tree_cpu(pid: int) -> float:
         return total
     except psutil.NoSuchProcess:
         return 0.0
+
+
+def tree_switches(pid: int) -> int | None:
+    """Context switches so far of every thread of a process and its children (Linux; None elsewhere).
+
+    Each hand-over of the GIL between a server's threads is one or two; on several cores each
+    also moves the work to a core with cold caches (server/cpu.py).
+    """
+    total = 0
+    try:
+        for proc in [psutil.Process(pid), *psutil.Process(pid).children(recursive=True)]:
+            for thread in Path(f"/proc/{proc.pid}/task").iterdir():
+                try:
+                    status = (thread / "status").read_text()
+                except OSError:  # a thread that ended meanwhile
+                    continue
+                total += sum(int(line.split()[1]) for line in status.splitlines() if "ctxt_switches" in line)
+    except (OSError, psutil.NoSuchProcess):
+        return None
+    return total
 
 
 def own_cpu() -> float:
@@ -495,9 +519,12 @@ def measure(user: type[FastHttpUser], host: str, options: Options, server_pid: i
     RUN.meter.reset()
     load_before = os.getloadavg()
     cpu_server, cpu_self, started = tree_cpu(server_pid), own_cpu(), time.perf_counter()
+    switches = tree_switches(server_pid)
     gevent.sleep(options.duration)
     elapsed = time.perf_counter() - started
     cpu_server, cpu_self = tree_cpu(server_pid) - cpu_server, own_cpu() - cpu_self
+    switches_after = tree_switches(server_pid)
+    switches = switches_after - switches if switches is not None and switches_after is not None else None
     load_after = os.getloadavg()
     meter = RUN.meter
     kinds = {}
@@ -522,6 +549,7 @@ def measure(user: type[FastHttpUser], host: str, options: Options, server_pid: i
         "server_cpu_s": cpu_server, "server_cores": cpu_server / elapsed,
         "loadgen_cpu_s": cpu_self, "loadgen_cores": cpu_self / elapsed,
         "requests_per_server_cpu_s": http_requests / cpu_server if cpu_server else None,
+        "server_switches_per_request": switches / http_requests if switches is not None and http_requests else None,
         "loadavg_before": load_before, "loadavg_after": load_after,
     }
     # Let rounds in play finish (bounded), so the audit sees as few open rounds as the game allows.
@@ -537,7 +565,7 @@ def measure(user: type[FastHttpUser], host: str, options: Options, server_pid: i
 def bare_phase(options: Options, work: Path) -> dict[str, Any]:
     port = free_port()
     url = f"http://127.0.0.1:{port}"
-    env = {**os.environ, "PYTHONUNBUFFERED": "1"}
+    env = {**os.environ, "PYTHONUNBUFFERED": "1", "TWENTYONE_PIN_CPU": "1" if options.pin_cpu else "0"}
     process = start([sys.executable, str(HERE / "bare.py"), "--port", str(port)], env, work / "bare.log", url)
     try:
         return measure(Bare, url, options, process.pid)
@@ -551,6 +579,8 @@ def server_command(options: Options, port: int, database: str, work: Path) -> li
     command = [*base, "serve", "--port", str(port), "--database", database, "--data-dir", str(work / "data")]
     if options.workers > 1:
         command += ["--workers", str(options.workers)]
+    if not options.pin_cpu:
+        command.append("--no-pin-cpu")
     return command
 
 
@@ -730,6 +760,8 @@ def show(title: str, figures: dict[str, Any]) -> None:
           f"({figures['requests_per_server_cpu_s'] or 0:.0f} requests per server CPU-second)   "
           f"load generator {figures['loadgen_cores']:.2f} cores   load average "
           f"{figures['loadavg_before'][0]:.1f} -> {figures['loadavg_after'][0]:.1f}")
+    if figures.get("server_switches_per_request") is not None:
+        print(f"   server context switches per request {figures['server_switches_per_request']:.1f}")
     if "decisions_per_s" in figures and figures["kinds"].get("action"):
         print(f"   decisions/s {figures['decisions_per_s']:.0f}   rounds/s {figures['rounds_per_s']:.1f} "
               f"{figures['rounds']}   WebSocket events {figures['ws_events']}")
@@ -769,9 +801,11 @@ def main(argv: list[str] | None = None) -> int:
     if database.startswith("postgresql") and options.fresh:
         database, drop = fresh_postgres(database)
     print(f"machine: {os.cpu_count()} cores, load average {os.getloadavg()[0]:.1f}; database "
-          f"{database.split('@')[-1]}; server processes {options.workers}; work directory {work}")
+          f"{database.split('@')[-1]}; server processes {options.workers}, "
+          f"{'each on a CPU of its own' if options.pin_cpu else 'unpinned'}; work directory {work}")
     result: dict[str, Any] = {"machine": {"cores": os.cpu_count(), "loadavg": os.getloadavg()},
-                              "database": database.split("://")[0], "workers": options.workers}
+                              "database": database.split("://")[0], "workers": options.workers,
+                              "pin_cpu": options.pin_cpu}
     try:
         if options.bare:
             result["bare"] = bare_phase(options, work)

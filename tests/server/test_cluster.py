@@ -369,7 +369,7 @@ def test_two_processes_share_rounds_events_and_take_over_a_dead_ones_timers(tmp_
 
 def test_serve_workers_starts_several_processes_on_postgresql(tmp_path: Path, postgres_url: str) -> None:
     port = free_port()
-    env = {**os.environ, "TWENTYONE_OPERATOR_TOKEN": OPERATOR}
+    env = {**os.environ, "TWENTYONE_OPERATOR_TOKEN": OPERATOR, "TMPDIR": str(tmp_path)}  # TMPDIR: CPU claims
     server = subprocess.Popen([sys.executable, "-m", "twentyone.cli.main", "serve", "--workers", "2", "--port",
                                str(port), "--data-dir", str(tmp_path), "--database", postgres_url],
                               env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
@@ -382,6 +382,11 @@ def test_serve_workers_starts_several_processes_on_postgresql(tmp_path: Path, po
         assert len(listeners) == 2 and str(server.pid) not in " ".join(listeners)  # workers, not the parent
         token = call(port, "POST", "/auth/guest").json()["token"]
         assert call(port, "GET", "/me", token).json()["balances"]["USD"] == 100000
+        if len(os.sched_getaffinity(0)) >= 2:  # each worker's threads on a CPU of its own (server/cpu.py)
+            workers = [int(name.rsplit(" ", 1)[1]) for name in listeners]
+            cpus = [{cpu for thread in os.listdir(f"/proc/{pid}/task") for cpu in os.sched_getaffinity(int(thread))}
+                    for pid in workers]
+            assert all(len(one) == 1 for one in cpus) and cpus[0] != cpus[1], cpus
     finally:
         os.killpg(server.pid, signal.SIGTERM)
         try:

@@ -491,6 +491,10 @@ def serve(
     = None,
     workers: Annotated[int, typer.Option("--workers", help="Server processes on this port (PostgreSQL only; "
                                          "docs/server.md, 'Several processes').")] = 1,
+    pin_cpu: Annotated[bool, typer.Option("--pin-cpu/--no-pin-cpu", envvar="TWENTYONE_PIN_CPU",
+                                          help="Keep each server process's threads on one CPU of its own (Linux): "
+                                               "they share one GIL, and handed between cores it costs a sixth or "
+                                               "more of the throughput (docs/server.md).")] = True,
 ) -> None:
     """Run the game server: tables, wallet, history, the web table at /."""
     import os
@@ -498,6 +502,7 @@ def serve(
     import uvicorn
 
     from twentyone.server.app import create_app, freeze_startup_objects
+    from twentyone.server.cpu import pin_to_one_cpu
     from twentyone.server.wallet import load_operator_wallet
 
     if not 0 < port < 65536:
@@ -513,18 +518,20 @@ def serve(
     except ValueError as error:
         fail(str(error))
     if workers > 1:
-        _serve_workers(settings, spec, host, port, workers)
+        _serve_workers(settings, spec, host, port, workers, pin_cpu)
         return
     try:
         application = create_app(settings, operator_wallet=operator_wallet)
     except Exception as error:  # a bad URL or an unreachable database: one line, exit 2
         _cannot_open(settings, error)
-    _announce(settings, host, port, "(API docs at /docs)")
+    cpu = pin_to_one_cpu() if pin_cpu else None
+    _announce(settings, host, port, "(API docs at /docs)" + (f"; its threads on CPU {cpu}" if cpu is not None else ""))
     freeze_startup_objects()
     uvicorn.run(application, host=host, port=port, **UVICORN_OPTIONS)
 
 
-def _serve_workers(settings: Settings, wallet: str | None, host: str, port: int, workers: int) -> None:
+def _serve_workers(settings: Settings, wallet: str | None, host: str, port: int, workers: int,
+                   pin_cpu: bool) -> None:
     """``serve --workers N``: uvicorn's worker processes, each a full server sharing the PostgreSQL database.
 
     Migrations run once here, before any worker starts; the workers get their
@@ -534,6 +541,7 @@ def _serve_workers(settings: Settings, wallet: str | None, host: str, port: int,
 
     import uvicorn
 
+    from twentyone.server.cpu import ENVIRONMENT
     from twentyone.server.db import migrate
 
     try:
@@ -542,7 +550,7 @@ def _serve_workers(settings: Settings, wallet: str | None, host: str, port: int,
         _cannot_open(settings, error)
     os.environ.update({"TWENTYONE_DATABASE_URL": settings.database_url, "TWENTYONE_DATA_DIR": str(settings.data_dir),
                        "TWENTYONE_OPERATOR_TOKEN": settings.operator_token,
-                       "TWENTYONE_DEMO": "1" if settings.demo else "0"})
+                       "TWENTYONE_DEMO": "1" if settings.demo else "0", ENVIRONMENT: "1" if pin_cpu else "0"})
     if wallet:
         os.environ["TWENTYONE_OPERATOR_WALLET"] = wallet
     _announce(settings, host, port, f"with {workers} worker processes")

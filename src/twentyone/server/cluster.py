@@ -317,9 +317,13 @@ def worker_app() -> FastAPI:
     """
     from twentyone.server.app import create_app, freeze_startup_objects
     from twentyone.server.config import Settings
+    from twentyone.server.cpu import pin_to_one_cpu, pin_wanted
     from twentyone.server.wallet import load_operator_wallet
 
     spec = os.environ.get("TWENTYONE_OPERATOR_WALLET")
     application = create_app(Settings.from_environment(), operator_wallet=load_operator_wallet(spec) if spec else None)
+    if pin_wanted():  # each worker on a CPU of its own (docs/server.md, "One CPU per process")
+        cpu = pin_to_one_cpu()
+        log.info("worker %d: threads on CPU %s", os.getpid(), "none in particular" if cpu is None else cpu)
     freeze_startup_objects()
     return application
