@@ -2,8 +2,8 @@
 
 It runs with the same uvicorn options as ``twentyone serve`` (one process, the same
 HTTP parser and event loop, no access log) and the same CPU policy (on one CPU of its
-own unless ``TWENTYONE_PIN_CPU=0``), so the ratio game ÷ bare measures what the game
-adds on top of the web stack. Started by ``benchmarks/load.py``:
+own with ``TWENTYONE_PIN_CPU=1``, as ``load.py --pin-cpu`` starts it), so the ratio
+game ÷ bare measures what the game adds on top of the web stack. Started by ``benchmarks/load.py``:
 
     .venv/bin/python benchmarks/bare.py --port 8001
 """

@@ -66,6 +66,8 @@ from locust.env import Environment
 from locust.exception import StopUser
 from simple_strategy import choose
 
+from twentyone.server.cpu import PIN_ENV_VAR
+
 HERE = Path(__file__).resolve().parent
 FINISHED = ("settled", "void")
 PRIVATE_TABLES = ("classic", "first-person", "classic-premium")
@@ -90,7 +92,7 @@ class Options:
     json: str | None = None
     keep: bool = False
     fresh: bool = True
-    pin_cpu: bool = True
+    pin_cpu: bool = False
     seed: int = 1
 
 
@@ -112,9 +114,8 @@ def parse(argv: list[str] | None = None) -> Options:
     parser.add_argument("--keep", action="store_true", help="keep the data directory (and PostgreSQL database)")
     parser.add_argument("--no-fresh", dest="fresh", action="store_false",
                         help="use the PostgreSQL database named in --database as it is (it should be empty)")
-    parser.add_argument("--no-pin-cpu", dest="pin_cpu", action="store_false",
-                        help="leave the server's (and the bare endpoint's) threads to the operating system "
-                             "(passed to serve --no-pin-cpu)")
+    parser.add_argument("--pin-cpu", action="store_true",
+                        help="each server process (and the bare endpoint) on a CPU of its own: serve --pin-cpu")
     parser.add_argument("--seed", type=int, default=1)
     args = parser.parse_args(argv)
     if args.players < 1 or args.duration <= 0 or args.think < 0 or args.workers < 1:
@@ -183,7 +184,8 @@ def tree_switches(pid: int) -> int | None:
     """Context switches so far of every thread of a process and its children (Linux; None elsewhere).
 
     Each hand-over of the GIL between a server's threads is one or two; on several cores each
-    also moves the work to a core with cold caches (server/cpu.py).
+    also moves the work to a core with cold caches (server/cpu.py). Threads alive at both readings
+    count: one that ends in between takes its count with it (request threads live as long as the server).
     """
     total = 0
     try:
@@ -197,6 +199,22 @@ def tree_switches(pid: int) -> int | None:
     except (OSError, psutil.NoSuchProcess):
         return None
     return total
+
+
+def tree_thread_cpus(pid: int) -> dict[int, list[int]]:
+    """The CPUs the threads of a process and of each of its children may run on (Linux), by process id:
+    what pinning did, not what was asked (a server finding every CPU claimed runs unpinned)."""
+    cpus: dict[int, list[int]] = {}
+    try:
+        for proc in [psutil.Process(pid), *psutil.Process(pid).children(recursive=True)]:
+            allowed: set[int] = set()
+            for thread in Path(f"/proc/{proc.pid}/task").iterdir():
+                with contextlib.suppress(OSError):  # a thread that ended meanwhile
+                    allowed |= os.sched_getaffinity(int(thread.name))
+            cpus[proc.pid] = sorted(allowed)
+    except (OSError, psutil.NoSuchProcess, AttributeError):  # AttributeError: no sched_getaffinity (not Linux)
+        return {}
+    return cpus
 
 
 def own_cpu() -> float:
@@ -524,6 +542,7 @@ def measure(user: type[FastHttpUser], host: str, options: Options, server_pid: i
     elapsed = time.perf_counter() - started
     cpu_server, cpu_self = tree_cpu(server_pid) - cpu_server, own_cpu() - cpu_self
     switches_after = tree_switches(server_pid)
+    thread_cpus = tree_thread_cpus(server_pid)
     switches = switches_after - switches if switches is not None and switches_after is not None else None
     load_after = os.getloadavg()
     meter = RUN.meter
@@ -550,6 +569,7 @@ def measure(user: type[FastHttpUser], host: str, options: Options, server_pid: i
         "loadgen_cpu_s": cpu_self, "loadgen_cores": cpu_self / elapsed,
         "requests_per_server_cpu_s": http_requests / cpu_server if cpu_server else None,
         "server_switches_per_request": switches / http_requests if switches is not None and http_requests else None,
+        "server_thread_cpus": {str(pid): cpus for pid, cpus in thread_cpus.items()},
         "loadavg_before": load_before, "loadavg_after": load_after,
     }
     # Let rounds in play finish (bounded), so the audit sees as few open rounds as the game allows.
@@ -565,7 +585,7 @@ def measure(user: type[FastHttpUser], host: str, options: Options, server_pid: i
 def bare_phase(options: Options, work: Path) -> dict[str, Any]:
     port = free_port()
     url = f"http://127.0.0.1:{port}"
-    env = {**os.environ, "PYTHONUNBUFFERED": "1", "TWENTYONE_PIN_CPU": "1" if options.pin_cpu else "0"}
+    env = {**os.environ, "PYTHONUNBUFFERED": "1", PIN_ENV_VAR: "1" if options.pin_cpu else "0"}
     process = start([sys.executable, str(HERE / "bare.py"), "--port", str(port)], env, work / "bare.log", url)
     try:
         return measure(Bare, url, options, process.pid)
@@ -579,8 +599,7 @@ def server_command(options: Options, port: int, database: str, work: Path) -> li
     command = [*base, "serve", "--port", str(port), "--database", database, "--data-dir", str(work / "data")]
     if options.workers > 1:
         command += ["--workers", str(options.workers)]
-    if not options.pin_cpu:
-        command.append("--no-pin-cpu")
+    command.append("--pin-cpu" if options.pin_cpu else "--no-pin-cpu")  # whatever the environment says
     return command
 
 
@@ -762,6 +781,9 @@ def show(title: str, figures: dict[str, Any]) -> None:
           f"{figures['loadavg_before'][0]:.1f} -> {figures['loadavg_after'][0]:.1f}")
     if figures.get("server_switches_per_request") is not None:
         print(f"   server context switches per request {figures['server_switches_per_request']:.1f}")
+    if figures.get("server_thread_cpus"):
+        print("   CPUs the server's threads may use, by process: " + "; ".join(
+            f"{pid}: {','.join(map(str, cpus))}" for pid, cpus in figures["server_thread_cpus"].items()))
     if "decisions_per_s" in figures and figures["kinds"].get("action"):
         print(f"   decisions/s {figures['decisions_per_s']:.0f}   rounds/s {figures['rounds_per_s']:.1f} "
               f"{figures['rounds']}   WebSocket events {figures['ws_events']}")
@@ -801,8 +823,8 @@ def main(argv: list[str] | None = None) -> int:
     if database.startswith("postgresql") and options.fresh:
         database, drop = fresh_postgres(database)
     print(f"machine: {os.cpu_count()} cores, load average {os.getloadavg()[0]:.1f}; database "
-          f"{database.split('@')[-1]}; server processes {options.workers}, "
-          f"{'each on a CPU of its own' if options.pin_cpu else 'unpinned'}; work directory {work}")
+          f"{database.split('@')[-1]}; server processes {options.workers}"
+          f"{', each asked to keep to a CPU of its own' if options.pin_cpu else ''}; work directory {work}")
     result: dict[str, Any] = {"machine": {"cores": os.cpu_count(), "loadavg": os.getloadavg()},
                               "database": database.split("://")[0], "workers": options.workers,
                               "pin_cpu": options.pin_cpu}

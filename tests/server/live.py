@@ -21,13 +21,14 @@ def free_port() -> int:
 
 
 def start_server(data_dir: Path, port: int, database_url: str, env: dict[str, str] | None = None,
-                 log: Path | None = None) -> subprocess.Popen[bytes]:
-    """``twentyone serve`` in its own process; returns once /health answers."""
+                 log: Path | None = None, cpus: set[int] | None = None) -> subprocess.Popen[bytes]:
+    """``twentyone serve`` in its own process; returns once /health answers. ``cpus``: the only CPUs it may use."""
     environment = {**os.environ, "TWENTYONE_OPERATOR_TOKEN": OPERATOR, **(env or {})}
     output = open(log, "ab") if log else subprocess.DEVNULL  # noqa: SIM115 - handed to the child
     process = subprocess.Popen(
         [sys.executable, "-m", "twentyone.cli.main", "serve", "--port", str(port), "--data-dir", str(data_dir),
-         "--database", database_url], env=environment, stdout=output, stderr=output)
+         "--database", database_url], env=environment, stdout=output, stderr=output,
+        preexec_fn=(lambda: os.sched_setaffinity(0, cpus)) if cpus else None)
     deadline = time.time() + 60
     while time.time() < deadline:
         if process.poll() is not None:

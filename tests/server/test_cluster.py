@@ -371,7 +371,7 @@ def test_serve_workers_starts_several_processes_on_postgresql(tmp_path: Path, po
     port = free_port()
     env = {**os.environ, "TWENTYONE_OPERATOR_TOKEN": OPERATOR, "TMPDIR": str(tmp_path)}  # TMPDIR: CPU claims
     server = subprocess.Popen([sys.executable, "-m", "twentyone.cli.main", "serve", "--workers", "2", "--port",
-                               str(port), "--data-dir", str(tmp_path), "--database", postgres_url],
+                               str(port), "--data-dir", str(tmp_path), "--database", postgres_url, "--pin-cpu"],
                               env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
     try:
         listeners = eventually(lambda: {row[0] for row in query(

@@ -492,9 +492,10 @@ def serve(
     workers: Annotated[int, typer.Option("--workers", help="Server processes on this port (PostgreSQL only; "
                                          "docs/server.md, 'Several processes').")] = 1,
     pin_cpu: Annotated[bool, typer.Option("--pin-cpu/--no-pin-cpu", envvar="TWENTYONE_PIN_CPU",
-                                          help="Keep each server process's threads on one CPU of its own (Linux): "
-                                               "they share one GIL, and handed between cores it costs a sixth or "
-                                               "more of the throughput (docs/server.md).")] = True,
+                                          help="Keep each server process's threads on one CPU of its own (Linux), "
+                                               "for a machine the server has to itself: they share one GIL, and "
+                                               "handed between cores it cost a sixth or more of the throughput "
+                                               "(docs/server.md, 'One CPU per process').")] = False,
 ) -> None:
     """Run the game server: tables, wallet, history, the web table at /."""
     import os
@@ -541,7 +542,7 @@ def _serve_workers(settings: Settings, wallet: str | None, host: str, port: int,
 
     import uvicorn
 
-    from twentyone.server.cpu import ENVIRONMENT
+    from twentyone.server.cpu import PIN_ENV_VAR
     from twentyone.server.db import migrate
 
     try:
@@ -550,7 +551,7 @@ def _serve_workers(settings: Settings, wallet: str | None, host: str, port: int,
         _cannot_open(settings, error)
     os.environ.update({"TWENTYONE_DATABASE_URL": settings.database_url, "TWENTYONE_DATA_DIR": str(settings.data_dir),
                        "TWENTYONE_OPERATOR_TOKEN": settings.operator_token,
-                       "TWENTYONE_DEMO": "1" if settings.demo else "0", ENVIRONMENT: "1" if pin_cpu else "0"})
+                       "TWENTYONE_DEMO": "1" if settings.demo else "0", PIN_ENV_VAR: "1" if pin_cpu else "0"})
     if wallet:
         os.environ["TWENTYONE_OPERATOR_WALLET"] = wallet
     _announce(settings, host, port, f"with {workers} worker processes")

@@ -322,8 +322,9 @@ def worker_app() -> FastAPI:
 
     spec = os.environ.get("TWENTYONE_OPERATOR_WALLET")
     application = create_app(Settings.from_environment(), operator_wallet=load_operator_wallet(spec) if spec else None)
-    if pin_wanted():  # each worker on a CPU of its own (docs/server.md, "One CPU per process")
+    if pin_wanted():  # serve --pin-cpu: each worker on a CPU of its own (docs/server.md, "One CPU per process")
         cpu = pin_to_one_cpu()
-        log.info("worker %d: threads on CPU %s", os.getpid(), "none in particular" if cpu is None else cpu)
+        if cpu is not None:
+            print(f"twentyone worker {os.getpid()}: its threads on CPU {cpu}", flush=True)
     freeze_startup_objects()
     return application
