@@ -119,6 +119,9 @@ def pin_to_one_cpu(directory: Path | None = None) -> int | None:
         log.warning("cannot claim a CPU (%s): this server runs unpinned", error)
         return None
     if claim is None:
+        if not os.path.isdir("/proc/self/task"):  # a late claim could move no thread but its own
+            log.warning("every CPU is claimed by another twentyone server: this one runs unpinned")
+            return None
         log.warning("every CPU is claimed by another twentyone server: this one runs unpinned until one is free")
         threading.Thread(target=_claim_later, args=(allowed, directory), name="twentyone-cpu-claim",
                          daemon=True).start()
