@@ -180,6 +180,12 @@ def tree_cpu(pid: int) -> float:
         return 0.0
 
 
+def tree_threads(pid: int) -> dict[int, list[Path]]:
+    """The ``/proc`` directories of the threads of a process and of each of its children, by process id (Linux)."""
+    processes = [psutil.Process(pid), *psutil.Process(pid).children(recursive=True)]
+    return {proc.pid: list(Path(f"/proc/{proc.pid}/task").iterdir()) for proc in processes}
+
+
 def tree_switches(pid: int) -> int | None:
     """Context switches so far of every thread of a process and its children (Linux; None elsewhere).
 
@@ -189,13 +195,11 @@ def tree_switches(pid: int) -> int | None:
     """
     total = 0
     try:
-        for proc in [psutil.Process(pid), *psutil.Process(pid).children(recursive=True)]:
-            for thread in Path(f"/proc/{proc.pid}/task").iterdir():
-                try:
-                    status = (thread / "status").read_text()
-                except OSError:  # a thread that ended meanwhile
-                    continue
-                total += sum(int(line.split()[1]) for line in status.splitlines() if "ctxt_switches" in line)
+        for threads in tree_threads(pid).values():
+            for thread in threads:
+                with contextlib.suppress(OSError):  # a thread that ended meanwhile
+                    total += sum(int(line.split()[1]) for line in (thread / "status").read_text().splitlines()
+                                 if "ctxt_switches" in line)
     except (OSError, psutil.NoSuchProcess):
         return None
     return total
@@ -206,12 +210,12 @@ def tree_thread_cpus(pid: int) -> dict[int, list[int]]:
     what pinning did, not what was asked (a server finding every CPU claimed runs unpinned)."""
     cpus: dict[int, list[int]] = {}
     try:
-        for proc in [psutil.Process(pid), *psutil.Process(pid).children(recursive=True)]:
+        for process, threads in tree_threads(pid).items():
             allowed: set[int] = set()
-            for thread in Path(f"/proc/{proc.pid}/task").iterdir():
+            for thread in threads:
                 with contextlib.suppress(OSError):  # a thread that ended meanwhile
                     allowed |= os.sched_getaffinity(int(thread.name))
-            cpus[proc.pid] = sorted(allowed)
+            cpus[process] = sorted(allowed)
     except (OSError, psutil.NoSuchProcess, AttributeError):  # AttributeError: no sched_getaffinity (not Linux)
         return {}
     return cpus
