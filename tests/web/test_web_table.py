@@ -7,9 +7,11 @@ import time
 from typing import Any
 
 from playwright.sync_api import expect
+from sqlalchemy import func, select
 from web_helpers import LiveServer, guest_token, shot
 
 from twentyone.server.app import create_app
+from twentyone.server.models import Round
 
 
 def guest_at(page: Any, server: LiveServer, table: str) -> None:
@@ -260,6 +262,78 @@ def test_a_lost_connection_comes_back_to_the_same_decision(page: Any, live_serve
         # depends on how long the restart took): the outage, not faults of the page; the fixture leaves them out.
     finally:
         restarted.stop()
+
+
+def _deal_tries(page: Any, first_try: Any) -> list[str]:
+    """Route the page's DEAL: the first try goes to ``first_try(route)``, the others to the server as they are.
+
+    Returns the list the Idempotency-Key of every try is appended to.
+    """
+    keys: list[str] = []
+
+    def handle(route: Any) -> None:
+        keys.append(route.request.headers.get("idempotency-key", ""))
+        if len(keys) == 1:
+            first_try(route)
+        else:
+            route.continue_()
+
+    page.route("**/tables/classic/deal", handle)
+    return keys
+
+
+def _forgive(page: Any, text: str) -> None:
+    """Take the browser's log line about the try this test broke on purpose out of the page's problems."""
+    page.console_problems[:] = [problem for problem in page.console_problems if text not in problem]
+
+
+def _one_deal_of(live_server: LiveServer, start: str, page: Any, stake: int) -> None:
+    """One round in the database, and the page's balance down by one stake."""
+    with live_server.service.db.sessions() as session:
+        assert session.scalar(select(func.count()).select_from(Round)) == 1  # one round, not one per try
+    assert _cents(balance(page)) == _cents(start) - stake  # staked once
+
+
+def _cents(shown: str) -> int:
+    return round(float(re.sub(r"[^0-9.]", "", shown)) * 100)
+
+
+def test_a_busy_answer_is_sent_again_with_the_same_key_and_deals_once(page: Any, live_server: LiveServer) -> None:
+    """A 503 changed nothing: the page waits its Retry-After and sends the same request, with the same key."""
+    live_server.service.stacked.append(["TS", "6H", "6D", "TC", "8C"])
+    guest_at(page, live_server, "classic")
+    start = balance(page)
+    bet(page, 1, chip="100")
+    busy = {"detail": "The game is busy and changed nothing: send the same request again in a moment."}
+    keys = _deal_tries(page, lambda route: route.fulfill(status=503, headers={"Retry-After": "1"}, json=busy))
+    page.locator("#deal").click()
+    expect(page.locator("button[data-action='hit']")).to_be_enabled()
+    assert len(keys) == 2 and keys[0] == keys[1] and keys[0], keys
+    expect(page.locator("#announce")).not_to_contain_text("busy")  # the player was not told to try again
+    _one_deal_of(live_server, start, page, 100)
+    _forgive(page, "status of 503")
+
+
+def test_an_answer_lost_on_the_way_is_asked_for_again_and_the_deal_is_made_once(
+        page: Any, live_server: LiveServer) -> None:
+    """The server dealt but the answer never reached the page: the same key again gets that deal, not a second."""
+    live_server.service.stacked.append(["TS", "6H", "6D", "TC", "8C"])
+    guest_at(page, live_server, "classic")
+    start = balance(page)
+    bet(page, 1, chip="100")
+
+    def applied_then_lost(route: Any) -> None:
+        route.fetch()  # the server deals and answers ...
+        route.abort("connectionreset")  # ... and the answer is lost on the way back
+
+    keys = _deal_tries(page, applied_then_lost)
+    page.locator("#deal").click()
+    expect(page.locator("button[data-action='hit']")).to_be_enabled()
+    assert len(keys) == 2 and keys[0] == keys[1] and keys[0], keys
+    _one_deal_of(live_server, start, page, 100)
+    page.locator("button[data-action='stand']").click()
+    expect(page.locator("#next-round")).to_be_visible()
+    _forgive(page, "ERR_CONNECTION_RESET")
 
 
 def test_history_pages_older_and_newer_by_before(browser: Any, live_server: LiveServer) -> None:

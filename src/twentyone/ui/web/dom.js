@@ -8,19 +8,48 @@ export const state = {
 
 export const view = () => document.getElementById("view");
 
+// A 503 means the server was busy and changed nothing; a request whose answer never came (the connection
+// dropped) may or may not have been applied. Either way the page sends the same request again, with the same
+// Idempotency-Key, so the server applies it once and answers every try alike (docs/server.md, "Conventions").
+export const TRIES = 4;  // in all, the first included
+const MOST_WAIT = 5000;  // ms: a longer Retry-After is cut to this, so a click never hangs for long
+
+const pause = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
+
+/** How long to wait before try number `tried + 1`: the server's Retry-After, else 0.5 s, 1 s, 2 s. */
+function waitBefore(tried, response) {
+  const asked = response ? Number(response.headers.get("Retry-After")) : NaN;
+  const ms = Number.isFinite(asked) && asked >= 0 ? asked * 1000 : 500 * 2 ** (tried - 1);
+  return Math.min(ms, MOST_WAIT);
+}
+
 export async function api(method, path, body) {
   const headers = { "Content-Type": "application/json" };
   if (state.token) headers.Authorization = `Bearer ${state.token}`;
-  if (method !== "GET") headers["Idempotency-Key"] = crypto.randomUUID();
-  const response = await fetch(path, { method, headers, body: body === undefined ? undefined : JSON.stringify(body) });
-  const data = await response.json().catch(() => ({}));
-  if (!response.ok) {
-    const error = new Error(data.detail || `${response.status}`);
-    error.status = response.status;
-    error.data = data;
-    throw error;
+  if (method !== "GET") headers["Idempotency-Key"] = crypto.randomUUID();  // one key for every try
+  const sent = body === undefined ? undefined : JSON.stringify(body);
+  for (let tried = 1; ; tried++) {
+    let response;
+    try {
+      response = await fetch(path, { method, headers, body: sent });
+    } catch (lost) {  // no answer at all
+      if (tried >= TRIES) throw lost;
+      await pause(waitBefore(tried, null));
+      continue;
+    }
+    if (response.status === 503 && tried < TRIES) {
+      await pause(waitBefore(tried, response));
+      continue;
+    }
+    const data = await response.json().catch(() => ({}));
+    if (!response.ok) {
+      const error = new Error(data.detail || `${response.status}`);
+      error.status = response.status;
+      error.data = data;
+      throw error;
+    }
+    return data;
   }
-  return data;
 }
 
 export function el(tag, attributes = {}, ...children) {
