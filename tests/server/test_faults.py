@@ -390,3 +390,44 @@ def test_a_database_error_inside_the_deal_is_503_and_stakes_nothing(service: Gam
     dealt = guest.post("/tables/classic/deal", key="deal-x")
     assert dealt.status_code == 200 and guest.balance() == balance - 500
     assert dealt.json()["status"] == "playing" and dealt.json()["hands"][0]["cards"] == ["2S", "3D"]
+
+
+def test_connections_postgresql_ends_cost_one_503_at_most_and_change_nothing(
+        database_url: str, service: GameService, guest: Client) -> None:
+    """PostgreSQL restarted (or failed over) ends every connection the pool holds. The pool does not ping each one
+    before use (a round trip on every request), so the first request on a dead one fails: a 503 that changed
+    nothing, after which the pool reconnects and the same key applies the decision once."""
+    if not database_url.startswith("postgresql"):
+        pytest.skip("only PostgreSQL's connections can be ended under the server")
+    pings: list[object] = []
+    dialect = service.db.engine.dialect
+    ping = dialect.do_ping
+    dialect.do_ping = lambda connection: pings.append(connection) or ping(connection)  # type: ignore[method-assign]
+    service.stacked.append(STACK)
+    guest.bet("classic", 500)
+    round_id = guest.post("/tables/classic/deal").json()["id"]
+    balance, before = guest.balance(), guest.get(f"/rounds/{round_id}").json()
+    admin = create_engine(database_url, isolation_level="AUTOCOMMIT")
+    try:
+        with admin.connect() as connection:
+            ended = connection.exec_driver_sql(
+                "SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity "
+                "WHERE datname = current_database() AND pid <> pg_backend_pid()").scalar()
+    finally:
+        admin.dispose()
+    assert ended and ended >= 1  # the pool's connections, at least
+    statuses: list[int] = []
+    for _ in range(3):  # the same key until it is applied
+        answer = guest.post(f"/rounds/{round_id}/actions", {"action": "hit"}, key="hit-after-restart")
+        statuses.append(answer.status_code)
+        if answer.status_code != 503:
+            break
+        assert int(answer.headers["Retry-After"]) >= 1 and set(answer.json()) == {"detail"}
+        assert guest.get(f"/rounds/{round_id}").json() == before and guest.balance() == balance
+    assert statuses in ([200], [503, 200]), statuses  # one 503 at most: the pool dropped every dead connection
+    assert len(answer.json()["hands"][0]["cards"]) == 3  # one card, whatever the tries
+    final = guest.act(round_id, "stand").json()
+    assert final["status"] == "settled" and guest.balance() == balance + final["me"]["returned"]
+    assert pings == []  # no round trip spent on a ping before each request
+    books = ledger_totals(service)
+    assert books[0] == 0 and books[1] == []
