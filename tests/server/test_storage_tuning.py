@@ -123,7 +123,8 @@ def test_a_shoe_commitment_is_remembered_only_once_its_shoe_is_committed(tmp_pat
 
 def test_a_settling_decision_writes_the_round_and_its_seat_once_each(guest, service) -> None:  # type: ignore[no-untyped-def]
     """The wallet's statements inside settlement used to flush the round and seat half-changed, so each
-    was written twice; and the round view re-read the shoe's commitment, which never changes."""
+    was written twice; the round view re-read the shoe's commitment, which never changes; and on PostgreSQL the
+    next shoe's look-up ran twice, before and after its lock."""
     service.stacked.append(["TS", "6H", "9D", "TC", "8C"])  # player 19 stands, dealer 6+10+8 = 24: a win
     guest.bet("classic", 500)
     dealt = guest.post("/tables/classic/deal").json()
@@ -140,3 +141,6 @@ def test_a_settling_decision_writes_the_round_and_its_seat_once_each(guest, serv
     assert statements.count("UPDATE ROUND_SEATS SET") == 1
     # The shoe is read once, commitment and cards together, for the settled view's reveal.
     assert sum(s.startswith("SELECT SHOES.COMMITMENT") for s in statements) == 1
+    # The next shoe is made in the same transaction: the player's unfinished shoes are read once, after
+    # PostgreSQL's lock on them (the look before the lock found nothing, as it always does at settlement).
+    assert sum(s.startswith("SELECT SHOES.ID, SHOES.TABLE_ID,") for s in statements) == 1

@@ -532,7 +532,7 @@ class Rounds:
         (After a void, and at a table's first visit, the next bet control makes it.)
         """
         if seats:
-            self.shoes.prepared(session, table, seats[0].player_id)
+            self.shoes.prepared(session, table, seats[0].player_id, one_finished=True)
 
     def void(self, round_id: int, reason: str) -> None:
         """Malfunction voids the round: every stake of it is refunded, in one transaction."""
