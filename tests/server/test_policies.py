@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import json
+import subprocess
+import sys
 from datetime import datetime, timedelta
 
 import pytest
@@ -9,6 +12,7 @@ from fastapi.testclient import TestClient
 from server_helpers import Client, Clock, dealt_shared_round, new_player, next_shoe
 from starlette.websockets import WebSocketDisconnect
 
+from twentyone.server.config import Settings
 from twentyone.server.service import GameService
 
 
@@ -314,6 +318,23 @@ def test_operator_creates_tables_credits_and_reads_reports(operator: Client, gue
     report = operator.get("/admin/report").json()["tables"]["high-roller"]
     assert report["rounds"] == 1 and report["house_result"] == report["staked"] - report["returned"]
     assert guest.get("/admin/report").status_code == 403
+
+
+def test_a_table_added_from_the_command_line_reaches_the_running_servers_lobby_within_a_tick(
+        settings: Settings, service: GameService, guest: Client) -> None:
+    """``twentyone admin create-table`` writes to the server's database from another process: the running server
+    lists the table after its next timer tick (before, it found it only by its id)."""
+    table = {"name": "From the shell", "variant": "classic", "currency": "USD", "chips": [100],
+             "limits": {"main": [100, 1000]}}
+    assert "shell-table" not in {entry["id"] for entry in guest.get("/tables").json()["tables"]}  # read once
+    done = subprocess.run([sys.executable, "-m", "twentyone.cli.main", "admin", "create-table", "shell-table",
+                           json.dumps(table), "--database", settings.database_url, "--data-dir",
+                           str(settings.data_dir)], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    service.tick()
+    listed = {entry["id"]: entry for entry in guest.get("/tables").json()["tables"]}
+    assert listed["shell-table"]["name"] == "From the shell"
+    assert service.tick() == {"dealt": 0, "auto": 0, "delivered": 0}  # and nothing else moved
 
 
 def test_the_operators_report_counts_the_rounds_that_ended_in_a_period(operator: Client, http: TestClient,

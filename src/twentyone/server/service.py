@@ -157,12 +157,15 @@ class GameService:
         """
         now = self.clock()
         done = {"dealt": 0, "auto": 0, "delivered": 0}
-        tables = self.tables()
         with self.store.read() as session:
+            behind = self.registry.behind(session)
             betting = session.execute(select(Round.table_id, Round.betting_closes_at)
                                       .where(Round.status == "betting")).all()
             playing = session.execute(select(Round.id, Round.table_id, Round.decision_since, Round.version)
                                       .where(Round.status == "playing")).all()
+        if behind:
+            self.reload_tables()
+        tables = self.tables()
         wanted = {table_timers(row.table_id) for row in (*betting, *playing)}
         if not self.wallet.keeps_balances:
             wanted.add(OUTBOX)

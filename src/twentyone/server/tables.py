@@ -15,7 +15,7 @@ from datetime import datetime
 from typing import Any
 from weakref import WeakKeyDictionary
 
-from sqlalchemy import bindparam, select
+from sqlalchemy import bindparam, func, select
 from sqlalchemy.orm import Session
 from sqlalchemy.pool import Pool
 
@@ -38,11 +38,15 @@ from twentyone.variants import builtin_rules
 TABLE_ID_PATTERN = r"^[A-Za-z0-9_.-]{3,32}$"
 
 
+COUNT_TABLES = select(func.count()).select_from(TableConfig)  # operator tables: they are added, never removed
+
+
 class TableRegistry:
     def __init__(self, store: Store, clock: Callable[[], datetime]) -> None:
         self.store = store
         self.clock = clock
         self._tables: dict[str, TableSpec] | None = None
+        self._stored = -1  # operator tables in the database when it was last read (-1: never)
         self._lock = threading.Lock()
 
     def all(self) -> dict[str, TableSpec]:
@@ -54,11 +58,24 @@ class TableRegistry:
     def _load(self) -> dict[str, TableSpec]:
         tables = dict(shipped_tables())
         with self.store.read() as session:
-            for row in session.scalars(select(TableConfig)).all():
-                tables[row.id] = table_from_mapping(row.id, row.spec)
+            rows = session.scalars(select(TableConfig)).all()
+        for row in rows:
+            tables[row.id] = table_from_mapping(row.id, row.spec)
         with self._lock:
             self._tables = tables
+            self._stored = len(rows)
         return dict(tables)
+
+    def behind(self, session: Session) -> bool:
+        """Whether the database holds tables this registry has not read: read them with :meth:`_load`, after
+        ``session`` (one connection at a time).
+
+        Asked at every timer tick, so that a table another process added (``twentyone admin
+        create-table`` on the server's SQLite file, or a PostgreSQL process whose announcement
+        this one missed) reaches the lobby within a tick. Tables are only ever added, so their
+        number tells.
+        """
+        return session.scalar(COUNT_TABLES) != self._stored
 
     def get(self, table_id: str) -> TableSpec:
         table = self.all().get(table_id) or self._load().get(table_id)
