@@ -1,6 +1,7 @@
 """The command line as a user runs it: exit codes, one-line errors, JSON output."""
 
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -12,8 +13,11 @@ SCENARIO = {"variant": "first-person", "shoe": ["8S", "5H", "6D", "TC", "KS", "9
             "hands": [{"bet": 1000, "side_bets": {"perfect_pairs": 100}}], "decisions": ["double"]}
 
 
-def run(*args: str, stdin: str | None = None) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([*CLI, *args], input=stdin, capture_output=True, text=True, timeout=60)
+def run(*args: str, stdin: str | None = None, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+    """The command line, with the environment's TWENTYONE_OPERATOR_TOKEN left out unless ``env`` gives it."""
+    environment = {key: value for key, value in os.environ.items() if key != "TWENTYONE_OPERATOR_TOKEN"}
+    return subprocess.run([*CLI, *args], input=stdin, capture_output=True, text=True, timeout=60,
+                          env={**environment, **(env or {})})
 
 
 def assert_one_line_error(result: subprocess.CompletedProcess[str], *fragments: str) -> None:
@@ -279,6 +283,24 @@ def test_admin_with_a_database_url_that_is_not_one(tmp_path: Path) -> None:
                               "cannot open the database 'notaurl://x'")
 
 
+def test_admin_commands_need_the_servers_database_and_never_make_a_token(tmp_path: Path) -> None:
+    from twentyone.server.db import migrate
+
+    mistyped = tmp_path / "typo"
+    for verb in (["token"], ["report"], ["credit", "ann", "100"], ["create-table", "t", "{}"]):
+        assert_one_line_error(run("admin", *verb, "--data-dir", str(mistyped)), "no server database at")
+    assert not mistyped.exists()  # no empty database, no token, not even the folder
+    # A server that took its token from the environment wrote no token file: the command says so, and makes none.
+    migrate(f"sqlite:///{tmp_path / 'twentyone.db'}")
+    assert_one_line_error(run("admin", "token", "--data-dir", str(tmp_path)), "no operator token in",
+                          "TWENTYONE_OPERATOR_TOKEN")
+    assert not (tmp_path / "operator-token").exists()
+    given = run("admin", "token", "--data-dir", str(tmp_path), env={"TWENTYONE_OPERATOR_TOKEN": "from-the-env"})
+    assert given.returncode == 0 and given.stdout.strip() == "from-the-env"
+    (tmp_path / "operator-token").write_text("made-by-the-server\n")
+    assert run("admin", "token", "--data-dir", str(tmp_path)).stdout.strip() == "made-by-the-server"
+
+
 def test_amounts_beyond_the_cap_are_refused_before_anything_changes(tmp_path: Path) -> None:
     database = f"sqlite:///{tmp_path / 'ledger.db'}"
     assert_one_line_error(run("admin", "credit", "ann", str(10**23), "--database", database,
@@ -288,7 +310,10 @@ def test_amounts_beyond_the_cap_are_refused_before_anything_changes(tmp_path: Pa
 
 
 def test_server_and_table_definitions_with_bad_values(tmp_path: Path) -> None:
+    from twentyone.server.db import migrate
+
     assert_one_line_error(run("serve", "--data-dir", "/proc/no/such/dir"), "cannot use the data directory")
+    migrate(f"sqlite:///{tmp_path / 'ledger.db'}")  # a server's database
     database = ["--database", f"sqlite:///{tmp_path / 'ledger.db'}", "--data-dir", str(tmp_path)]
     table = {"name": "Big", "variant": "classic", "currency": "USD", "chips": [100], "limits": {"main": [100, 1000]}}
     huge = {**table, "limits": {"main": [100, 10**23]}}

@@ -442,12 +442,12 @@ def rng_dump(
 # uvicorn as `serve` runs it (the load benchmark's bare endpoint runs with the same): httptools and uvloop
 # (uvicorn[standard]), no access log line per request, and idle connections kept 75 s rather than 5 s, so a
 # player who thinks a few seconds between decisions does not reconnect (or race a closing connection).
-def _server_settings(database: str | None, data_dir: Path | None) -> Settings:
+def _server_settings(database: str | None, data_dir: Path | None, make_token: bool = True) -> Settings:
     """The server's settings from the options and the environment, or a one-line error (exit 2)."""
     from twentyone.server.config import Settings
 
     try:
-        return Settings.from_environment(database, data_dir)
+        return Settings.from_environment(database, data_dir, make_token=make_token)
     except OSError as error:
         fail(f"cannot use the data directory ({error.strerror}: {error.filename}).")
     except ValueError as error:  # a setting in the environment that is not a number
@@ -473,9 +473,13 @@ UVICORN_OPTIONS: _UvicornOptions = {"log_level": "warning", "access_log": False,
 
 
 def _announce(settings: Settings, host: str, port: int, how: str) -> None:
+    from twentyone.server.config import TOKEN_ENV_VAR, token_file
+
     shown = "localhost" if host in ("127.0.0.1", "0.0.0.0") else host
     typer.echo(f"twentyone is serving the web table at http://{shown}:{port}/ {how}")
-    typer.echo(f"database: {settings.database_url}; operator token in {settings.data_dir / 'operator-token'}")
+    path = token_file(settings.data_dir)  # where the server keeps its token, unless the environment gave one
+    kept = path.exists() and path.read_text().strip() == settings.operator_token
+    typer.echo(f"database: {settings.database_url}; operator token {f'in {path}' if kept else f'from {TOKEN_ENV_VAR}'}")
 
 
 @app.command()
@@ -568,7 +572,8 @@ def _admin_service(database: str | None, data_dir: Path | None) -> tuple[GameSer
     from twentyone.server.db import Database, migrate
     from twentyone.server.service import GameService
 
-    settings = _server_settings(database, data_dir)
+    settings = _server_settings(database, data_dir, make_token=False)
+    _require_database(settings)
     try:
         migrate(settings.database_url)
         service = GameService(Database(settings.database_url), settings)
@@ -577,14 +582,37 @@ def _admin_service(database: str | None, data_dir: Path | None) -> tuple[GameSer
     return service, Caller(0, "operator", "operator"), settings
 
 
+def _require_database(settings: Settings) -> None:
+    """The operator's commands work on a server's database: an SQLite file that is not there is a mistyped
+    ``--data-dir`` (or the wrong working folder), which would otherwise make a new, empty database."""
+    from sqlalchemy.engine import make_url
+    from sqlalchemy.exc import ArgumentError
+
+    try:
+        url = make_url(settings.database_url)
+    except ArgumentError:
+        return  # not a URL: opening it says so
+    if url.get_backend_name() == "sqlite" and url.database not in (None, "", ":memory:"):
+        path = Path(url.database)
+        if not path.exists():
+            fail(f"there is no server database at {path}: start `twentyone serve` there first, or name the "
+                 "server's with --data-dir or --database.")
+
+
 DatabaseOption = Annotated[str | None, typer.Option("--database", help="SQLAlchemy URL of the server's database.")]
 DataDirOption = Annotated[Path | None, typer.Option("--data-dir", help="The server's data directory.")]
 
 
 @admin_app.command("token")
 def admin_token(database: DatabaseOption = None, data_dir: DataDirOption = None) -> None:
-    """Print the operator token (bearer token for /admin endpoints)."""
+    """Print the operator token (bearer token for /admin endpoints): TWENTYONE_OPERATOR_TOKEN, else the one the
+    server made in its data directory."""
+    from twentyone.server.config import TOKEN_ENV_VAR, token_file
+
     _, _, settings = _admin_service(database, data_dir)
+    if not settings.operator_token:
+        fail(f"no operator token in {token_file(settings.data_dir)}: a server makes it at its first start, unless "
+             f"it takes {TOKEN_ENV_VAR} from its environment (then that is the token).")
     typer.echo(settings.operator_token)
 
 

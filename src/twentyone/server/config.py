@@ -24,6 +24,7 @@ from twentyone.core.rules import RulesError
 from twentyone.variants import VARIANTS, builtin_rules
 
 DEFAULT_DECISION_TIMEOUT = 20 * 60  # seconds: sheet 000's disconnection policy
+TOKEN_ENV_VAR = "TWENTYONE_OPERATOR_TOKEN"
 
 
 @dataclass(frozen=True)
@@ -38,20 +39,32 @@ class Settings:
 
     @classmethod
     def from_environment(cls, database_url: str | None = None, data_dir: str | Path | None = None,
-                         demo: bool | None = None) -> Settings:
+                         demo: bool | None = None, make_token: bool = True) -> Settings:
+        """The settings from the arguments, else the environment, else the defaults.
+
+        ``make_token=False`` (the operator's commands) never writes a token: without
+        ``TWENTYONE_OPERATOR_TOKEN`` and without the data directory's token file it is empty.
+        """
         directory = Path(data_dir or os.environ.get("TWENTYONE_DATA_DIR") or Path.cwd() / "twentyone-data")
         url = database_url or os.environ.get("TWENTYONE_DATABASE_URL") or f"sqlite:///{directory / 'twentyone.db'}"
-        token = os.environ.get("TWENTYONE_OPERATOR_TOKEN") or _stored_operator_token(directory)
+        token = os.environ.get(TOKEN_ENV_VAR) or _stored_operator_token(directory, make_token)
         if demo is None:
             demo = os.environ.get("TWENTYONE_DEMO", "1") not in ("0", "false", "no")
         guests = int(os.environ.get("TWENTYONE_GUESTS_PER_MINUTE", "120"))
         return cls(url, directory, token, demo, guests_per_minute=guests)
 
 
-def _stored_operator_token(directory: Path) -> str:
-    """The operator token kept in the data directory, created on first start."""
+def token_file(directory: Path) -> Path:
+    """Where a server keeps the operator token it made (when the environment gives it none)."""
+    return directory / "operator-token"
+
+
+def _stored_operator_token(directory: Path, make: bool = True) -> str:
+    """The operator token kept in the data directory, created on first start (``make``), else "" if none."""
+    path = token_file(directory)
+    if not make:
+        return path.read_text().strip() if path.exists() else ""
     directory.mkdir(parents=True, exist_ok=True)
-    path = directory / "operator-token"
     if not path.exists():
         path.write_text(secrets.token_urlsafe(32) + "\n")
         path.chmod(0o600)
