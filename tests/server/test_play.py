@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+from typing import Any
 
 import pytest
 from fastapi.testclient import TestClient
@@ -227,13 +228,25 @@ def test_shuffle_commitment_is_published_before_the_deal_and_verifies_after(gues
     cli = subprocess.run([sys.executable, "-m", "twentyone.cli.main", "verify", str(path)], capture_output=True,
                          text=True, timeout=60)
     assert cli.returncode == 0 and "verified" in cli.stdout
-    # Tamper with the order: move a card that differs from the top one (two identical cards could swap unseen).
+
+    def verdict(record: dict[str, Any]) -> str:
+        path.write_text(json.dumps(record))
+        checked = subprocess.run([sys.executable, "-m", "twentyone.cli.main", "verify", str(path)],
+                                 capture_output=True, text=True, timeout=60)
+        assert checked.returncode == 1 and checked.stderr.count("\n") == 1, checked
+        return checked.stderr
+
+    # Each way a record can fail is named: the shoe's order (move a card unlike the top one: two identical
+    # cards could swap unseen), the round's cards, where they start, and a record of no cards at all.
     other = next(i for i, card in enumerate(proof["cards"]) if card != proof["cards"][0])
-    proof["cards"][0], proof["cards"][other] = proof["cards"][other], proof["cards"][0]
-    path.write_text(json.dumps(proof))
-    tampered = subprocess.run([sys.executable, "-m", "twentyone.cli.main", "verify", str(path)],
-                              capture_output=True, text=True, timeout=60)
-    assert tampered.returncode == 1 and "NOT verified" in tampered.stderr
+    swapped = list(proof["cards"])
+    swapped[0], swapped[other] = swapped[other], swapped[0]
+    assert "NOT verified: the shoe and salt do not hash" in verdict({**proof, "cards": swapped})
+    assert len(set(proof["drawn"])) > 1  # so that the reversed cards differ
+    assert "are not the shoe's from card" in verdict({**proof, "drawn": proof["drawn"][::-1]})
+    assert "do not fit in a shoe" in verdict({**proof, "first_card": len(proof["cards"])})
+    assert "do not fit in a shoe" in verdict({**proof, "first_card": -1})
+    assert "lists no cards drawn" in verdict({**proof, "drawn": []})
 
 
 def test_reading_a_table_never_writes_and_the_next_shoe_is_committed_as_the_last_one_finishes(

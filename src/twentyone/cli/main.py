@@ -677,18 +677,18 @@ def verify(
 ) -> None:
     """Check a past round's shuffle: the revealed shoe hashes to the published commitment, and the
     round's cards are that shoe's cards in order."""
-    from twentyone.core.commitment import verify_record
+    from twentyone.core.commitment import record_problem
 
     data = parse_json(read_input(record, "the record"), "the record")
     if not isinstance(data, dict):
         fail("the record must be a JSON object with salt, cards, commitment, first_card and drawn.")
     try:
-        valid = verify_record(data)
+        problem = record_problem(data)
     except (KeyError, TypeError, ValueError, OverflowError) as error:
         fail(f"the record lacks a field or has a wrong one ({error}); expected salt, cards, commitment, "
              "first_card and drawn.")
-    if not valid:
-        typer.echo(f"round {data.get('round_id')}: NOT verified: the shoe does not match its commitment.", err=True)
+    if problem is not None:
+        typer.echo(f"round {data.get('round_id')}: NOT verified: {problem}.", err=True)
         raise typer.Exit(1)
     typer.echo(f"round {data.get('round_id')}: verified: SHA-256 of salt and shoe order is {data['commitment']}, "
                f"and its {len(data['drawn'])} cards came out of that shoe in order.")
