@@ -287,6 +287,40 @@ def test_a_misspelt_limit_or_setting_is_422_not_a_silent_no_op(guest: Client) ->
     assert guest.get("/me").json()["limits"] == {}
 
 
+def test_a_field_a_game_request_does_not_take_is_422_and_moves_nothing(guest: Client, operator: Client,
+                                                                       service: GameService) -> None:
+    """{"action": "stand", "seat": 3} must not be taken as a stand (for whom?): every body names its fields."""
+    before = guest.balance()
+    for path, body in (("/tables/classic/chip", {"chip": 100, "spot": 2}),
+                       ("/tables/classic/bets", {"spot": 1, "chip": 100, "seat": 3}),
+                       ("/admin/credit", {"player": guest.name, "currency": "USD", "amount": 100, "note": "x"})):
+        response = (operator if path.startswith("/admin") else guest).post(path, body)
+        assert response.status_code == 422, (path, response.json())
+        assert response.json()["detail"].endswith("Extra inputs are not permitted."), response.json()
+    assert guest.get("/tables/classic").json()["slip"]["total"] == 0 and guest.balance() == before
+    service.stacked.append(["TS", "6H", "6D", "TC", "8C"])  # 16 against a 6: a decision waits
+    guest.bet("classic", 100)
+    round_id = guest.post("/tables/classic/deal").json()["id"]
+    view = guest.get(f"/rounds/{round_id}").json()
+    assert view["status"] == "playing"
+    refused = guest.post(f"/rounds/{round_id}/actions", {"action": "stand", "seat": 3})
+    assert refused.status_code == 422 and refused.json()["detail"] == "seat: Extra inputs are not permitted."
+    assert guest.get(f"/rounds/{round_id}").json() == view
+
+
+def test_a_wrong_value_is_told_in_plain_words(guest: Client) -> None:
+    """A validator's own error reads as its message, without pydantic's "Value error, " in front."""
+    response = guest.post("/tables/classic/bets", {"spot": "1"})
+    assert response.status_code == 422 and response.json() == {"detail": "spot: Input should be a valid integer."}
+
+
+def test_closing_the_betting_of_a_private_table_is_409(operator: Client) -> None:
+    refused = operator.post("/admin/tables/classic/close-betting")
+    assert refused.status_code == 409 and "private table" in refused.json()["detail"]
+    assert operator.post("/admin/tables/no-such-table/close-betting").status_code == 404
+    assert operator.post("/admin/tables/multiplayer/close-betting").json() == {"round_id": None}  # nothing forming
+
+
 def test_a_body_that_is_not_json_or_not_utf8_is_one_clear_422(guest: Client) -> None:
     for body in (b"not json", b'{"spot": 1, "chip": 100', b'{"spot": 1, "type": "\xff\xfe"}'):
         response = guest.http.post("/tables/classic/bets", content=body, headers={

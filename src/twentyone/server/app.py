@@ -98,6 +98,11 @@ TimeoutSeconds = Annotated[int, Field(ge=1, le=86_400), JsonInt]
 WindowSeconds = Annotated[int, Field(ge=0, le=3_600), JsonInt]
 
 
+# A field the endpoint does not take is a 422 naming it, not dropped in silence ({"action": "stand", "seat": 3}
+# must not read as a stand for seat 3).
+FORBID_EXTRA = ConfigDict(extra="forbid")
+
+
 class Credentials(BaseModel):
     name: str = Field(min_length=1, max_length=64)
     password: str = Field(min_length=1, max_length=256)
@@ -111,16 +116,22 @@ class Registration(BaseModel):
 
 
 class ChipChoice(BaseModel):
+    model_config = FORBID_EXTRA
+
     chip: Amount
 
 
 class BetPlacement(BaseModel):
+    model_config = FORBID_EXTRA
+
     spot: SpotNumber = 1
     type: str = Field(default="main", max_length=32)
     chip: Amount | None = None
 
 
 class Decision(BaseModel):
+    model_config = FORBID_EXTRA
+
     action: str = Field(max_length=32)
 
 
@@ -158,6 +169,8 @@ class TableCreate(BaseModel):
 
 
 class Credit(BaseModel):
+    model_config = FORBID_EXTRA
+
     player: str = Field(max_length=64)
     currency: str = Field(pattern=CURRENCY)
     amount: Amount
@@ -236,7 +249,8 @@ def create_app(settings: Settings, operator_wallet: OperatorWallet | None = None
             return Answer({"detail": NOT_JSON}, status_code=422)
         # The field alone ("since: …"), not where FastAPI found it ("query.since: …"); a header keeps "header.".
         where = ".".join(str(part) for part in first["loc"] if part not in ("body", "query", "path")) or "request"
-        return Answer({"detail": f"{where}: {first['msg']}."}, status_code=422)
+        message = first["msg"].removeprefix("Value error, ")  # pydantic's prefix for a validator's own ValueError
+        return Answer({"detail": f"{where}: {message}."}, status_code=422)
 
     @app.exception_handler(StarletteHTTPException)
     async def http_error(request: Request, error: StarletteHTTPException) -> Response:
@@ -384,7 +398,9 @@ def create_app(settings: Settings, operator_wallet: OperatorWallet | None = None
         def work() -> dict[str, Any]:
             if not who.is_operator:
                 raise ServiceError(403, "Only the operator can do this.")
-            return {"round_id": service.close_betting(table_id)}
+            if not service.table(table_id).shared:
+                raise ServiceError(409, f"{table_id!r} is a private table: it deals at once, with no betting window.")
+            return {"round_id": service.close_betting(table_id)}  # None: no round is forming there
 
         return await once(who, key, request, {}, work)
 
