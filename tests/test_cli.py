@@ -299,6 +299,9 @@ def test_admin_commands_need_the_servers_database_and_never_make_a_token(tmp_pat
     assert given.returncode == 0 and given.stdout.strip() == "from-the-env"
     (tmp_path / "operator-token").write_text("made-by-the-server\n")
     assert run("admin", "token", "--data-dir", str(tmp_path)).stdout.strip() == "made-by-the-server"
+    # The command line takes the currencies the API takes: "usd" is not USD.
+    assert_one_line_error(run("admin", "credit", "ann", "100", "--currency", "usd", "--data-dir", str(tmp_path)),
+                          "USD, GBP, EUR only")
 
 
 def test_amounts_beyond_the_cap_are_refused_before_anything_changes(tmp_path: Path) -> None:

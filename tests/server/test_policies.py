@@ -320,6 +320,21 @@ def test_operator_creates_tables_credits_and_reads_reports(operator: Client, gue
     assert guest.get("/admin/report").status_code == 403
 
 
+def test_credits_and_tables_only_in_the_currencies_players_hold(operator: Client, guest: Client) -> None:
+    """A balance in XYZ (or in "usd", beside USD) could never be bet nor shown: refused, and nothing moves."""
+    before = guest.get("/me").json()["balances"]
+    for currency in ("XYZ", "CAD"):
+        refused = operator.post("/admin/credit", {"player": guest.name, "currency": currency, "amount": 100})
+        assert refused.status_code == 422 and "USD, GBP, EUR only" in refused.json()["detail"], refused.json()
+        table = {"id": f"in-{currency.lower()}", "name": "Elsewhere", "variant": "classic", "currency": currency,
+                 "chips": [100], "limits": {"main": [100, 1000]}}
+        refused = operator.post("/admin/tables", table)
+        assert refused.status_code == 422 and "currency: one of USD, GBP, EUR" in refused.json()["detail"]
+    assert operator.post("/admin/credit", {"player": guest.name, "currency": "usd", "amount": 1}).status_code == 422
+    assert guest.get("/me").json()["balances"] == before
+    assert not [t for t in guest.get("/tables").json()["tables"] if t["id"].startswith("in-")]
+
+
 def test_a_table_added_from_the_command_line_reaches_the_running_servers_lobby_within_a_tick(
         settings: Settings, service: GameService, guest: Client) -> None:
     """``twentyone admin create-table`` writes to the server's database from another process: the running server

@@ -18,7 +18,7 @@ from sqlalchemy.orm import Session
 
 from twentyone.core.betting import BetSlipError
 from twentyone.server.cluster import lock_in_transaction
-from twentyone.server.config import Settings
+from twentyone.server.config import CURRENCIES, Settings
 from twentyone.server.context import Caller, ServiceError, aware
 from twentyone.server.models import GuestArrival, Player, Round, RoundSeat, Slip, Token
 from twentyone.server.money import refusal
@@ -27,7 +27,6 @@ from twentyone.server.wallet import Wallet, net_loss_since
 
 NAME = re.compile(r"^[A-Za-z0-9_.-]{3,32}$")
 GUEST_PREFIX = "guest-"  # guests' names; no registered name begins with it
-CURRENCIES = ("USD", "GBP", "EUR")
 SETTINGS_DEFAULTS = {"cash_out_visible": True, "sound": True, "hints": False}
 TOKEN_CACHE = 10_000  # signed-in callers kept in memory, so a request needs no query to know who it is
 

@@ -249,7 +249,7 @@ def create_app(settings: Settings, operator_wallet: OperatorWallet | None = None
             return Answer({"detail": NOT_JSON}, status_code=422)
         # The field alone ("since: …"), not where FastAPI found it ("query.since: …"); a header keeps "header.".
         where = ".".join(str(part) for part in first["loc"] if part not in ("body", "query", "path")) or "request"
-        message = first["msg"].removeprefix("Value error, ")  # pydantic's prefix for a validator's own ValueError
+        message = str(first["msg"]).removeprefix("Value error, ")  # pydantic's prefix for a validator's own ValueError
         return Answer({"detail": f"{where}: {message}."}, status_code=422)
 
     @app.exception_handler(StarletteHTTPException)

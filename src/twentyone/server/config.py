@@ -25,6 +25,9 @@ from twentyone.variants import VARIANTS, builtin_rules
 
 DEFAULT_DECISION_TIMEOUT = 20 * 60  # seconds: sheet 000's disconnection policy
 TOKEN_ENV_VAR = "TWENTYONE_OPERATOR_TOKEN"
+# The currencies players hold balances in (demo credits, /me): a table or a credit in any other could never be
+# played or seen.
+CURRENCIES = ("USD", "GBP", "EUR")
 
 
 @dataclass(frozen=True)
@@ -147,8 +150,9 @@ def table_from_mapping(table_id: str, data: Mapping[str, Any]) -> TableSpec:
     if rules.deal.seats and not 1 <= seats <= rules.deal.seats:
         raise TableConfigError(f"{table_id}.seats: 1 to {rules.deal.seats} for {variant}.")
     currency = need("currency", str)
-    if len(currency) != 3 or not currency.isalpha() or not currency.isupper():
-        raise TableConfigError(f"{table_id}.currency: a three-letter code like USD.")
+    if currency not in CURRENCIES:
+        raise TableConfigError(f"{table_id}.currency: one of {', '.join(CURRENCIES)}, the currencies players hold "
+                               "balances in.")
     return TableSpec(
         id=table_id, name=need("name", str), variant=variant, currency=currency, chips=tuple(sorted(chips)),
         limits=limits, hands_per_player=hands, seats=seats,

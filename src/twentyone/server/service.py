@@ -28,7 +28,7 @@ from twentyone.core.money import MAX_AMOUNT
 from twentyone.core.shoe import RandomBits, system_rng
 from twentyone.server.accounts import Accounts
 from twentyone.server.cluster import OUTBOX, TABLES_CHANNEL, LocalOwnership, TimerOwnership, table_timers
-from twentyone.server.config import Settings, TableSpec
+from twentyone.server.config import CURRENCIES, Settings, TableSpec
 from twentyone.server.context import Caller, ServiceError, aware, utcnow
 from twentyone.server.db import Database
 from twentyone.server.events import Broadcaster
@@ -128,6 +128,8 @@ class GameService:
             raise ServiceError(403, "Only the operator can do this.")
         if amount <= 0:
             raise ServiceError(422, "A credit is a positive amount in minor units.")
+        if currency not in CURRENCIES:
+            raise ServiceError(422, f"Players hold balances in {', '.join(CURRENCIES)} only, not {currency!r}.")
         with self.store.write() as session:
             player = session.scalars(select(Player).where(Player.name == player_name)).first()
             if player is None:
