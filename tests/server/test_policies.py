@@ -13,6 +13,7 @@ from server_helpers import Client, Clock, dealt_shared_round, new_player, next_s
 from starlette.websockets import WebSocketDisconnect
 
 from twentyone.server.config import Settings
+from twentyone.server.context import Caller, ServiceError
 from twentyone.server.service import GameService
 
 
@@ -320,19 +321,37 @@ def test_operator_creates_tables_credits_and_reads_reports(operator: Client, gue
     assert guest.get("/admin/report").status_code == 403
 
 
-def test_credits_and_tables_only_in_the_currencies_players_hold(operator: Client, guest: Client) -> None:
+def test_credits_and_tables_only_in_the_currencies_players_hold(operator: Client, guest: Client,
+                                                                 service: GameService) -> None:
     """A balance in XYZ (or in "usd", beside USD) could never be bet nor shown: refused, and nothing moves."""
     before = guest.get("/me").json()["balances"]
-    for currency in ("XYZ", "CAD"):
+    listed = "currency: Input should be 'USD', 'GBP' or 'EUR'."  # the schema lists the three
+    for currency in ("XYZ", "CAD", "usd"):
         refused = operator.post("/admin/credit", {"player": guest.name, "currency": currency, "amount": 100})
-        assert refused.status_code == 422 and "USD, GBP, EUR only" in refused.json()["detail"], refused.json()
+        assert refused.status_code == 422 and refused.json()["detail"] == listed, refused.json()
         table = {"id": f"in-{currency.lower()}", "name": "Elsewhere", "variant": "classic", "currency": currency,
                  "chips": [100], "limits": {"main": [100, 1000]}}
         refused = operator.post("/admin/tables", table)
-        assert refused.status_code == 422 and "currency: one of USD, GBP, EUR" in refused.json()["detail"]
-    assert operator.post("/admin/credit", {"player": guest.name, "currency": "usd", "amount": 1}).status_code == 422
+        assert refused.status_code == 422 and refused.json()["detail"] == listed, refused.json()
+    with pytest.raises(ServiceError, match="USD, GBP, EUR only"):  # the command line's way in
+        service.credit(Caller(0, "operator", "operator"), guest.name, "CAD", 100)
+    with pytest.raises(ServiceError, match="currency: one of USD, GBP, EUR"):
+        service.create_table(Caller(0, "operator", "operator"), "in-cad", {**table, "currency": "CAD"})
     assert guest.get("/me").json()["balances"] == before
     assert not [t for t in guest.get("/tables").json()["tables"] if t["id"].startswith("in-")]
+
+
+def test_a_table_stored_before_the_currency_rule_still_loads_and_the_timers_run(
+        service: GameService, guest: Client) -> None:
+    """Tables were once taken in any three capital letters: such a row must not break the lobby or the timers."""
+    from twentyone.server.models import TableConfig
+
+    spec = {"name": "Old Loonie", "variant": "classic", "currency": "CAD", "chips": [100],
+            "limits": {"main": [100, 1000]}}
+    with service.db.transaction() as session:
+        session.add(TableConfig(id="old-cad", spec=spec, created_at=service.clock()))
+    assert service.tick() == {"dealt": 0, "auto": 0, "delivered": 0}
+    assert "old-cad" in {t["id"] for t in guest.get("/tables").json()["tables"]}
 
 
 def test_a_table_added_from_the_command_line_reaches_the_running_servers_lobby_within_a_tick(

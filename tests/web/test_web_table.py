@@ -273,11 +273,13 @@ def _deal_tries(page: Any, first_try: Any) -> list[str]:
 
     def handle(route: Any) -> None:
         keys.append(route.request.headers.get("idempotency-key", ""))
+        page.try_times.append(time.monotonic())
         if len(keys) == 1:
             first_try(route)
         else:
             route.continue_()
 
+    page.try_times = []
     page.route("**/tables/classic/deal", handle)
     return keys
 
@@ -310,6 +312,23 @@ def test_a_busy_answer_is_sent_again_with_the_same_key_and_deals_once(page: Any,
     expect(page.locator("button[data-action='hit']")).to_be_enabled()
     assert len(keys) == 2 and keys[0] == keys[1] and keys[0], keys
     expect(page.locator("#announce")).not_to_contain_text("busy")  # the player was not told to try again
+    _one_deal_of(live_server, start, page, 100)
+    _forgive(page, "status of 503")
+
+
+def test_a_busy_answer_without_retry_after_waits_half_a_second_before_the_next_try(
+        page: Any, live_server: LiveServer) -> None:
+    """A 503 from something in front of the server may carry no Retry-After: the page still waits, it does not
+    fire the request again at once."""
+    live_server.service.stacked.append(["TS", "6H", "6D", "TC", "8C"])
+    guest_at(page, live_server, "classic")
+    start = balance(page)
+    bet(page, 1, chip="100")
+    keys = _deal_tries(page, lambda route: route.fulfill(status=503, json={"detail": "Busy."}))
+    page.locator("#deal").click()
+    expect(page.locator("button[data-action='hit']")).to_be_enabled()
+    assert len(keys) == 2 and keys[0] == keys[1], keys
+    assert page.try_times[1] - page.try_times[0] >= 0.45, page.try_times  # 0.5 s, not at once
     _one_deal_of(live_server, start, page, 100)
     _forgive(page, "status of 503")
 

@@ -33,7 +33,7 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 from twentyone.core.money import MAX_AMOUNT
 from twentyone.core.shoe import RandomBits
 from twentyone.server.cluster import AdvisoryOwnership, PostgresBroadcaster, is_postgres
-from twentyone.server.config import Settings
+from twentyone.server.config import CURRENCIES, Settings
 from twentyone.server.context import Caller, ServiceError
 from twentyone.server.db import Database, migrate, worker_threads
 from twentyone.server.events import DROPPED_CODE
@@ -73,7 +73,6 @@ def freeze_startup_objects() -> None:
     gc.freeze()
 MAX_ID = 2**31 - 1  # ids are 32-bit integers in storage (and pages stay below it): anything larger is a 422
 MAX_CHIP = 2**31 - 1  # a selected chip is stored as a 32-bit integer
-CURRENCY = "^[A-Z]{3}$"
 MAX_BODY = 64 * 1024  # bytes: the largest request any endpoint needs is a table definition
 
 
@@ -136,7 +135,7 @@ class Decision(BaseModel):
 
 
 class SettingsUpdate(BaseModel):
-    model_config = ConfigDict(extra="forbid")  # a misspelt setting is a 422, not a silent no-op
+    model_config = FORBID_EXTRA  # a misspelt setting is a 422, not a silent no-op
 
     cash_out_visible: StrictBool | None = None
     sound: StrictBool | None = None
@@ -144,7 +143,7 @@ class SettingsUpdate(BaseModel):
 
 
 class LimitsUpdate(BaseModel):
-    model_config = ConfigDict(extra="forbid")  # a misspelt limit must not leave a player believing it is set
+    model_config = FORBID_EXTRA  # a misspelt limit must not leave a player believing it is set
 
     daily_loss_limit: LossLimit | None = None
     session_minutes: Minutes | None = None
@@ -152,12 +151,12 @@ class LimitsUpdate(BaseModel):
 
 
 class TableCreate(BaseModel):
-    model_config = ConfigDict(extra="forbid")  # a misspelt setting (decision_timout) must not be dropped silently
+    model_config = FORBID_EXTRA  # a misspelt setting (decision_timout) must not be dropped silently
 
     id: str = Field(pattern=r"^[A-Za-z0-9_.-]{3,32}$")
     name: str = Field(min_length=1, max_length=64)
     variant: Literal[VARIANTS]  # type: ignore[valid-type]
-    currency: str = Field(pattern=CURRENCY)
+    currency: Literal[CURRENCIES]  # type: ignore[valid-type]  # the schema lists them
     chips: list[ChipValue] = Field(min_length=1, max_length=20)
     limits: dict[str, Annotated[list[Amount], Field(min_length=2, max_length=2)]] = Field(
         max_length=10)
@@ -172,7 +171,7 @@ class Credit(BaseModel):
     model_config = FORBID_EXTRA
 
     player: str = Field(max_length=64)
-    currency: str = Field(pattern=CURRENCY)
+    currency: Literal[CURRENCIES]  # type: ignore[valid-type]  # the schema lists them
     amount: Amount
 
 

@@ -78,6 +78,19 @@ class TableConfigError(ValueError):
     """A table definition is invalid; the message names the field."""
 
 
+def require_held_currency(table: TableSpec) -> None:
+    """A new table plays in a currency players hold balances in (:data:`CURRENCIES`).
+
+    Checked when a table is created, not when a stored one is read: a table made before the
+    rule (in any three letters) still loads, so the lobby and the timers keep working.
+
+    >>> require_held_currency(shipped_tables()["classic"])
+    """
+    if table.currency not in CURRENCIES:
+        raise TableConfigError(f"{table.id}.currency: one of {', '.join(CURRENCIES)}, the currencies players hold "
+                               "balances in.")
+
+
 @dataclass(frozen=True)
 class TableSpec:
     """One table: a variant plus its setting (currency, chips, limits, seats, timers, theme)."""
@@ -150,9 +163,8 @@ def table_from_mapping(table_id: str, data: Mapping[str, Any]) -> TableSpec:
     if rules.deal.seats and not 1 <= seats <= rules.deal.seats:
         raise TableConfigError(f"{table_id}.seats: 1 to {rules.deal.seats} for {variant}.")
     currency = need("currency", str)
-    if currency not in CURRENCIES:
-        raise TableConfigError(f"{table_id}.currency: one of {', '.join(CURRENCIES)}, the currencies players hold "
-                               "balances in.")
+    if len(currency) != 3 or not currency.isalpha() or not currency.isupper():
+        raise TableConfigError(f"{table_id}.currency: a three-letter code like USD.")
     return TableSpec(
         id=table_id, name=need("name", str), variant=variant, currency=currency, chips=tuple(sorted(chips)),
         limits=limits, hands_per_player=hands, seats=seats,

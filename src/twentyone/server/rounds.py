@@ -45,7 +45,7 @@ from twentyone.server.tables import (
     take_bets,
 )
 from twentyone.server.views import OTHERS_SHOWN, round_json, round_json_held, seat_json, seat_of
-from twentyone.server.wallet import Wallet, WalletError
+from twentyone.server.wallet import Wallet, WalletError, as_refusal
 
 log = logging.getLogger("twentyone.server")
 OPEN = ("betting", "playing")
@@ -166,7 +166,7 @@ class Rounds:
         except (ServiceError, AlreadyApplied, IntegrityError):
             raise
         except WalletError as error:
-            raise ServiceError(error.status, error.detail) from None
+            raise as_refusal(error) from None
         except Exception:  # the game failed before anything committed: nothing was staked
             if round_id is None:
                 raise
@@ -408,7 +408,7 @@ class Rounds:
                 if isinstance(error, ServiceError | AlreadyApplied | IntegrityError):
                     raise
                 if isinstance(error, WalletError):
-                    raise ServiceError(error.status, error.detail) from None
+                    raise as_refusal(error) from None
                 if not isinstance(error, Exception):
                     raise
                 log.exception("round %s malfunctioned", round_id)

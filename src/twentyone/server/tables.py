@@ -26,7 +26,13 @@ from twentyone.core.round import HandBet
 from twentyone.core.shoe import RandomBits, Shoe, needs_shuffle
 from twentyone.core.sidebets import SIDE_BETS
 from twentyone.server.cluster import lock_in_transaction
-from twentyone.server.config import TableConfigError, TableSpec, shipped_tables, table_from_mapping
+from twentyone.server.config import (
+    TableConfigError,
+    TableSpec,
+    require_held_currency,
+    shipped_tables,
+    table_from_mapping,
+)
 from twentyone.server.context import Caller, ServiceError
 from twentyone.server.models import Shoe as ShoeRow
 from twentyone.server.models import Slip, TableConfig
@@ -92,6 +98,7 @@ class TableRegistry:
             raise ServiceError(422, "A table id is 3 to 32 letters, digits, dots, dashes or underscores.")
         try:
             table = table_from_mapping(table_id, spec)
+            require_held_currency(table)
         except TableConfigError as error:
             raise ServiceError(422, str(error)) from None
         if table_id in self._load():

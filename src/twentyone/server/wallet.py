@@ -23,6 +23,7 @@ from sqlalchemy import Table, bindparam, func, insert, select, update
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
+from twentyone.server.context import Busy, ServiceError
 from twentyone.server.models import Account, LedgerEntry, WalletCall
 
 HOUSE = "house"
@@ -35,6 +36,18 @@ class WalletError(Exception):
         super().__init__(detail)
         self.detail = detail
         self.status = status
+
+
+def as_refusal(error: WalletError) -> ServiceError:
+    """The answer to a wallet's refusal: its status and words; an unreachable wallet (503) is :class:`Busy`,
+    with ``Retry-After``, like any other storage trouble that changed nothing.
+
+    >>> as_refusal(WalletTimeout()).headers, as_refusal(WalletError("No funds.")).status
+    ({'Retry-After': '1'}, 409)
+    """
+    if error.status == 503:
+        return Busy(error.detail)
+    return ServiceError(error.status, error.detail)
 
 
 class WalletTimeout(WalletError):

@@ -16,9 +16,10 @@ const MOST_WAIT = 5000;  // ms: a longer Retry-After is cut to this, so a click 
 
 const pause = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
 
-/** How long to wait before try number `tried + 1`: the server's Retry-After, else 0.5 s, 1 s, 2 s. */
+/** How long to wait before try number `tried + 1`: the answer's Retry-After (seconds), else 0.5 s, 1 s, 2 s. */
 function waitBefore(tried, response) {
-  const asked = response ? Number(response.headers.get("Retry-After")) : NaN;
+  const header = response ? response.headers.get("Retry-After") : null;
+  const asked = header === null || header.trim() === "" ? NaN : Number(header);  // Number(null) would be 0
   const ms = Number.isFinite(asked) && asked >= 0 ? asked * 1000 : 500 * 2 ** (tried - 1);
   return Math.min(ms, MOST_WAIT);
 }
@@ -27,13 +28,16 @@ export async function api(method, path, body) {
   const headers = { "Content-Type": "application/json" };
   if (state.token) headers.Authorization = `Bearer ${state.token}`;
   if (method !== "GET") headers["Idempotency-Key"] = crypto.randomUUID();  // one key for every try
+  // Sign-in takes no key: a lost answer there may have made an account (a second try would say the name is
+  // taken, or make another guest), so only a read, or a request the key guards, is asked again after one.
+  const askAgainIfLost = method === "GET" || !path.startsWith("/auth/");
   const sent = body === undefined ? undefined : JSON.stringify(body);
   for (let tried = 1; ; tried++) {
     let response;
     try {
       response = await fetch(path, { method, headers, body: sent });
     } catch (lost) {  // no answer at all
-      if (tried >= TRIES) throw lost;
+      if (tried >= TRIES || !askAgainIfLost) throw lost;
       await pause(waitBefore(tried, null));
       continue;
     }
