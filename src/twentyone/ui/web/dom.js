@@ -11,7 +11,7 @@ export const view = () => document.getElementById("view");
 // A 503 means the server was busy and changed nothing; a request whose answer never came (the connection
 // dropped) may or may not have been applied. Either way the page sends the same request again, with the same
 // Idempotency-Key, so the server applies it once and answers every try alike (docs/server.md, "Conventions").
-export const TRIES = 4;  // in all, the first included
+const TRIES = 4;  // in all, the first included
 const MOST_WAIT = 5000;  // ms: a longer Retry-After is cut to this, so a click never hangs for long
 
 const pause = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
