@@ -6,7 +6,8 @@ plays private classic rounds in process (the service's own calls, no HTTP, one a
 time), a few players at one table, and prints, for each window of rounds, the
 milliseconds per request (wall clock, which includes PostgreSQL's own work), the CPU
 milliseconds of this process, and the statements per request. Flat is right; a column that climbs is a query reading
-history.
+history. At the end, the same figures over the whole run by request kind (bet, deal, action): where a change to
+the request path shows first.
 
     .venv/bin/python benchmarks/history.py [--rounds 20000] [--window 2000] [--players 20] [--database URL]
 
@@ -38,23 +39,29 @@ OPERATOR = "history-benchmark-operator-token"
 
 class Meter:
     """Wall and CPU seconds (this process: the database server's own work shows only in the wall time),
-    requests and statements since the last reset."""
+    requests and statements since the last reset; and, over the whole run, CPU and statements by request kind."""
 
     def __init__(self, service: GameService) -> None:
         self.statements = 0
         self.requests = 0
         self.cpu = self.wall = 0.0
+        self.by_kind: dict[str, list[float]] = {}  # kind: [requests, CPU seconds, statements]
         event.listen(service.store.db.engine, "before_cursor_execute", self._statement)
 
     def _statement(self, *_args: Any) -> None:
         self.statements += 1
 
-    def timed(self, call: Callable[[], Any]) -> Any:
-        started, started_cpu = time.perf_counter(), time.process_time()
+    def timed(self, call: Callable[[], Any], kind: str = "request") -> Any:
+        started, started_cpu, statements = time.perf_counter(), time.process_time(), self.statements
         answer = call()
         self.wall += time.perf_counter() - started
-        self.cpu += time.process_time() - started_cpu
+        cpu = time.process_time() - started_cpu
+        self.cpu += cpu
         self.requests += 1
+        totals = self.by_kind.setdefault(kind, [0, 0.0, 0])
+        totals[0] += 1
+        totals[1] += cpu
+        totals[2] += self.statements - statements
         return answer
 
     def reset(self) -> tuple[float, float, float]:
@@ -66,7 +73,7 @@ class Meter:
 
 def play_round(service: GameService, player: Caller, meter: Meter, minimum: int) -> None:
     def once(kind: str, call: Callable[[], Any]) -> Any:
-        return meter.timed(lambda: service.idempotent(player, uuid.uuid4().hex, kind, 200, call)[1])
+        return meter.timed(lambda: service.idempotent(player, uuid.uuid4().hex, kind, 200, call)[1], kind)
 
     once("bet", lambda: service.bet_control(player, TABLE, "bet", 1, "main", minimum))
     view = once("deal", lambda: service.deal(player, TABLE))
@@ -103,6 +110,9 @@ def main() -> None:
         if played % args.window == 0:
             wall, cpu, statements = meter.reset()
             print(f"{played:>14,} {wall:>15.2f} {cpu:>19.2f} {statements:>23.1f}", flush=True)
+    print(f"\n{'request kind':>14} {'requests':>15} {'ms CPU per request':>19} {'statements per request':>23}")
+    for kind, (count, cpu_seconds, statements_run) in meter.by_kind.items():
+        print(f"{kind:>14} {int(count):>15,} {1000 * cpu_seconds / count:>19.2f} {statements_run / count:>23.1f}")
 
 
 if __name__ == "__main__":

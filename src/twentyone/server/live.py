@@ -24,12 +24,12 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
 
-from sqlalchemy import select
+from sqlalchemy import bindparam, select
 from sqlalchemy.orm import Session
 
 from twentyone.core.round import Round as Engine
 from twentyone.core.shoe import Shoe
-from twentyone.server.models import Round, RoundAction, RoundSeat
+from twentyone.server.models import ROUND_ACTIONS, Round, RoundSeat
 from twentyone.server.models import Shoe as ShoeRow
 from twentyone.server.tables import hand_bets_of
 from twentyone.variants import builtin_rules
@@ -130,11 +130,17 @@ class LiveRounds:
             self._finished.pop(round_id, None)
 
 
+_ACTION = ROUND_ACTIONS.c
+ACTIONS = (select(_ACTION.player_id, _ACTION.action, _ACTION.source).where(_ACTION.round_id == bindparam("round_id"))
+           .order_by(_ACTION.seq))
+ACTIONS_SINCE = (select(_ACTION.player_id, _ACTION.action)
+                 .where(_ACTION.round_id == bindparam("round_id"), _ACTION.seq >= bindparam("seq"))
+                 .order_by(_ACTION.seq))
+
+
 def caught_up(session: Session, round_row: Round, version: int, engine: Engine) -> Engine | None:
     """``engine``, kept at ``version``, with the decisions logged since applied; None if they do not apply."""
-    rows = session.execute(select(RoundAction.player_id, RoundAction.action)
-                           .where(RoundAction.round_id == round_row.id, RoundAction.seq >= version)
-                           .order_by(RoundAction.seq)).all()
+    rows = session.execute(ACTIONS_SINCE, {"round_id": round_row.id, "seq": version}).all()
     if len(rows) != round_row.version - version:
         return None
     try:
@@ -147,8 +153,7 @@ def caught_up(session: Session, round_row: Round, version: int, engine: Engine) 
 
 def round_actions(session: Session, round_id: int) -> list[dict[str, Any]]:
     """The round's decisions in the order they were taken: who, what, and whether a player or the timer."""
-    rows = session.execute(select(RoundAction.player_id, RoundAction.action, RoundAction.source)
-                           .where(RoundAction.round_id == round_id).order_by(RoundAction.seq)).all()
+    rows = session.execute(ACTIONS, {"round_id": round_id}).all()
     return [{"player": player_id, "action": action, "source": source} for player_id, action, source in rows]
 
 

@@ -8,7 +8,7 @@ house's), and a balance is the sum of an account's rows.
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Any, ClassVar
+from typing import Any, ClassVar, cast
 
 from sqlalchemy import (
     JSON,
@@ -19,6 +19,7 @@ from sqlalchemy import (
     Index,
     Integer,
     String,
+    Table,
     Text,
     UniqueConstraint,
     false,
@@ -211,3 +212,19 @@ class GuestArrival(Base):
     id: Mapped[int] = mapped_column(Integer, primary_key=True)
     address: Mapped[str] = mapped_column(String(64))
     arrived_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), index=True)
+
+
+# The tables themselves, for the statements of the request path that read columns or write rows without ORM
+# objects. A statement built on a mapped class (``update(Account)``, ``select(Account.balance)``) goes through
+# the ORM's layer at every execution even when it loads no object: on SQLite here an UPDATE of one account
+# cost 105 us that way and 25 us as Core, a one-column SELECT 51 us against 28 us.
+ACCOUNTS = cast(Table, Account.__table__)
+LEDGER = cast(Table, LedgerEntry.__table__)
+PLAYERS = cast(Table, Player.__table__)
+SHOES = cast(Table, Shoe.__table__)
+ROUNDS = cast(Table, Round.__table__)
+ROUND_ACTIONS = cast(Table, RoundAction.__table__)
+ROUND_SEATS = cast(Table, RoundSeat.__table__)
+SLIPS = cast(Table, Slip.__table__)
+IDEMPOTENCY = cast(Table, IdempotentRequest.__table__)
+TABLE_CONFIGS = cast(Table, TableConfig.__table__)

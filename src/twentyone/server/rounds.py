@@ -18,7 +18,7 @@ from collections.abc import Callable, Sequence
 from datetime import datetime, timedelta
 from typing import Any, cast
 
-from sqlalchemy import bindparam, func, or_, select, update
+from sqlalchemy import bindparam, func, insert, or_, select, update
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
@@ -31,7 +31,7 @@ from twentyone.server.config import TableSpec
 from twentyone.server.context import Caller, ServiceError, aware
 from twentyone.server.events import Broadcaster
 from twentyone.server.live import FINISHED, LiveRounds, dealt_engine
-from twentyone.server.models import Player, Round, RoundAction, RoundSeat, Slip
+from twentyone.server.models import PLAYERS, ROUND_ACTIONS, ROUND_SEATS, ROUNDS, SHOES, Player, Round, RoundSeat, Slip
 from twentyone.server.models import Shoe as ShoeRow
 from twentyone.server.money import refusal
 from twentyone.server.store import AlreadyApplied, Store
@@ -41,6 +41,7 @@ from twentyone.server.tables import (
     bets_total,
     hand_bet_json,
     ready_bets,
+    save_slip,
     slip_row,
     take_bets,
 )
@@ -55,11 +56,12 @@ NOBODY = 0  # a player id no account has: a round as seen by someone without a s
 
 # The shoe moves past the round's cards and is finished once past its cut card (needs_shuffle, in SQL);
 # the answer says whether it is.
-SHOE_MOVED = (update(ShoeRow).where(ShoeRow.id == bindparam("shoe_id"))
-              .values(position=bindparam("dealt"), finished=or_(ShoeRow.finished, ShoeRow.cut_card.is_(None),
-                                                                bindparam("dealt") >= ShoeRow.cut_card))
-              .returning(ShoeRow.finished)
-              .execution_options(synchronize_session=False))
+SHOE_MOVED = (update(SHOES).where(SHOES.c.id == bindparam("shoe_id"))
+              .values(position=bindparam("dealt"), finished=or_(SHOES.c.finished, SHOES.c.cut_card.is_(None),
+                                                                bindparam("dealt") >= SHOES.c.cut_card))
+              .returning(SHOES.c.finished))
+# A decision appended to the round's log (Core: nothing reads the row back in its transaction).
+LOG_ACTION = insert(ROUND_ACTIONS)
 
 
 class Malfunction(Exception):
@@ -77,23 +79,30 @@ _OPEN_AT_TABLE = select(Round).where(Round.table_id == bindparam("table_id"), Ro
 OPEN_SHARED_ROUND = _OPEN_AT_TABLE.order_by(Round.id.desc()).limit(1)
 OPEN_OWN_ROUND = (_OPEN_AT_TABLE.join(RoundSeat, RoundSeat.round_id == Round.id)
                   .where(RoundSeat.player_id == bindparam("player_id")).order_by(Round.id.desc()).limit(1))
+# Whether the player has a round open at a private table (a deal must wait for it to end): its id, no object.
+OPEN_OWN_ROUND_ID = (select(ROUNDS.c.id).join(ROUND_SEATS, ROUND_SEATS.c.round_id == ROUNDS.c.id)
+                     .where(ROUNDS.c.table_id == bindparam("table_id"), ROUNDS.c.status.in_(OPEN),
+                            ROUND_SEATS.c.player_id == bindparam("player_id")).limit(1))
+# What a deal or a join reads of the player: the limits' checks and the seat's name, as a row.
+PLAYER = (select(PLAYERS.c.id, PLAYERS.c.name, PLAYERS.c.limits, PLAYERS.c.session_started_at)
+          .where(PLAYERS.c.id == bindparam("player_id")))
 ROUND_FOR_UPDATE = select(Round).where(Round.id == bindparam("round_id")).with_for_update()
 BETTING_ROUND = (select(Round).where(Round.table_id == bindparam("table_id"), Round.status == "betting")
                  .with_for_update())
-PLAYING_ROUND_ID = select(Round.id).where(Round.table_id == bindparam("table_id"), Round.status == "playing")
+PLAYING_ROUND_ID = select(ROUNDS.c.id).where(ROUNDS.c.table_id == bindparam("table_id"), ROUNDS.c.status == "playing")
 # A round view lists the first OTHERS_SHOWN seats in full and counts the rest, so a join past those
 # changes only a count: the table hears of every CROWD_NEWS_EVERY-th such join (and of the deal), not
 # of each. Told of each, 1,000 players joining a power round would be a million events to 1,000 sockets.
 CROWD_NEWS_EVERY = 50
 # How many seats a round has and the last position taken: one row, not a thousand positions at a power table.
-SEATS_TAKEN = (select(func.count(), func.coalesce(func.max(RoundSeat.position), 0))
-               .where(RoundSeat.round_id == bindparam("round_id")))
+SEATS_TAKEN = (select(func.count(), func.coalesce(func.max(ROUND_SEATS.c.position), 0))
+               .where(ROUND_SEATS.c.round_id == bindparam("round_id")))
 
 
 # A shared table's newest finished round: the newest of each finished status, each from the end of its range of
 # the index on (table_id, status, id) rather than a sort of the table's history (migration 0006).
-_NEWEST_WITH_STATUS = select(func.max(Round.id)).where(Round.table_id == bindparam("table_id"),
-                                                       Round.status == bindparam("status"))
+_NEWEST_WITH_STATUS = select(func.max(ROUNDS.c.id)).where(ROUNDS.c.table_id == bindparam("table_id"),
+                                                            ROUNDS.c.status == bindparam("status"))
 
 
 def last_finished_round(session: Session, table_id: str) -> Round | None:
@@ -134,7 +143,7 @@ class Rounds:
         try:
             with self.store.write() as session:
                 player = _player(session, caller)
-                if current_round(session, table, caller.id) is not None:
+                if session.execute(OPEN_OWN_ROUND_ID, {"table_id": table.id, "player_id": caller.id}).first():
                     raise ServiceError(409, "Finish the round in play before dealing another.")
                 self.wallet.lock(session, caller.id, table.currency)
                 slip = slip_row(session, caller.id, table, self.clock)
@@ -157,6 +166,7 @@ class Rounds:
                 self._stake(session, table, round_row, seat, state.total)
                 session.add(seat)  # after the stake: inserted with it, not inserted and then updated
                 take_bets(slip)
+                save_slip(session, slip)
                 session.flush()
                 engine = self._deal_engine(round_row, shoe, [seat])
                 self._after_change(session, round_row, engine, table, [seat])
@@ -215,6 +225,7 @@ class Rounds:
                              bets=[hand_bet_json(b) for b in hand_bets], confirmed=True, staked=0, returned=0)
             session.add(seat)
             take_bets(slip)
+            save_slip(session, slip)
             session.flush()
             round_id = round_row.id
             body = self.store.answer(session, round_json(session, round_row, table, caller.id, None))
@@ -273,8 +284,8 @@ class Rounds:
                                         .order_by(RoundSeat.position)).all()
                 # What the limits need of each player, as plain rows: a thousand ORM players cost a quarter second.
                 players = {row.id: row for row in session.execute(
-                    select(Player.id, Player.limits, Player.session_started_at)
-                    .where(Player.id.in_([seat.player_id for seat in seats])))}
+                    select(PLAYERS.c.id, PLAYERS.c.limits, PLAYERS.c.session_started_at)
+                    .where(PLAYERS.c.id.in_([seat.player_id for seat in seats])))}
                 for seat in seats:
                     self.wallet.lock(session, seat.player_id, table.currency)
                     total = bets_total(seat.bets)
@@ -387,8 +398,9 @@ class Rounds:
                         engine.act(action, decision.player)
                     except Exception as error:
                         raise Malfunction(str(error)) from error
-                    session.add(RoundAction(round_id=round_id, seq=round_row.version, player_id=int(decision.player),
-                                            action=str(action), source=source))
+                    session.execute(LOG_ACTION, {"round_id": round_id, "seq": round_row.version,
+                                                 "player_id": int(decision.player), "action": str(action),
+                                                 "source": source})
                     if source == "timeout":  # the player is told (their round view and history: ``timed_out``)
                         seat.timed_out += 1
                     # A common draw has one clock for everyone, restarted when the round moves on a step: a
@@ -574,7 +586,9 @@ class Rounds:
 
 
 def _player(session: Session, caller: Caller) -> Player:
-    player = session.get(Player, caller.id)
+    """The caller as a player, read only: a row with the attributes of a :class:`Player` that the limits' checks
+    and the seat's name read (an ORM object, loaded at every deal, cost twice the statement)."""
+    player = session.execute(PLAYER, {"player_id": caller.id}).first()
     if player is None:
         raise ServiceError(403, "Only players can bet: the operator has no seat.")
-    return player
+    return cast(Player, player)

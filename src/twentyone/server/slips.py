@@ -10,9 +10,8 @@ from sqlalchemy.orm import Session
 from twentyone.core.betting import MAIN
 from twentyone.server.config import TableSpec
 from twentyone.server.context import Caller, ServiceError, aware
-from twentyone.server.models import Slip
 from twentyone.server.rounds import Rounds, current_round, last_finished_round
-from twentyone.server.tables import apply_control, bet_slip, slip_row, slip_view, table_json
+from twentyone.server.tables import apply_control, bet_slip, find_slip, save_slip, slip_row, slip_view, table_json
 from twentyone.server.views import round_json_held, seat_of
 
 # How long after it settles a shared round is shown to those who watched it: the table's next refresh, which its
@@ -37,6 +36,7 @@ class Slips:
             state = bet_slip(slip, table, self.rounds.wallet.balance(session, caller.id, table.currency))
             apply_control(slip, state, control, spot, bet_type, chip, table.currency)
             slip.updated_at = self.rounds.clock()
+            save_slip(session, slip)
             # The next shoe, and a table's first (a private table's: its player's), committed to before the deal.
             body = {"slip": slip_view(slip, state), "next_shoe": self.rounds.shoes.published(session, table, caller.id)}
             if not (control == "rebet" and table.same_bet_deals):
@@ -50,7 +50,7 @@ class Slips:
         with self.rounds.store.read() as session:
             # None before a table's first bet control (a private table's: its player's), and after a void.
             shoe = self.rounds.shoes.next_published(session, table, caller.id)
-            slip = session.get(Slip, (caller.id, table.id))
+            slip = find_slip(session, caller.id, table.id)
             balance = self.rounds.wallet.balance(session, caller.id, table.currency) if not caller.is_operator else 0
             current = current_round(session, table, caller.id)
             view = None

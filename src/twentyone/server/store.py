@@ -18,23 +18,22 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any, cast
+from typing import Any
 
-from sqlalchemy import Table, bindparam, insert, select, text
+from sqlalchemy import bindparam, insert, select, text
 from sqlalchemy import exc as db_errors
 from sqlalchemy.orm import Session
 
 from twentyone.server.context import Busy, Caller, ServiceError
 from twentyone.server.db import Database
-from twentyone.server.models import IdempotentRequest
+from twentyone.server.models import IDEMPOTENCY
 
 MAX_KEY = 128
-STORED = (select(IdempotentRequest.request, IdempotentRequest.status_code, IdempotentRequest.response)
-          .where(IdempotentRequest.player_id == bindparam("player_id"), IdempotentRequest.key == bindparam("key")))
-
-SEEN = select(IdempotentRequest.player_id).where(IdempotentRequest.player_id == bindparam("player_id"),
-                                                 IdempotentRequest.key == bindparam("key"))
-RECORD = insert(cast(Table, IdempotentRequest.__table__))  # Core: the row is never read back in its transaction
+STORED = (select(IDEMPOTENCY.c.request, IDEMPOTENCY.c.status_code, IDEMPOTENCY.c.response)
+          .where(IDEMPOTENCY.c.player_id == bindparam("player_id"), IDEMPOTENCY.c.key == bindparam("key")))
+SEEN = select(IDEMPOTENCY.c.player_id).where(IDEMPOTENCY.c.player_id == bindparam("player_id"),
+                                             IDEMPOTENCY.c.key == bindparam("key"))
+RECORD = insert(IDEMPOTENCY)  # Core (models.IDEMPOTENCY): the row is never read back in its transaction
 
 
 @dataclass

@@ -11,11 +11,12 @@ from __future__ import annotations
 import secrets
 import threading
 from collections.abc import Callable
+from dataclasses import asdict, dataclass
 from datetime import datetime
 from typing import Any
 from weakref import WeakKeyDictionary
 
-from sqlalchemy import bindparam, func, select
+from sqlalchemy import bindparam, func, insert, select, update
 from sqlalchemy.orm import Session
 from sqlalchemy.pool import Pool
 
@@ -34,8 +35,8 @@ from twentyone.server.config import (
     table_from_mapping,
 )
 from twentyone.server.context import Caller, ServiceError
+from twentyone.server.models import SHOES, SLIPS, TABLE_CONFIGS, TableConfig
 from twentyone.server.models import Shoe as ShoeRow
-from twentyone.server.models import Slip, TableConfig
 from twentyone.server.money import refusal
 from twentyone.server.store import Store
 from twentyone.server.wallet import Wallet
@@ -44,7 +45,7 @@ from twentyone.variants import builtin_rules
 TABLE_ID_PATTERN = r"^[A-Za-z0-9_.-]{3,32}$"
 
 
-COUNT_TABLES = select(func.count()).select_from(TableConfig)  # operator tables: they are added, never removed
+COUNT_TABLES = select(func.count()).select_from(TABLE_CONFIGS)  # operator tables: they are added, never removed
 
 
 class TableRegistry:
@@ -123,14 +124,53 @@ def table_json(table: TableSpec) -> dict[str, Any]:
 
 
 # ------------------------------------------------------------------ bet slips
-def slip_row(session: Session, player_id: int, table: TableSpec, clock: Callable[[], datetime]) -> Slip:
-    slip = session.get(Slip, (player_id, table.id))
+@dataclass
+class SlipRecord:
+    """A player's bet slip at a table (``slips``): bets built before the deal, held, never debited.
+
+    Read and written as a plain row by Core statements, not as an ORM object: every chip and every
+    bet writes it, and the unit of work's flush of one slip cost more than its UPDATE. Keys of
+    ``bets`` are ``"spot|type"``; ``history`` is the slip's earlier states, for UNDO.
+    """
+
+    player_id: int
+    table_id: str
+    bets: dict[str, int]
+    history: list[dict[str, int]]
+    chip: int
+    previous: dict[str, int]
+    updated_at: datetime
+
+
+_SLIP = SLIPS.c
+SLIP = (select(_SLIP.player_id, _SLIP.table_id, _SLIP.bets, _SLIP.history, _SLIP.chip, _SLIP.previous, _SLIP.updated_at)
+        .where(_SLIP.player_id == bindparam("player_id"), _SLIP.table_id == bindparam("table_id")))
+NEW_SLIP = insert(SLIPS)
+SAVE_SLIP = (update(SLIPS).where(_SLIP.player_id == bindparam("slip_player"), _SLIP.table_id == bindparam("slip_table"))
+             .values(bets=bindparam("bets"), history=bindparam("history"), chip=bindparam("chip"),
+                     previous=bindparam("previous"), updated_at=bindparam("updated_at")))
+
+
+def find_slip(session: Session, player_id: int, table_id: str) -> SlipRecord | None:
+    """The player's slip at the table, if they have touched its bet controls."""
+    row = session.execute(SLIP, {"player_id": player_id, "table_id": table_id}).first()
+    return SlipRecord(**row._asdict()) if row is not None else None
+
+
+def slip_row(session: Session, player_id: int, table: TableSpec, clock: Callable[[], datetime]) -> SlipRecord:
+    """The player's slip at the table, created (empty, the table's smallest chip chosen) on first use."""
+    slip = find_slip(session, player_id, table.id)
     if slip is None:
-        slip = Slip(player_id=player_id, table_id=table.id, bets={}, history=[], chip=table.chips[0], previous={},
-                    updated_at=clock())
-        session.add(slip)
-        session.flush()
+        slip = SlipRecord(player_id, table.id, {}, [], table.chips[0], {}, clock())
+        session.execute(NEW_SLIP, asdict(slip))
     return slip
+
+
+def save_slip(session: Session, slip: SlipRecord) -> None:
+    """Write the slip's changes, in the caller's transaction."""
+    session.execute(SAVE_SLIP, {"slip_player": slip.player_id, "slip_table": slip.table_id, "bets": slip.bets,
+                                "history": slip.history, "chip": slip.chip, "previous": slip.previous,
+                                "updated_at": slip.updated_at})
 
 
 def _key(text: str) -> tuple[int, str]:
@@ -142,7 +182,7 @@ def _text(bets: dict[tuple[int, str], int]) -> dict[str, int]:
     return {f"{spot}|{bet_type}": amount for (spot, bet_type), amount in bets.items()}
 
 
-def bet_slip(slip: Slip | None, table: TableSpec, balance: int) -> BetSlip:
+def bet_slip(slip: SlipRecord | None, table: TableSpec, balance: int) -> BetSlip:
     """The engine's bet slip for a stored one (or an empty one)."""
     rules = builtin_rules(table.variant)
     result = BetSlip(table.bet_limits, table.chips, balance, table.hands_per_player, tuple(rules.side_bets))
@@ -153,13 +193,13 @@ def bet_slip(slip: Slip | None, table: TableSpec, balance: int) -> BetSlip:
     return result
 
 
-def slip_view(slip: Slip | None, slip_state: BetSlip) -> dict[str, Any]:
+def slip_view(slip: SlipRecord | None, slip_state: BetSlip) -> dict[str, Any]:
     return {"bets": [{"spot": s, "type": t, "amount": v} for (s, t), v in sorted(slip_state.bets.items())],
             "total": slip_state.total, "chip": slip_state.chip, "enabled_chips": list(slip_state.enabled_chips()),
             "can_rebet": bool(slip is not None and slip.previous)}
 
 
-def apply_control(slip: Slip, state: BetSlip, control: str, spot: int, bet_type: str, chip: int | None,
+def apply_control(slip: SlipRecord, state: BetSlip, control: str, spot: int, bet_type: str, chip: int | None,
                   currency: str) -> None:
     """CHIP, place a chip (``bet``), UNDO, x2 (``double``), REBET, CLEAR: the sheet's bet controls."""
     try:
@@ -188,7 +228,7 @@ def apply_control(slip: Slip, state: BetSlip, control: str, spot: int, bet_type:
     slip.chip = state.chip
 
 
-def take_bets(slip: Slip) -> None:
+def take_bets(slip: SlipRecord) -> None:
     """The slip's bets went into a round: remember them for REBET and empty the slip."""
     slip.previous, slip.bets, slip.history = dict(slip.bets), {}, []
 
@@ -205,7 +245,7 @@ def bets_total(bets: list[dict[str, Any]]) -> int:
     return sum(entry["bet"] + sum(entry["side_bets"].values()) for entry in bets)
 
 
-def ready_bets(session: Session, slip: Slip, table: TableSpec, wallet: Wallet, player_id: int
+def ready_bets(session: Session, slip: SlipRecord, table: TableSpec, wallet: Wallet, player_id: int
                ) -> tuple[int, BetSlip, list[HandBet]]:
     """The player's slip as bets ready for a deal: balance and the table's minimums checked."""
     balance = wallet.balance(session, player_id, table.currency)
@@ -218,15 +258,16 @@ def ready_bets(session: Session, slip: Slip, table: TableSpec, wallet: Wallet, p
 
 
 # --------------------------------------------------------------------- shoes
-COMMITMENT = select(ShoeRow.commitment).where(ShoeRow.id == bindparam("shoe_id"))
+COMMITMENT = select(SHOES.c.commitment).where(SHOES.c.id == bindparam("shoe_id"))
 _UNFINISHED = select(ShoeRow).where(ShoeRow.table_id == bindparam("table_id"), ShoeRow.finished.is_(False))
 UNFINISHED_SHARED = _UNFINISHED.where(ShoeRow.player_id.is_(None)).order_by(ShoeRow.id.desc())
 UNFINISHED_OWN = _UNFINISHED.where(ShoeRow.player_id == bindparam("player_id")).order_by(ShoeRow.id.desc())
-_NEWEST = (select(ShoeRow.id, ShoeRow.commitment, ShoeRow.position, ShoeRow.cut_card)
-           .where(ShoeRow.table_id == bindparam("table_id"), ShoeRow.finished.is_(False))
-           .order_by(ShoeRow.id.desc()).limit(1))
-NEWEST_SHARED = _NEWEST.where(ShoeRow.player_id.is_(None))
-NEWEST_OWN = _NEWEST.where(ShoeRow.player_id == bindparam("player_id"))
+_NEWEST = (select(SHOES.c.id, SHOES.c.commitment, SHOES.c.position, SHOES.c.cut_card)
+           .where(SHOES.c.table_id == bindparam("table_id"), SHOES.c.finished.is_(False))
+           .order_by(SHOES.c.id.desc()).limit(1))
+NEWEST_SHARED = _NEWEST.where(SHOES.c.player_id.is_(None))
+NEWEST_OWN = _NEWEST.where(SHOES.c.player_id == bindparam("player_id"))
+NEW_SHOE = insert(SHOES).returning(SHOES.c.id)
 COMMITMENTS_KEPT = 4096  # shoes whose commitment a process remembers (a shoe serves one round or dozens)
 _NEW_SHOES = "twentyone.new_shoes"  # session.info: commitments of the shoes this transaction created
 _commitments: WeakKeyDictionary[Pool, dict[int, str]] = WeakKeyDictionary()
@@ -331,11 +372,13 @@ class Shoes:
                 rest.remove(card)
             cards = top + rest
         salt = secrets.token_hex(16)
-        shoe = ShoeRow(table_id=table.id, player_id=owner, cards=" ".join(cards), salt=salt,
-                       commitment=commitment(salt, cards), position=0, cut_card=rules.shoe.cut_card,
-                       finished=False, created_at=self.clock())
-        session.add(shoe)
-        session.flush()
+        row = {"table_id": table.id, "player_id": owner, "cards": " ".join(cards), "salt": salt,
+               "commitment": commitment(salt, cards), "position": 0, "cut_card": rules.shoe.cut_card,
+               "finished": False, "created_at": self.clock()}
+        # A Core insert, not an object for the unit of work to flush: a private table shuffles at every
+        # round's end, and a flush of its own cost more than the insert. The object returned holds the
+        # row's values, outside the session; nothing changes a new shoe in the transaction that made it.
+        shoe = ShoeRow(id=session.execute(NEW_SHOE, row).scalar_one(), **row)
         session.info.setdefault(_NEW_SHOES, {})[shoe.id] = shoe.commitment
         if top is not None:
             self._stacked_ids.add(shoe.id)

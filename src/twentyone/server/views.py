@@ -27,7 +27,7 @@ from twentyone.core.view import RoundView, hand_json, operation_json
 from twentyone.server.config import TableSpec
 from twentyone.server.context import Caller, ServiceError, aware, iso
 from twentyone.server.live import FINISHED, LiveRounds, round_actions
-from twentyone.server.models import Player, Round, RoundSeat
+from twentyone.server.models import PLAYERS, ROUND_SEATS, SHOES, Round, RoundSeat
 from twentyone.server.models import Shoe as ShoeRow
 from twentyone.server.store import Store
 from twentyone.server.tables import bets_total, commitment_of
@@ -40,8 +40,8 @@ OTHERS_SHOWN = 48  # other players' seats and hands sent in full; past that, cou
 SEAT = select(RoundSeat).where(RoundSeat.round_id == bindparam("round_id"),
                                RoundSeat.player_id == bindparam("player_id"))
 # A finished round's shoe in one read: its commitment, and its cards if the shoe is finished too.
-REVEALED = (select(ShoeRow.commitment, ShoeRow.finished, ShoeRow.salt, ShoeRow.cards)
-            .where(ShoeRow.id == bindparam("shoe_id")))
+REVEALED = (select(SHOES.c.commitment, SHOES.c.finished, SHOES.c.salt, SHOES.c.cards)
+            .where(SHOES.c.id == bindparam("shoe_id")))
 
 
 def seat_of(session: Session, round_id: int, player_id: int) -> RoundSeat | None:
@@ -49,17 +49,20 @@ def seat_of(session: Session, round_id: int, player_id: int) -> RoundSeat | None
 
 
 # A round view reads its seats as plain rows (no ORM objects: at a power table that is dozens a view).
-SEAT_ROWS = (select(RoundSeat.player_id, RoundSeat.position, RoundSeat.bets, RoundSeat.staked, RoundSeat.returned,
-                    RoundSeat.balance_before, RoundSeat.balance_after, RoundSeat.timed_out, Player.name)
-             .join(Player, Player.id == RoundSeat.player_id).order_by(RoundSeat.position))
+_SEAT = ROUND_SEATS.c
+SEAT_ROWS = (select(_SEAT.player_id, _SEAT.position, _SEAT.bets, _SEAT.staked, _SEAT.returned, _SEAT.balance_before,
+                    _SEAT.balance_after, _SEAT.timed_out, PLAYERS.c.name)
+             .join(PLAYERS, PLAYERS.c.id == _SEAT.player_id).order_by(_SEAT.position))
+SEATS_OF = SEAT_ROWS.where(_SEAT.round_id == bindparam("round_id"))
+FIRST_SEATS_OF = SEATS_OF.limit(bindparam("limit"))
+SEAT_COUNT = select(func.count()).select_from(ROUND_SEATS).where(_SEAT.round_id == bindparam("round_id"))
 
 
 def seats_of(session: Session, round_id: int, limit: int | None = None) -> list[tuple[Any, str]]:
     """The round's seats in order (each with the player's name): rows with the seat's columns as attributes."""
-    query = SEAT_ROWS.where(RoundSeat.round_id == round_id)
-    if limit is not None:
-        query = query.limit(limit)
-    return [(row, row.name) for row in session.execute(query).all()]
+    rows = session.execute(SEATS_OF, {"round_id": round_id}) if limit is None else \
+        session.execute(FIRST_SEATS_OF, {"round_id": round_id, "limit": limit})
+    return [(row, row.name) for row in rows.all()]
 
 
 def seat_json(seat: Any, name: str) -> dict[str, Any]:
@@ -73,11 +76,10 @@ def _seats_shown(session: Session, round_id: int, player_id: int) -> tuple[list[
     shown = seats_of(session, round_id, OTHERS_SHOWN + 1)
     if len(shown) <= OTHERS_SHOWN:
         return shown, len(shown)
-    count = session.scalar(select(func.count()).select_from(RoundSeat).where(RoundSeat.round_id == round_id))
+    count = session.scalar(SEAT_COUNT, {"round_id": round_id})
     shown = shown[:OTHERS_SHOWN]
     if all(seat.player_id != player_id for seat, _ in shown):
-        row = session.execute(SEAT_ROWS.where(RoundSeat.round_id == round_id,
-                                              RoundSeat.player_id == player_id)).first()
+        row = session.execute(SEAT_ROWS.where(_SEAT.round_id == round_id, _SEAT.player_id == player_id)).first()
         if row is not None:
             shown.append((row, row.name))
     return shown, int(count or 0)

@@ -17,14 +17,14 @@ from __future__ import annotations
 
 import uuid
 from datetime import UTC, datetime, timedelta
-from typing import Protocol, cast
+from typing import Protocol
 
-from sqlalchemy import Table, bindparam, func, insert, select, update
+from sqlalchemy import bindparam, func, insert, select, update
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
 from twentyone.server.context import Busy, ServiceError
-from twentyone.server.models import Account, LedgerEntry, WalletCall
+from twentyone.server.models import ACCOUNTS, LEDGER, Account, LedgerEntry, WalletCall
 
 HOUSE = "house"
 
@@ -116,7 +116,8 @@ def account(session: Session, owner: str, currency: str, lock: bool = False) -> 
 
 
 _CREATED = "twentyone.accounts_created"  # session.info: accounts this transaction created (not yet safe to cache)
-ACCOUNT_ID = select(Account.id).where(Account.owner == bindparam("owner"), Account.currency == bindparam("currency"))
+ACCOUNT_ID = select(ACCOUNTS.c.id).where(ACCOUNTS.c.owner == bindparam("owner"),
+                                         ACCOUNTS.c.currency == bindparam("currency"))
 
 
 class AccountIds:
@@ -146,7 +147,8 @@ def player_owner(player_id: int) -> str:
     return f"player:{player_id}"
 
 
-BALANCE = select(Account.balance).where(Account.owner == bindparam("owner"), Account.currency == bindparam("currency"))
+BALANCE = select(ACCOUNTS.c.balance).where(ACCOUNTS.c.owner == bindparam("owner"),
+                                          ACCOUNTS.c.currency == bindparam("currency"))
 
 
 def ledger_balance(session: Session, player_id: int, currency: str) -> int:
@@ -155,8 +157,8 @@ def ledger_balance(session: Session, player_id: int, currency: str) -> int:
     return int(total or 0)
 
 
-BALANCES = select(Account.owner, Account.balance).where(Account.owner.in_(bindparam("owners", expanding=True)),
-                                                       Account.currency == bindparam("currency"))
+BALANCES = select(ACCOUNTS.c.owner, ACCOUNTS.c.balance).where(ACCOUNTS.c.owner.in_(bindparam("owners", expanding=True)),
+                                                               ACCOUNTS.c.currency == bindparam("currency"))
 
 
 def ledger_balances(session: Session, player_ids: list[int], currency: str) -> dict[int, int]:
@@ -187,10 +189,9 @@ def lock_player(session: Session, player_id: int, currency: str, ids: AccountIds
     session.execute(BUMP, {"account_id": account_id})
 
 
-LEDGER = cast(Table, LedgerEntry.__table__)
-BUMP = update(Account).where(Account.id == bindparam("account_id")).values(version=Account.version + 1)
-CREDIT = (update(Account).where(Account.id == bindparam("account_id"))
-          .values(balance=Account.balance + bindparam("amount")))
+BUMP = update(ACCOUNTS).where(ACCOUNTS.c.id == bindparam("account_id")).values(version=ACCOUNTS.c.version + 1)
+CREDIT = (update(ACCOUNTS).where(ACCOUNTS.c.id == bindparam("account_id"))
+          .values(balance=ACCOUNTS.c.balance + bindparam("amount")))
 
 
 def transfer(session: Session, player_id: int, currency: str, amount: int, kind: str,
