@@ -158,9 +158,9 @@ def _orm_layer_use(state) -> list[str]:  # type: ignore[no-untyped-def]
             if desc.get("entity") is not None and desc["expr"] is not desc["entity"]]
 
 
-def test_a_round_writes_its_slips_and_shoes_without_the_orms_unit_of_work(guest, service) -> None:  # type: ignore[no-untyped-def]
-    """Every chip and bet writes the player's slip, and a private round's last decision shuffles the next shoe.
-    Written as ORM objects, each was a flush of the unit of work, which cost more than the statement it sent;
+def test_a_round_writes_its_slips_new_rows_and_shoes_without_the_orms_unit_of_work(guest, service) -> None:  # type: ignore[no-untyped-def]
+    """Every chip and bet writes the player's slip, a deal inserts a round and a seat, and a private round's last
+    decision shuffles the next shoe. Written as ORM objects, each was a flush of the unit of work, which cost more than the statement it sent;
     and statements built on mapped classes (``update(Account)``, ``select(Account.balance)``) went through the
     ORM's layer at every execution, 2-4 times the cost of the same statement on the table (models.ACCOUNTS)."""
     from sqlalchemy.orm import Session
@@ -182,7 +182,7 @@ def test_a_round_writes_its_slips_and_shoes_without_the_orms_unit_of_work(guest,
         guest.bet("classic", 500)
         assert flushed == []  # the slip: Core statements (tables.SlipRecord)
         dealt = guest.post("/tables/classic/deal").json()
-        flushed.clear()
+        assert dealt["status"] == "playing" and flushed == []  # the round and its seat: Core inserts (store.inserted)
         settled = guest.act(dealt["id"], "stand").json()
     finally:
         event.remove(Session, "before_flush", on_flush)

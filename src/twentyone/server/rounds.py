@@ -34,7 +34,7 @@ from twentyone.server.live import FINISHED, LiveRounds, dealt_engine
 from twentyone.server.models import PLAYERS, ROUND_ACTIONS, ROUND_SEATS, ROUNDS, SHOES, Player, Round, RoundSeat, Slip
 from twentyone.server.models import Shoe as ShoeRow
 from twentyone.server.money import refusal
-from twentyone.server.store import AlreadyApplied, Store
+from twentyone.server.store import AlreadyApplied, Store, inserted
 from twentyone.server.tables import (
     Shoes,
     TableRegistry,
@@ -154,20 +154,19 @@ class Rounds:
                     raise refusal(BetSlipError("The balance of {balance} does not cover bets of {bets}.",
                                                balance=balance, bets=state.total), table.currency)
                 shoe = self.shoes.prepared(session, table, caller.id)
-                round_row = Round(table_id=table.id, variant=table.variant, status="playing", shoe_id=shoe.id,
-                                  shoe_start=shoe.position, actions=[], version=0, created_at=self.clock(),
-                                  decision_since=self.clock())
-                session.add(round_row)
-                session.flush()
+                round_row = inserted(session, Round(
+                    table_id=table.id, variant=table.variant, status="playing", shoe_id=shoe.id,
+                    shoe_start=shoe.position, actions=[], version=0, created_at=self.clock(),
+                    decision_since=self.clock(), betting_closes_at=None, void_reason=None, lockstep=True,
+                    settled_at=None))
                 round_id = round_row.id
                 seat = RoundSeat(round_id=round_row.id, player_id=caller.id, position=1,
                                  bets=[hand_bet_json(b) for b in hand_bets], confirmed=True, staked=0, returned=0,
-                                 balance_before=balance)
+                                 balance_before=balance, balance_after=None, timed_out=0)
                 self._stake(session, table, round_row, seat, state.total)
-                session.add(seat)  # after the stake: inserted with it, not inserted and then updated
+                inserted(session, seat)  # after the stake: inserted with it, not inserted and then updated
                 take_bets(slip)
                 save_slip(session, slip)
-                session.flush()
                 engine = self._deal_engine(round_row, shoe, [seat])
                 self._after_change(session, round_row, engine, table, [seat])
                 body = self.store.answer(session, round_json(session, round_row, table, caller.id, engine,
@@ -207,11 +206,11 @@ class Rounds:
                 window = table.betting_window
                 if self._alone(session, table, caller.id):
                     window = min(window, ALONE_WINDOW)
-                round_row = Round(table_id=table.id, variant=table.variant, status="betting", shoe_id=shoe.id,
-                                  shoe_start=shoe.position, actions=[], version=0, created_at=self.clock(),
-                                  betting_closes_at=self.clock() + timedelta(seconds=window))
-                session.add(round_row)
-                session.flush()
+                round_row = inserted(session, Round(
+                    table_id=table.id, variant=table.variant, status="betting", shoe_id=shoe.id,
+                    shoe_start=shoe.position, actions=[], version=0, created_at=self.clock(), decision_since=None,
+                    betting_closes_at=self.clock() + timedelta(seconds=window), void_reason=None, lockstep=True,
+                    settled_at=None))
             if seat_of(session, round_row.id, caller.id) is not None:
                 raise ServiceError(409, "Your bets are already in this round.")
             taken, last = session.execute(SEATS_TAKEN, {"round_id": round_row.id}).one()
@@ -221,12 +220,12 @@ class Rounds:
             self.accounts.check_may_play(player)  # an excluded player is told so, bets or none
             _, state, hand_bets = ready_bets(session, slip, table, self.wallet, caller.id)
             self.accounts.check_limits(session, player, table.currency, state.total)
-            seat = RoundSeat(round_id=round_row.id, player_id=caller.id, position=last + 1,
-                             bets=[hand_bet_json(b) for b in hand_bets], confirmed=True, staked=0, returned=0)
-            session.add(seat)
+            seat = inserted(session, RoundSeat(
+                round_id=round_row.id, player_id=caller.id, position=last + 1,
+                bets=[hand_bet_json(b) for b in hand_bets], confirmed=True, staked=0, returned=0,
+                balance_before=None, balance_after=None, timed_out=0))
             take_bets(slip)
             save_slip(session, slip)
-            session.flush()
             round_id = round_row.id
             body = self.store.answer(session, round_json(session, round_row, table, caller.id, None))
             # The round as anyone else at the table sees it (no seat of their own in it yet): its first join's news.

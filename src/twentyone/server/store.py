@@ -18,15 +18,15 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any
+from typing import Any, TypeVar, cast
 
-from sqlalchemy import bindparam, insert, select, text
+from sqlalchemy import Insert, Table, bindparam, insert, select, text
 from sqlalchemy import exc as db_errors
-from sqlalchemy.orm import Session
+from sqlalchemy.orm import Session, make_transient_to_detached
 
 from twentyone.server.context import Busy, Caller, ServiceError
 from twentyone.server.db import Database
-from twentyone.server.models import IDEMPOTENCY
+from twentyone.server.models import IDEMPOTENCY, Base
 
 MAX_KEY = 128
 STORED = (select(IDEMPOTENCY.c.request, IDEMPOTENCY.c.status_code, IDEMPOTENCY.c.response)
@@ -45,6 +45,28 @@ class _Pending:
     request: str
     status: int
     recorded: bool = False
+
+
+_Row = TypeVar("_Row", bound=Base)
+_INSERTS: dict[str, Insert] = {}  # INSERT ... RETURNING id by table: built once
+
+
+def inserted(session: Session, row: _Row) -> _Row:
+    """Insert ``row`` (a new ORM object with every column but ``id`` given, ``None`` included) with one Core
+    ``INSERT``, and put it in the session as if it had been loaded: its later changes are written as usual.
+
+    The unit of work's flush of one new object cost more than the statement it sends (on SQLite here
+    283 us against 216 us for this, transaction included), and a deal inserts a round and a seat.
+    """
+    table = cast(Table, type(row).__table__)
+    values = {column.key: row.__dict__[column.key] for column in table.columns if column.key != "id"}
+    statement = _INSERTS.get(table.name)
+    if statement is None:
+        statement = _INSERTS[table.name] = insert(table).returning(table.c.id)
+    row.id = session.execute(statement, values).scalar_one()  # type: ignore[attr-defined]
+    make_transient_to_detached(row)
+    session.add(row)
+    return row
 
 
 class AlreadyApplied(Exception):
