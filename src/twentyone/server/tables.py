@@ -167,7 +167,7 @@ def slip_row(session: Session, player_id: int, table: TableSpec, clock: Callable
 
 
 def save_slip(session: Session, slip: SlipRecord) -> None:
-    """Write the slip's changes, in the caller's transaction."""
+    """Write the slip (every column, as read and changed here), in the caller's transaction."""
     session.execute(SAVE_SLIP, {"slip_player": slip.player_id, "slip_table": slip.table_id, "bets": slip.bets,
                                 "history": slip.history, "chip": slip.chip, "previous": slip.previous,
                                 "updated_at": slip.updated_at})
@@ -377,7 +377,7 @@ class Shoes:
                "finished": False, "created_at": self.clock()}
         # A Core insert, not an object for the unit of work to flush: a private table shuffles at every
         # round's end, and a flush of its own cost more than the insert. The object returned holds the
-        # row's values, outside the session; nothing changes a new shoe in the transaction that made it.
+        # row's values as inserted, outside the session: callers read its id, position, cards and commitment.
         shoe = ShoeRow(id=session.execute(NEW_SHOE, row).scalar_one(), **row)
         session.info.setdefault(_NEW_SHOES, {})[shoe.id] = shoe.commitment
         if top is not None:
