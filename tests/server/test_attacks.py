@@ -459,6 +459,34 @@ def test_first_bets_at_once_at_a_fresh_shared_table_commit_to_one_shoe(http: Tes
         assert session.scalars(select(Shoe.id).where(Shoe.table_id == "multiplayer")).all() == shoes[:1]
 
 
+def test_one_players_chips_placed_at_once_are_all_on_the_slip(http: TestClient) -> None:
+    """A player's bet controls at once (two tabs, a double click) each count: eight chips at once are eight on the
+    slip, the first eight included, when the slip does not exist yet. On PostgreSQL each read the slip as it was and
+    wrote it back with its chip alone, so most were lost, and first uses at once collided on the slip's key (500)."""
+    player = guest(http)
+    placed = 8
+
+    def burst() -> list[int]:
+        barrier = threading.Barrier(placed)
+        statuses: list[int] = []
+
+        def bet() -> None:
+            barrier.wait()
+            statuses.append(player.post("/tables/classic/bets", {"spot": 1, "type": "main", "chip": 100}).status_code)
+
+        threads = [threading.Thread(target=bet) for _ in range(placed)]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join()
+        return statuses
+
+    for burst_number in range(1, 4):
+        assert burst() == [200] * placed
+        slip = player.get("/tables/classic").json()["slip"]
+        assert slip["total"] == 100 * placed * burst_number, slip
+
+
 # --------------------------------------------------------------- sign-ups
 def test_fifty_simultaneous_first_sign_ups_on_a_fresh_database(http: TestClient, service: GameService) -> None:
     statuses: list[int] = []

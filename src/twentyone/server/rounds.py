@@ -197,6 +197,8 @@ class Rounds:
     def _join_shared(self, caller: Caller, table: TableSpec) -> dict[str, Any]:
         with self.store.write() as session:
             player = _player(session, caller)
+            # The slip first: its lock comes before the shoes' (as at a bet control), so neither waits for the other.
+            slip = slip_row(session, caller.id, table, self.clock)
             round_row = session.scalars(BETTING_ROUND, {"table_id": table.id}).first()
             opened = round_row is None
             if round_row is None:
@@ -216,7 +218,6 @@ class Rounds:
             taken, last = session.execute(SEATS_TAKEN, {"round_id": round_row.id}).one()
             if table.seats and taken >= table.seats:
                 raise ServiceError(409, f"The table is full: {table.seats} players at most.")
-            slip = slip_row(session, caller.id, table, self.clock)
             self.accounts.check_may_play(player)  # an excluded player is told so, bets or none
             _, state, hand_bets = ready_bets(session, slip, table, self.wallet, caller.id)
             self.accounts.check_limits(session, player, table.currency, state.total)

@@ -16,7 +16,8 @@ from datetime import datetime
 from typing import Any
 from weakref import WeakKeyDictionary
 
-from sqlalchemy import bindparam, func, insert, select, update
+from sqlalchemy import Insert, bindparam, func, insert, select, update
+from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.orm import Session
 from sqlalchemy.pool import Pool
 
@@ -145,25 +146,39 @@ class SlipRecord:
 _SLIP = SLIPS.c
 SLIP = (select(_SLIP.player_id, _SLIP.table_id, _SLIP.bets, _SLIP.history, _SLIP.chip, _SLIP.previous, _SLIP.updated_at)
         .where(_SLIP.player_id == bindparam("player_id"), _SLIP.table_id == bindparam("table_id")))
-NEW_SLIP = insert(SLIPS)
+# A writer's read of the slip holds its row until the transaction ends: every writer reads the slip, changes it and
+# writes all of it back, so two bet controls of one player at once (PostgreSQL runs them at once; SQLite writes one
+# transaction at a time) would each write back their own change alone. The second now waits for the first's.
+SLIP_FOR_UPDATE = SLIP.with_for_update()
+# A slip's first use: of two at once, the second's insert waits for the first's, then does nothing (returns no row).
+NEW_SLIP: dict[str, Insert] = {
+    name: dialect.insert(SLIPS).on_conflict_do_nothing().returning(_SLIP.player_id)
+    for name, dialect in (("postgresql", postgresql), ("sqlite", sqlite))}
 SAVE_SLIP = (update(SLIPS).where(_SLIP.player_id == bindparam("slip_player"), _SLIP.table_id == bindparam("slip_table"))
              .values(bets=bindparam("bets"), history=bindparam("history"), chip=bindparam("chip"),
                      previous=bindparam("previous"), updated_at=bindparam("updated_at")))
 
 
-def find_slip(session: Session, player_id: int, table_id: str) -> SlipRecord | None:
-    """The player's slip at the table, if they have touched its bet controls."""
-    row = session.execute(SLIP, {"player_id": player_id, "table_id": table_id}).first()
+def find_slip(session: Session, player_id: int, table_id: str, *, for_update: bool = False) -> SlipRecord | None:
+    """The player's slip at the table, if they have touched its bet controls (locked ``for_update``)."""
+    query = SLIP_FOR_UPDATE if for_update else SLIP
+    row = session.execute(query, {"player_id": player_id, "table_id": table_id}).first()
     return SlipRecord(**row._asdict()) if row is not None else None
 
 
 def slip_row(session: Session, player_id: int, table: TableSpec, clock: Callable[[], datetime]) -> SlipRecord:
-    """The player's slip at the table, created (empty, the table's smallest chip chosen) on first use."""
-    slip = find_slip(session, player_id, table.id)
-    if slip is None:
-        slip = SlipRecord(player_id, table.id, {}, [], table.chips[0], {}, clock())
-        session.execute(NEW_SLIP, asdict(slip))
-    return slip
+    """The player's slip at the table, for a writer: locked until the transaction ends, and created (empty,
+    the table's smallest chip chosen) on first use."""
+    slip = find_slip(session, player_id, table.id, for_update=True)
+    if slip is not None:
+        return slip
+    fresh = SlipRecord(player_id, table.id, {}, [], table.chips[0], {}, clock())
+    if session.execute(NEW_SLIP[session.get_bind().dialect.name], asdict(fresh)).first() is not None:
+        return fresh
+    made = find_slip(session, player_id, table.id, for_update=True)  # by a twin, committed while this one waited
+    if made is None:  # pragma: no cover - a row that stopped this insert is committed, or this insert had gone in
+        raise RuntimeError(f"the slip of player {player_id} at {table.id!r} is neither new nor found")
+    return made
 
 
 def save_slip(session: Session, slip: SlipRecord) -> None:
