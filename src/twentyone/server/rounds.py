@@ -119,6 +119,27 @@ def current_round(session: Session, table: TableSpec, player_id: int) -> Round |
     return session.scalars(OPEN_OWN_ROUND, {"table_id": table.id, "player_id": player_id}).first()
 
 
+def new_round(table: TableSpec, shoe: ShoeRow, now: datetime, betting_closes_at: datetime | None = None) -> Round:
+    """A new round at ``table`` on ``shoe``'s next card, every column given (as :func:`inserted` needs): dealt at
+    once, or, with ``betting_closes_at``, taking bets until then.
+
+    >>> from datetime import UTC
+    >>> from twentyone.server.config import shipped_tables
+    >>> noon = datetime(2026, 1, 1, 12, tzinfo=UTC)
+    >>> shoe = ShoeRow(id=7, position=52)
+    >>> private = new_round(shipped_tables()["classic"], shoe, noon)
+    >>> private.status, private.shoe_id, private.shoe_start, private.decision_since == noon
+    ('playing', 7, 52, True)
+    >>> new_round(shipped_tables()["multiplayer"], shoe, noon, betting_closes_at=noon).status
+    'betting'
+    """
+    playing = betting_closes_at is None
+    return Round(table_id=table.id, variant=table.variant, status="playing" if playing else "betting",
+                 shoe_id=shoe.id, shoe_start=shoe.position, actions=[], version=0, created_at=now,
+                 decision_since=now if playing else None, betting_closes_at=betting_closes_at, void_reason=None,
+                 lockstep=True, settled_at=None)
+
+
 class Rounds:
     def __init__(self, store: Store, tables: TableRegistry, shoes: Shoes, wallet: Wallet, accounts: Accounts,
                  live: LiveRounds, events: Broadcaster, clock: Callable[[], datetime]) -> None:
@@ -154,11 +175,7 @@ class Rounds:
                     raise refusal(BetSlipError("The balance of {balance} does not cover bets of {bets}.",
                                                balance=balance, bets=state.total), table.currency)
                 shoe = self.shoes.prepared(session, table, caller.id)
-                round_row = inserted(session, Round(
-                    table_id=table.id, variant=table.variant, status="playing", shoe_id=shoe.id,
-                    shoe_start=shoe.position, actions=[], version=0, created_at=self.clock(),
-                    decision_since=self.clock(), betting_closes_at=None, void_reason=None, lockstep=True,
-                    settled_at=None))
+                round_row = inserted(session, new_round(table, shoe, self.clock()))
                 round_id = round_row.id
                 seat = RoundSeat(round_id=round_row.id, player_id=caller.id, position=1,
                                  bets=[hand_bet_json(b) for b in hand_bets], confirmed=True, staked=0, returned=0,
@@ -208,11 +225,8 @@ class Rounds:
                 window = table.betting_window
                 if self._alone(session, table, caller.id):
                     window = min(window, ALONE_WINDOW)
-                round_row = inserted(session, Round(
-                    table_id=table.id, variant=table.variant, status="betting", shoe_id=shoe.id,
-                    shoe_start=shoe.position, actions=[], version=0, created_at=self.clock(), decision_since=None,
-                    betting_closes_at=self.clock() + timedelta(seconds=window), void_reason=None, lockstep=True,
-                    settled_at=None))
+                closes = self.clock() + timedelta(seconds=window)
+                round_row = inserted(session, new_round(table, shoe, self.clock(), betting_closes_at=closes))
             if seat_of(session, round_row.id, caller.id) is not None:
                 raise ServiceError(409, "Your bets are already in this round.")
             taken, last = session.execute(SEATS_TAKEN, {"round_id": round_row.id}).one()

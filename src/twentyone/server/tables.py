@@ -16,7 +16,7 @@ from datetime import datetime
 from typing import Any
 from weakref import WeakKeyDictionary
 
-from sqlalchemy import Insert, bindparam, func, insert, select, update
+from sqlalchemy import Insert, bindparam, func, select, update
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.orm import Session
 from sqlalchemy.pool import Pool
@@ -39,7 +39,7 @@ from twentyone.server.context import Caller, ServiceError
 from twentyone.server.models import SHOES, SLIPS, TABLE_CONFIGS, TableConfig
 from twentyone.server.models import Shoe as ShoeRow
 from twentyone.server.money import refusal
-from twentyone.server.store import Store
+from twentyone.server.store import Store, insert_returning_id
 from twentyone.server.wallet import Wallet
 from twentyone.variants import builtin_rules
 
@@ -282,7 +282,7 @@ _NEWEST = (select(SHOES.c.id, SHOES.c.commitment, SHOES.c.position, SHOES.c.cut_
            .order_by(SHOES.c.id.desc()).limit(1))
 NEWEST_SHARED = _NEWEST.where(SHOES.c.player_id.is_(None))
 NEWEST_OWN = _NEWEST.where(SHOES.c.player_id == bindparam("player_id"))
-NEW_SHOE = insert(SHOES).returning(SHOES.c.id)
+NEW_SHOE = insert_returning_id(SHOES)
 COMMITMENTS_KEPT = 4096  # shoes whose commitment a process remembers (a shoe serves one round or dozens)
 _NEW_SHOES = "twentyone.new_shoes"  # session.info: commitments of the shoes this transaction created
 _commitments: WeakKeyDictionary[Pool, dict[int, str]] = WeakKeyDictionary()
