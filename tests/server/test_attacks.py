@@ -411,6 +411,10 @@ def test_concurrent_duplicates_with_one_key_all_get_the_first_answer_and_money_m
         for thread in threads:
             thread.join()
 
+    crowd("/tables/classic/bets", {"spot": 2, "type": "main", "chip": 100}, "chip-once")
+    assert len(answers) == 8 and all(answer == answers[0] for answer in answers), answers
+    assert guest.get("/tables/classic").json()["slip"]["total"] == 600  # one chip of 100 more, not eight
+    assert guest.post("/tables/classic/undo").status_code == 200
     crowd("/tables/classic/deal", None, "deal-once")
     assert len(answers) == 8 and all(answer == answers[0] for answer in answers), answers
     assert answers[0][0] == 200
@@ -485,6 +489,66 @@ def test_one_players_chips_placed_at_once_are_all_on_the_slip(http: TestClient) 
         assert burst() == [200] * placed
         slip = player.get("/tables/classic").json()["slip"]
         assert slip["total"] == 100 * placed * burst_number, slip
+
+
+LOCK_ORDER = ("round", "account", "slip", "shoe")
+
+
+def _lock_taken(statement: str) -> str | None:
+    """What a PostgreSQL statement locks until its transaction ends, of the rows writers contend for, if any (a new
+    round, seat or ledger row is nobody else's yet)."""
+    words = " ".join(statement.split())
+    locking = words.endswith("FOR UPDATE")
+    for kind, table in (("round", "rounds"), ("account", "accounts"), ("slip", "slips"), ("shoe", "shoes")):
+        if words.startswith(f"UPDATE {table} ") or (locking and f" FROM {table} " in words):
+            return kind
+    if words.startswith("INSERT INTO slips "):  # a new slip's key, which a twin's insert waits on
+        return "slip"
+    return "shoe" if words == "SELECT pg_advisory_xact_lock(%(key)s)" else None  # the shoes' (idempotency has two)
+
+
+def test_every_writer_takes_its_locks_in_one_order(http: TestClient, service: GameService, operator: Client) -> None:
+    """Writers lock rows in one order (a forming round, accounts, slips, shoes), so that no two wait for each other
+    (PostgreSQL answers a deadlock with an error: a 503 and a retry). A join that locked the player's slip before the
+    round deadlocked with the close of betting, which holds the round and empties slips: five to seven 503s in each
+    30-second load run of two processes."""
+    from sqlalchemy import event
+
+    if service.db.engine.dialect.name != "postgresql":
+        pytest.skip("SQLite runs one write transaction at a time: it takes no row locks")
+    taken: list[str] = []
+
+    def note(_conn: Any, _cursor: Any, statement: str, *_rest: Any) -> None:
+        kind = _lock_taken(statement)
+        if kind is not None and kind not in taken:
+            taken.append(kind)
+
+    def locks(call: Any) -> list[str]:
+        taken.clear()
+        assert call().status_code in (200, 201)
+        return list(taken)
+
+    event.listen(service.db.engine, "before_cursor_execute", note)
+    try:
+        alone, first, second = guest(http), guest(http), guest(http)
+        seen = {"bet": locks(lambda: alone.bet("classic", 500)),
+                "deal": locks(lambda: alone.post("/tables/classic/deal"))}
+        round_id = alone.get("/tables/classic").json()["round"]["id"]
+        while (view := alone.get(f"/rounds/{round_id}").json())["status"] == "playing":
+            seen[f"decision {len(seen)}"] = locks(lambda: alone.act(round_id, "stand"))
+        assert view["status"] == "settled"
+        seen["shared bet"] = locks(lambda: first.bet("multiplayer", 500))
+        seen["join, opening the round"] = locks(lambda: first.post("/tables/multiplayer/deal"))
+        second.bet("multiplayer", 500)
+        seen["join"] = locks(lambda: second.post("/tables/multiplayer/deal"))
+        second.bet("multiplayer", 500)  # left on the slip, not confirmed: the close empties it
+        seen["close of betting"] = locks(lambda: operator.post("/admin/tables/multiplayer/close-betting"))
+    finally:
+        event.remove(service.db.engine, "before_cursor_execute", note)
+    assert seen["join"][:2] == ["round", "slip"] and seen["close of betting"][:3] == ["round", "account", "slip"], seen
+    assert any(kinds[-1:] == ["shoe"] for kinds in seen.values()), seen  # the shoes' lock is seen where taken
+    for request, kinds in seen.items():
+        assert kinds == sorted(kinds, key=LOCK_ORDER.index), (request, kinds)
 
 
 # --------------------------------------------------------------- sign-ups

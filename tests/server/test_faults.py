@@ -377,14 +377,18 @@ def test_a_database_error_inside_a_round_is_503_and_changes_nothing(kind: str, h
         assert session.get(Round, round_id).status == "settled"
 
 
-def test_a_database_error_inside_the_deal_is_503_and_stakes_nothing(service: GameService, guest: Client) -> None:
+def test_a_database_error_inside_the_deal_is_503_and_stakes_nothing(service: GameService, guest: Client,
+                                                                   caplog: pytest.LogCaptureFixture) -> None:
     service.stacked.append(STACK)  # no blackjack: the retried deal must leave the stake on the table
     guest.bet("classic", 500)
     balance = guest.balance()
-    with Refuse(service, ERRORS["connection lost"]) as refuse:
+    with Refuse(service, ERRORS["connection lost"]) as refuse, caplog.at_level("WARNING", "twentyone.server.store"):
         refuse.armed = True
         refused = guest.post("/tables/classic/deal", key="deal-x")
     assert refused.status_code == 503 and refused.headers["Retry-After"]
+    # The operator's log says why, in one line: contention (a deadlock, a lock time-out) or a lost connection.
+    assert [record.getMessage() for record in caplog.records if record.name == "twentyone.server.store"] == \
+        ["storage busy, answered 503: Exception: server closed the connection"]
     assert guest.balance() == balance and guest.get("/tables/classic").json()["round"] is None
     assert guest.get("/tables/classic").json()["slip"]["total"] == 500  # the bets wait on the slip
     dealt = guest.post("/tables/classic/deal", key="deal-x")

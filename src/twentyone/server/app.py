@@ -34,7 +34,7 @@ from twentyone.core.money import MAX_AMOUNT
 from twentyone.core.shoe import RandomBits
 from twentyone.server.cluster import AdvisoryOwnership, PostgresBroadcaster, is_postgres
 from twentyone.server.config import CURRENCIES, Settings
-from twentyone.server.context import Caller, ServiceError
+from twentyone.server.context import Busy, Caller, ServiceError
 from twentyone.server.db import Database, migrate, worker_threads
 from twentyone.server.events import DROPPED_CODE
 from twentyone.server.guards import BodyLimit, RateLimiter, document_errors
@@ -466,6 +466,8 @@ async def _timers(service: GameService) -> None:
     while True:
         try:
             await run_in_threadpool(service.tick)
+        except Busy:  # storage contention, logged as one line where it arose: the next tick tries again
+            pass
         except Exception:  # a failing timer must not stop the others; it is logged and retried
             log.exception("timer tick failed")
         await asyncio.sleep(service.settings.tick_seconds)

@@ -214,9 +214,10 @@ class Rounds:
     def _join_shared(self, caller: Caller, table: TableSpec) -> dict[str, Any]:
         with self.store.write() as session:
             player = _player(session, caller)
-            # The slip first: its lock comes before the shoes' (as at a bet control), so neither waits for the other.
-            slip = slip_row(session, caller.id, table, self.clock)
+            # Locks in the order every writer takes them (round, accounts, slip, shoes), or two can deadlock: the
+            # round forming (betting closes with it locked, then empties slips), the slip, then a new round's shoe.
             round_row = session.scalars(BETTING_ROUND, {"table_id": table.id}).first()
+            slip = slip_row(session, caller.id, table, self.clock)
             opened = round_row is None
             if round_row is None:
                 if session.scalars(PLAYING_ROUND_ID, {"table_id": table.id}).first() is not None:

@@ -12,6 +12,7 @@ No transaction here ever waits for a second connection.
 
 from __future__ import annotations
 
+import logging
 import threading
 import zlib
 from collections.abc import Callable, Iterator
@@ -28,6 +29,7 @@ from twentyone.server.context import Busy, Caller, ServiceError
 from twentyone.server.db import Database
 from twentyone.server.models import IDEMPOTENCY, Base
 
+log = logging.getLogger(__name__)
 MAX_KEY = 128
 STORED = (select(IDEMPOTENCY.c.request, IDEMPOTENCY.c.status_code, IDEMPOTENCY.c.response)
           .where(IDEMPOTENCY.c.player_id == bindparam("player_id"), IDEMPOTENCY.c.key == bindparam("key")))
@@ -91,11 +93,20 @@ def storage_trouble_as_busy() -> Iterator[None]:
     try:
         yield
     except (db_errors.OperationalError, db_errors.TimeoutError, db_errors.InterfaceError) as error:
+        _busy(error)
         raise Busy() from error
     except db_errors.DBAPIError as error:
         if error.connection_invalidated:
+            _busy(error)
             raise Busy() from error
         raise
+
+
+def _busy(error: Exception) -> None:
+    """One line in the log for each 503 that storage caused: what an operator needs to tell contention from faults."""
+    cause = error.orig if isinstance(error, db_errors.DBAPIError) else error
+    first_line = str(cause).splitlines()[0] if str(cause) else ""
+    log.warning("storage busy, answered 503: %s: %s", type(cause).__name__, first_line)
 
 
 class Store:
