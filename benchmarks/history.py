@@ -46,10 +46,23 @@ class Meter:
         self.requests = 0
         self.cpu = self.wall = 0.0
         self.by_kind: dict[str, list[float]] = {}  # kind: [requests, CPU seconds, statements]
-        event.listen(service.store.db.engine, "before_cursor_execute", self._statement)
+        engine = service.store.db.engine
+        if engine.dialect.name == "sqlite":
+            # SQLite's own trace, not SQLAlchemy's statement event: a listener on that event turns off the request
+            # path's direct statements (server/direct.py), and this would measure the path the server does not take.
+            event.listen(engine, "connect", lambda connection, _record: connection.set_trace_callback(self._traced))
+            engine.dispose()  # connections made from here on are traced
+        else:
+            event.listen(engine, "before_cursor_execute", self._statement)
 
     def _statement(self, *_args: Any) -> None:
         self.statements += 1
+
+    def _traced(self, statement: str) -> None:
+        # As SQLAlchemy's event counted (BEGIN and every statement, not the commit), but for an executemany, which
+        # SQLite traces once a row (a transfer's two ledger rows count two).
+        if statement != "COMMIT":
+            self.statements += 1
 
     def timed(self, call: Callable[[], Any], kind: str = "request") -> Any:
         started, started_cpu, statements = time.perf_counter(), time.process_time(), self.statements

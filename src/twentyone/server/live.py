@@ -29,6 +29,7 @@ from sqlalchemy.orm import Session
 
 from twentyone.core.round import Round as Engine
 from twentyone.core.shoe import Shoe
+from twentyone.server.direct import run
 from twentyone.server.models import ROUND_ACTIONS, Round, RoundSeat
 from twentyone.server.models import Shoe as ShoeRow
 from twentyone.server.tables import hand_bets_of
@@ -140,7 +141,7 @@ ACTIONS_SINCE = (select(_ACTION.player_id, _ACTION.action)
 
 def caught_up(session: Session, round_row: Round, version: int, engine: Engine) -> Engine | None:
     """``engine``, kept at ``version``, with the decisions logged since applied; None if they do not apply."""
-    rows = session.execute(ACTIONS_SINCE, {"round_id": round_row.id, "seq": version}).all()
+    rows = run(session, ACTIONS_SINCE, {"round_id": round_row.id, "seq": version}).all()
     if len(rows) != round_row.version - version:
         return None
     try:
@@ -153,7 +154,7 @@ def caught_up(session: Session, round_row: Round, version: int, engine: Engine) 
 
 def round_actions(session: Session, round_id: int) -> list[dict[str, Any]]:
     """The round's decisions in the order they were taken: who, what, and whether a player or the timer."""
-    rows = session.execute(ACTIONS, {"round_id": round_id}).all()
+    rows = run(session, ACTIONS, {"round_id": round_id}).all()
     return [{"player": player_id, "action": action, "source": source} for player_id, action, source in rows]
 
 

@@ -29,6 +29,7 @@ from twentyone.core.round import Round as Engine
 from twentyone.server.accounts import Accounts
 from twentyone.server.config import TableSpec
 from twentyone.server.context import Caller, ServiceError, aware
+from twentyone.server.direct import run
 from twentyone.server.events import Broadcaster
 from twentyone.server.live import FINISHED, LiveRounds, dealt_engine
 from twentyone.server.models import PLAYERS, ROUND_ACTIONS, ROUND_SEATS, ROUNDS, SHOES, Player, Round, RoundSeat, Slip
@@ -107,7 +108,8 @@ _NEWEST_WITH_STATUS = select(func.max(ROUNDS.c.id)).where(ROUNDS.c.table_id == b
 
 def last_finished_round(session: Session, table_id: str) -> Round | None:
     """The table's most recent round that is over (settled or void), if any."""
-    newest = [session.scalar(_NEWEST_WITH_STATUS, {"table_id": table_id, "status": status}) for status in FINISHED]
+    newest = [run(session, _NEWEST_WITH_STATUS, {"table_id": table_id, "status": status}).scalar()
+              for status in FINISHED]
     ids = [round_id for round_id in newest if round_id is not None]
     return session.get(Round, max(ids)) if ids else None
 
@@ -164,7 +166,7 @@ class Rounds:
         try:
             with self.store.write() as session:
                 player = _player(session, caller)
-                if session.execute(OPEN_OWN_ROUND_ID, {"table_id": table.id, "player_id": caller.id}).first():
+                if run(session, OPEN_OWN_ROUND_ID, {"table_id": table.id, "player_id": caller.id}).first():
                     raise ServiceError(409, "Finish the round in play before dealing another.")
                 self.wallet.lock(session, caller.id, table.currency)
                 slip = slip_row(session, caller.id, table, self.clock)
@@ -230,7 +232,7 @@ class Rounds:
                 round_row = inserted(session, new_round(table, shoe, self.clock(), betting_closes_at=closes))
             if seat_of(session, round_row.id, caller.id) is not None:
                 raise ServiceError(409, "Your bets are already in this round.")
-            taken, last = session.execute(SEATS_TAKEN, {"round_id": round_row.id}).one()
+            taken, last = run(session, SEATS_TAKEN, {"round_id": round_row.id}).one()
             if table.seats and taken >= table.seats:
                 raise ServiceError(409, f"The table is full: {table.seats} players at most.")
             self.accounts.check_may_play(player)  # an excluded player is told so, bets or none
@@ -413,7 +415,7 @@ class Rounds:
                         engine.act(action, decision.player)
                     except Exception as error:
                         raise Malfunction(str(error)) from error
-                    session.execute(LOG_ACTION, {"round_id": round_id, "seq": round_row.version,
+                    run(session, LOG_ACTION, {"round_id": round_id, "seq": round_row.version,
                                                  "player_id": int(decision.player), "action": str(action),
                                                  "source": source})
                     if source == "timeout":  # the player is told (their round view and history: ``timed_out``)
@@ -546,7 +548,7 @@ class Rounds:
         round_row.settled_at = self.clock()
         round_row.decision_since = None
         # One statement, without loading the shoe (its cards are most of its row).
-        finished = session.execute(SHOE_MOVED, {"shoe_id": round_row.shoe_id,
+        finished = run(session, SHOE_MOVED, {"shoe_id": round_row.shoe_id,
                                                 "dealt": round_row.shoe_start + engine.shoe.position}).scalar_one()
         if finished:
             self._next_shoe(session, table, seats)
@@ -603,7 +605,7 @@ class Rounds:
 def _player(session: Session, caller: Caller) -> Player:
     """The caller as a player, read only: a row with the attributes of a :class:`Player` that the limits' checks
     and the seat's name read (an ORM object, loaded at every deal, cost twice the statement)."""
-    player = session.execute(PLAYER, {"player_id": caller.id}).first()
+    player = run(session, PLAYER, {"player_id": caller.id}).first()
     if player is None:
         raise ServiceError(403, "Only players can bet: the operator has no seat.")
     return cast(Player, player)

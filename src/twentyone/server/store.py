@@ -27,6 +27,7 @@ from sqlalchemy.orm import Session, make_transient_to_detached
 
 from twentyone.server.context import Busy, Caller, ServiceError
 from twentyone.server.db import Database
+from twentyone.server.direct import run
 from twentyone.server.models import IDEMPOTENCY, Base
 
 log = logging.getLogger(__name__)
@@ -77,7 +78,7 @@ def inserted(session: Session, row: _Row) -> _Row:
     """
     table = cast(Table, type(row).__table__)
     values = {column.key: row.__dict__[column.key] for column in table.columns if column.key != "id"}
-    row.id = session.execute(insert_returning_id(table), values).scalar_one()  # type: ignore[attr-defined]
+    row.id = run(session, insert_returning_id(table), values).scalar_one()  # type: ignore[attr-defined]
     make_transient_to_detached(row)
     session.add(row)
     return row
@@ -134,7 +135,7 @@ class Store:
                     # (without this it would wait on the round's or wallet's lock, then be refused: a 409).
                     session.execute(text("SELECT pg_advisory_xact_lock(:player, :key)"),
                                     {"player": pending.player_id, "key": zlib.crc32(pending.key.encode()) - 2**31})
-                if session.execute(SEEN, {"player_id": pending.player_id, "key": pending.key}).first() is not None:
+                if run(session, SEEN, {"player_id": pending.player_id, "key": pending.key}).first() is not None:
                     raise AlreadyApplied()
             yield session
 
@@ -142,7 +143,7 @@ class Store:
         """Record ``body`` as the answer of the idempotent request being served, in ``session``'s transaction."""
         pending: _Pending | None = getattr(self._local, "pending", None)
         if pending is not None and not pending.recorded:
-            session.execute(RECORD, {"player_id": pending.player_id, "key": pending.key, "request": pending.request,
+            run(session, RECORD, {"player_id": pending.player_id, "key": pending.key, "request": pending.request,
                                      "status_code": pending.status, "response": body, "created_at": self.clock()})
             pending.recorded = True
         return body

@@ -36,6 +36,7 @@ from twentyone.server.config import (
     table_from_mapping,
 )
 from twentyone.server.context import Caller, ServiceError
+from twentyone.server.direct import run
 from twentyone.server.models import SHOES, SLIPS, TABLE_CONFIGS, TableConfig
 from twentyone.server.models import Shoe as ShoeRow
 from twentyone.server.money import refusal
@@ -162,7 +163,7 @@ SAVE_SLIP = (update(SLIPS).where(_SLIP.player_id == bindparam("slip_player"), _S
 def find_slip(session: Session, player_id: int, table_id: str, *, for_update: bool = False) -> SlipRecord | None:
     """The player's slip at the table, if they have touched its bet controls (locked ``for_update``)."""
     query = SLIP_FOR_UPDATE if for_update else SLIP
-    row = session.execute(query, {"player_id": player_id, "table_id": table_id}).first()
+    row = run(session, query, {"player_id": player_id, "table_id": table_id}).first()
     return SlipRecord(**row._asdict()) if row is not None else None
 
 
@@ -173,7 +174,7 @@ def slip_row(session: Session, player_id: int, table: TableSpec, clock: Callable
     if slip is not None:
         return slip
     fresh = SlipRecord(player_id, table.id, {}, [], table.chips[0], {}, clock())
-    if session.execute(NEW_SLIP[session.get_bind().dialect.name], asdict(fresh)).first() is not None:
+    if run(session, NEW_SLIP[session.get_bind().dialect.name], asdict(fresh)).first() is not None:
         return fresh
     made = find_slip(session, player_id, table.id, for_update=True)  # by a twin, committed while this one waited
     if made is None:  # pragma: no cover - a row that stopped this insert is committed, or this insert had gone in
@@ -183,7 +184,7 @@ def slip_row(session: Session, player_id: int, table: TableSpec, clock: Callable
 
 def save_slip(session: Session, slip: SlipRecord) -> None:
     """Write the slip (every column, as read and changed here), in the caller's transaction."""
-    session.execute(SAVE_SLIP, {"slip_player": slip.player_id, "slip_table": slip.table_id, "bets": slip.bets,
+    run(session, SAVE_SLIP, {"slip_player": slip.player_id, "slip_table": slip.table_id, "bets": slip.bets,
                                 "history": slip.history, "chip": slip.chip, "previous": slip.previous,
                                 "updated_at": slip.updated_at})
 
@@ -301,7 +302,7 @@ def commitment_of(session: Session, shoe_id: int) -> str:
     kept = _commitments.setdefault(session.get_bind().engine.pool, {})  # the writers' engine shares the pool
     found = kept.get(shoe_id)
     if found is None:
-        found = session.execute(COMMITMENT, {"shoe_id": shoe_id}).scalar_one()
+        found = run(session, COMMITMENT, {"shoe_id": shoe_id}).scalar_one()
         if len(kept) >= COMMITMENTS_KEPT:
             kept.clear()  # the simplest bound: the few shoes in play are read once more
         kept[shoe_id] = found
@@ -332,7 +333,7 @@ class Shoes:
         Reads only the newest unfinished shoe's small columns, not its cards.
         """
         query = NEWEST_SHARED if table.shared else NEWEST_OWN
-        newest = session.execute(query, {"table_id": table.id, "player_id": player_id}).first()
+        newest = run(session, query, {"table_id": table.id, "player_id": player_id}).first()
         if newest is not None and _deals_next(newest.position, newest.cut_card):
             return {"id": newest.id, "commitment": newest.commitment}
         return None
@@ -393,7 +394,7 @@ class Shoes:
         # A Core insert, not an object for the unit of work to flush: a private table shuffles at every
         # round's end, and a flush of its own cost more than the insert. The object returned holds the
         # row's values as inserted, outside the session: callers read its id, position, cards and commitment.
-        shoe = ShoeRow(id=session.execute(NEW_SHOE, row).scalar_one(), **row)
+        shoe = ShoeRow(id=run(session, NEW_SHOE, row).scalar_one(), **row)
         session.info.setdefault(_NEW_SHOES, {})[shoe.id] = shoe.commitment
         if top is not None:
             self._stacked_ids.add(shoe.id)

@@ -26,6 +26,7 @@ from twentyone.core.round import Round as Engine
 from twentyone.core.view import RoundView, hand_json, operation_json
 from twentyone.server.config import TableSpec
 from twentyone.server.context import Caller, ServiceError, aware, iso
+from twentyone.server.direct import run
 from twentyone.server.live import FINISHED, LiveRounds, round_actions
 from twentyone.server.models import PLAYERS, ROUND_SEATS, SHOES, Round, RoundSeat
 from twentyone.server.models import Shoe as ShoeRow
@@ -60,8 +61,8 @@ SEAT_COUNT = select(func.count()).select_from(ROUND_SEATS).where(_SEAT.round_id 
 
 def seats_of(session: Session, round_id: int, limit: int | None = None) -> list[tuple[Any, str]]:
     """The round's seats in order (each with the player's name): rows with the seat's columns as attributes."""
-    rows = session.execute(SEATS_OF, {"round_id": round_id}) if limit is None else \
-        session.execute(FIRST_SEATS_OF, {"round_id": round_id, "limit": limit})
+    rows = run(session, SEATS_OF, {"round_id": round_id}) if limit is None else \
+        run(session, FIRST_SEATS_OF, {"round_id": round_id, "limit": limit})
     return [(row, row.name) for row in rows.all()]
 
 
@@ -76,7 +77,7 @@ def _seats_shown(session: Session, round_id: int, player_id: int) -> tuple[list[
     shown = seats_of(session, round_id, OTHERS_SHOWN + 1)
     if len(shown) <= OTHERS_SHOWN:
         return shown, len(shown)
-    count = session.scalar(SEAT_COUNT, {"round_id": round_id})
+    count = run(session, SEAT_COUNT, {"round_id": round_id}).scalar()
     shown = shown[:OTHERS_SHOWN]
     if all(seat.player_id != player_id for seat, _ in shown):
         row = session.execute(SEAT_ROWS.where(_SEAT.round_id == round_id, _SEAT.player_id == player_id)).first()
@@ -97,7 +98,7 @@ def round_json(session: Session, round_row: Round, table: TableSpec, player_id: 
     """
     shown, seat_count = seats if seats is not None else _seats_shown(session, round_row.id, player_id)
     names = {str(seat.player_id): name for seat, name in shown}
-    finished = session.execute(REVEALED, {"shoe_id": round_row.shoe_id}).one() \
+    finished = run(session, REVEALED, {"shoe_id": round_row.shoe_id}).one() \
         if round_row.status in FINISHED else None  # a row, not an ORM object
     view: dict[str, Any] = {
         "id": round_row.id, "table_id": round_row.table_id, "variant": round_row.variant, "status": round_row.status,

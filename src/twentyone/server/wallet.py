@@ -24,6 +24,7 @@ from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
 from twentyone.server.context import Busy, ServiceError
+from twentyone.server.direct import run
 from twentyone.server.models import ACCOUNTS, LEDGER, Account, LedgerEntry, WalletCall
 
 HOUSE = "house"
@@ -135,7 +136,7 @@ class AccountIds:
         known = self._ids.get((owner, currency))
         if known is not None:
             return known
-        found = session.scalar(ACCOUNT_ID, {"owner": owner, "currency": currency})
+        found = run(session, ACCOUNT_ID, {"owner": owner, "currency": currency}).scalar()
         if found is None:
             return account(session, owner, currency).id
         if (owner, currency) not in session.info.get(_CREATED, ()):
@@ -153,7 +154,7 @@ BALANCE = select(ACCOUNTS.c.balance).where(ACCOUNTS.c.owner == bindparam("owner"
 
 def ledger_balance(session: Session, player_id: int, currency: str) -> int:
     """The player's balance: the sum of their ledger rows, as kept on their account by every transfer."""
-    total = session.scalar(BALANCE, {"owner": player_owner(player_id), "currency": currency})
+    total = run(session, BALANCE, {"owner": player_owner(player_id), "currency": currency}).scalar()
     return int(total or 0)
 
 
@@ -186,12 +187,13 @@ def lock_player(session: Session, player_id: int, currency: str, ids: AccountIds
     """Hold the player's account row for this transaction (PostgreSQL row lock; SQLite is serialised)."""
     owner = player_owner(player_id)
     account_id = ids.of(session, owner, currency) if ids is not None else account(session, owner, currency).id
-    session.execute(BUMP, {"account_id": account_id})
+    run(session, BUMP, {"account_id": account_id})
 
 
 BUMP = update(ACCOUNTS).where(ACCOUNTS.c.id == bindparam("account_id")).values(version=ACCOUNTS.c.version + 1)
 CREDIT = (update(ACCOUNTS).where(ACCOUNTS.c.id == bindparam("account_id"))
           .values(balance=ACCOUNTS.c.balance + bindparam("amount")))
+LEDGER_ROWS = insert(LEDGER)  # a transfer's two rows
 
 
 def transfer(session: Session, player_id: int, currency: str, amount: int, kind: str,
@@ -206,7 +208,7 @@ def transfer(session: Session, player_id: int, currency: str, amount: int, kind:
     stamp = now()
     # Core inserts, not ORM objects: nothing reads these rows back in the transaction, and the unit of
     # work's bookkeeping costs more than the two rows do.
-    session.execute(insert(LEDGER), [
+    run(session, LEDGER_ROWS, [
         {"transfer_id": transfer_id, "account_id": player_account, "amount": amount, "kind": kind,
          "round_id": round_id, "created_at": stamp},
         {"transfer_id": transfer_id, "account_id": house_account, "amount": -amount, "kind": kind,
@@ -214,7 +216,7 @@ def transfer(session: Session, player_id: int, currency: str, amount: int, kind:
     ])
     # Added in SQL, not in Python: the database applies it to the latest committed balance under the
     # row's lock, so two transactions paying one player at once both count.
-    session.execute(CREDIT, {"account_id": player_account, "amount": amount})
+    run(session, CREDIT, {"account_id": player_account, "amount": amount})
     return transfer_id
 
 

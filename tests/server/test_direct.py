@@ -1,0 +1,201 @@
+"""The request path's direct statements (server/direct.py): SQLite's cursor, read and raised as SQLAlchemy would."""
+
+from __future__ import annotations
+
+import sqlite3
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import pytest
+from integrity import ledger_totals
+from server_helpers import Client
+from sqlalchemy import Executable, event
+from sqlalchemy import exc as db_errors
+from sqlalchemy.orm import Session
+
+from twentyone.server import direct
+from twentyone.server.db import Database, migrate
+from twentyone.server.live import ACTIONS
+from twentyone.server.models import IDEMPOTENCY, Round
+from twentyone.server.rounds import PLAYER, SEATS_TAKEN
+from twentyone.server.service import GameService
+from twentyone.server.store import RECORD, SEEN
+from twentyone.server.tables import SLIP, UNFINISHED_OWN
+from twentyone.server.views import REVEALED, SEATS_OF
+from twentyone.server.wallet import BALANCE
+
+# Classic: player 2S 3D, dealer 6H (hole TC); hit 2C, hit 2D, stand; the dealer draws 9S and busts: a win.
+STACK = ["2S", "6H", "3D", "TC", "2C", "2D", "9S"]
+
+
+def sqlite_only(service: GameService) -> None:
+    if not service.db.is_sqlite:
+        pytest.skip("direct statements are SQLite's: on PostgreSQL run() is session.execute")
+
+
+def played_round(service: GameService, guest: Client) -> dict[str, Any]:
+    service.stacked.append(STACK)
+    guest.bet("classic", 500)
+    round_id = guest.post("/tables/classic/deal").json()["id"]
+    for action in ("hit", "hit", "stand"):
+        settled = guest.act(round_id, action).json()
+    assert settled["status"] == "settled"
+    return settled
+
+
+def test_direct_statements_read_what_sqlalchemy_reads(service: GameService, guest: Client) -> None:
+    """JSON (bets, limits), datetimes, booleans, counts and RETURNING, compared row by row with session.execute."""
+    sqlite_only(service)
+    settled = played_round(service, guest)
+    player_id = guest.player_id()
+    with service.db.sessions() as session:
+        shoe_id = session.get(Round, settled["id"]).shoe_id  # type: ignore[union-attr]
+    queries: list[tuple[Executable, dict[str, Any]]] = [
+        (SLIP, {"player_id": player_id, "table_id": "classic"}),
+        (REVEALED, {"shoe_id": shoe_id}),
+        (SEATS_OF, {"round_id": settled["id"]}),
+        (SEATS_TAKEN, {"round_id": settled["id"]}),
+        (ACTIONS, {"round_id": settled["id"]}),
+        (BALANCE, {"owner": f"player:{player_id}", "currency": "USD"}),
+        (PLAYER, {"player_id": player_id}),
+    ]
+    with service.db.sessions() as session:
+        for query, params in queries:
+            ours = direct.run(session, query, params).all()
+            theirs = session.execute(query, params).all()
+            assert ours and ours == [tuple(row) for row in theirs], query
+            assert [row._asdict() for row in ours] == [row._asdict() for row in theirs]  # names and types alike
+        revealed = direct.run(session, REVEALED, queries[1][1]).one()
+        assert revealed.finished is True and isinstance(revealed.cards, str)  # a boolean, not SQLite's 1
+        slip = direct.run(session, SLIP, queries[0][1]).one()
+        assert isinstance(slip.bets, dict) and slip.updated_at.year >= 2026  # JSON and a datetime, parsed
+
+
+def test_a_listener_on_the_engine_sees_every_statement(service: GameService, guest: Client) -> None:
+    """Direct statements skip SQLAlchemy's statement event; a listener (a test, a benchmark) gets them all back."""
+    sqlite_only(service)
+    seen: list[str] = []
+
+    def note(_conn: Any, _cursor: Any, statement: str, *_args: Any) -> None:
+        seen.append(statement)
+
+    params = {"owner": "house", "currency": "USD"}
+    with service.db.sessions() as session:
+        assert direct.run(session, BALANCE, params).all() == session.execute(BALANCE, params).all()
+        assert len(seen) == 0
+        event.listen(service.db.engine, "before_cursor_execute", note)
+        try:
+            direct.run(session, BALANCE, params)
+        finally:
+            event.remove(service.db.engine, "before_cursor_execute", note)
+    assert len(seen) == 1 and seen[0].startswith("SELECT accounts.balance")
+
+
+def test_pending_orm_changes_are_flushed_first_unless_autoflush_is_off(service: GameService, guest: Client) -> None:
+    sqlite_only(service)
+    settled = played_round(service, guest)
+    with service.db.transaction() as session:
+        seat_query = {"round_id": settled["id"]}
+        round_row = session.get(Round, settled["id"])
+        assert round_row is not None
+        with session.no_autoflush:
+            round_row.void_reason = "changed"
+            assert direct.run(session, SEATS_TAKEN, seat_query).one() == (1, 1)
+            assert session.dirty  # not flushed: autoflush is off, as in session.execute
+        direct.run(session, SEATS_TAKEN, seat_query)
+        assert not session.dirty  # flushed first, as session.execute does
+        session.rollback()
+
+
+def test_a_twins_key_is_an_integrity_error_and_a_busy_database_an_operational_one(tmp_path: Path) -> None:
+    url = f"sqlite:///{tmp_path / 'server.db'}"
+    migrate(url)
+    db = Database(url)
+    with db.sessions() as session:
+        session.execute(IDEMPOTENCY.delete())
+    row = {"player_id": 1, "key": "k", "request": "r", "status_code": 200, "response": {"a": None},
+           "created_at": datetime(2026, 1, 1, tzinfo=UTC)}
+    with db.transaction() as session:
+        direct.run(session, RECORD, row)
+        assert direct.run(session, SEEN, {"player_id": 1, "key": "k"}).one() == (1,)
+        # JSON's None is 'null' (SQLAlchemy's bind processor ran), not SQL NULL.
+        assert session.connection().exec_driver_sql("SELECT response FROM idempotency").scalar() == '{"a": null}'
+        with pytest.raises(db_errors.IntegrityError):
+            direct.run(session, RECORD, row)
+        session.rollback()
+    with db.sessions() as session:
+        connection = session.connection().connection.driver_connection
+        connection.set_progress_handler(lambda: 1, 1)  # interrupts every statement at its first step
+        with pytest.raises(db_errors.OperationalError, match="interrupted"):
+            direct.run(session, SEEN, {"player_id": 1, "key": "k"})
+        connection.set_progress_handler(None, 0)
+    db.close()
+
+
+def test_statements_that_cannot_run_as_compiled_go_through_sqlalchemy(service: GameService, guest: Client) -> None:
+    """An IN of a list given at execution (``BALANCES``) and ORM entities: SQLAlchemy renders and loads those."""
+    from twentyone.server.wallet import BALANCES
+
+    sqlite_only(service)
+    params = {"owners": ["house", "nobody"], "currency": "USD"}
+    with service.db.sessions() as session:
+        assert direct.run(session, BALANCES, params).all() == session.execute(BALANCES, params).all()
+        shoes = direct.run(session, UNFINISHED_OWN, {"table_id": "classic", "player_id": 1}).all()
+        assert all(hasattr(row, "cards") for row in shoes)
+
+
+class _Faulty(sqlite3.Connection):
+    """A connection whose cursors refuse the next statement starting with ``refuse`` as a locked database would."""
+
+    refuse: str | None = None
+
+    def cursor(self, factory: Any = None) -> sqlite3.Cursor:  # type: ignore[override]
+        return super().cursor(_FaultyCursor)
+
+
+class _FaultyCursor(sqlite3.Cursor):
+    def execute(self, sql: str, parameters: Any = ()) -> sqlite3.Cursor:  # type: ignore[override]
+        if _Faulty.refuse is not None and sql.startswith(_Faulty.refuse):
+            _Faulty.refuse = None
+            raise sqlite3.OperationalError("database is locked")
+        return super().execute(sql, parameters)
+
+
+def test_a_locked_database_in_a_direct_statement_is_503_and_changes_nothing(
+        service: GameService, guest: Client, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A decision whose log row (a direct statement, after the engine moved) meets a locked database."""
+    sqlite_only(service)
+    dbapi = service.db.engine.dialect.loaded_dbapi  # sqlite3.dbapi2, as SQLAlchemy imported it
+    connect = dbapi.connect
+    monkeypatch.setattr(dbapi, "connect", lambda *args, **kwargs: connect(*args, factory=_Faulty, **kwargs))
+    service.db.engine.dispose()  # the pool's connections are made again, of that class
+    service.stacked.append(STACK)
+    guest.bet("classic", 500)
+    round_id = guest.post("/tables/classic/deal").json()["id"]
+    before, balance = guest.get(f"/rounds/{round_id}").json(), guest.balance()
+    _Faulty.refuse = "INSERT INTO round_actions"
+    refused = guest.post(f"/rounds/{round_id}/actions", {"action": "hit"}, key="hit-1")
+    assert _Faulty.refuse is None  # it was the direct statement that failed
+    assert refused.status_code == 503 and int(refused.headers["Retry-After"]) >= 1
+    assert guest.get(f"/rounds/{round_id}").json() == before and guest.balance() == balance
+    applied = guest.post(f"/rounds/{round_id}/actions", {"action": "hit"}, key="hit-1")
+    assert applied.status_code == 200 and applied.json()["hands"][0]["cards"] == ["2S", "3D", "2C"]
+    assert ledger_totals(service)[:2] == (0, [])
+
+
+def test_run_takes_session_execute_on_other_databases() -> None:
+    """PostgreSQL keeps SQLAlchemy's whole path (it notices a connection the server ended): run() hands over."""
+
+    class Recorder(Session):
+        def execute(self, statement: Any, params: Any = None, **_kwargs: Any) -> Any:  # type: ignore[override]
+            self.handed = (statement, params)
+            return direct.Rows([])
+
+    from sqlalchemy import create_engine
+
+    engine = create_engine("postgresql+psycopg://nobody@127.0.0.1:1/none")
+    session = Recorder(engine)
+    session.connection = lambda *a, **k: type("C", (), {"engine": engine})()  # type: ignore[method-assign]
+    assert direct.run(session, BALANCE, {"owner": "house", "currency": "USD"}).all() == []
+    assert session.handed[0] is BALANCE
