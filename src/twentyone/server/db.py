@@ -72,7 +72,12 @@ def make_engine(url: str, threads: int | None = None) -> Engine:
             Path(path).parent.mkdir(parents=True, exist_ok=True)
         else:
             pool = {}  # an in-memory database keeps one connection (SingletonThreadPool / StaticPool)
-        engine = create_engine(url, connect_args={"check_same_thread": False, "timeout": 30}, **pool)
+        # The connection returned last is the one taken next (LIFO, where SQLAlchemy's default is FIFO). SQLite keeps
+        # a connection's page cache from one transaction to the next only while no other connection has written in
+        # between, and writers here take turns: the last writer's connection is the one whose cache is still good.
+        # Saturation, 200 players, pinned, runs alternated: 600, 600, 604 requests/s FIFO; 650, 671, 647 LIFO.
+        engine = create_engine(url, connect_args={"check_same_thread": False, "timeout": 30}, pool_use_lifo=True,
+                               **pool)
 
         @event.listens_for(engine, "connect")
         def _pragmas(connection, _record):  # type: ignore[no-untyped-def]
