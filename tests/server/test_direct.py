@@ -12,7 +12,6 @@ from integrity import ledger_totals
 from server_helpers import Client
 from sqlalchemy import Executable, event
 from sqlalchemy import exc as db_errors
-from sqlalchemy.orm import Session
 
 from twentyone.server import direct
 from twentyone.server.db import Database, migrate
@@ -45,8 +44,7 @@ def played_round(service: GameService, guest: Client) -> dict[str, Any]:
 
 
 def test_direct_statements_read_what_sqlalchemy_reads(service: GameService, guest: Client) -> None:
-    """JSON (bets, limits), datetimes, booleans, counts and RETURNING, compared row by row with session.execute."""
-    sqlite_only(service)
+    """JSON (bets, limits), datetimes, booleans and counts, compared row by row with session.execute."""
     settled = played_round(service, guest)
     player_id = guest.player_id()
     with service.db.sessions() as session:
@@ -67,14 +65,13 @@ def test_direct_statements_read_what_sqlalchemy_reads(service: GameService, gues
             assert ours and ours == [tuple(row) for row in theirs], query
             assert [row._asdict() for row in ours] == [row._asdict() for row in theirs]  # names and types alike
         revealed = direct.run(session, REVEALED, queries[1][1]).one()
-        assert revealed.finished is True and isinstance(revealed.cards, str)  # a boolean, not SQLite's 1
+        assert revealed.finished is True and isinstance(revealed.cards, str)  # a boolean (SQLite's is 1)
         slip = direct.run(session, SLIP, queries[0][1]).one()
         assert isinstance(slip.bets, dict) and slip.updated_at.year >= 2026  # JSON and a datetime, parsed
 
 
 def test_a_listener_on_the_engine_sees_every_statement(service: GameService, guest: Client) -> None:
     """Direct statements skip SQLAlchemy's statement event; a listener (a test, a benchmark) gets them all back."""
-    sqlite_only(service)
     seen: list[str] = []
 
     def note(_conn: Any, _cursor: Any, statement: str, *_args: Any) -> None:
@@ -93,7 +90,6 @@ def test_a_listener_on_the_engine_sees_every_statement(service: GameService, gue
 
 
 def test_pending_orm_changes_are_flushed_first_unless_autoflush_is_off(service: GameService, guest: Client) -> None:
-    sqlite_only(service)
     settled = played_round(service, guest)
     with service.db.transaction() as session:
         seat_query = {"round_id": settled["id"]}
@@ -137,7 +133,6 @@ def test_statements_that_cannot_run_as_compiled_go_through_sqlalchemy(service: G
     """An IN of a list given at execution (``BALANCES``) and ORM entities: SQLAlchemy renders and loads those."""
     from twentyone.server.wallet import BALANCES
 
-    sqlite_only(service)
     params = {"owners": ["house", "nobody"], "currency": "USD"}
     with service.db.sessions() as session:
         assert direct.run(session, BALANCES, params).all() == session.execute(BALANCES, params).all()
@@ -184,18 +179,37 @@ def test_a_locked_database_in_a_direct_statement_is_503_and_changes_nothing(
     assert ledger_totals(service)[:2] == (0, [])
 
 
-def test_run_takes_session_execute_on_other_databases() -> None:
-    """PostgreSQL keeps SQLAlchemy's whole path (it notices a connection the server ended): run() hands over."""
+def test_other_databases_take_sqlalchemys_path(service: GameService, monkeypatch: pytest.MonkeyPatch) -> None:
+    seen: list[str] = []
+    monkeypatch.setattr(direct, "DIALECTS", ())  # as for a database the direct path was not written for
+    with service.db.sessions() as session:
+        event.listen(session.get_bind(), "after_cursor_execute", lambda *args: seen.append(args[2]))
+        params = {"owner": "house", "currency": "USD"}
+        assert direct.run(session, BALANCE, params).all() == session.execute(BALANCE, params).all()
+    assert sum(statement.startswith("SELECT accounts.balance") for statement in seen) == 2
 
-    class Recorder(Session):
-        def execute(self, statement: Any, params: Any = None, **_kwargs: Any) -> Any:  # type: ignore[override]
-            self.handed = (statement, params)
-            return direct.Rows([])
 
+def test_a_connection_postgresql_ended_is_discarded_with_the_pools_others(
+        database_url: str, service: GameService, guest: Client) -> None:
+    """What SQLAlchemy does for its own statements, for a direct one: the error says the connection was invalidated
+    (a 503 to the player), and the pool then replaces every connection made before it."""
     from sqlalchemy import create_engine
 
-    engine = create_engine("postgresql+psycopg://nobody@127.0.0.1:1/none")
-    session = Recorder(engine)
-    session.connection = lambda *a, **k: type("C", (), {"engine": engine})()  # type: ignore[method-assign]
-    assert direct.run(session, BALANCE, {"owner": "house", "currency": "USD"}).all() == []
-    assert session.handed[0] is BALANCE
+    if not database_url.startswith("postgresql"):
+        pytest.skip("only PostgreSQL's connections can be ended under the server")
+    params = {"owner": "house", "currency": "USD"}
+    with service.db.sessions() as session:
+        before = direct.run(session, BALANCE, params).all()
+    admin = create_engine(database_url, isolation_level="AUTOCOMMIT")
+    try:
+        with admin.connect() as connection:
+            connection.exec_driver_sql("SELECT pg_terminate_backend(pid) FROM pg_stat_activity "
+                                       "WHERE datname = current_database() AND pid <> pg_backend_pid()")
+    finally:
+        admin.dispose()
+    with service.db.sessions() as session, pytest.raises(db_errors.OperationalError) as raised:
+        direct.run(session, BALANCE, params)
+    assert raised.value.connection_invalidated
+    for _ in range(3):  # every pooled connection was ended: each is replaced, none fails again
+        with service.db.sessions() as session:
+            assert direct.run(session, BALANCE, params).all() == before

@@ -95,24 +95,25 @@ _UNSET = object()  # a parameter the statement does not give a value of its own
 
 @dataclass(frozen=True)
 class Compiled:
-    """One statement compiled for SQLite, for one set of parameter names."""
+    """One statement compiled for one dialect and one set of parameter names."""
 
     sql: str
-    names: tuple[str, ...]  # the parameters in the order of their ``?``
-    literals: tuple[Any, ...]  # a value per position: the statement's own, where no parameter of that name is given
-    binds: tuple[Processor, ...]  # SQLAlchemy's type processors, a parameter's Python value to SQLite's
-    results: tuple[Processor, ...]  # and a column's SQLite value to Python's
+    names: tuple[str, ...]  # its parameters: in the order of their ``?`` (SQLite), or by name (PostgreSQL's %(name)s)
+    positional: bool
+    literals: tuple[Any, ...]  # a value per parameter: the statement's own, where no parameter of that name is given
+    binds: tuple[Processor, ...]  # SQLAlchemy's type processors, a parameter's Python value to the driver's
+    results: tuple[Processor, ...]  # and a column's driver value to Python's
     answers: bool  # whether it answers with rows
     row: list[type] = field(default_factory=list)  # the rows' named tuple, made from the first answer's column names
 
-    def values(self, params: Params) -> tuple[Any, ...]:
+    def values(self, params: Params) -> tuple[Any, ...] | dict[str, Any]:
         out = []
         for name, literal, process in zip(self.names, self.literals, self.binds, strict=True):
             value = params.get(name, literal)
             if value is _UNSET:
                 raise db_errors.InvalidRequestError(f"A value is required for bind parameter {name!r}")
             out.append(value if process is None else process(value))  # None too: JSON's None is 'null'
-        return tuple(out)
+        return tuple(out) if self.positional else dict(zip(self.names, out, strict=True))
 
     def rows(self, fetched: list[tuple[Any, ...]], description: Sequence[Sequence[Any]]) -> list[Any]:
         if not self.row:  # the names SQLAlchemy gives its rows' keys too ("balance", "count_1")
@@ -124,31 +125,38 @@ class Compiled:
                 for row in fetched]
 
 
-_compiled: dict[tuple[int, tuple[str, ...]], tuple[Executable, Compiled | None]] = {}
+_compiled: dict[tuple[str, int, tuple[str, ...]], tuple[Executable, Compiled | None]] = {}
 _compiling = threading.Lock()
+DIALECTS = ("sqlite", "postgresql")
+_CURSOR = "twentyone.cursor"  # the DBAPI connection's info: its cursor, made once (psycopg's costs to make)
 
 
-def compile_for_sqlite(statement: Executable, keys: tuple[str, ...], dialect: Dialect) -> Compiled | None:
-    """``statement`` as SQLite runs it for parameters named ``keys`` (which, as in SQLAlchemy, say the columns an
+def compile_statement(statement: Executable, keys: tuple[str, ...], dialect: Dialect) -> Compiled | None:
+    """``statement`` as ``dialect`` runs it for parameters named ``keys`` (which, as in SQLAlchemy, say the columns an
     ``INSERT`` or ``UPDATE`` without values of its own sets); None if it cannot run as compiled.
 
     >>> from sqlalchemy import bindparam, create_engine, select
     >>> from twentyone.server.models import ACCOUNTS
     >>> query = select(ACCOUNTS.c.balance).where(ACCOUNTS.c.id == bindparam("id"), ACCOUNTS.c.currency == "USD")
-    >>> compiled = compile_for_sqlite(query, ("id",), create_engine("sqlite://").dialect)
+    >>> compiled = compile_statement(query, ("id",), create_engine("sqlite://").dialect)
     >>> compiled.sql.split("WHERE")[1].strip(), compiled.values({"id": 7})
     ('accounts.id = ? AND accounts.currency = ?', (7, 'USD'))
+    >>> compiled = compile_statement(query, ("id",), create_engine("postgresql+psycopg://").dialect)
+    >>> compiled.sql.split("WHERE")[1].strip(), compiled.values({"id": 7})
+    ('accounts.id = %(id)s::INTEGER AND accounts.currency = %(currency_1)s::VARCHAR', {'id': 7, 'currency_1': 'USD'})
     """
     compiled = statement.compile(dialect=dialect, column_keys=list(keys))  # type: ignore[attr-defined]
-    names = tuple(compiled.positiontup or ())
-    binds = [compiled.binds[name] for name in names]
+    by_name = {name: bind for bind, name in compiled.bind_names.items()}  # each parameter by its name in the SQL
+    names = tuple(compiled.positiontup) if compiled.positional else tuple(by_name)
+    binds = [by_name[name] for name in names]
     if any(bind.expanding for bind in binds):
-        return None  # an IN of a list given at execution: SQLAlchemy renders its ? marks for each list
+        return None  # an IN of a list given at execution: SQLAlchemy renders a marker for each item of the list
     literals = tuple(_UNSET if bind.required else bind.effective_value for bind in binds)
     bind_processors = tuple(bind.type.dialect_impl(dialect).bind_processor(dialect) for bind in binds)
     columns = _columns(statement)
     results = tuple(column.type.dialect_impl(dialect).result_processor(dialect, None) for column in columns or ())
-    return Compiled(compiled.string, names, literals, bind_processors, results, columns is not None)
+    return Compiled(compiled.string, names, compiled.positional, literals, bind_processors, results,
+                    columns is not None)
 
 
 def _columns(statement: Executable) -> list[Any] | None:
@@ -162,29 +170,31 @@ def _columns(statement: Executable) -> list[Any] | None:
 
 
 def run(session: Session, statement: Executable, params: Params | Sequence[Params] | None = None) -> Result:
-    """``session.execute(statement, params)``, on SQLite's cursor where it can be (module docstring).
+    """``session.execute(statement, params)``, on the driver's cursor where it can be (module docstring).
 
     ``params``: a mapping, or a list of them for one statement run for each (as ``executemany``).
     """
     connection = session.connection()  # begins the session's transaction, if it has not begun
     engine = connection.engine
-    if engine.dialect.name != "sqlite" or engine.dispatch.before_cursor_execute:
+    dialect = engine.dialect
+    if dialect.name not in DIALECTS or engine.dispatch.before_cursor_execute:
         return session.execute(statement, params)
     batch: list[Params] | None = list(params) if isinstance(params, Sequence) else None
     first: Params = (batch[0] if batch else {}) if batch is not None else (params or {})  # type: ignore[assignment]
-    keys = tuple(sorted(first))
-    entry = _compiled.get((id(statement), keys))
+    key = (dialect.name, id(statement), tuple(sorted(first)))
+    entry = _compiled.get(key)
     if entry is None:
         with _compiling:  # the statement is kept with its compiled form, so that its id stays its own
-            entry = _compiled[(id(statement), keys)] = (statement, compile_for_sqlite(statement, keys, engine.dialect))
+            entry = _compiled[key] = (statement, compile_statement(statement, key[2], dialect))
     compiled = entry[1]
     if compiled is None or (compiled.answers and batch is not None):
         return session.execute(statement, params)
     if session.autoflush:
         session.flush()  # what session.execute does first: pending ORM changes reach the database (no-op if none)
-    dbapi_connection = connection.connection.driver_connection
-    assert dbapi_connection is not None
-    cursor = dbapi_connection.cursor()
+    pooled = connection.connection
+    cursor = pooled.info.get(_CURSOR)
+    if cursor is None:
+        cursor = pooled.info[_CURSOR] = pooled.driver_connection.cursor()  # type: ignore[union-attr]
     values: Any = None
     try:
         if batch is not None:
@@ -194,12 +204,10 @@ def run(session: Session, statement: Executable, params: Params | Sequence[Param
             values = compiled.values(first)
             cursor.execute(compiled.sql, values)
         fetched = cursor.fetchall() if compiled.answers else []
-        description = cursor.description
-    except engine.dialect.loaded_dbapi.Error as error:
-        # The same exception SQLAlchemy raises for it (OperationalError, IntegrityError ...): what the store's
-        # callers catch, a busy database as 503 and a twin's key as its stored answer.
-        raise db_errors.DBAPIError.instance(compiled.sql, values, error,
-                                            engine.dialect.loaded_dbapi.Error) from error
-    finally:
-        cursor.close()
-    return Rows(compiled.rows(fetched, description)) if compiled.answers else Rows([])
+    except dialect.loaded_dbapi.Error as error:
+        # SQLAlchemy's own handling of a driver's error: the exception it raises for it (OperationalError, so a busy
+        # database is a 503; IntegrityError, so a twin's key gets the first answer), and on a connection the server
+        # ended, the connection and the pool's older ones discarded, so the next request finds a live one.
+        pooled.info.pop(_CURSOR, None)
+        connection._handle_dbapi_exception(error, compiled.sql, values, cursor, None)
+    return Rows(compiled.rows(fetched, cursor.description)) if compiled.answers else Rows([])
