@@ -802,7 +802,7 @@ def show(title: str, figures: dict[str, Any]) -> None:
 
 
 def fresh_postgres(url: str) -> tuple[str, Any]:
-    from sqlalchemy import create_engine, text
+    from sqlalchemy import create_engine, make_url, text
 
     name = f"twentyone_load_{uuid.uuid4().hex[:10]}"
     admin = create_engine(url, isolation_level="AUTOCOMMIT")
@@ -814,7 +814,9 @@ def fresh_postgres(url: str) -> tuple[str, Any]:
             connection.execute(text(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
         admin.dispose()
 
-    return url.rsplit("/", 1)[0] + "/" + name, drop
+    # The database replaced in the URL, not its last path segment: a URL may end in a query (?host=/tmp, the
+    # server's Unix socket; ?sslmode=...).
+    return make_url(url).set(database=name).render_as_string(hide_password=False), drop
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -19,14 +19,14 @@ OPERATOR = "operator-secret"
 @contextmanager
 def fresh_postgres_database(admin_url: str, prefix: str) -> Iterator[str]:
     """A new, empty database on the PostgreSQL server of ``admin_url``, dropped afterwards; yields its URL."""
-    from sqlalchemy import create_engine, text
+    from sqlalchemy import create_engine, make_url, text
 
     name = f"{prefix}_{uuid.uuid4().hex[:12]}"
     admin = create_engine(admin_url, isolation_level="AUTOCOMMIT")
     with admin.connect() as connection:
         connection.execute(text(f'CREATE DATABASE "{name}"'))
     try:
-        yield admin_url.rsplit("/", 1)[0] + "/" + name
+        yield make_url(admin_url).set(database=name).render_as_string(hide_password=False)  # a query may follow
     finally:
         with admin.connect() as connection:
             connection.execute(text(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))

@@ -111,3 +111,13 @@ def test_rounds_voided_at_their_windows_close_before_0009_get_the_close_as_their
                         for row in session.scalars(select(Round).order_by(Round.id))}
         assert ended_at == {1: "2026-11-29 12:00:15", 2: "2026-11-29 13:00:00", 3: "2026-11-29 14:05:00",
                             4: "2026-11-29 15:01:00", 5: None}
+
+
+def test_a_url_with_a_percent_sign_migrates(tmp_path: Path) -> None:
+    """Alembic's options interpolate % (configparser): a URL's own, as in ?host=%2Ftmp for PostgreSQL's Unix socket
+    or an escaped password, made the migration fail with "invalid interpolation syntax" before the server started."""
+    folder = tmp_path / "100%"
+    url = f"sqlite:///{folder / 'server.db'}"
+    db.migrate(url)
+    with create_engine(url).connect() as connection:
+        assert connection.execute(text("SELECT count(*) FROM rounds")).scalar() == 0

@@ -117,7 +117,9 @@ def migrate(url: str) -> None:
     """
     config = Config()
     config.set_main_option("script_location", str(Path(__file__).parent / "migrations"))
-    config.set_main_option("sqlalchemy.url", url)
+    # Alembic's options are configparser values, where % starts an interpolation: a URL's own (an escaped password,
+    # ?host=%2Ftmp for a Unix socket) is doubled to stay itself.
+    config.set_main_option("sqlalchemy.url", url.replace("%", "%%"))
     if url.startswith("sqlite"):
         path = url.split("///", 1)[-1]
         if path and path != ":memory:":  # a new data directory (the token came from the environment)
