@@ -525,9 +525,13 @@ def test_every_writer_takes_its_locks_in_one_order(http: TestClient, service: Ga
 
     def locks(call: Any) -> list[str]:
         taken.clear()
-        assert call().status_code in (200, 201)
+        answer = call()
+        assert answer.status_code in (200, 201), answer.json()
         return list(taken)
 
+    # A stacked shoe: with a random one, an Ace up (an insurance offer, which "stand" does not answer) or a blackjack
+    # (no round left to decide) failed this test about one run in six.
+    service.stacked.append(["TS", "6H", "9D", "TC", "8C"])  # player 19 stands, the dealer draws to 24
     event.listen(service.db.engine, "before_cursor_execute", note)
     try:
         alone, first, second = guest(http), guest(http), guest(http)
