@@ -10,6 +10,7 @@ history. At the end, the same figures over the whole run by request kind (bet, d
 the request path shows first.
 
     .venv/bin/python benchmarks/history.py [--rounds 20000] [--window 2000] [--players 20] [--database URL]
+        [--count-statements]
 
 The players follow the load benchmark's strategy (``simple_strategy.py``), bet the table minimum,
 and is credited again by the operator when the balance runs low.
@@ -41,7 +42,7 @@ class Meter:
     """Wall and CPU seconds (this process: the database server's own work shows only in the wall time),
     requests and statements since the last reset; and, over the whole run, CPU and statements by request kind."""
 
-    def __init__(self, service: GameService) -> None:
+    def __init__(self, service: GameService, count_on_postgresql: bool = False) -> None:
         self.statements = 0
         self.requests = 0
         self.cpu = self.wall = 0.0
@@ -52,16 +53,20 @@ class Meter:
             # path's direct statements (server/direct.py), and this would measure the path the server does not take.
             event.listen(engine, "connect", lambda connection, _record: connection.set_trace_callback(self._traced))
             engine.dispose()  # connections made from here on are traced
+            self.counted = True
         else:
-            event.listen(engine, "before_cursor_execute", self._statement)
+            # psycopg has no trace of its own: only SQLAlchemy's event counts, and it turns the direct statements off.
+            self.counted = count_on_postgresql
+            if count_on_postgresql:
+                event.listen(engine, "before_cursor_execute", self._statement)
 
     def _statement(self, *_args: Any) -> None:
         self.statements += 1
 
     def _traced(self, statement: str) -> None:
-        # As SQLAlchemy's event counted (BEGIN and every statement, not the commit), but for an executemany, which
-        # SQLite traces once a row (a transfer's two ledger rows count two).
-        if statement != "COMMIT":
+        # As SQLAlchemy's event counted (BEGIN and every statement, not a transaction's end), but for an executemany,
+        # which SQLite traces once a row (a transfer's two ledger rows count two).
+        if statement not in ("COMMIT", "ROLLBACK"):
             self.statements += 1
 
     def timed(self, call: Callable[[], Any], kind: str = "request") -> Any:
@@ -95,12 +100,19 @@ def play_round(service: GameService, player: Caller, meter: Meter, minimum: int)
         view = once("action", lambda: service.act(player, round_id, action))  # noqa: B023 (called at once)
 
 
+def _count(statements: float, counted: bool) -> str:
+    return f"{statements:.1f}" if counted else "not counted"
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rounds", type=int, default=20000)
     parser.add_argument("--window", type=int, default=2000)
     parser.add_argument("--players", type=int, default=20)
     parser.add_argument("--database", help="SQLAlchemy URL (default: a fresh SQLite file)")
+    parser.add_argument("--count-statements", action="store_true",
+                        help="on PostgreSQL, count statements by SQLAlchemy's event: that runs every statement through "
+                             "SQLAlchemy's own path, so the CPU figures are that path's, not the server's")
     args = parser.parse_args()
     if min(args.rounds, args.window, args.players) < 1:
         parser.error("--rounds, --window and --players are at least 1")
@@ -112,7 +124,7 @@ def main() -> None:
     players = [service.guest(f"benchmark-{n}")[0] for n in range(args.players)]
     table = service.table(TABLE)
     minimum = table.limits["main"][0]
-    meter = Meter(service)
+    meter = Meter(service, args.count_statements)
     print(f"{args.players} players at {TABLE!r}, {url}")
     print(f"{'rounds played':>14} {'ms per request':>15} {'ms CPU per request':>19} {'statements per request':>23}")
     for played in range(1, args.rounds + 1):
@@ -122,10 +134,11 @@ def main() -> None:
         play_round(service, player, meter, minimum)
         if played % args.window == 0:
             wall, cpu, statements = meter.reset()
-            print(f"{played:>14,} {wall:>15.2f} {cpu:>19.2f} {statements:>23.1f}", flush=True)
+            print(f"{played:>14,} {wall:>15.2f} {cpu:>19.2f} {_count(statements, meter.counted):>23}", flush=True)
     print(f"\n{'request kind':>14} {'requests':>15} {'ms CPU per request':>19} {'statements per request':>23}")
     for kind, (count, cpu_seconds, statements_run) in meter.by_kind.items():
-        print(f"{kind:>14} {int(count):>15,} {1000 * cpu_seconds / count:>19.2f} {statements_run / count:>23.1f}")
+        print(f"{kind:>14} {int(count):>15,} {1000 * cpu_seconds / count:>19.2f} "
+              f"{_count(statements_run / count, meter.counted):>23}")
 
 
 if __name__ == "__main__":

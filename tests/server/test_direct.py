@@ -1,4 +1,4 @@
-"""The request path's direct statements (server/direct.py): SQLite's cursor, read and raised as SQLAlchemy would."""
+"""The request path's direct statements (server/direct.py): the driver's cursor, read and raised as SQLAlchemy would."""
 
 from __future__ import annotations
 
@@ -30,7 +30,7 @@ STACK = ["2S", "6H", "3D", "TC", "2C", "2D", "9S"]
 
 def sqlite_only(service: GameService) -> None:
     if not service.db.is_sqlite:
-        pytest.skip("direct statements are SQLite's: on PostgreSQL run() is session.execute")
+        pytest.skip("the fault is made with sqlite3's own classes")
 
 
 def played_round(service: GameService, guest: Client) -> dict[str, Any]:
@@ -130,14 +130,60 @@ def test_a_twins_key_is_an_integrity_error_and_a_busy_database_an_operational_on
 
 
 def test_statements_that_cannot_run_as_compiled_go_through_sqlalchemy(service: GameService, guest: Client) -> None:
-    """An IN of a list given at execution (``BALANCES``) and ORM entities: SQLAlchemy renders and loads those."""
+    """ORM entities, an IN of a list given at execution, Python-side column defaults, values computed at each
+    execution and text: SQLAlchemy loads, renders and fills those, so run() hands them to it."""
+    from sqlalchemy import bindparam, insert, select, text
+
+    from twentyone.server.models import SHOES
+    from twentyone.server.models import Shoe as ShoeRow
     from twentyone.server.wallet import BALANCES
 
-    params = {"owners": ["house", "nobody"], "currency": "USD"}
+    played_round(service, guest)
+    player_id = guest.player_id()
+    params = {"owners": ["house", f"player:{player_id}"], "currency": "USD"}
+    with service.db.transaction() as session:
+        assert sorted(direct.run(session, BALANCES, params).all()) == sorted(session.execute(BALANCES, params).all())
+        shoe = direct.run(session, UNFINISHED_OWN, {"table_id": "classic", "player_id": player_id}).first()
+        assert isinstance(shoe[0], ShoeRow)  # an ORM object, as session.execute gives, not its columns
+        # position and finished left to their Python-side defaults (0, False), which SQLAlchemy fills in.
+        partial = insert(SHOES).returning(SHOES.c.position, SHOES.c.finished)
+        row = {"table_id": "classic", "player_id": None, "cards": "2S", "salt": "s", "commitment": "c",
+               "cut_card": None, "created_at": datetime(2026, 1, 1, tzinfo=UTC)}
+        assert tuple(direct.run(session, partial, row).one()) == (0, False)
+        counter = iter(range(10))
+        computed = select(bindparam("n", callable_=lambda: next(counter)))
+        assert [direct.run(session, computed, {}).scalar() for _ in range(3)] == [0, 1, 2]
+        assert direct.run(session, text("SELECT 1 + :n"), {"n": 1}).scalar() == 2
+        session.rollback()
+
+
+def test_echo_and_listeners_on_the_connection_take_sqlalchemys_path(service: GameService,
+                                                                     caplog: pytest.LogCaptureFixture) -> None:
+    """An operator who turns on the engine's echo sees every statement in the log, direct ones included."""
+    seen: list[str] = []
+    params = {"owner": "house", "currency": "USD"}
     with service.db.sessions() as session:
-        assert direct.run(session, BALANCES, params).all() == session.execute(BALANCES, params).all()
-        shoes = direct.run(session, UNFINISHED_OWN, {"table_id": "classic", "player_id": 1}).all()
-        assert all(hasattr(row, "cards") for row in shoes)
+        connection = session.connection()
+        event.listen(connection, "after_cursor_execute", lambda *args: seen.append(args[2]))
+        direct.run(session, BALANCE, params)
+    assert len(seen) == 1
+    service.db.engine.echo = True
+    try:
+        with caplog.at_level("INFO", "sqlalchemy.engine"), service.db.sessions() as session:
+            direct.run(session, BALANCE, params)
+    finally:
+        service.db.engine.echo = False
+    assert any(record.getMessage().startswith("SELECT accounts.balance") for record in caplog.records)
+
+
+def test_an_in_memory_sqlite_database_still_has_its_one_connection() -> None:
+    """The pool's LIFO order is for a file's pool of connections; an in-memory database keeps a single one."""
+    from twentyone.server.db import make_engine
+
+    engine = make_engine("sqlite:///:memory:")
+    with engine.connect() as connection:
+        assert connection.exec_driver_sql("SELECT 1").scalar() == 1
+    engine.dispose()
 
 
 class _Faulty(sqlite3.Connection):

@@ -1,20 +1,25 @@
-"""The request path's Core statements on SQLite's own cursor: compiled once, run without SQLAlchemy's execution layer.
+"""The request path's Core statements on the driver's cursor: compiled once, run without SQLAlchemy's execution layer.
 
 A request runs 7-15 statements that SQLite answers in about a microsecond each, but each one through
-``Session.execute`` cost about 21 us of Python here (``Connection.execute`` 15 us, ``exec_driver_sql`` 11 us,
-pinned to one CPU; ``docs/server.md``, "Load"). :func:`run` compiles a statement once by SQLAlchemy's own
-compiler, with SQLAlchemy's own type processors for its parameters and columns (JSON, datetimes, booleans), and
-runs it on the DBAPI cursor of the session's connection, in the session's transaction, after the session's
-autoflush: what it reads, writes and raises is what ``session.execute`` would have, less the bookkeeping.
+``Session.execute`` cost about 21 us of Python here (``Connection.execute`` 15 us, ``exec_driver_sql`` 11 us, this
+module 6 us; on PostgreSQL 100 us against 42 us on psycopg's own cursor: pinned to one CPU, ``docs/server.md``,
+"Load"). :func:`run` compiles a statement once by SQLAlchemy's own compiler, passes its parameters and columns
+through SQLAlchemy's own type processors (JSON, datetimes, booleans), runs it on the session's connection in the
+session's transaction after the session's autoflush, and hands a driver's error to SQLAlchemy's own handler (the
+same exception, and a connection the server ended discarded with the pool's older ones). What it reads, writes
+and raises is what ``session.execute`` would have, less the bookkeeping.
 
 It steps aside (plain ``session.execute``) where that bookkeeping is wanted or the shortcut would differ:
 
-- on PostgreSQL, where SQLAlchemy also notices a connection the server ended and discards the pool's others;
-- while anyone listens to the engine's statements (``before_cursor_execute``: the tests that count statements or
-  inject storage faults, ``benchmarks/history.py``), so that they see every statement;
-- for a statement it cannot run as compiled: an ``IN`` of a list given at execution (an expanding parameter).
+- while anyone listens to the statements (SQLAlchemy's cursor events on the engine or the connection, or ``echo``):
+  the tests that count statements or inject storage faults, so that they see every statement;
+- for a statement it cannot run as compiled once: ORM entities, an ``IN`` of a list given at execution, values
+  made at execution (Python-side column defaults, callables), text, or a type whose processor needs the driver's
+  type code;
+- on databases other than SQLite and PostgreSQL.
 
 Pass only statements built once (module constants): compiled forms are kept by the statement's identity.
+:class:`Record` and :func:`save` read a row for a change and write back what was set on it, without the ORM.
 """
 
 from __future__ import annotations
@@ -25,6 +30,7 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
+from sqlalchemy import Table, bindparam, update
 from sqlalchemy import exc as db_errors
 from sqlalchemy.engine import Dialect
 from sqlalchemy.orm import Session
@@ -47,7 +53,8 @@ class Result(Protocol):
 
 
 class Rows:
-    """Rows already fetched, read as SQLAlchemy's ``Result`` reads them (``first``, ``one``, ``scalar`` ...).
+    """Rows already fetched, read as SQLAlchemy's ``Result`` reads them (``first``, ``one``, ``scalar`` ...);
+    ``None`` for a statement that answers with no rows, whose reads raise as SQLAlchemy's do.
 
     >>> Pair = namedtuple("Pair", ["id", "name"])
     >>> rows = Rows([Pair(1, "a")])
@@ -59,34 +66,43 @@ class Rows:
     Traceback (most recent call last):
     ...
     sqlalchemy.exc.NoResultFound: No row was found when one was required
+    >>> Rows(None).first()
+    Traceback (most recent call last):
+    ...
+    sqlalchemy.exc.ResourceClosedError: This result object does not return rows.
     """
 
     __slots__ = ("_rows",)
 
-    def __init__(self, rows: list[Any]) -> None:
+    def __init__(self, rows: list[Any] | None) -> None:
         self._rows = rows
 
+    def all(self) -> list[Any]:
+        if self._rows is None:
+            raise db_errors.ResourceClosedError("This result object does not return rows.")
+        return self._rows
+
     def first(self) -> Any:
-        return self._rows[0] if self._rows else None
+        rows = self.all()
+        return rows[0] if rows else None
 
     def one(self) -> Any:
-        if not self._rows:
+        rows = self.all()
+        if not rows:
             raise db_errors.NoResultFound("No row was found when one was required")
-        if len(self._rows) > 1:
+        if len(rows) > 1:
             raise db_errors.MultipleResultsFound("Multiple rows were found when exactly one was required")
-        return self._rows[0]
+        return rows[0]
 
     def scalar(self) -> Any:
-        return self._rows[0][0] if self._rows else None
+        rows = self.all()
+        return rows[0][0] if rows else None
 
     def scalar_one(self) -> Any:
         return self.one()[0]
 
-    def all(self) -> list[Any]:
-        return self._rows
-
     def __iter__(self) -> Iterator[Any]:
-        return iter(self._rows)
+        return iter(self.all())
 
 
 Processor = Callable[[Any], Any] | None
@@ -99,6 +115,7 @@ class Compiled:
 
     sql: str
     names: tuple[str, ...]  # its parameters: in the order of their ``?`` (SQLite), or by name (PostgreSQL's %(name)s)
+    keys: tuple[str, ...]  # each parameter's name in the SQL (PostgreSQL escapes some characters of a name)
     positional: bool
     literals: tuple[Any, ...]  # a value per parameter: the statement's own, where no parameter of that name is given
     binds: tuple[Processor, ...]  # SQLAlchemy's type processors, a parameter's Python value to the driver's
@@ -111,9 +128,14 @@ class Compiled:
         for name, literal, process in zip(self.names, self.literals, self.binds, strict=True):
             value = params.get(name, literal)
             if value is _UNSET:
-                raise db_errors.InvalidRequestError(f"A value is required for bind parameter {name!r}")
-            out.append(value if process is None else process(value))  # None too: JSON's None is 'null'
-        return tuple(out) if self.positional else dict(zip(self.names, out, strict=True))
+                raise db_errors.StatementError(f"A value is required for bind parameter {name!r}", self.sql,
+                                               dict(params), None)
+            try:
+                out.append(value if process is None else process(value))  # None too: JSON's None is 'null'
+            except Exception as error:  # as SQLAlchemy reports a value its type cannot take
+                raise db_errors.StatementError(f"({type(error).__name__}) {error}", self.sql, dict(params),
+                                               error) from error
+        return tuple(out) if self.positional else dict(zip(self.keys, out, strict=True))
 
     def rows(self, fetched: list[tuple[Any, ...]], description: Sequence[Sequence[Any]]) -> list[Any]:
         if not self.row:  # the names SQLAlchemy gives its rows' keys too ("balance", "count_1")
@@ -125,7 +147,7 @@ class Compiled:
                 for row in fetched]
 
 
-_compiled: dict[tuple[str, int, tuple[str, ...]], tuple[Executable, Compiled | None]] = {}
+_compiled: dict[tuple[Any, ...], tuple[Executable, Compiled | None]] = {}
 _compiling = threading.Lock()
 DIALECTS = ("sqlite", "postgresql")
 _CURSOR = "twentyone.cursor"  # the DBAPI connection's info: its cursor, made once (psycopg's costs to make)
@@ -133,10 +155,10 @@ _CURSOR = "twentyone.cursor"  # the DBAPI connection's info: its cursor, made on
 
 def compile_statement(statement: Executable, keys: tuple[str, ...], dialect: Dialect) -> Compiled | None:
     """``statement`` as ``dialect`` runs it for parameters named ``keys`` (which, as in SQLAlchemy, say the columns an
-    ``INSERT`` or ``UPDATE`` without values of its own sets); None if it cannot run as compiled.
+    ``INSERT`` or ``UPDATE`` without values of its own sets); None if it cannot run as compiled once.
 
     >>> from sqlalchemy import bindparam, create_engine, select
-    >>> from twentyone.server.models import ACCOUNTS
+    >>> from twentyone.server.models import ACCOUNTS, Account
     >>> query = select(ACCOUNTS.c.balance).where(ACCOUNTS.c.id == bindparam("id"), ACCOUNTS.c.currency == "USD")
     >>> compiled = compile_statement(query, ("id",), create_engine("sqlite://").dialect)
     >>> compiled.sql.split("WHERE")[1].strip(), compiled.values({"id": 7})
@@ -144,29 +166,48 @@ def compile_statement(statement: Executable, keys: tuple[str, ...], dialect: Dia
     >>> compiled = compile_statement(query, ("id",), create_engine("postgresql+psycopg://").dialect)
     >>> compiled.sql.split("WHERE")[1].strip(), compiled.values({"id": 7})
     ('accounts.id = %(id)s::INTEGER AND accounts.currency = %(currency_1)s::VARCHAR', {'id': 7, 'currency_1': 'USD'})
+    >>> compile_statement(select(Account), (), create_engine("sqlite://").dialect) is None  # ORM entities
+    True
     """
+    if statement._propagate_attrs.get("compile_state_plugin") == "orm":
+        return None  # ORM entities: SQLAlchemy's ORM loads objects (and the statement compiles through the ORM)
+    columns = _columns(statement)
+    if columns is None:
+        return None
     compiled = statement.compile(dialect=dialect, column_keys=list(keys))  # type: ignore[attr-defined]
+    if compiled.insert_prefetch or compiled.update_prefetch or compiled.literal_execute_params \
+            or compiled.post_compile_params:
+        return None  # values made at each execution: Python-side defaults, or values rendered into the SQL
     by_name = {name: bind for bind, name in compiled.bind_names.items()}  # each parameter by its name in the SQL
     names = tuple(compiled.positiontup) if compiled.positional else tuple(by_name)
     binds = [by_name[name] for name in names]
-    if any(bind.expanding for bind in binds):
-        return None  # an IN of a list given at execution: SQLAlchemy renders a marker for each item of the list
-    literals = tuple(_UNSET if bind.required else bind.effective_value for bind in binds)
-    bind_processors = tuple(bind.type.dialect_impl(dialect).bind_processor(dialect) for bind in binds)
-    columns = _columns(statement)
-    results = tuple(column.type.dialect_impl(dialect).result_processor(dialect, None) for column in columns or ())
-    return Compiled(compiled.string, names, compiled.positional, literals, bind_processors, results,
-                    columns is not None)
+    if any(bind.expanding or bind.callable is not None for bind in binds):
+        return None  # an IN of a list given at execution, or a value computed at each execution
+    literals = tuple(_UNSET if bind.required else bind.value for bind in binds)
+    escaped = compiled.escaped_bind_names or {}
+    try:
+        bind_processors = tuple(bind.type.dialect_impl(dialect).bind_processor(dialect) for bind in binds)
+        results = tuple(column.type.dialect_impl(dialect).result_processor(dialect, None) for column in columns)
+    except Exception:  # a processor that needs the driver's type code (Numeric on psycopg): SQLAlchemy's path
+        return None
+    return Compiled(compiled.string, names, tuple(escaped.get(name, name) for name in names), compiled.positional,
+                    literals, bind_processors, results, bool(columns))
 
 
 def _columns(statement: Executable) -> list[Any] | None:
-    """The columns a statement answers with (None: it answers with no rows)."""
+    """The columns a statement answers with (empty: it answers with no rows; None: not a Core SELECT or DML)."""
     if isinstance(statement, Select):
         return list(statement.selected_columns)
     if isinstance(statement, UpdateBase):
-        returned = list(statement.exported_columns)
-        return returned or None
-    raise TypeError(f"not a SELECT, INSERT, UPDATE or DELETE: {type(statement).__name__}")
+        return list(statement.exported_columns)
+    return None  # text() and the like: SQLAlchemy's path
+
+
+def _dialect_key(dialect: Dialect) -> tuple[Any, ...]:
+    """What makes one dialect compile and process a statement as another does: its class (the driver), the server's
+    version, and the JSON functions (an engine may be given its own)."""
+    return (type(dialect), dialect.server_version_info, getattr(dialect, "_json_serializer", None),
+            getattr(dialect, "_json_deserializer", None))
 
 
 def run(session: Session, statement: Executable, params: Params | Sequence[Params] | None = None) -> Result:
@@ -177,11 +218,12 @@ def run(session: Session, statement: Executable, params: Params | Sequence[Param
     connection = session.connection()  # begins the session's transaction, if it has not begun
     engine = connection.engine
     dialect = engine.dialect
-    if dialect.name not in DIALECTS or engine.dispatch.before_cursor_execute:
+    watched = connection.dispatch.before_cursor_execute or connection.dispatch.after_cursor_execute or engine.echo
+    if dialect.name not in DIALECTS or watched:
         return session.execute(statement, params)
     batch: list[Params] | None = list(params) if isinstance(params, Sequence) else None
     first: Params = (batch[0] if batch else {}) if batch is not None else (params or {})  # type: ignore[assignment]
-    key = (dialect.name, id(statement), tuple(sorted(first)))
+    key = (_dialect_key(dialect), id(statement), tuple(sorted(first)))
     entry = _compiled.get(key)
     if entry is None:
         with _compiling:  # the statement is kept with its compiled form, so that its id stays its own
@@ -189,25 +231,87 @@ def run(session: Session, statement: Executable, params: Params | Sequence[Param
     compiled = entry[1]
     if compiled is None or (compiled.answers and batch is not None):
         return session.execute(statement, params)
-    if session.autoflush:
-        session.flush()  # what session.execute does first: pending ORM changes reach the database (no-op if none)
+    session._autoflush()  # what session.execute does first: pending ORM changes reach the database, if autoflush is on
     pooled = connection.connection
-    cursor = pooled.info.get(_CURSOR)
-    if cursor is None:
-        cursor = pooled.info[_CURSOR] = pooled.driver_connection.cursor()  # type: ignore[union-attr]
     values: Any = None
+    cursor = None
     try:
+        cursor = pooled.info.get(_CURSOR)
+        if cursor is None:
+            cursor = pooled.info[_CURSOR] = pooled.driver_connection.cursor()  # type: ignore[union-attr]
         if batch is not None:
             values = [compiled.values(each) for each in batch]
             cursor.executemany(compiled.sql, values)
         else:
             values = compiled.values(first)
             cursor.execute(compiled.sql, values)
-        fetched = cursor.fetchall() if compiled.answers else []
-    except dialect.loaded_dbapi.Error as error:
-        # SQLAlchemy's own handling of a driver's error: the exception it raises for it (OperationalError, so a busy
-        # database is a 503; IntegrityError, so a twin's key gets the first answer), and on a connection the server
-        # ended, the connection and the pool's older ones discarded, so the next request finds a live one.
+        fetched = cursor.fetchall() if compiled.answers else None
+    except BaseException as error:
+        if isinstance(error, Exception) and not isinstance(error, dialect.loaded_dbapi.Error):
+            raise  # ours (a value its type cannot take: StatementError), not the driver's
+        # SQLAlchemy's own handling of a driver's error, or of an interruption (Ctrl-C, a cancellation): the exception
+        # it raises for it (OperationalError, so a busy database is a 503; IntegrityError, so a twin's key gets the
+        # first answer) and, for a connection the server ended or one left mid-statement, that connection and the
+        # pool's older ones discarded, so the next request finds a live one.
         pooled.info.pop(_CURSOR, None)
         connection._handle_dbapi_exception(error, compiled.sql, values, cursor, None)
-    return Rows(compiled.rows(fetched, cursor.description)) if compiled.answers else Rows([])
+    return Rows(compiled.rows(fetched, cursor.description) if fetched is not None else None)
+
+
+class Record:
+    """A row read for a change: its columns as attributes; what is set on it is written back by :func:`save`.
+
+    The ORM's unit of work did this for a decision's round and seat at about 390 us (load, change, flush: pinned,
+    SQLite); a record and one ``UPDATE`` of the columns set cost about 60 us. There is no identity map: read a
+    row once per transaction, and :func:`save` it before anything reads that row from the database again.
+
+    >>> from twentyone.server.models import ROUNDS
+    >>> record = Record(ROUNDS, {"id": 7, "version": 2, "status": "playing"})
+    >>> record.version += 1
+    >>> record.version, record.changes
+    (3, {'version': 3})
+    >>> record.colour = "red"
+    Traceback (most recent call last):
+    ...
+    AttributeError: rounds has no column 'colour'
+    """
+
+    __slots__ = ("changes", "table", "values")
+
+    def __init__(self, table: Table, values: Mapping[str, Any]) -> None:
+        object.__setattr__(self, "table", table)
+        object.__setattr__(self, "values", dict(values))
+        object.__setattr__(self, "changes", {})
+
+    def __getattr__(self, name: str) -> Any:
+        try:
+            return self.values[name]
+        except KeyError:
+            raise AttributeError(f"{self.table.name} has no column {name!r}") from None
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        if name not in self.values:
+            raise AttributeError(f"{self.table.name} has no column {name!r}")
+        self.values[name] = value
+        self.changes[name] = value
+
+
+_UPDATES: dict[str, Executable] = {}  # UPDATE table ... WHERE id = :row_id, by table: the SET is the changes' keys
+
+
+def read_record(session: Session, statement: Executable, params: Params, table: Table) -> Record | None:
+    """The first row of ``statement`` (its columns ``table``'s) as a :class:`Record`, or None."""
+    row = run(session, statement, params).first()
+    return Record(table, row._asdict()) if row is not None else None
+
+
+def save(session: Session, record: Record) -> None:
+    """Write the columns set on ``record`` since it was read (or last saved): one ``UPDATE``, none if nothing was."""
+    if not record.changes:
+        return
+    table = record.table
+    statement = _UPDATES.get(table.name)
+    if statement is None:
+        statement = _UPDATES[table.name] = update(table).where(table.c.id == bindparam("row_id"))
+    run(session, statement, {"row_id": record.values["id"], **record.changes})
+    record.changes.clear()
