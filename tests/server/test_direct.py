@@ -174,6 +174,11 @@ def test_echo_and_listeners_on_the_connection_take_sqlalchemys_path(service: Gam
     finally:
         service.db.engine.echo = False
     assert any(record.getMessage().startswith("SELECT accounts.balance") for record in caplog.records)
+    caplog.clear()
+    # The usual way to log SQL in production: the logger's level, with echo left unset.
+    with caplog.at_level("INFO", "sqlalchemy.engine"), service.db.sessions() as session:
+        direct.run(session, BALANCE, params)
+    assert any(record.getMessage().startswith("SELECT accounts.balance") for record in caplog.records)
 
 
 def test_an_in_memory_sqlite_database_still_has_its_one_connection() -> None:
@@ -259,3 +264,37 @@ def test_a_connection_postgresql_ended_is_discarded_with_the_pools_others(
     for _ in range(3):  # every pooled connection was ended: each is replaced, none fails again
         with service.db.sessions() as session:
             assert direct.run(session, BALANCE, params).all() == before
+
+
+def test_a_shared_rounds_settling_double_writes_the_deciding_seat_once(http: Any, service: GameService,
+                                                                      clock: Any) -> None:
+    """The last decision at a shared table (a double) changes its seat's stake; settlement then pays every seat.
+    The deciding seat is written once, stake and result together, and every seat ends as the ledger says."""
+    from server_helpers import dealt_shared_round, new_player
+
+    from twentyone.server.models import RoundSeat
+
+    # ann TS 9C (19), bob 5H 6S (11), dealer 6D TC (16); bob doubles onto 8H (19); the dealer draws 9S and busts.
+    service.stacked.append(["TS", "5H", "6D", "9C", "6S", "TC", "8H", "9S"])
+    ann, bob = new_player(http, "ann"), new_player(http, "bob")
+    round_id = dealt_shared_round(service, clock, [ann, bob], table="multiplayer")
+    assert ann.act(round_id, "stand").status_code == 200
+    statements: list[str] = []
+
+    def note(_conn: Any, _cursor: Any, statement: str, parameters: Any, _context: Any, many: bool) -> None:
+        statements.extend([" ".join(statement.split())] * (len(parameters) if many else 1))  # a row each
+
+    event.listen(service.db.engine, "before_cursor_execute", note)
+    try:
+        settled = bob.act(round_id, "double").json()
+    finally:
+        event.remove(service.db.engine, "before_cursor_execute", note)
+    assert settled["status"] == "settled" and settled["me"]["staked"] == 1000 and settled["me"]["returned"] == 2000
+    seat_updates = [s for s in statements if s.startswith("UPDATE round_seats")]
+    assert len(seat_updates) == 2, seat_updates  # a row each: ann's result, and bob's stake with his result
+    with service.db.sessions() as session:
+        seats = {seat.player_id: seat for seat in session.query(RoundSeat).filter_by(round_id=round_id)}
+        assert sorted((seat.staked, seat.returned) for seat in seats.values()) == [(500, 1000), (1000, 2000)]
+    for player in (ann, bob):
+        assert player.balance() == seats[player.player_id()].balance_after
+    assert ledger_totals(service)[:2] == (0, [])

@@ -11,8 +11,9 @@ and raises is what ``session.execute`` would have, less the bookkeeping.
 
 It steps aside (plain ``session.execute``) where that bookkeeping is wanted or the shortcut would differ:
 
-- while anyone listens to the statements (SQLAlchemy's cursor events on the engine or the connection, or ``echo``):
-  the tests that count statements or inject storage faults, so that they see every statement;
+- while anyone watches the statements (SQLAlchemy's execution or cursor events, or its log: ``echo``, or the
+  ``sqlalchemy.engine`` logger at INFO): the tests that count statements or inject storage faults, and an operator
+  reading the log, see every statement;
 - for a statement it cannot run as compiled once: ORM entities, an ``IN`` of a list given at execution, values
   made at execution (Python-side column defaults, callables), text, or a type whose processor needs the driver's
   type code;
@@ -218,7 +219,10 @@ def run(session: Session, statement: Executable, params: Params | Sequence[Param
     connection = session.connection()  # begins the session's transaction, if it has not begun
     engine = connection.engine
     dialect = engine.dialect
-    watched = connection.dispatch.before_cursor_execute or connection.dispatch.after_cursor_execute or engine.echo
+    # SQLAlchemy's own _echo: true with echo=True and with the "sqlalchemy.engine" logger at INFO alike.
+    events = connection.dispatch
+    watched = (events.before_cursor_execute or events.after_cursor_execute or events.before_execute
+               or events.after_execute or connection._echo)
     if dialect.name not in DIALECTS or watched:
         return session.execute(statement, params)
     batch: list[Params] | None = list(params) if isinstance(params, Sequence) else None
@@ -251,8 +255,8 @@ def run(session: Session, statement: Executable, params: Params | Sequence[Param
             raise  # ours (a value its type cannot take: StatementError), not the driver's
         # SQLAlchemy's own handling of a driver's error, or of an interruption (Ctrl-C, a cancellation): the exception
         # it raises for it (OperationalError, so a busy database is a 503; IntegrityError, so a twin's key gets the
-        # first answer) and, for a connection the server ended or one left mid-statement, that connection and the
-        # pool's older ones discarded, so the next request finds a live one.
+        # first answer); a connection the server ended is discarded with the pool's older ones, so the next request
+        # finds a live one, and one left mid-statement by an interruption is discarded alone.
         pooled.info.pop(_CURSOR, None)
         connection._handle_dbapi_exception(error, compiled.sql, values, cursor, None)
     return Rows(compiled.rows(fetched, cursor.description) if fetched is not None else None)

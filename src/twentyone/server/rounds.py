@@ -432,7 +432,7 @@ class Rounds:
                     if moved_on:
                         round_row.decision_since = self.clock()
                     round_row.version += 1
-                    self._after_change(session, round_row, engine, table, alone)
+                    self._after_change(session, round_row, engine, table, alone, decided=seat)
                     save(session, cast(Record, round_row))  # before the view reads the round's seats
                     save(session, cast(Record, seat))
                     shown = ([(seat, caller.name)], 1) if alone and seat.player_id == caller.id else None
@@ -526,13 +526,14 @@ class Rounds:
         seat.staked += amount
 
     def _after_change(self, session: Session, round_row: Round, engine: Engine, table: TableSpec,
-                      seats: list[RoundSeat] | None = None) -> None:
-        """Settle the round if the change finished it; ``seats``: all of its seats, when the caller holds them."""
+                      seats: list[RoundSeat] | None = None, decided: RoundSeat | None = None) -> None:
+        """Settle the round if the change finished it; ``seats``: all of its seats, when the caller holds them;
+        ``decided``: the seat the change was made for, as the caller holds it (a record, not yet saved)."""
         if engine.phase is Phase.SETTLED:
-            self._settle(session, round_row, engine, table, seats)
+            self._settle(session, round_row, engine, table, seats, decided)
 
     def _settle(self, session: Session, round_row: Round, engine: Engine, table: TableSpec,
-                seats: list[RoundSeat] | None = None) -> None:
+                seats: list[RoundSeat] | None = None, decided: RoundSeat | None = None) -> None:
         """Pay every seat and close the round, in the same transaction as the last decision."""
         self.fault("settle")
         returned: dict[str, int] = {}
@@ -540,6 +541,8 @@ class Rounds:
             returned[op.player] = returned.get(op.player, 0) + op.returned
         if seats is None:
             seats = list(session.scalars(select(RoundSeat).where(RoundSeat.round_id == round_row.id)).all())
+            if decided is not None:  # the deciding seat's record, whose unsaved change the row read here lacks: it
+                seats = [decided if seat.id == decided.id else seat for seat in seats]  # is saved with the result
         # The wallet's statements below would each flush the seats and the round half-changed first;
         # without that, each seat and the round are written once, at the commit.
         with session.no_autoflush:
