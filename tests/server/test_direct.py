@@ -12,6 +12,7 @@ from integrity import ledger_totals
 from server_helpers import Client
 from sqlalchemy import Executable, event
 from sqlalchemy import exc as db_errors
+from test_faults import STACK  # classic: hit, hit, stand, and the dealer busts
 
 from twentyone.server import direct
 from twentyone.server.db import Database, migrate
@@ -23,9 +24,6 @@ from twentyone.server.store import RECORD, SEEN
 from twentyone.server.tables import SLIP, UNFINISHED_OWN
 from twentyone.server.views import REVEALED, SEATS_OF
 from twentyone.server.wallet import BALANCE
-
-# Classic: player 2S 3D, dealer 6H (hole TC); hit 2C, hit 2D, stand; the dealer draws 9S and busts: a win.
-STACK = ["2S", "6H", "3D", "TC", "2C", "2D", "9S"]
 
 
 def sqlite_only(service: GameService) -> None:

@@ -422,8 +422,8 @@ class Rounds:
                     except Exception as error:
                         raise Malfunction(str(error)) from error
                     run(session, LOG_ACTION, {"round_id": round_id, "seq": round_row.version,
-                                                 "player_id": int(decision.player), "action": str(action),
-                                                 "source": source})
+                                              "player_id": int(decision.player), "action": str(action),
+                                              "source": source})
                     if source == "timeout":  # the player is told (their round view and history: ``timed_out``)
                         seat.timed_out += 1
                     # A common draw has one clock for everyone, restarted when the round moves on a step: a
@@ -560,7 +560,7 @@ class Rounds:
         round_row.decision_since = None
         # One statement, without loading the shoe (its cards are most of its row).
         finished = run(session, SHOE_MOVED, {"shoe_id": round_row.shoe_id,
-                                                "dealt": round_row.shoe_start + engine.shoe.position}).scalar_one()
+                                             "dealt": round_row.shoe_start + engine.shoe.position}).scalar_one()
         if finished:
             self._next_shoe(session, table, seats)
 

@@ -185,8 +185,8 @@ def slip_row(session: Session, player_id: int, table: TableSpec, clock: Callable
 def save_slip(session: Session, slip: SlipRecord) -> None:
     """Write the slip (every column, as read and changed here), in the caller's transaction."""
     run(session, SAVE_SLIP, {"slip_player": slip.player_id, "slip_table": slip.table_id, "bets": slip.bets,
-                                "history": slip.history, "chip": slip.chip, "previous": slip.previous,
-                                "updated_at": slip.updated_at})
+                             "history": slip.history, "chip": slip.chip, "previous": slip.previous,
+                             "updated_at": slip.updated_at})
 
 
 def _key(text: str) -> tuple[int, str]:
