@@ -139,11 +139,36 @@ def test_a_settling_decision_writes_the_round_and_its_seat_once_each(guest, serv
     assert settled["status"] == "settled" and settled["me"]["returned"] == 1000
     assert statements.count("UPDATE ROUNDS SET") == 1
     assert statements.count("UPDATE ROUND_SEATS SET") == 1
-    # The shoe is read once, commitment and cards together, for the settled view's reveal.
-    assert sum(s.startswith("SELECT SHOES.COMMITMENT") for s in statements) == 1
+    # The shoe is moved on once, and that statement returns what the settled view reveals: it is not read again.
+    assert statements.count("UPDATE SHOES SET") == 1
+    assert not any(s.startswith("SELECT SHOES.COMMITMENT") for s in statements)
+    assert settled["revealed"] == guest.get(f"/rounds/{dealt['id']}").json()["revealed"]  # as read afresh
+    assert settled["commitment"] == dealt["commitment"]
     # The next shoe is made in the same transaction: the player's unfinished shoes are read once, after
     # PostgreSQL's lock on them (the look before the lock found nothing, as it always does at settlement).
     assert sum(s.startswith("SELECT SHOES.ID, SHOES.TABLE_ID,") for s in statements) == 1
+
+
+def test_a_deal_reads_its_shoe_once(guest, service) -> None:  # type: ignore[no-untyped-def]
+    """A private table deals each round from the shoe its last round's settlement made: the deal reads that shoe
+    (cards and commitment) and used to read its commitment again for the answer."""
+    service.stacked.extend([["TS", "6H", "9D", "TC", "8C"]] * 2)  # each round: 19 against a 6 up, no blackjack
+    guest.bet("classic", 500)
+    first = guest.post("/tables/classic/deal").json()
+    while first["status"] == "playing":
+        first = guest.act(first["id"], "stand").json()
+    next_shoe = guest.get("/tables/classic").json()["next_shoe"]
+    guest.bet("classic", 500)
+    statements: list[str] = []
+
+    @event.listens_for(service.store.db.engine, "before_cursor_execute")
+    def record(_conn, _cursor, statement, *_args):  # type: ignore[no-untyped-def]
+        statements.append(" ".join(statement.split()[:4]).upper())
+
+    dealt = guest.post("/tables/classic/deal").json()
+    event.remove(service.store.db.engine, "before_cursor_execute", record)
+    assert dealt["status"] == "playing" and dealt["commitment"] == next_shoe["commitment"]  # published before the bet
+    assert sum(s.startswith("SELECT SHOES.") for s in statements) == 1
 
 
 def _orm_layer_use(state) -> list[str]:  # type: ignore[no-untyped-def]
@@ -195,3 +220,29 @@ def test_a_round_writes_its_slips_new_rows_and_shoes_without_the_orms_unit_of_wo
     # a Core insert: nothing went through the unit of work.
     assert flushed == []
     assert orm_layer == []
+
+
+def test_a_private_rounds_statements_all_run_as_compiled_once(guest, service) -> None:  # type: ignore[no-untyped-def]
+    """direct.run hands SQLAlchemy what it cannot run as compiled once (ORM entities, an expanding IN, text), and
+    each such statement costs two to three times a direct one. A chip, a bet, a deal and a settling decision at a
+    private table hand it none: the shoes are read as rows, a round still open is looked for without IN, one
+    player's balance after the round is read by its owner, and PostgreSQL's wait for twins is a Core statement."""
+    from sqlalchemy.orm import Session
+
+    service.stacked.append(["TS", "6H", "9D", "TC", "8C"])  # player 19 stands, dealer 24: settled, a new shoe
+    assert guest.get("/tables/classic").status_code == 200  # the caller and the tables: kept in memory from here on
+    handed: list[str] = []
+
+    def on_execute(state):  # type: ignore[no-untyped-def]
+        handed.append(" ".join(str(state.statement).split()[:6]))
+
+    event.listen(Session, "do_orm_execute", on_execute)
+    try:
+        assert guest.post("/tables/classic/chip", {"chip": 500}).status_code == 200
+        guest.bet("classic", 500)
+        dealt = guest.post("/tables/classic/deal").json()
+        settled = guest.act(dealt["id"], "stand").json()
+    finally:
+        event.remove(Session, "do_orm_execute", on_execute)
+    assert settled["status"] == "settled" and "revealed" in settled
+    assert handed == [], handed

@@ -35,9 +35,10 @@ import uuid
 from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING, Any, Protocol
 
-from sqlalchemy import text
+from sqlalchemy import BigInteger, bindparam, func, select
 from sqlalchemy.engine import make_url
 
+from twentyone.server.direct import run
 from twentyone.server.events import QUEUE_LIMIT, Broadcaster
 
 if TYPE_CHECKING:
@@ -64,8 +65,12 @@ def lock_in_transaction(session: Session, name: str) -> bool:
     other transaction may make at the same time: after the lock, check again."""
     if session.get_bind().dialect.name != "postgresql":
         return False
-    session.execute(text("SELECT pg_advisory_xact_lock(:key)"), {"key": lock_key(name)})
+    run(session, XACT_LOCK, {"key": lock_key(name)})
     return True
+
+
+# A Core statement, not text: run as compiled once (direct.run), at every deal and settlement on PostgreSQL.
+XACT_LOCK = select(func.pg_advisory_xact_lock(bindparam("key", type_=BigInteger)))
 
 
 def table_timers(table_id: str) -> str:

@@ -18,7 +18,7 @@ from collections.abc import Callable, Sequence
 from datetime import datetime, timedelta
 from typing import Any, cast
 
-from sqlalchemy import bindparam, func, insert, or_, select, update
+from sqlalchemy import bindparam, func, insert, literal_column, select
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
@@ -32,7 +32,7 @@ from twentyone.server.context import Caller, ServiceError, aware
 from twentyone.server.direct import Record, read_record, run, save
 from twentyone.server.events import Broadcaster
 from twentyone.server.live import FINISHED, LiveRounds, dealt_engine
-from twentyone.server.models import PLAYERS, ROUND_ACTIONS, ROUND_SEATS, ROUNDS, SHOES, Player, Round, RoundSeat, Slip
+from twentyone.server.models import PLAYERS, ROUND_ACTIONS, ROUND_SEATS, ROUNDS, Player, Round, RoundSeat, Slip
 from twentyone.server.models import Shoe as ShoeRow
 from twentyone.server.money import refusal
 from twentyone.server.store import AlreadyApplied, Store, inserted
@@ -41,6 +41,7 @@ from twentyone.server.tables import (
     TableRegistry,
     bets_total,
     hand_bet_json,
+    move_shoe,
     ready_bets,
     save_slip,
     slip_row,
@@ -55,12 +56,6 @@ ALONE_WINDOW = 3  # seconds a player alone at a shared table waits for others be
 NOBODY = 0  # a player id no account has: a round as seen by someone without a seat in it
 
 
-# The shoe moves past the round's cards and is finished once past its cut card (needs_shuffle, in SQL);
-# the answer says whether it is.
-SHOE_MOVED = (update(SHOES).where(SHOES.c.id == bindparam("shoe_id"))
-              .values(position=bindparam("dealt"), finished=or_(SHOES.c.finished, SHOES.c.cut_card.is_(None),
-                                                                bindparam("dealt") >= SHOES.c.cut_card))
-              .returning(SHOES.c.finished))
 # A decision appended to the round's log (Core: nothing reads the row back in its transaction).
 LOG_ACTION = insert(ROUND_ACTIONS)
 
@@ -82,7 +77,10 @@ OPEN_OWN_ROUND = (_OPEN_AT_TABLE.join(RoundSeat, RoundSeat.round_id == Round.id)
                   .where(RoundSeat.player_id == bindparam("player_id")).order_by(Round.id.desc()).limit(1))
 # Whether the player has a round open at a private table (a deal must wait for it to end): its id, no object.
 OPEN_OWN_ROUND_ID = (select(ROUNDS.c.id).join(ROUND_SEATS, ROUND_SEATS.c.round_id == ROUNDS.c.id)
-                     .where(ROUNDS.c.table_id == bindparam("table_id"), ROUNDS.c.status.in_(OPEN),
+                     .where(ROUNDS.c.table_id == bindparam("table_id"),
+                            # The statuses written into the SQL: an IN of bound values is expanded by SQLAlchemy
+                            # at every execution, and direct.run cannot run it as compiled once.
+                            ROUNDS.c.status.in_([literal_column(f"'{status}'") for status in OPEN]),
                             ROUND_SEATS.c.player_id == bindparam("player_id")).limit(1))
 # What a deal or a join reads of the player: the limits' checks and the seat's name, as a row.
 PLAYER = (select(PLAYERS.c.id, PLAYERS.c.name, PLAYERS.c.limits, PLAYERS.c.session_started_at)
@@ -558,10 +556,7 @@ class Rounds:
         round_row.status = "settled"
         round_row.settled_at = self.clock()
         round_row.decision_since = None
-        # One statement, without loading the shoe (its cards are most of its row).
-        finished = run(session, SHOE_MOVED, {"shoe_id": round_row.shoe_id,
-                                             "dealt": round_row.shoe_start + engine.shoe.position}).scalar_one()
-        if finished:
+        if move_shoe(session, round_row.shoe_id, round_row.shoe_start + engine.shoe.position):
             self._next_shoe(session, table, seats)
 
     def _next_shoe(self, session: Session, table: TableSpec, seats: Sequence[RoundSeat]) -> None:

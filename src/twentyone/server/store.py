@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, TypeVar, cast
 
-from sqlalchemy import Insert, Table, bindparam, insert, select, text
+from sqlalchemy import Insert, Integer, Table, bindparam, func, insert, select
 from sqlalchemy import exc as db_errors
 from sqlalchemy.orm import Session, make_transient_to_detached
 
@@ -37,6 +37,8 @@ STORED = (select(IDEMPOTENCY.c.request, IDEMPOTENCY.c.status_code, IDEMPOTENCY.c
 SEEN = select(IDEMPOTENCY.c.player_id).where(IDEMPOTENCY.c.player_id == bindparam("player_id"),
                                              IDEMPOTENCY.c.key == bindparam("key"))
 RECORD = insert(IDEMPOTENCY)  # Core (models.IDEMPOTENCY): the row is never read back in its transaction
+# PostgreSQL: twins with one key queue on this lock (a statement run as compiled once, not text: see direct.run).
+TWINS_WAIT = select(func.pg_advisory_xact_lock(bindparam("player", type_=Integer), bindparam("key", type_=Integer)))
 
 
 @dataclass
@@ -133,8 +135,8 @@ class Store:
                 if session.get_bind().dialect.name == "postgresql":
                     # Twins with one key wait for each other here, so the second sees the first's answer
                     # (without this it would wait on the round's or wallet's lock, then be refused: a 409).
-                    session.execute(text("SELECT pg_advisory_xact_lock(:player, :key)"),
-                                    {"player": pending.player_id, "key": zlib.crc32(pending.key.encode()) - 2**31})
+                    run(session, TWINS_WAIT,
+                        {"player": pending.player_id, "key": zlib.crc32(pending.key.encode()) - 2**31})
                 if run(session, SEEN, {"player_id": pending.player_id, "key": pending.key}).first() is not None:
                     raise AlreadyApplied()
             yield session

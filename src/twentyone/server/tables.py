@@ -16,7 +16,7 @@ from datetime import datetime
 from typing import Any
 from weakref import WeakKeyDictionary
 
-from sqlalchemy import Insert, bindparam, func, select, update
+from sqlalchemy import Insert, bindparam, func, or_, select, update
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.orm import Session
 from sqlalchemy.pool import Pool
@@ -275,9 +275,12 @@ def ready_bets(session: Session, slip: SlipRecord, table: TableSpec, wallet: Wal
 
 # --------------------------------------------------------------------- shoes
 COMMITMENT = select(SHOES.c.commitment).where(SHOES.c.id == bindparam("shoe_id"))
-_UNFINISHED = select(ShoeRow).where(ShoeRow.table_id == bindparam("table_id"), ShoeRow.finished.is_(False))
-UNFINISHED_SHARED = _UNFINISHED.where(ShoeRow.player_id.is_(None)).order_by(ShoeRow.id.desc())
-UNFINISHED_OWN = _UNFINISHED.where(ShoeRow.player_id == bindparam("player_id")).order_by(ShoeRow.id.desc())
+# Rows, not ORM objects: an ORM select loads through the ORM's layer, twice the statement's cost (a private table
+# reads its player's shoes at every deal and every settlement).
+_UNFINISHED = select(*SHOES.c).where(SHOES.c.table_id == bindparam("table_id"), SHOES.c.finished.is_(False))
+UNFINISHED_SHARED = _UNFINISHED.where(SHOES.c.player_id.is_(None)).order_by(SHOES.c.id.desc())
+UNFINISHED_OWN = _UNFINISHED.where(SHOES.c.player_id == bindparam("player_id")).order_by(SHOES.c.id.desc())
+SHOE_FINISHED = update(SHOES).where(SHOES.c.id == bindparam("shoe_id")).values(finished=True)
 _NEWEST = (select(SHOES.c.id, SHOES.c.commitment, SHOES.c.position, SHOES.c.cut_card)
            .where(SHOES.c.table_id == bindparam("table_id"), SHOES.c.finished.is_(False))
            .order_by(SHOES.c.id.desc()).limit(1))
@@ -286,7 +289,17 @@ NEWEST_OWN = _NEWEST.where(SHOES.c.player_id == bindparam("player_id"))
 NEW_SHOE = insert_returning_id(SHOES)
 COMMITMENTS_KEPT = 4096  # shoes whose commitment a process remembers (a shoe serves one round or dozens)
 _NEW_SHOES = "twentyone.new_shoes"  # session.info: commitments of the shoes this transaction created
+_MOVED_SHOES = "twentyone.moved_shoes"  # session.info: the reveal columns of shoes this transaction moved on
 _commitments: WeakKeyDictionary[Pool, dict[int, str]] = WeakKeyDictionary()
+# A finished round's shoe in one read: its commitment, and its cards if the shoe is finished too.
+REVEALED = (select(SHOES.c.commitment, SHOES.c.finished, SHOES.c.salt, SHOES.c.cards)
+            .where(SHOES.c.id == bindparam("shoe_id")))
+# The shoe moves past a round's cards and is finished once past its cut card (needs_shuffle, in SQL). The answer
+# is the shoe as REVEALED reads it: the settled round's view reveals it from there (see revealed_of).
+SHOE_MOVED = (update(SHOES).where(SHOES.c.id == bindparam("shoe_id"))
+              .values(position=bindparam("dealt"), finished=or_(SHOES.c.finished, SHOES.c.cut_card.is_(None),
+                                                                bindparam("dealt") >= SHOES.c.cut_card))
+              .returning(*REVEALED.selected_columns))
 
 
 def commitment_of(session: Session, shoe_id: int) -> str:
@@ -303,10 +316,38 @@ def commitment_of(session: Session, shoe_id: int) -> str:
     found = kept.get(shoe_id)
     if found is None:
         found = run(session, COMMITMENT, {"shoe_id": shoe_id}).scalar_one()
-        if len(kept) >= COMMITMENTS_KEPT:
-            kept.clear()  # the simplest bound: the few shoes in play are read once more
-        kept[shoe_id] = found
+        _remember(kept, shoe_id, found)
     return found
+
+
+def _remember(kept: dict[int, str], shoe_id: int, commitment: str) -> None:
+    if len(kept) >= COMMITMENTS_KEPT:
+        kept.clear()  # the simplest bound: the few shoes in play are read once more
+    kept[shoe_id] = commitment
+
+
+def _remember_read(session: Session, shoe: ShoeRow) -> None:
+    """Keep the commitment of a shoe read from the database, so that the round dealt from it need not read it
+    again (a private table deals each round from a shoe its last one's settlement made). Not one this transaction
+    made: a rollback would free its id."""
+    if shoe.id not in session.info.get(_NEW_SHOES, {}):
+        _remember(_commitments.setdefault(session.get_bind().engine.pool, {}), shoe.id, shoe.commitment)
+
+
+def move_shoe(session: Session, shoe_id: int, dealt: int) -> bool:
+    """Move the shoe past the cards a round dealt (``dealt``: its position after them) in one statement, without
+    loading it (its cards are most of its row); whether it is now finished. The shoe as moved is noted for
+    :func:`revealed_of`, so the settled round's view reveals it without reading it again."""
+    moved = run(session, SHOE_MOVED, {"shoe_id": shoe_id, "dealt": dealt}).one()
+    session.info.setdefault(_MOVED_SHOES, {})[shoe_id] = moved
+    return bool(moved.finished)
+
+
+def revealed_of(session: Session, shoe_id: int) -> Any:
+    """A finished round's shoe as :data:`REVEALED` reads it (commitment, finished, salt, cards): as this
+    transaction moved it, or read now."""
+    moved = session.info.get(_MOVED_SHOES, {}).get(shoe_id)
+    return moved if moved is not None else run(session, REVEALED, {"shoe_id": shoe_id}).one()
 
 
 class Shoes:
@@ -321,10 +362,12 @@ class Shoes:
 
     @staticmethod
     def _unfinished(session: Session, table: TableSpec, player_id: int) -> list[ShoeRow]:
-        """The table's (or, at a private table, the player's) shoes not yet finished, newest first."""
-        if table.shared:
-            return list(session.scalars(UNFINISHED_SHARED, {"table_id": table.id}).all())
-        return list(session.scalars(UNFINISHED_OWN, {"table_id": table.id, "player_id": player_id}).all())
+        """The table's (or, at a private table, the player's) shoes not yet finished, newest first.
+
+        Each as a :class:`ShoeRow` outside the session (its values as read): set nothing on it to change the row.
+        """
+        query = UNFINISHED_SHARED if table.shared else UNFINISHED_OWN
+        return [ShoeRow(**row._asdict()) for row in run(session, query, {"table_id": table.id, "player_id": player_id})]
 
     @staticmethod
     def next_published(session: Session, table: TableSpec, player_id: int) -> dict[str, Any] | None:
@@ -372,13 +415,15 @@ class Shoes:
         locked = one_finished and lock_in_transaction(session, lock)
         unfinished = self._unfinished(session, table, player_id)
         if (shoe := self._kept(unfinished)) is not None:
+            _remember_read(session, shoe)
             return shoe
         if not locked and lock_in_transaction(session, lock):
             unfinished = self._unfinished(session, table, player_id)  # as the one that held the lock left them
             if (shoe := self._kept(unfinished)) is not None:
+                _remember_read(session, shoe)
                 return shoe
         for old in unfinished:
-            old.finished = True  # past its cut card
+            run(session, SHOE_FINISHED, {"shoe_id": old.id})  # past its cut card
         rules = builtin_rules(table.variant)
         cards = [str(card) for card in Shoe.shuffled(rules.shoe.composition, self.rng).order]
         top = self.stacked.pop(0) if self.stacked else None

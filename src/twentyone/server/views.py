@@ -28,10 +28,10 @@ from twentyone.server.config import TableSpec
 from twentyone.server.context import Caller, ServiceError, aware, iso
 from twentyone.server.direct import run
 from twentyone.server.live import FINISHED, LiveRounds, round_actions
-from twentyone.server.models import PLAYERS, ROUND_SEATS, SHOES, Round, RoundSeat
+from twentyone.server.models import PLAYERS, ROUND_SEATS, Round, RoundSeat
 from twentyone.server.models import Shoe as ShoeRow
 from twentyone.server.store import Store
-from twentyone.server.tables import bets_total, commitment_of
+from twentyone.server.tables import bets_total, commitment_of, revealed_of
 
 OTHERS_SHOWN = 48  # other players' seats and hands sent in full; past that, counts (power seats hundreds)
 
@@ -40,9 +40,6 @@ OTHERS_SHOWN = 48  # other players' seats and hands sent in full; past that, cou
 # (and its cache key) costs more than SQLite takes to answer it.
 SEAT = select(RoundSeat).where(RoundSeat.round_id == bindparam("round_id"),
                                RoundSeat.player_id == bindparam("player_id"))
-# A finished round's shoe in one read: its commitment, and its cards if the shoe is finished too.
-REVEALED = (select(SHOES.c.commitment, SHOES.c.finished, SHOES.c.salt, SHOES.c.cards)
-            .where(SHOES.c.id == bindparam("shoe_id")))
 
 
 def seat_of(session: Session, round_id: int, player_id: int) -> RoundSeat | None:
@@ -98,8 +95,7 @@ def round_json(session: Session, round_row: Round, table: TableSpec, player_id: 
     """
     shown, seat_count = seats if seats is not None else _seats_shown(session, round_row.id, player_id)
     names = {str(seat.player_id): name for seat, name in shown}
-    finished = run(session, REVEALED, {"shoe_id": round_row.shoe_id}).one() \
-        if round_row.status in FINISHED else None  # a row, not an ORM object
+    finished = revealed_of(session, round_row.shoe_id) if round_row.status in FINISHED else None  # a row
     view: dict[str, Any] = {
         "id": round_row.id, "table_id": round_row.table_id, "variant": round_row.variant, "status": round_row.status,
         "commitment": finished.commitment if finished is not None else commitment_of(session, round_row.shoe_id),

@@ -163,7 +163,13 @@ BALANCES = select(ACCOUNTS.c.owner, ACCOUNTS.c.balance).where(ACCOUNTS.c.owner.i
 
 
 def ledger_balances(session: Session, player_ids: list[int], currency: str) -> dict[int, int]:
-    """Several players' balances in one query (settling a round of hundreds of players)."""
+    """Several players' balances in one query (settling a round of hundreds of players).
+
+    One player's (a private round's) by :func:`ledger_balance`: the list of owners here is an expanding ``IN``,
+    which SQLAlchemy renders anew at each execution, where that one runs as compiled once (``direct.run``).
+    """
+    if len(player_ids) == 1:
+        return {player_ids[0]: ledger_balance(session, player_ids[0], currency)}
     owners = {player_owner(player_id): player_id for player_id in player_ids}
     rows = session.execute(BALANCES, {"owners": list(owners), "currency": currency}).all()
     balances = dict.fromkeys(player_ids, 0)
