@@ -69,7 +69,9 @@ def test_direct_statements_read_what_sqlalchemy_reads(service: GameService, gues
 
 
 def test_a_listener_on_the_engine_sees_every_statement(service: GameService, guest: Client) -> None:
-    """Direct statements skip SQLAlchemy's statement event; a listener (a test, a benchmark) gets them all back."""
+    """Direct statements skip SQLAlchemy's statement event; a listener (a test, a benchmark) gets them all back,
+    from the next transaction on: whether anyone watches is asked once a transaction, as SQLAlchemy decides its
+    own echo once a connection."""
     seen: list[str] = []
 
     def note(_conn: Any, _cursor: Any, statement: str, *_args: Any) -> None:
@@ -81,10 +83,19 @@ def test_a_listener_on_the_engine_sees_every_statement(service: GameService, gue
         assert len(seen) == 0
         event.listen(service.db.engine, "before_cursor_execute", note)
         try:
-            direct.run(session, BALANCE, params)
+            direct.run(session, BALANCE, params)  # this transaction was not watched when it began
+            assert seen == []
+            session.rollback()
+            direct.run(session, BALANCE, params)  # the next one is
         finally:
             event.remove(service.db.engine, "before_cursor_execute", note)
-    assert len(seen) == 1 and seen[0].startswith("SELECT accounts.balance")
+    # SQLite's BEGIN too (db.make_engine sends it, as direct.run_driver_sql): PostgreSQL's is psycopg's own.
+    begun = ["BEGIN"] if service.db.is_sqlite else []
+    assert [statement.split()[0] for statement in seen] == [*begun, "SELECT"]
+    assert seen[-1].startswith("SELECT accounts.balance")
+    with service.db.sessions() as session:
+        direct.run(session, BALANCE, params)
+    assert len(seen) == len(begun) + 1  # and once the listener is gone, the statements run direct again
 
 
 def test_pending_orm_changes_are_flushed_first_unless_autoflush_is_off(service: GameService, guest: Client) -> None:
@@ -297,3 +308,26 @@ def test_a_shared_rounds_settling_double_writes_the_deciding_seat_once(http: Any
     for player in (ann, bob):
         assert player.balance() == seats[player.player_id()].balance_after
     assert ledger_totals(service)[:2] == (0, [])
+
+
+def test_sqlites_begin_on_the_drivers_connection_is_busy_as_sqlalchemy_says(tmp_path: Path) -> None:
+    """A writer's BEGIN IMMEDIATE goes to sqlite3 directly; when another connection holds the write lock past the
+    busy timeout, it fails with SQLAlchemy's OperationalError (the server's 503), and the connection is fine after."""
+    url = f"sqlite:///{tmp_path / 'busy.db'}"
+    migrate(url)
+    db = Database(url)
+    with db.engine.connect():
+        pass  # the pool's connection made (and its pragmas set) before the lock is taken
+    holder = sqlite3.connect(tmp_path / "busy.db", isolation_level=None)
+    holder.execute("BEGIN IMMEDIATE")
+    try:
+        with db.engine.connect() as connection:
+            connection.connection.driver_connection.execute("PRAGMA busy_timeout = 50")  # type: ignore[union-attr]
+            with pytest.raises(db_errors.OperationalError, match="database is locked"):
+                direct.run_driver_sql(connection, "BEGIN IMMEDIATE")
+        holder.execute("ROLLBACK")
+        with db.transaction() as session:  # a writer's BEGIN IMMEDIATE, on a connection of the same pool
+            assert direct.run(session, BALANCE, {"owner": "house", "currency": "USD"}).scalar() is None
+    finally:
+        holder.close()
+        db.close()

@@ -33,7 +33,7 @@ from typing import Any, Protocol
 
 from sqlalchemy import Table, bindparam, update
 from sqlalchemy import exc as db_errors
-from sqlalchemy.engine import Dialect
+from sqlalchemy.engine import Connection, Dialect
 from sqlalchemy.orm import Session
 from sqlalchemy.sql.base import Executable
 from sqlalchemy.sql.dml import UpdateBase
@@ -151,6 +151,7 @@ class Compiled:
 _compiled: dict[tuple[Any, ...], tuple[Executable, Compiled | None]] = {}
 _compiling = threading.Lock()
 DIALECTS = ("sqlite", "postgresql")
+_WATCHED = "twentyone.watched"  # session.info: (the transaction's connection, whether anyone watches it)
 _CURSOR = "twentyone.cursor"  # the DBAPI connection's info: its cursor, made once (psycopg's costs to make)
 
 
@@ -211,19 +212,48 @@ def _dialect_key(dialect: Dialect) -> tuple[Any, ...]:
             getattr(dialect, "_json_deserializer", None))
 
 
+def watched(connection: Connection) -> bool:
+    """Whether anyone watches ``connection``'s statements: SQLAlchemy's execution or cursor events, or its log (its
+    own ``_echo``: true with ``echo=True`` and with the ``sqlalchemy.engine`` logger at INFO alike)."""
+    events = connection.dispatch
+    return bool(events.before_cursor_execute or events.after_cursor_execute or events.before_execute
+                or events.after_execute or connection._echo)
+
+
+def _watched_in(session: Session, connection: Connection) -> bool:
+    """:func:`watched`, asked once per transaction: each ask cost 3-9 us (a new connection's joined event
+    dispatcher builds its listener collections on first use), a dozen times a request. A listener added in the
+    middle of a transaction sees that transaction's statements from the next one on."""
+    known = session.info.get(_WATCHED)
+    if known is not None and known[0] is connection:
+        return bool(known[1])
+    answer = watched(connection)
+    session.info[_WATCHED] = (connection, answer)
+    return answer
+
+
+def run_driver_sql(connection: Connection, sql: str) -> None:
+    """``connection.exec_driver_sql(sql)`` for a statement without parameters or rows (SQLite's ``BEGIN``), on the
+    driver's own connection while nobody watches (:func:`watched`); a driver's error is SQLAlchemy's to raise."""
+    if watched(connection):
+        connection.exec_driver_sql(sql)
+        return
+    try:
+        connection.connection.driver_connection.execute(sql)  # type: ignore[union-attr]
+    except BaseException as error:
+        if isinstance(error, Exception) and not isinstance(error, connection.dialect.loaded_dbapi.Error):
+            raise
+        connection._handle_dbapi_exception(error, sql, (), None, None)
+
+
 def run(session: Session, statement: Executable, params: Params | Sequence[Params] | None = None) -> Result:
     """``session.execute(statement, params)``, on the driver's cursor where it can be (module docstring).
 
     ``params``: a mapping, or a list of them for one statement run for each (as ``executemany``).
     """
     connection = session.connection()  # begins the session's transaction, if it has not begun
-    engine = connection.engine
-    dialect = engine.dialect
-    # SQLAlchemy's own _echo: true with echo=True and with the "sqlalchemy.engine" logger at INFO alike.
-    events = connection.dispatch
-    watched = (events.before_cursor_execute or events.after_cursor_execute or events.before_execute
-               or events.after_execute or connection._echo)
-    if dialect.name not in DIALECTS or watched:
+    dialect = connection.engine.dialect
+    if dialect.name not in DIALECTS or _watched_in(session, connection):
         return session.execute(statement, params)
     batch: list[Params] | None = list(params) if isinstance(params, Sequence) else None
     first: Params = (batch[0] if batch else {}) if batch is not None else (params or {})  # type: ignore[assignment]
