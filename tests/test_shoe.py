@@ -1,11 +1,20 @@
+import math
 import random
 from collections import Counter
 from itertools import permutations
 
 import pytest
 
-from twentyone.core.cards import parse_cards
-from twentyone.core.shoe import Shoe, ShoeComposition, ShoeError, shuffled, system_rng, uniform_below
+from twentyone.core.cards import full_deck, parse_cards
+from twentyone.core.shoe import (
+    Shoe,
+    ShoeComposition,
+    ShoeError,
+    factorial_shuffled,
+    shuffled,
+    system_rng,
+    uniform_below,
+)
 from twentyone.variants import builtin_rules
 
 
@@ -84,6 +93,75 @@ def test_fisher_yates_gives_every_permutation_equally_often() -> None:
     expected = trials / 24
     chi_square = sum((count - expected) ** 2 / expected for count in counts.values())
     assert chi_square < 49.7  # 99.9th percentile of chi-square with 23 degrees of freedom
+
+
+def test_the_system_csprng_shuffles_from_one_draw_below_n_factorial() -> None:
+    """The server's shoes (SystemBits) are shuffled by factorial_shuffled: one draw (and a redraw now and then), not
+    one a card. Every other source draws card by card, so a seed's shoe stays what it was."""
+    from twentyone.core.shoe import SystemBits
+
+    class Counted(SystemBits):
+        draws = 0
+
+        def getrandbits(self, k: int, /) -> int:
+            self.draws += 1
+            return super().getrandbits(k)
+
+    source = Counted()
+    order = shuffled(full_deck(), source)
+    assert sorted(order) == sorted(full_deck()) and 1 <= source.draws < 52
+    seeded, expected = random.Random(1), full_deck()
+    for i in range(51, 0, -1):  # Fisher-Yates as a seeded source has always driven it
+        j = uniform_below(seeded, i + 1)
+        expected[i], expected[j] = expected[j], expected[i]
+    assert shuffled(full_deck(), random.Random(1)) == expected
+
+
+def test_the_factorial_shuffle_gives_every_permutation_equally_often() -> None:
+    cards = parse_cards(["AS", "KD", "7H", "2C", "5D"])
+    trials = 60_000
+    rng = random.Random(20261201)
+    counts = Counter(tuple(factorial_shuffled(cards, rng)) for _ in range(trials))
+    assert set(counts) == set(permutations(cards))
+    expected = trials / 120
+    chi_square = sum((count - expected) ** 2 / expected for count in counts.values())
+    assert chi_square < 173.6  # 99.9th percentile of chi-square with 119 degrees of freedom
+
+
+def test_a_long_factorial_shuffle_puts_every_card_everywhere_alike() -> None:
+    """Forty cards take three groups of radices: a card lands at the top, at the bottom and in the middle equally
+    often, wherever its group's divisions put it."""
+    cards = list(range(40))
+    trials = 20_000
+    rng = random.Random(20261202)
+    shuffles = [factorial_shuffled(cards, rng) for _ in range(trials)]
+    for position in (0, 19, 39):
+        counts = Counter(order[position] for order in shuffles)
+        expected = trials / 40
+        chi_square = sum((counts[card] - expected) ** 2 / expected for card in cards)
+        assert chi_square < 72.1  # 99.9th percentile of chi-square with 39 degrees of freedom
+
+
+def test_the_factorial_shuffle_is_fisher_yates_on_the_draws_mixed_radix_digits() -> None:
+    """Grouping the radices changes nothing: the order is Fisher-Yates with j = digit i of the draw, read one radix
+    at a time (n, n-1, ..., 2), for a shoe's worth of cards; and a draw of n! or more is drawn again."""
+    class Scripted:
+        def __init__(self, values: list[int]) -> None:
+            self.values = iter(values)
+
+        def getrandbits(self, k: int) -> int:
+            return next(self.values)
+
+    cards = list(range(312))
+    total = math.factorial(312)
+    rng = random.Random(7)
+    for _ in range(20):
+        x = rng.randrange(total)
+        expected, rest = list(cards), x
+        for i in range(311, 0, -1):
+            rest, j = divmod(rest, i + 1)
+            expected[i], expected[j] = expected[j], expected[i]
+        assert factorial_shuffled(cards, Scripted([total, x])) == expected  # the first draw, n!, is drawn again
 
 
 def test_shuffle_keeps_the_composition() -> None:

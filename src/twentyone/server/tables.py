@@ -13,6 +13,7 @@ import threading
 from collections.abc import Callable
 from dataclasses import asdict, dataclass
 from datetime import datetime
+from functools import cache
 from typing import Any
 from weakref import WeakKeyDictionary
 
@@ -25,7 +26,7 @@ from twentyone.core.betting import MAIN, BetSlip, BetSlipError
 from twentyone.core.commitment import commitment
 from twentyone.core.operations import OFFER_ANSWERS
 from twentyone.core.round import HandBet
-from twentyone.core.shoe import RandomBits, Shoe, needs_shuffle
+from twentyone.core.shoe import RandomBits, ShoeComposition, needs_shuffle, shuffled
 from twentyone.core.sidebets import SIDE_BETS
 from twentyone.server.cluster import lock_in_transaction
 from twentyone.server.config import (
@@ -425,7 +426,7 @@ class Shoes:
         for old in unfinished:
             run(session, SHOE_FINISHED, {"shoe_id": old.id})  # past its cut card
         rules = builtin_rules(table.variant)
-        cards = [str(card) for card in Shoe.shuffled(rules.shoe.composition, self.rng).order]
+        cards = shuffled(_card_names(rules.shoe.composition), self.rng)
         top = self.stacked.pop(0) if self.stacked else None
         if top is not None:
             rest = list(cards)
@@ -444,6 +445,12 @@ class Shoes:
         if top is not None:
             self._stacked_ids.add(shoe.id)
         return shoe
+
+
+@cache
+def _card_names(composition: ShoeComposition) -> tuple[str, ...]:
+    """The shoe's cards as stored (``"AS"``), unshuffled: shuffled as they are, not as cards to name one by one."""
+    return tuple(str(card) for card in composition.cards())
 
 
 def shoe_json(shoe: ShoeRow) -> dict[str, Any]:
