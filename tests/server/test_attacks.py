@@ -491,6 +491,50 @@ def test_one_players_chips_placed_at_once_are_all_on_the_slip(http: TestClient) 
         assert slip["total"] == 100 * placed * burst_number, slip
 
 
+def test_a_twin_in_flight_is_waited_for_and_its_answer_served(guest: Client, service: GameService) -> None:
+    """PostgreSQL: a request whose key a twin holds (in flight in another transaction) waits for it, then serves the
+    twin's answer; one whose twin ends without an answer applies itself. The usual case, no twin, takes the key's
+    lock and looks the key up in one statement (store.FREE_AND_SEEN)."""
+    import zlib
+
+    from twentyone.server.store import RECORD, STORED, TWINS_WAIT
+
+    if service.db.engine.dialect.name != "postgresql":
+        pytest.skip("SQLite runs one write transaction at a time: twins queue for it")
+    from sqlalchemy import text
+
+    waiting_for_advisory_locks = text("SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND NOT granted")
+    player_id = guest.player_id()
+    chip = {"spot": 1, "type": "main", "chip": 100}
+    assert guest.post("/tables/classic/bets", chip, key="first").status_code == 200
+    with service.db.engine.connect() as connection:
+        first = connection.execute(STORED, {"player_id": player_id, "key": "first"}).one()
+    answers: list[Any] = []
+
+    def twin_in_flight(key: str, answered: bool) -> None:
+        with service.db.engine.connect() as twin:
+            twin.execute(TWINS_WAIT, {"player": player_id, "key_lock": zlib.crc32(key.encode()) - 2**31})
+            if answered:
+                twin.execute(RECORD, {"player_id": player_id, "key": key, "request": first.request,
+                                      "status_code": first.status_code, "response": first.response,
+                                      "created_at": service.clock()})
+            sender = threading.Thread(target=lambda: answers.append(guest.post("/tables/classic/bets", chip, key=key)))
+            sender.start()
+            sender.join(timeout=0.5)
+            assert sender.is_alive()  # waiting for the twin: on the key's lock (not only on the twin's rows)
+            with service.db.engine.connect() as watcher:
+                assert watcher.execute(waiting_for_advisory_locks).scalar() == 1
+            twin.commit()
+        sender.join(timeout=10)
+        assert not sender.is_alive()
+
+    twin_in_flight("second", answered=True)
+    assert answers[-1].status_code == 200 and answers[-1].json() == first.response  # the twin's, not applied again
+    assert guest.get("/tables/classic").json()["slip"]["total"] == 100
+    twin_in_flight("third", answered=False)  # the twin ended without an answer: this one applies
+    assert answers[-1].status_code == 200 and answers[-1].json()["slip"]["total"] == 200
+
+
 LOCK_ORDER = ("round", "account", "slip", "shoe")
 
 

@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, TypeVar, cast
 
-from sqlalchemy import Insert, Integer, Table, bindparam, func, insert, select
+from sqlalchemy import Insert, Integer, Table, bindparam, exists, func, insert, select
 from sqlalchemy import exc as db_errors
 from sqlalchemy.orm import Session, make_transient_to_detached
 
@@ -37,8 +37,14 @@ STORED = (select(IDEMPOTENCY.c.request, IDEMPOTENCY.c.status_code, IDEMPOTENCY.c
 SEEN = select(IDEMPOTENCY.c.player_id).where(IDEMPOTENCY.c.player_id == bindparam("player_id"),
                                              IDEMPOTENCY.c.key == bindparam("key"))
 RECORD = insert(IDEMPOTENCY)  # Core (models.IDEMPOTENCY): the row is never read back in its transaction
-# PostgreSQL: twins with one key queue on this lock (a statement run as compiled once, not text: see direct.run).
-TWINS_WAIT = select(func.pg_advisory_xact_lock(bindparam("player", type_=Integer), bindparam("key", type_=Integer)))
+# PostgreSQL: twins with one key (a double click, a retry while the first is in flight) queue on an advisory lock of
+# the key, so that the second sees the first's answer. Core statements run as compiled once (direct.run), not text.
+_KEY_LOCK = (bindparam("player", type_=Integer), bindparam("key_lock", type_=Integer))
+TWINS_WAIT = select(func.pg_advisory_xact_lock(*_KEY_LOCK))
+# The usual case in one round trip: the lock, unless a twin holds it, and the look-up. If a twin held it and committed
+# between this statement's snapshot and its try, the key is not seen here, and this request's own record of it fails
+# on the key's uniqueness: the first answer is served from there (Store.idempotent), and this transaction undone.
+FREE_AND_SEEN = select(func.pg_try_advisory_xact_lock(*_KEY_LOCK).label("free"), exists(SEEN).label("seen"))
 
 
 @dataclass
@@ -105,6 +111,20 @@ def storage_trouble_as_busy() -> Iterator[None]:
         raise
 
 
+def _seen(session: Session, pending: _Pending) -> bool:
+    """Whether the request's key was applied already. On PostgreSQL a twin in flight is waited for first (without
+    the wait it would wait on the round's or wallet's lock, then be refused: a 409 where the first answer is due)."""
+    key = {"player_id": pending.player_id, "key": pending.key}
+    if session.get_bind().dialect.name != "postgresql":
+        return run(session, SEEN, key).first() is not None
+    lock = {"player": pending.player_id, "key_lock": zlib.crc32(pending.key.encode()) - 2**31}
+    free, seen = run(session, FREE_AND_SEEN, {**key, **lock}).one()
+    if seen or free:
+        return bool(seen)
+    run(session, TWINS_WAIT, lock)  # a twin holds the key: until it ends, then look again
+    return run(session, SEEN, key).first() is not None
+
+
 def _busy(error: Exception) -> None:
     """One line in the log for each 503 that storage caused: what an operator needs to tell contention from faults."""
     cause = error.orig if isinstance(error, db_errors.DBAPIError) else error
@@ -131,14 +151,8 @@ class Store:
         """One write transaction; the request's key, if any, is checked first and recorded with the answer."""
         pending: _Pending | None = getattr(self._local, "pending", None)
         with storage_trouble_as_busy(), self.db.transaction() as session:
-            if pending is not None and not pending.recorded:
-                if session.get_bind().dialect.name == "postgresql":
-                    # Twins with one key wait for each other here, so the second sees the first's answer
-                    # (without this it would wait on the round's or wallet's lock, then be refused: a 409).
-                    run(session, TWINS_WAIT,
-                        {"player": pending.player_id, "key": zlib.crc32(pending.key.encode()) - 2**31})
-                if run(session, SEEN, {"player_id": pending.player_id, "key": pending.key}).first() is not None:
-                    raise AlreadyApplied()
+            if pending is not None and not pending.recorded and _seen(session, pending):
+                raise AlreadyApplied()
             yield session
 
     def answer(self, session: Session, body: dict[str, Any]) -> dict[str, Any]:
