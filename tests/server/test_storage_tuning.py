@@ -144,6 +144,9 @@ def test_a_settling_decision_writes_the_round_and_its_seat_once_each(guest, serv
     assert not any(s.startswith("SELECT SHOES.COMMITMENT") for s in statements)
     assert settled["revealed"] == guest.get(f"/rounds/{dealt['id']}").json()["revealed"]  # as read afresh
     assert settled["commitment"] == dealt["commitment"]
+    # The payment's UPDATE of the account returns the balance it leaves: the round's balance after is not read again.
+    assert not any(s.startswith("SELECT ACCOUNTS.BALANCE") for s in statements)
+    assert settled["me"]["balance_after"] == guest.balance()
     # The next shoe is made in the same transaction: the player's unfinished shoes are read once, after
     # PostgreSQL's lock on them (the look before the lock found nothing, as it always does at settlement).
     assert sum(s.startswith("SELECT SHOES.ID, SHOES.TABLE_ID,") for s in statements) == 1
@@ -169,6 +172,9 @@ def test_a_deal_reads_its_shoe_once(guest, service) -> None:  # type: ignore[no-
     event.remove(service.store.db.engine, "before_cursor_execute", record)
     assert dealt["status"] == "playing" and dealt["commitment"] == next_shoe["commitment"]  # published before the bet
     assert sum(s.startswith("SELECT SHOES.") for s in statements) == 1
+    # The account's lock returns its balance, which the bets are checked against: it is not read again.
+    assert not any(s.startswith("SELECT ACCOUNTS.BALANCE") for s in statements)
+    assert dealt["me"]["balance_before"] == guest.balance() + 500
 
 
 def _orm_layer_use(state) -> list[str]:  # type: ignore[no-untyped-def]

@@ -152,8 +152,22 @@ BALANCE = select(ACCOUNTS.c.balance).where(ACCOUNTS.c.owner == bindparam("owner"
                                           ACCOUNTS.c.currency == bindparam("currency"))
 
 
+_HELD = "twentyone.held_balances"  # session.info: balances this transaction holds locked, by (player id, currency)
+
+
+def _hold(session: Session, player_id: int, currency: str, balance: int) -> None:
+    """Note the balance a statement that locked the player's account row returned (``BUMP``, ``CREDIT``): until the
+    transaction ends no other transaction can change it (PostgreSQL's row lock; SQLite's one writer), and this one
+    changes it only by :func:`transfer`, which notes the new one. So it need not be read again."""
+    session.info.setdefault(_HELD, {})[(player_id, currency)] = balance
+
+
 def ledger_balance(session: Session, player_id: int, currency: str) -> int:
-    """The player's balance: the sum of their ledger rows, as kept on their account by every transfer."""
+    """The player's balance: the sum of their ledger rows, as kept on their account by every transfer (as this
+    transaction last locked or changed it, if it has)."""
+    held = session.info.get(_HELD, {}).get((player_id, currency))
+    if held is not None:
+        return int(held)
     total = run(session, BALANCE, {"owner": player_owner(player_id), "currency": currency}).scalar()
     return int(total or 0)
 
@@ -163,19 +177,23 @@ BALANCES = select(ACCOUNTS.c.owner, ACCOUNTS.c.balance).where(ACCOUNTS.c.owner.i
 
 
 def ledger_balances(session: Session, player_ids: list[int], currency: str) -> dict[int, int]:
-    """Several players' balances in one query (settling a round of hundreds of players).
+    """Several players' balances in one query (settling a round of hundreds of players): those this transaction
+    holds (:func:`_hold`: the ones it paid) from memory, the others read.
 
-    One player's (a private round's) by :func:`ledger_balance`: the list of owners here is an expanding ``IN``,
-    which SQLAlchemy renders anew at each execution, where that one runs as compiled once (``direct.run``).
+    One player's by :func:`ledger_balance`: the list of owners here is an expanding ``IN``, which SQLAlchemy renders
+    anew at each execution, where that one runs as compiled once (``direct.run``).
     """
-    if len(player_ids) == 1:
-        return {player_ids[0]: ledger_balance(session, player_ids[0], currency)}
-    owners = {player_owner(player_id): player_id for player_id in player_ids}
-    rows = session.execute(BALANCES, {"owners": list(owners), "currency": currency}).all()
-    balances = dict.fromkeys(player_ids, 0)
-    for owner, total in rows:
-        balances[owners[owner]] = int(total or 0)
-    return balances
+    held = session.info.get(_HELD, {})
+    balances = {player_id: int(held[player_id, currency]) for player_id in player_ids if (player_id, currency) in held}
+    unknown = [player_id for player_id in player_ids if player_id not in balances]  # at a settlement: those not paid
+    if len(unknown) == 1:
+        balances[unknown[0]] = ledger_balance(session, unknown[0], currency)
+    elif unknown:
+        owners = {player_owner(player_id): player_id for player_id in unknown}
+        balances.update(dict.fromkeys(unknown, 0))
+        for owner, total in session.execute(BALANCES, {"owners": list(owners), "currency": currency}).all():
+            balances[owners[owner]] = int(total or 0)
+    return {player_id: balances[player_id] for player_id in player_ids}
 
 
 def unreconciled_accounts(session: Session) -> list[str]:
@@ -193,12 +211,15 @@ def lock_player(session: Session, player_id: int, currency: str, ids: AccountIds
     """Hold the player's account row for this transaction (PostgreSQL row lock; SQLite is serialised)."""
     owner = player_owner(player_id)
     account_id = ids.of(session, owner, currency) if ids is not None else account(session, owner, currency).id
-    run(session, BUMP, {"account_id": account_id})
+    _hold(session, player_id, currency, run(session, BUMP, {"account_id": account_id}).scalar_one())
 
 
-BUMP = update(ACCOUNTS).where(ACCOUNTS.c.id == bindparam("account_id")).values(version=ACCOUNTS.c.version + 1)
+# Each returns the balance it leaves, which the caller then holds locked (_hold): a deal's check of the bets against
+# the balance, and a round's balance after, need not read it again.
+BUMP = (update(ACCOUNTS).where(ACCOUNTS.c.id == bindparam("account_id")).values(version=ACCOUNTS.c.version + 1)
+        .returning(ACCOUNTS.c.balance))
 CREDIT = (update(ACCOUNTS).where(ACCOUNTS.c.id == bindparam("account_id"))
-          .values(balance=ACCOUNTS.c.balance + bindparam("amount")))
+          .values(balance=ACCOUNTS.c.balance + bindparam("amount")).returning(ACCOUNTS.c.balance))
 LEDGER_ROWS = insert(LEDGER)  # a transfer's two rows
 
 
@@ -222,7 +243,8 @@ def transfer(session: Session, player_id: int, currency: str, amount: int, kind:
     ])
     # Added in SQL, not in Python: the database applies it to the latest committed balance under the
     # row's lock, so two transactions paying one player at once both count.
-    run(session, CREDIT, {"account_id": player_account, "amount": amount})
+    balance = run(session, CREDIT, {"account_id": player_account, "amount": amount}).scalar_one()
+    _hold(session, player_id, currency, balance)
     return transfer_id
 
 
