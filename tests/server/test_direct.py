@@ -125,7 +125,7 @@ def test_a_twins_key_is_an_integrity_error_and_a_busy_database_an_operational_on
         direct.run(session, RECORD, row)
         assert direct.run(session, SEEN, {"player_id": 1, "key": "k"}).one() == (1,)
         # JSON's None is 'null' (SQLAlchemy's bind processor ran), not SQL NULL.
-        assert session.connection().exec_driver_sql("SELECT response FROM idempotency").scalar() == '{"a": null}'
+        assert session.connection().exec_driver_sql("SELECT response FROM idempotency").scalar() == '{"a":null}'
         with pytest.raises(db_errors.IntegrityError):
             direct.run(session, RECORD, row)
         session.rollback()

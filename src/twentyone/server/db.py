@@ -26,6 +26,7 @@ from typing import Any
 
 from alembic import command
 from alembic.config import Config
+from pydantic_core import to_json
 from sqlalchemy import Engine, create_engine, event, text
 from sqlalchemy import exc as db_errors
 from sqlalchemy.orm import Session, sessionmaker
@@ -63,6 +64,18 @@ def worker_threads(url: str, remote_wallet: bool = False) -> int:
     return REMOTE_WALLET_THREADS if remote_wallet else THREADS
 
 
+def json_text(value: Any) -> str:
+    """A JSON column's value as stored: pydantic-core's encoder (Rust), about five times the standard library's
+    speed on a round view, and compact. Every decision stores its answer (1-20 KB) for its Idempotency-Key, and
+    slips and seats are JSON too. What it stores reads back as the standard encoder's would: the same types
+    (``None`` to null, an int key to a string, NaN as ``NaN``), only without the blanks after ``,`` and ``:``.
+
+    >>> json_text({"id": 7, "cards": ["AS", "KD"], "soft": True, "none": None, 3: "three"})
+    '{"id":7,"cards":["AS","KD"],"soft":true,"none":null,"3":"three"}'
+    """
+    return to_json(value).decode()
+
+
 def make_engine(url: str, threads: int | None = None) -> Engine:
     """An engine for ``url``; SQLite gets WAL, a busy timeout and serialised write transactions.
 
@@ -80,7 +93,8 @@ def make_engine(url: str, threads: int | None = None) -> Engine:
             pool["pool_use_lifo"] = True
         else:
             pool = {}  # an in-memory database keeps one connection (SingletonThreadPool / StaticPool)
-        engine = create_engine(url, connect_args={"check_same_thread": False, "timeout": 30}, **pool)
+        engine = create_engine(url, connect_args={"check_same_thread": False, "timeout": 30}, json_serializer=json_text,
+                               **pool)
 
         @event.listens_for(engine, "connect")
         def _pragmas(connection, _record):  # type: ignore[no-untyped-def]
@@ -107,7 +121,7 @@ def make_engine(url: str, threads: int | None = None) -> Engine:
     # every request, to catch a connection PostgreSQL ended (a restart, a failover). Without it the first
     # request on such a connection fails, as storage trouble: 503 with Retry-After, nothing changed, and
     # SQLAlchemy then discards every connection of the pool made before it, so the others reconnect.
-    return create_engine(url, pool_pre_ping=False, **pool)
+    return create_engine(url, pool_pre_ping=False, json_serializer=json_text, **pool)
 
 
 MIGRATION_LOCK = 0x7477656E74796F6E  # advisory lock key ("twentyon"): one process migrates at a time
