@@ -104,8 +104,13 @@ class Broadcaster:
         with self._lock:
             targets = list(self._subscribers.get(table_id, ()))
         message = {"table_id": table_id, **event}
+        # One hand-over per event loop (one per process in practice), not one per subscriber: each is a wake-up of the
+        # loop (a write to its self-pipe), a thousand of them per event at a crowded power table.
+        by_loop: dict[asyncio.AbstractEventLoop, list[Subscription]] = {}
         for subscription in targets:
-            _call_soon(subscription.loop, subscription.offer, message)
+            by_loop.setdefault(subscription.loop, []).append(subscription)
+        for loop, subscriptions in by_loop.items():
+            _call_soon(loop, _offer_each, subscriptions, message)
 
     def drop_all(self) -> None:
         """Drop every client of this process (events may have been missed): they reconnect and re-read."""
@@ -119,6 +124,11 @@ class Broadcaster:
 
     def stop(self) -> None:
         """Stop serving (nothing to stop in one process)."""
+
+
+def _offer_each(subscriptions: list[Subscription], event: dict[str, Any]) -> None:
+    for subscription in subscriptions:
+        subscription.offer(event)
 
 
 def _call_soon(loop: asyncio.AbstractEventLoop, callback: Any, *args: Any) -> None:
