@@ -535,6 +535,39 @@ def test_a_twin_in_flight_is_waited_for_and_its_answer_served(guest: Client, ser
     assert answers[-1].status_code == 200 and answers[-1].json()["slip"]["total"] == 200
 
 
+def test_with_an_operators_wallet_a_twin_is_always_waited_for(settings: Any, service: GameService) -> None:
+    """The one-statement look-up (store.FREE_AND_SEEN) can miss a twin that commits in the instant between its
+    snapshot and its try of the lock; the request's work then runs again and is undone by the key's uniqueness,
+    but an operator's wallet is debited by a call outside the transaction, which nothing undoes. So with one, every
+    write waits on the key's lock and looks the key up after it."""
+    from fake_operator_wallet import MemoryWallet
+    from sqlalchemy import event
+
+    from twentyone.server.app import create_app
+
+    if service.db.engine.dialect.name != "postgresql":
+        pytest.skip("SQLite runs one write transaction at a time: twins queue for it")
+
+    def opening_statements(operator_wallet: Any) -> list[str]:
+        app = create_app(settings, operator_wallet=operator_wallet, timers=False)
+        seen: list[str] = []
+        with TestClient(app) as http:
+            body = http.post("/auth/guest").json()
+            player = Client(http, body["token"], body["player"]["name"])
+            engine = app.state.service.db.engine
+            listener = lambda _c, _k, statement, *_r: seen.append(" ".join(statement.split()))  # noqa: E731
+            event.listen(engine, "before_cursor_execute", listener)
+            try:
+                assert player.post("/tables/classic/chip", {"chip": 500}).status_code == 200
+            finally:
+                event.remove(engine, "before_cursor_execute", listener)
+        return [statement.split(" AS ")[0] for statement in seen if "key_lock" in statement]  # the key's lock
+
+    assert opening_statements(None) == ["SELECT pg_try_advisory_xact_lock(%(player)s::INTEGER, %(key_lock)s::INTEGER)"]
+    assert opening_statements(MemoryWallet()) == [
+        "SELECT pg_advisory_xact_lock(%(player)s::INTEGER, %(key_lock)s::INTEGER)"]
+
+
 LOCK_ORDER = ("round", "account", "slip", "shoe")
 
 

@@ -152,6 +152,37 @@ def test_a_settling_decision_writes_the_round_and_its_seat_once_each(guest, serv
     assert sum(s.startswith("SELECT SHOES.ID, SHOES.TABLE_ID,") for s in statements) == 1
 
 
+def test_a_shoe_in_play_never_answers_with_its_salt_or_cards(tmp_path: Path) -> None:
+    """The shoe's move at a settlement answers with what the settled view reveals: its salt and cards only once the
+    shoe is finished (past its cut card). A shoe still in play answers with neither, held or read, and a later
+    transaction does not find the notes of an earlier one."""
+    from datetime import UTC, datetime
+
+    from twentyone.core.shoe import SystemBits
+    from twentyone.server.config import shipped_tables
+    from twentyone.server.tables import Shoes, move_shoe, revealed_of
+
+    url = f"sqlite:///{tmp_path / 'server.db'}"
+    migrate(url)
+    db = Database(url)
+    shoes = Shoes(SystemBits(), lambda: datetime.now(UTC))
+    power = shipped_tables()["power"]  # eight decks, a cut card at 264
+    try:
+        with db.transaction() as session:
+            shoe = shoes.prepared(session, power, player_id=1)
+        with db.transaction() as session:
+            assert move_shoe(session, shoe.id, 40) is False
+            assert tuple(revealed_of(session, shoe.id)) == (shoe.commitment, False, None, None)
+        with db.sessions() as session:  # a session of several transactions
+            assert tuple(revealed_of(session, shoe.id)) == (shoe.commitment, False, None, None)  # read, not held
+            assert move_shoe(session, shoe.id, 270) is True
+            assert tuple(revealed_of(session, shoe.id)) == (shoe.commitment, True, shoe.salt, shoe.cards)
+            session.rollback()
+            assert tuple(revealed_of(session, shoe.id)) == (shoe.commitment, False, None, None)  # the move undone
+    finally:
+        db.close()
+
+
 def test_a_deal_reads_its_shoe_once(guest, service) -> None:  # type: ignore[no-untyped-def]
     """A private table deals each round from the shoe its last round's settlement made: the deal reads that shoe
     (cards and commitment) and used to read its commitment again for the answer."""

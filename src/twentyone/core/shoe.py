@@ -139,11 +139,7 @@ def factorial_shuffled(cards: Sequence[_Item], rng: RandomBits) -> list[_Item]:
     """
     order = list(cards)
     total, groups = _radix_groups(len(order))
-    bits = total.bit_length()
-    while True:
-        x = rng.getrandbits(bits)
-        if x < total:
-            break
+    x = uniform_below(rng, total)
     for product, radices in groups:
         x, rest = divmod(x, product)
         for radix in radices:

@@ -67,8 +67,11 @@ def worker_threads(url: str, remote_wallet: bool = False) -> int:
 def json_text(value: Any) -> str:
     """A JSON column's value as stored: pydantic-core's encoder (Rust), about five times the standard library's
     speed on a round view, and compact. Every decision stores its answer (1-20 KB) for its Idempotency-Key, and
-    slips and seats are JSON too. What it stores reads back as the standard encoder's would: the same types
-    (``None`` to null, an int key to a string, NaN as ``NaN``), only without the blanks after ``,`` and ``:``.
+    slips and seats are JSON too. For what the server stores (strings, ints, floats, booleans, None, lists, and
+    dicts with string or int keys) the text reads back as the standard encoder's did: without the blanks after
+    ``,`` and ``:``, and with non-ASCII characters as they are rather than escaped. Unlike the standard encoder it
+    does not refuse other types (a datetime is written as its ISO text, a set as a list, a None key as "None"):
+    what the server stores is built of the plain types above, its views' times already ISO text (``context.iso``).
 
     >>> json_text({"id": 7, "cards": ["AS", "KD"], "soft": True, "none": None, 3: "three"})
     '{"id":7,"cards":["AS","KD"],"soft":true,"none":null,"3":"three"}'

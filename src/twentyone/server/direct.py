@@ -212,6 +212,29 @@ def _dialect_key(dialect: Dialect) -> tuple[Any, ...]:
             getattr(dialect, "_json_deserializer", None))
 
 
+def transaction_notes(session: Session, name: str) -> dict[Any, Any]:
+    """A dict in ``session.info`` that lasts as long as the session's current transaction: what the transaction
+    learnt of its own rows (a balance it holds locked, a shoe it made or moved), which a commit or a rollback
+    makes stale. A later transaction of the same session finds it empty.
+
+    >>> from sqlalchemy import create_engine
+    >>> session = Session(create_engine("sqlite://"))
+    >>> _ = session.connection()  # a transaction begins
+    >>> transaction_notes(session, "seen")["shoe 7"] = "moved"
+    >>> transaction_notes(session, "seen")
+    {'shoe 7': 'moved'}
+    >>> session.rollback()
+    >>> _ = session.connection()
+    >>> transaction_notes(session, "seen")
+    {}
+    """
+    transaction = session.get_transaction()
+    kept = session.info.get(name)
+    if kept is None or kept[0] is not transaction:
+        kept = session.info[name] = (transaction, {})
+    return kept[1]
+
+
 def watched(connection: Connection) -> bool:
     """Whether anyone watches ``connection``'s statements: SQLAlchemy's execution or cursor events, or its log (its
     own ``_echo``: true with ``echo=True`` and with the ``sqlalchemy.engine`` logger at INFO alike)."""

@@ -55,7 +55,8 @@ class GameService:
         # Which tables' timers run here: all of them in one process; on PostgreSQL, those whose lock we hold.
         self.ownership: TimerOwnership = ownership or LocalOwnership()
         self.wallet: Wallet = OperatorLedgerWallet(operator_wallet) if operator_wallet is not None else LedgerWallet()
-        self.store = Store(db, clock)
+        # The operator's wallet moves money outside our transaction: a twin must never run its work twice.
+        self.store = Store(db, clock, strict_twins=operator_wallet is not None)
         self.registry = TableRegistry(self.store, clock)
         self.shoes = Shoes(rng or system_rng(), clock)
         self.live = LiveRounds()

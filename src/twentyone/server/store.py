@@ -42,8 +42,10 @@ RECORD = insert(IDEMPOTENCY)  # Core (models.IDEMPOTENCY): the row is never read
 _KEY_LOCK = (bindparam("player", type_=Integer), bindparam("key_lock", type_=Integer))
 TWINS_WAIT = select(func.pg_advisory_xact_lock(*_KEY_LOCK))
 # The usual case in one round trip: the lock, unless a twin holds it, and the look-up. If a twin held it and committed
-# between this statement's snapshot and its try, the key is not seen here, and this request's own record of it fails
-# on the key's uniqueness: the first answer is served from there (Store.idempotent), and this transaction undone.
+# between this statement's snapshot and its try, the key is not seen here, and the request's work runs a second time:
+# its own record of the key then fails on the key's uniqueness, this transaction is undone, and the first answer is
+# served (Store.idempotent). Undone only inside the database: with an operator's wallet, whose debits are calls
+# outside it, the lock is always waited for and the key looked up after it (Store's strict_twins).
 FREE_AND_SEEN = select(func.pg_try_advisory_xact_lock(*_KEY_LOCK).label("free"), exists(SEEN).label("seen"))
 
 
@@ -111,17 +113,19 @@ def storage_trouble_as_busy() -> Iterator[None]:
         raise
 
 
-def _seen(session: Session, pending: _Pending) -> bool:
+def _seen(session: Session, pending: _Pending, strict: bool = False) -> bool:
     """Whether the request's key was applied already. On PostgreSQL a twin in flight is waited for first (without
-    the wait it would wait on the round's or wallet's lock, then be refused: a 409 where the first answer is due)."""
+    the wait it would wait on the round's or wallet's lock, then be refused: a 409 where the first answer is due).
+    ``strict``: wait for the key's lock and look after it, never in one statement (see FREE_AND_SEEN)."""
     key = {"player_id": pending.player_id, "key": pending.key}
     if session.get_bind().dialect.name != "postgresql":
         return run(session, SEEN, key).first() is not None
     lock = {"player": pending.player_id, "key_lock": zlib.crc32(pending.key.encode()) - 2**31}
-    free, seen = run(session, FREE_AND_SEEN, {**key, **lock}).one()
-    if seen or free:
-        return bool(seen)
-    run(session, TWINS_WAIT, lock)  # a twin holds the key: until it ends, then look again
+    if not strict:
+        free, seen = run(session, FREE_AND_SEEN, {**key, **lock}).one()
+        if seen or free:
+            return bool(seen)
+    run(session, TWINS_WAIT, lock)  # a twin holds the key (or may have, strict): until it ends, then look again
     return run(session, SEEN, key).first() is not None
 
 
@@ -135,9 +139,10 @@ def _busy(error: Exception) -> None:
 class Store:
     """The service's only door to the database."""
 
-    def __init__(self, db: Database, clock: Callable[[], datetime]) -> None:
+    def __init__(self, db: Database, clock: Callable[[], datetime], strict_twins: bool = False) -> None:
         self.db = db
         self.clock = clock
+        self.strict_twins = strict_twins  # see FREE_AND_SEEN
         self._local = threading.local()
 
     @contextmanager
@@ -151,7 +156,7 @@ class Store:
         """One write transaction; the request's key, if any, is checked first and recorded with the answer."""
         pending: _Pending | None = getattr(self._local, "pending", None)
         with storage_trouble_as_busy(), self.db.transaction() as session:
-            if pending is not None and not pending.recorded and _seen(session, pending):
+            if pending is not None and not pending.recorded and _seen(session, pending, self.strict_twins):
                 raise AlreadyApplied()
             yield session
 

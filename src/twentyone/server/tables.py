@@ -17,7 +17,7 @@ from functools import cache
 from typing import Any
 from weakref import WeakKeyDictionary
 
-from sqlalchemy import Insert, bindparam, func, or_, select, update
+from sqlalchemy import Insert, bindparam, case, func, or_, select, update
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.orm import Session
 from sqlalchemy.pool import Pool
@@ -37,7 +37,7 @@ from twentyone.server.config import (
     table_from_mapping,
 )
 from twentyone.server.context import Caller, ServiceError
-from twentyone.server.direct import run
+from twentyone.server.direct import run, transaction_notes
 from twentyone.server.models import SHOES, SLIPS, TABLE_CONFIGS, TableConfig
 from twentyone.server.models import Shoe as ShoeRow
 from twentyone.server.money import refusal
@@ -289,11 +289,18 @@ NEWEST_SHARED = _NEWEST.where(SHOES.c.player_id.is_(None))
 NEWEST_OWN = _NEWEST.where(SHOES.c.player_id == bindparam("player_id"))
 NEW_SHOE = insert_returning_id(SHOES)
 COMMITMENTS_KEPT = 4096  # shoes whose commitment a process remembers (a shoe serves one round or dozens)
-_NEW_SHOES = "twentyone.new_shoes"  # session.info: commitments of the shoes this transaction created
-_MOVED_SHOES = "twentyone.moved_shoes"  # session.info: the reveal columns of shoes this transaction moved on
+_NEW_SHOES = "twentyone.new_shoes"  # transaction_notes: commitments of the shoes this transaction created
+_MOVED_SHOES = "twentyone.moved_shoes"  # transaction_notes: the reveal columns of shoes this transaction moved on
 _commitments: WeakKeyDictionary[Pool, dict[int, str]] = WeakKeyDictionary()
-# A finished round's shoe in one read: its commitment, and its cards if the shoe is finished too.
-REVEALED = (select(SHOES.c.commitment, SHOES.c.finished, SHOES.c.salt, SHOES.c.cards)
+
+
+def _once_finished(column: Any) -> Any:
+    """The column's value once the shoe is finished, NULL before: a shoe still in play never leaves the database."""
+    return case((SHOES.c.finished, column)).label(column.name)
+
+
+# A finished round's shoe in one read: its commitment, and its salt and cards if the shoe is finished too.
+REVEALED = (select(SHOES.c.commitment, SHOES.c.finished, _once_finished(SHOES.c.salt), _once_finished(SHOES.c.cards))
             .where(SHOES.c.id == bindparam("shoe_id")))
 # The shoe moves past a round's cards and is finished once past its cut card (needs_shuffle, in SQL). The answer
 # is the shoe as REVEALED reads it: the settled round's view reveals it from there (see revealed_of).
@@ -310,7 +317,7 @@ def commitment_of(session: Session, shoe_id: int) -> str:
     share shoe ids. A shoe this very transaction created is answered from the transaction's own
     note and not remembered: a rollback would leave its id free for another shoe.
     """
-    created: dict[int, str] = session.info.get(_NEW_SHOES, {})
+    created: dict[int, str] = transaction_notes(session, _NEW_SHOES)
     if shoe_id in created:
         return created[shoe_id]
     kept = _commitments.setdefault(session.get_bind().engine.pool, {})  # the writers' engine shares the pool
@@ -331,23 +338,24 @@ def _remember_read(session: Session, shoe: ShoeRow) -> None:
     """Keep the commitment of a shoe read from the database, so that the round dealt from it need not read it
     again (a private table deals each round from a shoe its last one's settlement made). Not one this transaction
     made: a rollback would free its id."""
-    if shoe.id not in session.info.get(_NEW_SHOES, {}):
+    if shoe.id not in transaction_notes(session, _NEW_SHOES):
         _remember(_commitments.setdefault(session.get_bind().engine.pool, {}), shoe.id, shoe.commitment)
 
 
 def move_shoe(session: Session, shoe_id: int, dealt: int) -> bool:
-    """Move the shoe past the cards a round dealt (``dealt``: its position after them) in one statement, without
-    loading it (its cards are most of its row); whether it is now finished. The shoe as moved is noted for
-    :func:`revealed_of`, so the settled round's view reveals it without reading it again."""
+    """Move the shoe past the cards a round dealt (``dealt``: its position after them) in one statement; whether it
+    is now finished. The statement answers as :data:`REVEALED` reads (the salt and cards only if the shoe is now
+    finished), noted for :func:`revealed_of`: the settled round's view reveals a finished shoe without reading it
+    again."""
     moved = run(session, SHOE_MOVED, {"shoe_id": shoe_id, "dealt": dealt}).one()
-    session.info.setdefault(_MOVED_SHOES, {})[shoe_id] = moved
+    transaction_notes(session, _MOVED_SHOES)[shoe_id] = moved
     return bool(moved.finished)
 
 
 def revealed_of(session: Session, shoe_id: int) -> Any:
-    """A finished round's shoe as :data:`REVEALED` reads it (commitment, finished, salt, cards): as this
-    transaction moved it, or read now."""
-    moved = session.info.get(_MOVED_SHOES, {}).get(shoe_id)
+    """A finished round's shoe as :data:`REVEALED` reads it (commitment, finished, and salt and cards if it is
+    finished, else None): as this transaction moved it, or read now."""
+    moved = transaction_notes(session, _MOVED_SHOES).get(shoe_id)
     return moved if moved is not None else run(session, REVEALED, {"shoe_id": shoe_id}).one()
 
 
@@ -441,7 +449,7 @@ class Shoes:
         # round's end, and a flush of its own cost more than the insert. The object returned holds the
         # row's values as inserted, outside the session: callers read its id, position, cards and commitment.
         shoe = ShoeRow(id=run(session, NEW_SHOE, row).scalar_one(), **row)
-        session.info.setdefault(_NEW_SHOES, {})[shoe.id] = shoe.commitment
+        transaction_notes(session, _NEW_SHOES)[shoe.id] = shoe.commitment
         if top is not None:
             self._stacked_ids.add(shoe.id)
         return shoe

@@ -24,7 +24,7 @@ from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
 from twentyone.server.context import Busy, ServiceError
-from twentyone.server.direct import run
+from twentyone.server.direct import run, transaction_notes
 from twentyone.server.models import ACCOUNTS, LEDGER, Account, LedgerEntry, WalletCall
 
 HOUSE = "house"
@@ -152,20 +152,20 @@ BALANCE = select(ACCOUNTS.c.balance).where(ACCOUNTS.c.owner == bindparam("owner"
                                           ACCOUNTS.c.currency == bindparam("currency"))
 
 
-_HELD = "twentyone.held_balances"  # session.info: balances this transaction holds locked, by (player id, currency)
+_HELD = "twentyone.held_balances"  # transaction_notes: balances this transaction holds locked, by (player, currency)
 
 
 def _hold(session: Session, player_id: int, currency: str, balance: int) -> None:
     """Note the balance a statement that locked the player's account row returned (``BUMP``, ``CREDIT``): until the
     transaction ends no other transaction can change it (PostgreSQL's row lock; SQLite's one writer), and this one
     changes it only by :func:`transfer`, which notes the new one. So it need not be read again."""
-    session.info.setdefault(_HELD, {})[(player_id, currency)] = balance
+    transaction_notes(session, _HELD)[player_id, currency] = balance
 
 
 def ledger_balance(session: Session, player_id: int, currency: str) -> int:
     """The player's balance: the sum of their ledger rows, as kept on their account by every transfer (as this
     transaction last locked or changed it, if it has)."""
-    held = session.info.get(_HELD, {}).get((player_id, currency))
+    held = transaction_notes(session, _HELD).get((player_id, currency))
     if held is not None:
         return int(held)
     total = run(session, BALANCE, {"owner": player_owner(player_id), "currency": currency}).scalar()
@@ -183,7 +183,7 @@ def ledger_balances(session: Session, player_ids: list[int], currency: str) -> d
     One player's by :func:`ledger_balance`: the list of owners here is an expanding ``IN``, which SQLAlchemy renders
     anew at each execution, where that one runs as compiled once (``direct.run``).
     """
-    held = session.info.get(_HELD, {})
+    held = transaction_notes(session, _HELD)
     balances = {player_id: int(held[player_id, currency]) for player_id in player_ids if (player_id, currency) in held}
     unknown = [player_id for player_id in player_ids if player_id not in balances]  # at a settlement: those not paid
     if len(unknown) == 1:
