@@ -2,6 +2,7 @@ import math
 import random
 from collections import Counter
 from itertools import permutations
+from typing import Any
 
 import pytest
 
@@ -84,14 +85,17 @@ def test_uniform_below_rejects_instead_of_taking_a_modulo() -> None:
     assert source.bits == [3, 3, 3, 3]
 
 
+def _permutations_chi_square(shuffle: Any, cards: list[Any], rng: random.Random, trials: int) -> float:
+    """Shuffle ``cards`` ``trials`` times: every permutation must come up, and this is their chi-square."""
+    counts = Counter(tuple(shuffle(cards, rng)) for _ in range(trials))
+    assert set(counts) == set(permutations(cards))
+    expected = trials / len(counts)
+    return sum((count - expected) ** 2 / expected for count in counts.values())
+
+
 def test_fisher_yates_gives_every_permutation_equally_often() -> None:
     cards = parse_cards(["AS", "KD", "7H", "2C"])
-    rng = random.Random(20261129)
-    trials = 48_000
-    counts = Counter(tuple(shuffled(cards, rng)) for _ in range(trials))
-    assert set(counts) == set(permutations(cards))
-    expected = trials / 24
-    chi_square = sum((count - expected) ** 2 / expected for count in counts.values())
+    chi_square = _permutations_chi_square(shuffled, cards, random.Random(20261129), 48_000)
     assert chi_square < 49.7  # 99.9th percentile of chi-square with 23 degrees of freedom
 
 
@@ -119,12 +123,7 @@ def test_the_system_csprng_shuffles_from_one_draw_below_n_factorial() -> None:
 
 def test_the_factorial_shuffle_gives_every_permutation_equally_often() -> None:
     cards = parse_cards(["AS", "KD", "7H", "2C", "5D"])
-    trials = 60_000
-    rng = random.Random(20261201)
-    counts = Counter(tuple(factorial_shuffled(cards, rng)) for _ in range(trials))
-    assert set(counts) == set(permutations(cards))
-    expected = trials / 120
-    chi_square = sum((count - expected) ** 2 / expected for count in counts.values())
+    chi_square = _permutations_chi_square(factorial_shuffled, cards, random.Random(20261201), 60_000)
     assert chi_square < 173.6  # 99.9th percentile of chi-square with 119 degrees of freedom
 
 

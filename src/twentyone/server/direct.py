@@ -151,7 +151,7 @@ class Compiled:
 _compiled: dict[tuple[Any, ...], tuple[Executable, Compiled | None]] = {}
 _compiling = threading.Lock()
 DIALECTS = ("sqlite", "postgresql")
-_WATCHED = "twentyone.watched"  # session.info: (the transaction's connection, whether anyone watches it)
+_WATCHED = "twentyone.watched"  # transaction_notes: whether anyone watches the transaction's statements
 _CURSOR = "twentyone.cursor"  # the DBAPI connection's info: its cursor, made once (psycopg's costs to make)
 
 
@@ -247,12 +247,10 @@ def _watched_in(session: Session, connection: Connection) -> bool:
     """:func:`watched`, asked once per transaction: each ask cost 3-9 us (a new connection's joined event
     dispatcher builds its listener collections on first use), a dozen times a request. A listener added in the
     middle of a transaction sees that transaction's statements from the next one on."""
-    known = session.info.get(_WATCHED)
-    if known is not None and known[0] is connection:
-        return bool(known[1])
-    answer = watched(connection)
-    session.info[_WATCHED] = (connection, answer)
-    return answer
+    notes = transaction_notes(session, _WATCHED)
+    if "watched" not in notes:
+        notes["watched"] = watched(connection)
+    return bool(notes["watched"])
 
 
 def run_driver_sql(connection: Connection, sql: str) -> None:
