@@ -14,7 +14,9 @@ Reports:
   player's result settled, and the event fanned out to every socket), p50/p99/max; the
   decision that settles is whichever the server takes last, which under a burst need not be
   the last sent, so its own time from sending to answer is reported too; and the fan-out
-  alone: each socket's event after the first socket's, p50/p99;
+  alone: each socket's event after the first socket's, p50/p99, from the time the kernel
+  stamped its arrival at the socket. The sockets are read by a process of their own
+  (``--listener``), which also reports when it read each event (see ``listen_only``);
 - the audit: every seat staked and returned once, the ledger sums to zero, and each
   player's balance equals the credit less their stake plus their return.
 
@@ -39,10 +41,13 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
+import math
 import os
+import selectors
 import signal
 import socket
 import statistics
+import struct
 import subprocess
 import sys
 import tempfile
@@ -52,7 +57,9 @@ from contextlib import AsyncExitStack
 from pathlib import Path
 
 import httpx
-import websockets
+from websockets.client import ClientProtocol
+from websockets.frames import Frame, Opcode
+from websockets.uri import parse_uri
 
 TABLE = "power-crowd"
 OPERATOR = "bench-operator"
@@ -96,7 +103,11 @@ def page_reads_again(event: dict, me: int, held_round: int | None) -> bool:
     return not (event.get("type") == "bets" and "seat_count" in event and event.get("round_id") == held_round)
 
 
-async def main(players: int, database: str | None, timeout: float, pages: bool = False) -> int:
+NOTHING_TO_MEASURE = 3  # exit status: the round settled at the deal (a dealer's blackjack); run it again
+
+
+async def main(players: int, database: str | None, timeout: float, pages: bool = False,
+               figures: Path | None = None) -> int:
     data = Path(tempfile.mkdtemp(prefix="twentyone-crowd-"))
     port = free_port()
     url = database or f"sqlite:///{data / 'crowd.db'}"
@@ -123,7 +134,7 @@ async def main(players: int, database: str | None, timeout: float, pages: bool =
                 "id": TABLE, "name": "Power crowd", "variant": "power", "currency": "EUR", "chips": [100, 500],
                 "limits": {"main": [100, 10000]}, "seats": 0, "betting_window": 3600, "decision_timeout": 3600})
             assert created.status_code == 201, created.text
-            return await crowd(http, lanes, base, players, timeout, pages)
+            return await crowd(http, lanes, base, players, timeout, pages, figures)
     finally:
         server.send_signal(signal.SIGINT)
         try:
@@ -133,7 +144,7 @@ async def main(players: int, database: str | None, timeout: float, pages: bool =
 
 
 async def crowd(http: httpx.AsyncClient, lanes: list[httpx.AsyncClient], base: str, players: int,
-                timeout: float, pages: bool = False) -> int:
+                timeout: float, pages: bool = False, figures: Path | None = None) -> int:
     statuses: dict[int, int] = {}
     latencies: list[float] = []
     join_latencies: list[float] = []
@@ -222,29 +233,39 @@ async def crowd(http: httpx.AsyncClient, lanes: list[httpx.AsyncClient], base: s
     settled_at: dict[str, float] = {}
     moved = {token: asyncio.Event() for token in tokens}  # set by each round event: re-read the round
     last_round_event: dict[str, dict] = {token: {} for token in tokens}
-    sockets_ready = asyncio.Event()
-    connected = 0
-    ws_base = base.replace("http", "ws")
+    # The sockets are read by a process of their own (``listen_only``), which stamps each event as it reads it. Read in
+    # this process, the settled events waited behind the HTTP clients' work on the re-reads those very events set off:
+    # the server had sent all 1,000 within 63 ms of the settlement, and this process took 247 ms to read them.
+    listener = await asyncio.create_subprocess_exec(
+        sys.executable, __file__, "--listener", base.replace("http", "ws"), *(["--pages"] if pages else []),
+        stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE, limit=1 << 22)
+    assert listener.stdin is not None and listener.stdout is not None
+    listener.stdin.write("\n".join(tokens).encode())
+    await listener.stdin.drain()
+    listener.stdin.close()
+    if await asyncio.wait_for(listener.stdout.readline(), timeout) != b"ready\n":
+        raise RuntimeError("the listener did not open the sockets")
 
-    async def listen(token: str) -> None:
-        nonlocal connected
-        async with websockets.connect(f"{ws_base}/ws/tables/{TABLE}?token={token}", max_queue=None) as ws:
-            await ws.recv()  # hello
-            connected += 1
-            if connected == players:
-                sockets_ready.set()
-            async for message in ws:
-                event = json.loads(message)
-                on_event(token, event)
-                if event.get("type") == "round":
-                    last_round_event[token] = event
-                    moved[token].set()
-                if event.get("type") == "round" and event.get("status") == "settled":
-                    settled_at[token] = time.perf_counter()
-                    return
+    settled_read: dict[str, float] = {}  # when the listener read each settled event (its own delay included)
+    kernel_stamped = 0  # settled events whose arrival the kernel stamped (else: when the listener read them)
 
-    listeners = [asyncio.create_task(listen(token)) for token in tokens]
-    await asyncio.wait_for(sockets_ready.wait(), timeout)
+    async def pump(stream: asyncio.StreamReader) -> None:
+        """The listener's events, as each socket received them: ``index stamp event read``, one a line."""
+        nonlocal kernel_stamped
+        while line := await stream.readline():
+            index, stamp, rest = line.decode().split(" ", 2)
+            message, read = rest.rsplit(" ", 1)
+            token, event = tokens[int(index)], json.loads(message)
+            on_event(token, event)
+            if event.get("type") == "round":
+                last_round_event[token] = event
+                moved[token].set()
+                if event.get("status") == "settled":
+                    settled_read[token] = float(read)
+                    settled_at[token] = settled_read[token] if stamp == "nan" else float(stamp)
+                    kernel_stamped += stamp != "nan"
+
+    listening = asyncio.create_task(pump(listener.stdout))
     print(f"{players} sockets open", flush=True)
     balances = {}
 
@@ -336,13 +357,17 @@ async def crowd(http: httpx.AsyncClient, lanes: list[httpx.AsyncClient], base: s
     decisions_seconds = time.perf_counter() - started
     if not latencies:  # the shoe is random: a dealer's blackjack settles the round at the deal
         print("the round settled at the deal (a dealer's blackjack): nothing to measure; run it again")
-        for listener in listeners:
-            listener.cancel()
-        return 1
-    await asyncio.wait(listeners, timeout=timeout)
+        listener.kill()
+        return NOTHING_TO_MEASURE
+    try:  # the listener leaves once every socket has had its settled event
+        await asyncio.wait_for(asyncio.gather(listener.wait(), listening), timeout)
+    except TimeoutError:
+        listener.kill()
     lags = [settled_at[token] - last_sent for token in tokens if token in settled_at]
     first = min(settled_at.values(), default=0.0)
     fan_out = [settled_at[token] - first for token in tokens if token in settled_at]
+    first_read = min(settled_read.values(), default=0.0)
+    fan_out_read = [read - first_read for read in settled_read.values()]
 
     audit_ok = True
     report = (await http.get("/admin/report", headers=operator)).json()["tables"][TABLE]
@@ -363,9 +388,10 @@ async def crowd(http: httpx.AsyncClient, lanes: list[httpx.AsyncClient], base: s
           f"was sent {(last_sent - settling_sent) * 1000:.0f} ms before the last decision and answered "
           f"{(settling_answered - settling_sent) * 1000:.0f} ms after it was sent; the first settled event arrived "
           f"{(first - settling_sent) * 1000:.0f} ms after it was sent")
-    print(f"fan-out: each socket's settled event after the first socket's, p50 "
-          f"{percentile(fan_out, .5) * 1000:.0f} ms, p99 {percentile(fan_out, .99) * 1000:.0f} ms "
-          f"(this client reads all {players} sockets in one process, so its own reading is counted too)")
+    print(f"fan-out: each socket's settled event after the first socket's, as the kernel stamped its arrival, p50 "
+          f"{percentile(fan_out, .5) * 1000:.0f} ms, p99 {percentile(fan_out, .99) * 1000:.0f} ms; as the listener "
+          f"read it (one process reading all {players} sockets, on a machine the server and the crowd keep busy), "
+          f"p50 {percentile(fan_out_read, .5) * 1000:.0f} ms, p99 {percentile(fan_out_read, .99) * 1000:.0f} ms")
     print(f"statuses {dict(sorted(statuses.items()))}; rounds {report['rounds']}, staked {report['staked']}, "
           f"returned {report['returned']}; "
           f"every wallet reconciled: {audit_ok}; mean decision {statistics.fmean(latencies) * 1000:.1f} ms")
@@ -374,7 +400,84 @@ async def crowd(http: httpx.AsyncClient, lanes: list[httpx.AsyncClient], base: s
               f"before others, and a finished page reads nothing at a step)")
     if refusals:
         print(f"decisions refused: {len(refusals)}, e.g. {refusals[0]!r}")
+    if figures:
+        figures.write_text(json.dumps({
+            "players": players, "sockets_settled": len(lags), "kernel_stamped": kernel_stamped,
+            "stamped_after_read": sum(settled_at[token] > settled_read[token] for token in settled_at),
+            "fan_out_p50_s": percentile(fan_out, .5), "fan_out_p99_s": percentile(fan_out, .99),
+            "fan_out_read_p99_s": percentile(fan_out_read, .99), "settled_after_last_decision_p99_s":
+            percentile(lags, .99), "decisions": len(latencies), "statuses": statuses, "audit_ok": audit_ok}))
     return 0 if audit_ok and not any(code >= 500 for code in statuses) and len(lags) == players else 1
+
+
+SO_TIMESTAMPNS = 35  # Linux (asm-generic/socket.h): stamp each received packet with the kernel's clock
+RECEIVED_AT = struct.Struct("@qq")  # struct timespec on a 64-bit Linux: seconds, nanoseconds
+
+
+def listen_only(ws_base: str, pages: bool) -> None:
+    """``--listener``: open a socket for each token on stdin, then write each event it receives to stdout as ``index
+    stamp event``. Only round events are passed on, or, with ``--pages``, every event (the pages act on the others too).
+
+    ``stamp`` is when the event's bytes reached the socket, as the kernel stamped them (``SO_TIMESTAMPNS``), put on
+    ``time.perf_counter()``'s clock (the system's monotonic clock, which the crowd's process shares). This process is
+    one of three on the machine's two cores at a settlement (the server sends 1,000 events, the crowd sends 1,000
+    re-reads); the time it then takes to get to each socket is its own, not the server's, and not what 1,000 players'
+    own machines would see. It is reported too, as ``read``: ``index stamp event read`` (``stamp`` is ``nan`` where
+    the kernel gave none).
+
+    The sockets are websockets' sans-I/O client over a selector, not its asyncio client: ``recvmsg`` is what carries
+    the kernel's stamp.
+    """
+    tokens = sys.stdin.read().split()
+    out = sys.stdout
+    host, port = ws_base.removeprefix("ws://").split(":")
+    selector = selectors.DefaultSelector()
+    clock_offset = time.time() - time.perf_counter()  # the kernel stamps on the wall clock
+    pending = 0  # sockets open and not yet settled
+    for index, token in enumerate(tokens):
+        connection = socket.create_connection((host, int(port)))
+        connection.setsockopt(socket.SOL_SOCKET, SO_TIMESTAMPNS, 1)
+        protocol = ClientProtocol(parse_uri(f"{ws_base}/ws/tables/{TABLE}?token={token}"))
+        protocol.send_request(protocol.connect())
+        connection.sendall(b"".join(protocol.data_to_send()))
+        selector.register(connection, selectors.EVENT_READ, (index, protocol, connection))
+        pending += 1
+    hellos = 0
+    while pending:
+        for key, _ in selector.select(timeout=60):
+            index, protocol, connection = key.data
+            data, ancillary, _, _ = connection.recvmsg(1 << 16, socket.CMSG_SPACE(RECEIVED_AT.size))
+            read = time.perf_counter()
+            stamp = math.nan  # the kernel gave none
+            for level, kind, value in ancillary:
+                if (level, kind) == (socket.SOL_SOCKET, SO_TIMESTAMPNS):
+                    seconds, nanoseconds = RECEIVED_AT.unpack(value)
+                    stamp = seconds + nanoseconds / 1e9 - clock_offset
+            if data:
+                protocol.receive_data(data)
+            else:  # the server closed the socket
+                protocol.receive_eof()
+            done = not data
+            for received in protocol.events_received():
+                if not isinstance(received, Frame) or received.opcode != Opcode.TEXT:
+                    continue  # the handshake's response, pings (answered by the protocol) and the close
+                text = bytes(received.data).decode()
+                event = json.loads(text)
+                if event.get("type") == "hello":
+                    hellos += 1
+                    if hellos == len(tokens):
+                        out.write("ready\n")
+                        out.flush()
+                elif pages or event.get("type") == "round":
+                    out.write(f"{index} {stamp!r} {text} {read!r}\n")
+                done = done or (event.get("type") == "round" and event.get("status") == "settled")
+            if outgoing := protocol.data_to_send():  # pongs
+                connection.sendall(b"".join(outgoing))
+            if done:
+                selector.unregister(connection)
+                connection.close()
+                pending -= 1
+        out.flush()  # once per turn of the loop, not once per event
 
 
 if __name__ == "__main__":
@@ -383,5 +486,10 @@ if __name__ == "__main__":
     parser.add_argument("--database", help="a PostgreSQL URL; default: SQLite in a temporary folder")
     parser.add_argument("--timeout", type=float, default=120.0, help="seconds any phase may take")
     parser.add_argument("--pages", action="store_true", help="players also re-read the table as the web page does")
+    parser.add_argument("--json", type=Path, help="also write the figures to this file")
+    parser.add_argument("--listener", metavar="WS_BASE", help=argparse.SUPPRESS)  # the sockets' own process
     options = parser.parse_args()
-    sys.exit(asyncio.run(main(options.players, options.database, options.timeout, options.pages)))
+    if options.listener:
+        listen_only(options.listener, options.pages)
+        sys.exit(0)
+    sys.exit(asyncio.run(main(options.players, options.database, options.timeout, options.pages, options.json)))
