@@ -221,6 +221,23 @@ def test_a_request_dripped_a_byte_at_a_time_is_cut_off_and_slow_but_whole_ones_a
     assert httpx.get(f"http://127.0.0.1:{server}/health").status_code == 200
 
 
+def test_websocket_events_go_uncompressed_even_to_a_client_that_offers_deflate(server: int) -> None:
+    """Per-message deflate is refused (``UVICORN_OPTIONS``): zlib state per socket for events of ~100 bytes."""
+    import websockets
+
+    token = call(server, "POST", "/auth/guest").json()["token"]
+
+    async def handshake() -> tuple[str | None, str]:
+        async with websockets.connect(f"ws://127.0.0.1:{server}/ws/tables/classic?token={token}",
+                                      compression="deflate") as socket:
+            assert socket.request is not None and socket.response is not None
+            assert "permessage-deflate" in socket.request.headers["Sec-WebSocket-Extensions"]  # offered
+            hello = json.loads(await asyncio.wait_for(socket.recv(), timeout=10))
+            return socket.response.headers.get("Sec-WebSocket-Extensions"), hello["type"]
+
+    assert asyncio.run(handshake()) == (None, "hello")
+
+
 def test_websocket_handshakes_close_with_4401_and_4404_over_the_wire(server: int) -> None:
     import websockets
 
