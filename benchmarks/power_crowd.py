@@ -233,9 +233,10 @@ async def crowd(http: httpx.AsyncClient, lanes: list[httpx.AsyncClient], base: s
     settled_at: dict[str, float] = {}
     moved = {token: asyncio.Event() for token in tokens}  # set by each round event: re-read the round
     last_round_event: dict[str, dict] = {token: {} for token in tokens}
-    # The sockets are read by a process of their own (``listen_only``), which stamps each event as it reads it. Read in
-    # this process, the settled events waited behind the HTTP clients' work on the re-reads those very events set off:
-    # the server had sent all 1,000 within 63 ms of the settlement, and this process took 247 ms to read them.
+    # The sockets are read by a process of their own (``listen_only``), which times each event by the kernel's stamp of
+    # its arrival. Read in this process, the settled events waited behind the HTTP clients' work on the re-reads those
+    # very events set off: the server had sent all 1,000 within 63 ms of the settlement, and this process took 247 ms
+    # to read them.
     listener = await asyncio.create_subprocess_exec(
         sys.executable, __file__, "--listener", base.replace("http", "ws"), *(["--pages"] if pages else []),
         stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE, limit=1 << 22)
@@ -416,14 +417,16 @@ RECEIVED_AT = struct.Struct("@qq")  # struct timespec on a 64-bit Linux: seconds
 
 def listen_only(ws_base: str, pages: bool) -> None:
     """``--listener``: open a socket for each token on stdin, then write each event it receives to stdout as ``index
-    stamp event``. Only round events are passed on, or, with ``--pages``, every event (the pages act on the others too).
+    stamp event read``. Only round events are passed on, or, with ``--pages``, every event (the pages act on the
+    others too).
 
     ``stamp`` is when the event's bytes reached the socket, as the kernel stamped them (``SO_TIMESTAMPNS``), put on
     ``time.perf_counter()``'s clock (the system's monotonic clock, which the crowd's process shares). This process is
     one of three on the machine's two cores at a settlement (the server sends 1,000 events, the crowd sends 1,000
     re-reads); the time it then takes to get to each socket is its own, not the server's, and not what 1,000 players'
-    own machines would see. It is reported too, as ``read``: ``index stamp event read`` (``stamp`` is ``nan`` where
-    the kernel gave none).
+    own machines would see. It is reported too, as ``read`` (``stamp`` is ``nan`` where the kernel gave none). A read
+    that takes several packets carries the stamp of the last (Linux's TCP keeps the latest), which for the last event
+    it holds is its own.
 
     The sockets are websockets' sans-I/O client over a selector, not its asyncio client: ``recvmsg`` is what carries
     the kernel's stamp.
