@@ -283,3 +283,43 @@ def test_a_private_rounds_statements_all_run_as_compiled_once(guest, service) ->
         event.remove(Session, "do_orm_execute", on_execute)
     assert settled["status"] == "settled" and "revealed" in settled
     assert handed == [], handed
+
+
+def test_a_read_ends_with_commit_so_its_statements_stay_prepared_and_it_writes_nothing(database_url: str) -> None:
+    """A read's transaction ends with COMMIT, not ROLLBACK: at each ROLLBACK psycopg forgets every statement it has
+    prepared on the connection, so on PostgreSQL the server parsed and planned nearly every statement anew. An
+    object changed in a read is still never written, and a read that raises still rolls back."""
+    from datetime import UTC, datetime
+
+    import pytest
+    from sqlalchemy import select
+
+    from twentyone.server.direct import run
+    from twentyone.server.models import ACCOUNTS, Account
+    from twentyone.server.store import Store
+
+    migrate(database_url)
+    db = Database(database_url, threads=1)  # one pooled connection: every read below runs on it
+    store = Store(db, lambda: datetime.now(UTC))
+    with db.transaction() as session:
+        session.add(Account(owner="reader", currency="EUR", version=0, balance=500))
+    endings: list[str] = []
+    event.listen(db.engine, "commit", lambda _connection: endings.append("commit"))
+    event.listen(db.engine, "rollback", lambda _connection: endings.append("rollback"))
+    balance = select(ACCOUNTS.c.balance).where(ACCOUNTS.c.owner == "reader", ACCOUNTS.c.currency == "EUR")
+    for _ in range(8):  # psycopg prepares a statement at its fifth run on a connection
+        with store.read() as session:
+            assert run(session, balance).first().balance == 500
+    with store.read() as session:
+        session.scalars(select(Account).where(Account.owner == "reader")).one().balance = 1  # never written
+    with store.read() as session:
+        assert run(session, balance).first().balance == 500
+        if db.engine.dialect.name == "postgresql":
+            prepared = session.connection().exec_driver_sql("SELECT statement FROM pg_prepared_statements").all()
+            assert any("accounts.balance" in row.statement for row in prepared), prepared
+    assert endings == ["commit"] * 10
+    with pytest.raises(RuntimeError), store.read() as session:
+        run(session, balance)
+        raise RuntimeError("a read that fails")
+    assert endings[-1] == "rollback"
+    db.close()
