@@ -287,14 +287,15 @@ def test_a_private_rounds_statements_all_run_as_compiled_once(guest, service) ->
 
 def test_a_read_ends_with_commit_so_its_statements_stay_prepared_and_it_writes_nothing(database_url: str) -> None:
     """A read's transaction ends with COMMIT, not ROLLBACK: at each ROLLBACK psycopg forgets every statement it has
-    prepared on the connection, so on PostgreSQL the server parsed and planned nearly every statement anew. An
-    object changed in a read is still never written, and a read that raises still rolls back."""
+    prepared on the connection, so on PostgreSQL the server parsed and planned nearly every statement anew. A read
+    still writes nothing: an object changed in it is dropped even when a query follows the change, and a flush or an
+    INSERT, UPDATE or DELETE is refused before it reaches the database. A read that raises still rolls back."""
     from datetime import UTC, datetime
 
     import pytest
-    from sqlalchemy import select
+    from sqlalchemy import select, update
 
-    from twentyone.server.direct import run
+    from twentyone.server.direct import WriteInRead, run
     from twentyone.server.models import ACCOUNTS, Account
     from twentyone.server.store import Store
 
@@ -311,7 +312,8 @@ def test_a_read_ends_with_commit_so_its_statements_stay_prepared_and_it_writes_n
         with store.read() as session:
             assert run(session, balance).first().balance == 500
     with store.read() as session:
-        session.scalars(select(Account).where(Account.owner == "reader")).one().balance = 1  # never written
+        session.scalars(select(Account).where(Account.owner == "reader")).one().balance = 1  # never written,
+        assert run(session, balance).first().balance == 500  # not even by the query after it (no autoflush)
     with store.read() as session:
         assert run(session, balance).first().balance == 500
         if db.engine.dialect.name == "postgresql":
@@ -322,4 +324,12 @@ def test_a_read_ends_with_commit_so_its_statements_stay_prepared_and_it_writes_n
         run(session, balance)
         raise RuntimeError("a read that fails")
     assert endings[-1] == "rollback"
+    raise_balance = update(ACCOUNTS).where(ACCOUNTS.c.owner == "reader").values(balance=ACCOUNTS.c.balance + 1)
+    for write in (lambda session: run(session, raise_balance), lambda session: session.execute(raise_balance),
+                  lambda session: (session.add(Account(owner="intruder", currency="EUR")), session.flush())):
+        with pytest.raises(WriteInRead), store.read() as session:
+            write(session)
+    with store.read() as session:
+        assert run(session, balance).first().balance == 500
+        assert session.scalars(select(Account).where(Account.owner == "intruder")).first() is None
     db.close()

@@ -32,7 +32,7 @@ from sqlalchemy import exc as db_errors
 from sqlalchemy.orm import Session, sessionmaker
 from sqlalchemy.pool import NullPool
 
-from twentyone.server.direct import run_driver_sql
+from twentyone.server.direct import READING, WriteInRead, run_driver_sql
 
 # At most this many requests of one process hold a connection at once. anyio's default is 40, but a
 # PostgreSQL request is mostly Python (the GIL's) and its statements are short: past a handful, threads
@@ -165,11 +165,24 @@ def migrate(url: str) -> None:
         engine.dispose()
 
 
+def _refuse_flush(_session: Session, _context: Any, _instances: Any) -> None:
+    raise WriteInRead("A read may not flush changes to the database.")
+
+
+def _refuse_writes(state: Any) -> None:  # an ORMExecuteState: every statement a read's session executes
+    if state.is_insert or state.is_update or state.is_delete:
+        raise WriteInRead(f"A read may not write ({state.statement!s:.60}).")
+
+
 class Database:
     def __init__(self, url: str, threads: int | None = None) -> None:
         self.url = url
         self.engine = make_engine(url, threads)
         self.sessions = sessionmaker(self.engine, expire_on_commit=False)
+        # Reads (store.Store.read) never flush, and refuse to write: they end with COMMIT (store.end_read).
+        self.readers = sessionmaker(self.engine, expire_on_commit=False, autoflush=False, info={READING: True})
+        event.listen(self.readers, "before_flush", _refuse_flush)
+        event.listen(self.readers, "do_orm_execute", _refuse_writes)
         self._writers = sessionmaker(self.engine.execution_options(writing=True), expire_on_commit=False)
         self.is_sqlite = url.startswith("sqlite")
         # SQLite writers of this process queue here rather than in SQLite's sleeping busy handler.

@@ -148,6 +148,14 @@ class Compiled:
                 for row in fetched]
 
 
+READING = "twentyone.reading"  # session.info: a read's session (db.Database.readers), which must never write
+
+
+class WriteInRead(db_errors.InvalidRequestError):
+    """A read's session was asked to write: a bug in the caller. Reads end with ``COMMIT`` (``store.end_read``), so
+    a write there would be kept; it is refused instead, before it reaches the database."""
+
+
 _compiled: dict[tuple[Any, ...], tuple[Executable, Compiled | None]] = {}
 _compiling = threading.Lock()
 DIALECTS = ("sqlite", "postgresql")
@@ -272,6 +280,8 @@ def run(session: Session, statement: Executable, params: Params | Sequence[Param
 
     ``params``: a mapping, or a list of them for one statement run for each (as ``executemany``).
     """
+    if isinstance(statement, UpdateBase) and session.info.get(READING):
+        raise WriteInRead(f"A read may not write ({statement!s:.60}).")
     connection = session.connection()  # begins the session's transaction, if it has not begun
     dialect = connection.engine.dialect
     if dialect.name not in DIALECTS or _watched_in(session, connection):

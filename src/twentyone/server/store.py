@@ -140,8 +140,11 @@ def end_read(session: Session) -> None:
     """End a transaction that only read, with ``COMMIT``: on PostgreSQL, psycopg forgets every statement it has
     prepared on a connection at each ``ROLLBACK`` (and has the server deallocate them all), so with a read ending
     that way every few requests, a statement was seldom run the five times psycopg waits before preparing it, and
-    PostgreSQL parsed and planned nearly every statement anew. Nothing the session holds is written: its objects
-    are let go first (as closing it would), so the commit has nothing to flush.
+    PostgreSQL parsed and planned nearly every statement anew.
+
+    Nothing is written: a read's session (``db.Database.readers``) never flushes and refuses any ``INSERT``,
+    ``UPDATE`` or ``DELETE`` (:class:`~twentyone.server.direct.WriteInRead`), and its objects are let go first (as
+    closing it would), so a change made to one is dropped, as the ``ROLLBACK`` dropped it.
     """
     session.expunge_all()
     session.commit()
@@ -163,7 +166,7 @@ class Store:
         The block's transaction ends with ``COMMIT`` (:func:`end_read`), not the ``ROLLBACK`` that closing the session
         would send; a block that raises still rolls back.
         """
-        with storage_trouble_as_busy(), self.db.sessions() as session:
+        with storage_trouble_as_busy(), self.db.readers() as session:
             yield session
             end_read(session)
 
