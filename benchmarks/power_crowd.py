@@ -40,6 +40,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import json
 import math
 import os
@@ -426,7 +427,8 @@ def listen_only(ws_base: str, pages: bool) -> None:
     re-reads); the time it then takes to get to each socket is its own, not the server's, and not what 1,000 players'
     own machines would see. It is reported too, as ``read`` (``stamp`` is ``nan`` where the kernel gave none). A read
     that takes several packets carries the stamp of the last (Linux's TCP keeps the latest), which for the last event
-    it holds is its own.
+    it holds is its own. On loopback the kernel stamps a packet as the server's send hands it over, so ``stamp`` is
+    the server's send as the kernel saw it: the fan-out without any client's delay.
 
     The sockets are websockets' sans-I/O client over a selector, not its asyncio client: ``recvmsg`` is what carries
     the kernel's stamp.
@@ -449,7 +451,10 @@ def listen_only(ws_base: str, pages: bool) -> None:
     while pending:
         for key, _ in selector.select(timeout=60):
             index, protocol, connection = key.data
-            data, ancillary, _, _ = connection.recvmsg(1 << 16, socket.CMSG_SPACE(RECEIVED_AT.size))
+            try:
+                data, ancillary, _, _ = connection.recvmsg(1 << 16, socket.CMSG_SPACE(RECEIVED_AT.size))
+            except OSError:  # reset by the server: as a close (the crowd counts the socket as not settled)
+                data, ancillary = b"", []
             read = time.perf_counter()
             stamp = math.nan  # the kernel gave none
             for level, kind, value in ancillary:
@@ -474,8 +479,11 @@ def listen_only(ws_base: str, pages: bool) -> None:
                 elif pages or event.get("type") == "round":
                     out.write(f"{index} {stamp!r} {text} {read!r}\n")
                 done = done or (event.get("type") == "round" and event.get("status") == "settled")
-            if outgoing := protocol.data_to_send():  # pongs
-                connection.sendall(b"".join(outgoing))
+            if protocol.handshake_exc is not None:
+                sys.exit(f"socket {index}: the server refused the WebSocket ({protocol.handshake_exc})")
+            if (outgoing := protocol.data_to_send()) and not done:  # pongs
+                with contextlib.suppress(OSError):  # the server went: its EOF comes next
+                    connection.sendall(b"".join(outgoing))
             if done:
                 selector.unregister(connection)
                 connection.close()
