@@ -145,6 +145,17 @@ def end_read(session: Session) -> None:
     Nothing is written: a read's session (``db.Database.readers``) never flushes and refuses any ``INSERT``,
     ``UPDATE`` or ``DELETE`` (:class:`~twentyone.server.direct.WriteInRead`), and its objects are let go first (as
     closing it would), so a change made to one is dropped, as the ``ROLLBACK`` dropped it.
+
+    >>> from sqlalchemy import create_engine, event, text
+    >>> engine = create_engine("sqlite://")
+    >>> endings = []
+    >>> event.listen(engine, "commit", lambda _connection: endings.append("COMMIT"))
+    >>> session = Session(engine)
+    >>> session.execute(text("SELECT 1")).scalar()
+    1
+    >>> end_read(session)
+    >>> session.in_transaction(), endings
+    (False, ['COMMIT'])
     """
     session.expunge_all()
     session.commit()
