@@ -438,7 +438,7 @@ def listen_only(ws_base: str, pages: bool) -> None:
     host, port = ws_base.removeprefix("ws://").split(":")
     selector = selectors.DefaultSelector()
     clock_offset = time.time() - time.perf_counter()  # the kernel stamps on the wall clock
-    pending = 0  # sockets open and not yet settled
+    pending = len(tokens)  # sockets not yet settled
     for index, token in enumerate(tokens):
         connection = socket.create_connection((host, int(port)))
         connection.setsockopt(socket.SOL_SOCKET, SO_TIMESTAMPNS, 1)
@@ -446,7 +446,6 @@ def listen_only(ws_base: str, pages: bool) -> None:
         protocol.send_request(protocol.connect())
         connection.sendall(b"".join(protocol.data_to_send()))
         selector.register(connection, selectors.EVENT_READ, (index, protocol, connection))
-        pending += 1
     hellos = 0
     while pending:
         for key, _ in selector.select(timeout=60):

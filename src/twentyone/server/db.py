@@ -171,7 +171,7 @@ def _refuse_flush(_session: Session, _context: Any, _instances: Any) -> None:
 
 def _refuse_writes(state: Any) -> None:  # an ORMExecuteState: every statement a read's session executes
     if state.is_insert or state.is_update or state.is_delete:
-        raise WriteInRead(f"A read may not write ({state.statement!s:.60}).")
+        raise WriteInRead.of(state.statement)
 
 
 class Database:

@@ -155,6 +155,17 @@ class WriteInRead(db_errors.InvalidRequestError):
     """A read's session was asked to write: a bug in the caller. Reads end with ``COMMIT`` (``store.end_read``), so
     a write there would be kept; it is refused instead, before it reaches the database."""
 
+    @classmethod
+    def of(cls, statement: object) -> WriteInRead:
+        """The refusal of ``statement``, named by the start of its SQL.
+
+        >>> from sqlalchemy import delete
+        >>> from twentyone.server.models import ACCOUNTS
+        >>> str(WriteInRead.of(delete(ACCOUNTS)))
+        'A read may not write (DELETE FROM accounts).'
+        """
+        return cls(f"A read may not write ({statement!s:.60}).")
+
 
 _compiled: dict[tuple[Any, ...], tuple[Executable, Compiled | None]] = {}
 _compiling = threading.Lock()
@@ -281,7 +292,7 @@ def run(session: Session, statement: Executable, params: Params | Sequence[Param
     ``params``: a mapping, or a list of them for one statement run for each (as ``executemany``).
     """
     if isinstance(statement, UpdateBase) and session.info.get(READING):
-        raise WriteInRead(f"A read may not write ({statement!s:.60}).")
+        raise WriteInRead.of(statement)
     connection = session.connection()  # begins the session's transaction, if it has not begun
     dialect = connection.engine.dialect
     if dialect.name not in DIALECTS or _watched_in(session, connection):
