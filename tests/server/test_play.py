@@ -331,6 +331,15 @@ def test_a_hint_ranks_the_legal_actions_of_my_decision(guest: Client, service: G
     assert evs == sorted(evs, reverse=True)
 
 
+def test_a_request_that_wrote_nothing_keeps_its_answer_for_a_retry(service: GameService, guest: Client) -> None:
+    """A keyed request whose work wrote nothing still records its answer: a retry gets it back, not a new one."""
+    caller = service.authenticate(guest.token)
+    answers = iter([{"n": 1}, {"n": 2}])
+    first = service.idempotent(caller, "nothing-written", "POST /x", 200, lambda: next(answers))
+    again = service.idempotent(caller, "nothing-written", "POST /x", 200, lambda: next(answers))
+    assert first == again == (200, {"n": 1})
+
+
 def test_a_change_its_key_and_its_answer_commit_together(guest: Client, service: GameService) -> None:
     """A server that fails after the commit but before answering sends the first answer on a retry."""
     service.stacked.append(["2S", "6H", "3D", "TC", "2C", "2D", "9S"])

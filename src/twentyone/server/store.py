@@ -231,11 +231,17 @@ class Store:
             stored = self._stored(caller.id, key, request)
             if stored is not None:
                 return stored
+            self._local.pending = pending  # what answer() records (cleared above, once the work was done)
             try:
                 with self.write() as session:
                     self.answer(session, body)
-            except db_errors.IntegrityError:
-                pass
+            except (AlreadyApplied, db_errors.IntegrityError):  # a twin recorded its answer first: that one
+                stored = self._stored(caller.id, key, request)
+                if stored is not None:
+                    return stored
+                raise  # pragma: no cover - a committed key cannot vanish
+            finally:
+                self._local.pending = None
         return status, body
 
     def _stored(self, player_id: int, key: str, request: str) -> tuple[int, dict[str, Any]] | None:
