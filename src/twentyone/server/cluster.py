@@ -38,7 +38,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 from sqlalchemy import BigInteger, bindparam, func, select
 from sqlalchemy.engine import make_url
 
-from twentyone.server.direct import run
+from twentyone.server.direct import defer
 from twentyone.server.events import QUEUE_LIMIT, Broadcaster
 
 if TYPE_CHECKING:
@@ -65,7 +65,7 @@ def lock_in_transaction(session: Session, name: str) -> bool:
     other transaction may make at the same time: after the lock, check again."""
     if session.get_bind().dialect.name != "postgresql":
         return False
-    run(session, XACT_LOCK, {"key": lock_key(name)})
+    defer(session, XACT_LOCK, {"key": lock_key(name)})  # taken before the next statement runs, in its round trip
     return True
 
 

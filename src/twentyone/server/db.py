@@ -32,7 +32,7 @@ from sqlalchemy import exc as db_errors
 from sqlalchemy.orm import Session, sessionmaker
 from sqlalchemy.pool import NullPool
 
-from twentyone.server.direct import READING, WriteInRead, run_driver_sql
+from twentyone.server.direct import READING, WriteInRead, commit_held, hold_writes, run_driver_sql
 
 # At most this many requests of one process hold a connection at once. anyio's default is 40, but a
 # PostgreSQL request is mostly Python (the GIL's) and its statements are short: past a handful, threads
@@ -184,6 +184,7 @@ class Database:
         event.listen(self.readers, "before_flush", _refuse_flush)
         event.listen(self.readers, "do_orm_execute", _refuse_writes)
         self._writers = sessionmaker(self.engine.execution_options(writing=True), expire_on_commit=False)
+        hold_writes(self._writers)  # PostgreSQL: a transaction's last writes go with its COMMIT (direct.defer)
         self.is_sqlite = url.startswith("sqlite")
         # SQLite writers of this process queue here rather than in SQLite's sleeping busy handler.
         self._write_lock = threading.RLock() if self.is_sqlite else None
@@ -227,11 +228,13 @@ class Database:
         if self._write_lock is None:
             with self._writers() as session, session.begin():
                 yield session
+                commit_held(session)
             return
         if not self._write_lock.acquire(timeout=WRITE_WAIT):
             raise db_errors.TimeoutError(f"no turn to write in {WRITE_WAIT:.0f} s")
         try:
             with self._writers() as session, session.begin():
                 yield session
+                commit_held(session)
         finally:
             self._write_lock.release()

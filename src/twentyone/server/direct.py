@@ -17,21 +17,26 @@ It steps aside (plain ``session.execute``) where that bookkeeping is wanted or t
 - for a statement it cannot run as compiled once: ORM entities, an ``IN`` of a list given at execution, values
   made at execution (Python-side column defaults, callables), text, or a type whose processor needs the driver's
   type code;
-- on databases other than SQLite and PostgreSQL.
+- on databases and drivers other than SQLite (sqlite3) and PostgreSQL (psycopg 3).
 
 Pass only statements built once (module constants): compiled forms are kept by the statement's identity.
+:func:`defer` runs a statement whose answer nobody reads; on PostgreSQL it waits to go with the transaction's next
+statement or its ``COMMIT``, in one round trip.
 :class:`Record` and :func:`save` read a row for a change and write back what was set on it, without the ORM.
 """
 
 from __future__ import annotations
 
+import json
+import logging
+import re
 import threading
 from collections import namedtuple
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import Any, NoReturn, Protocol
 
-from sqlalchemy import Table, bindparam, update
+from sqlalchemy import Table, bindparam, event, update
 from sqlalchemy import exc as db_errors
 from sqlalchemy.engine import Connection, Dialect
 from sqlalchemy.orm import Session
@@ -115,7 +120,7 @@ class Compiled:
     """One statement compiled for one dialect and one set of parameter names."""
 
     sql: str
-    names: tuple[str, ...]  # its parameters: in the order of their ``?`` (SQLite), or by name (PostgreSQL's %(name)s)
+    names: tuple[str, ...]  # its parameters: in the order of their ``?`` (SQLite) or ``$n`` (psycopg)
     keys: tuple[str, ...]  # each parameter's name in the SQL (PostgreSQL escapes some characters of a name)
     positional: bool
     literals: tuple[Any, ...]  # a value per parameter: the statement's own, where no parameter of that name is given
@@ -169,9 +174,9 @@ class WriteInRead(db_errors.InvalidRequestError):
 
 _compiled: dict[tuple[Any, ...], tuple[Executable, Compiled | None]] = {}
 _compiling = threading.Lock()
-DIALECTS = ("sqlite", "postgresql")
+DIALECTS = ("sqlite+pysqlite", "postgresql+psycopg")  # the drivers this module runs statements on
 _WATCHED = "twentyone.watched"  # transaction_notes: whether anyone watches the transaction's statements
-_CURSOR = "twentyone.cursor"  # the DBAPI connection's info: its cursor, made once (psycopg's costs to make)
+_CURSOR = "twentyone.cursor"  # SQLite: the DBAPI connection's info: its one cursor, made once
 
 
 def compile_statement(statement: Executable, keys: tuple[str, ...], dialect: Dialect) -> Compiled | None:
@@ -186,7 +191,7 @@ def compile_statement(statement: Executable, keys: tuple[str, ...], dialect: Dia
     ('accounts.id = ? AND accounts.currency = ?', (7, 'USD'))
     >>> compiled = compile_statement(query, ("id",), create_engine("postgresql+psycopg://").dialect)
     >>> compiled.sql.split("WHERE")[1].strip(), compiled.values({"id": 7})
-    ('accounts.id = %(id)s::INTEGER AND accounts.currency = %(currency_1)s::VARCHAR', {'id': 7, 'currency_1': 'USD'})
+    ('accounts.id = $1::INTEGER AND accounts.currency = $2::VARCHAR', (7, 'USD'))
     >>> compile_statement(select(Account), (), create_engine("sqlite://").dialect) is None  # ORM entities
     True
     """
@@ -211,8 +216,38 @@ def compile_statement(statement: Executable, keys: tuple[str, ...], dialect: Dia
         results = tuple(column.type.dialect_impl(dialect).result_processor(dialect, None) for column in columns)
     except Exception:  # a processor that needs the driver's type code (Numeric on psycopg): SQLAlchemy's path
         return None
-    return Compiled(compiled.string, names, tuple(escaped.get(name, name) for name in names), compiled.positional,
-                    literals, bind_processors, results, bool(columns))
+    in_sql = tuple(escaped.get(name, name) for name in names)
+    sql, positional = compiled.string, compiled.positional
+    if dialect.driver == "psycopg":  # numbered once here, as psycopg would number them at every run (its RawCursor)
+        sql, order = numbered(sql)
+        pick = [in_sql.index(name) for name in order]
+        names, in_sql = tuple(names[i] for i in pick), tuple(in_sql[i] for i in pick)
+        literals, bind_processors = tuple(literals[i] for i in pick), tuple(bind_processors[i] for i in pick)
+        positional = True
+    return Compiled(sql, names, in_sql, positional, literals, bind_processors, results, bool(columns))
+
+
+_PLACEHOLDER = re.compile(r"%\((.+?)\)s|%%")
+
+
+def numbered(sql: str) -> tuple[str, list[str]]:
+    """``sql`` with its named placeholders (``%(name)s``, psycopg's form) numbered (``$1``; a name used twice keeps
+    its number) and ``%%`` made ``%``, as psycopg converts a query at each run; and the names in number order.
+
+    >>> numbered("UPDATE t SET a=%(a)s WHERE b = %(b)s OR %(a)s > 0 AND c LIKE 'x%%'")
+    ("UPDATE t SET a=$1 WHERE b = $2 OR $1 > 0 AND c LIKE 'x%'", ['a', 'b'])
+    """
+    order: list[str] = []
+
+    def number(match: re.Match[str]) -> str:
+        name = match.group(1)
+        if name is None:
+            return "%"
+        if name not in order:
+            order.append(name)
+        return f"${order.index(name) + 1}"
+
+    return _PLACEHOLDER.sub(number, sql), order
 
 
 def _columns(statement: Executable) -> list[Any] | None:
@@ -289,14 +324,201 @@ def run_driver_sql(connection: Connection, sql: str) -> None:
 def run(session: Session, statement: Executable, params: Params | Sequence[Params] | None = None) -> Result:
     """``session.execute(statement, params)``, on the driver's cursor where it can be (module docstring).
 
-    ``params``: a mapping, or a list of them for one statement run for each (as ``executemany``).
+    ``params``: a mapping, or a list of them for one statement run for each (as ``executemany``). On PostgreSQL the
+    writes held back by :func:`defer` go with it, in the same round trip.
     """
+    plan = _plan(session, statement, params)
+    if plan is None:
+        return session.execute(statement, params)
+    return _run_planned(session, statement, params, plan)
+
+
+def _run_planned(session: Session, statement: Executable, params: Params | Sequence[Params] | None,
+                 plan: tuple[Connection, Compiled, list[Params] | None, Params]) -> Result:
+    connection, compiled, batch, first = plan
+    if compiled.answers and batch is not None:
+        return session.execute(statement, params)
+    pooled = connection.connection
+    values: Any = None
+    cursor = None
+    label = compiled.sql
+    try:
+        values = [compiled.values(each) for each in batch] if batch is not None else compiled.values(first)
+        if connection.engine.dialect.name == "postgresql":
+            cursor = _cursor(pooled, compiled.sql)
+            held = _held_on(session)[0]
+            label = f"(writes held back, then) {compiled.sql}" if held else compiled.sql
+            _send(pooled, held, (compiled, values if batch is not None else [values]))
+        else:
+            cursor = pooled.info.get(_CURSOR)
+            if cursor is None:
+                cursor = pooled.info[_CURSOR] = pooled.driver_connection.cursor()  # type: ignore[union-attr]
+            if batch is not None:
+                cursor.executemany(compiled.sql, values)
+            else:
+                cursor.execute(compiled.sql, values)
+        fetched = cursor.fetchall() if compiled.answers else None
+    except BaseException as error:
+        _driver_error(connection, error, label, values, cursor)
+    return Rows(compiled.rows(fetched, cursor.description) if fetched is not None else None)
+
+
+def defer(session: Session, statement: Executable, params: Params | Sequence[Params] | None = None) -> None:
+    """:func:`run` for a statement whose answer nobody reads (a write, an advisory lock): on PostgreSQL it is held
+    back, and sent with the transaction's next statement, or with its ``COMMIT`` (:func:`commit_held`), in one
+    round trip (psycopg's pipeline mode). Elsewhere, or where it could not be held safely, it runs at once.
+
+    Nothing reads the database between a held write and the statement it goes with, so every statement sees what
+    the ones before it wrote, in order, as if each had been sent alone; only a held write's error (a broken
+    constraint, a lost connection) is raised where it is sent, the same exception a little later. A transaction
+    rolled back drops what it held. Writes are held only in sessions that send them before anything else reaches
+    their connection (``db.Database``'s writers: :func:`hold_writes`), and never inside a savepoint, whose
+    ``ROLLBACK TO`` must undo them. What goes to the connection past the session (``session.connection().execute``,
+    ``exec_driver_sql``, :func:`run_driver_sql`) is not seen: nothing on the request path does that on PostgreSQL,
+    and nothing may in a session that holds writes.
+
+    Each round trip costs a server process about 50 us of CPU and PostgreSQL's backend as much again
+    (``docs/server.md``, "Round trips to PostgreSQL"); a decision's three writes and its ``COMMIT`` were four.
+    """
+    plan = _plan(session, statement, params)
+    if plan is None:
+        session.execute(statement, params)
+        return
+    connection, compiled, batch, first = plan
+    if (connection.engine.dialect.name != "postgresql" or not session.info.get(_HOLDS)
+            or session.in_nested_transaction()):
+        _run_planned(session, statement, params, plan)
+        return
+    held = _held(session, connection)
+    dumps = connection.engine.dialect._json_serializer or json.dumps
+    for each in batch if batch is not None else [first]:
+        held.append((compiled, _as_of_now(compiled.values(each), dumps)))
+
+
+def _as_of_now(values: Any, dumps: Callable[[Any], str]) -> tuple[Any, ...]:
+    """A held statement's values as they are now: psycopg serialises a JSON value (SQLAlchemy hands it ``Json(obj)``)
+    only when it is sent, so a dict changed after :func:`defer` would be written changed. Serialised here instead,
+    with the connection's own JSON encoder; the rest are immutable (numbers, text, times, None)."""
+    from psycopg.types.json import Json
+
+    return tuple(Json(dumps(value.obj), dumps=str) if isinstance(value, Json) else value for value in values)
+
+
+def send_held(session: Session) -> None:
+    """Send the writes ``session`` holds back (:func:`defer`), in one round trip: before anything that does not go
+    through :func:`run` reaches the connection (an ORM statement or flush, a savepoint, SQLAlchemy's own ``COMMIT``).
+    """
+    held, connection = _held_on(session)
+    if not held:
+        return
+    try:
+        _send(connection.connection, held, None)
+    except BaseException as error:
+        _driver_error(connection, error, "(writes held back)", None, None)
+
+
+def commit_held(session: Session) -> None:
+    """Send the writes ``session`` holds back with ``COMMIT``, in one round trip (PostgreSQL): call it last in the
+    transaction's block; SQLAlchemy's own commit that follows finds the transaction ended (psycopg sends no
+    ``COMMIT`` when none is open). With nothing held, or ORM changes still to flush, it leaves the commit to
+    SQLAlchemy (the flush sends what is held first)."""
+    held, connection = _held_on(session)
+    if not held or session.new or session.deleted or session.dirty:
+        return
+    transaction_notes(session, _HELD)["committed"] = True  # nothing may reach the connection after this COMMIT
+    try:
+        _send(connection.connection, held, (_COMMIT, [()]))
+    except BaseException as error:
+        _driver_error(connection, error, "COMMIT", None, None)
+
+
+def hold_writes(sessions: Any) -> None:
+    """Let ``sessions`` (a ``sessionmaker``) hold writes back (:func:`defer`): whatever else reaches one of their
+    connections (an ORM statement or flush, a savepoint, a ``COMMIT``) sends what is held first."""
+    sessions.kw.setdefault("info", {})[_HOLDS] = True
+    psycopg_log = logging.getLogger("psycopg")
+    if not any(isinstance(each, _AbortedPipelineNoise) for each in psycopg_log.filters):
+        psycopg_log.addFilter(_AbortedPipelineNoise())
+    for name in ("do_orm_execute", "before_flush"):
+        event.listen(sessions, name, _send_first)
+    event.listen(sessions, "before_commit", send_held)  # a commit not made by commit_held
+    event.listen(sessions, "after_transaction_create", _send_before_savepoint)
+
+
+def _send_first(subject: Any, *_: Any) -> None:
+    session = subject if isinstance(subject, Session) else subject.session  # an ORMExecuteState has its session
+    _refuse_after_commit(session)
+    send_held(session)
+
+
+def _send_before_savepoint(session: Session, transaction: Any) -> None:
+    # Before SQLAlchemy emits the SAVEPOINT (lazily, at the savepoint's first statement). Should a held write fail
+    # here, its error comes out of begin_nested(); the one caller (wallet.account) queries just before, which sends
+    # anything held, so its IntegrityError is always its own insert's.
+    if transaction.nested:
+        send_held(session)
+
+
+class _AbortedPipelineNoise(logging.Filter):
+    """psycopg warns when a pipeline ends after an error ("error ignored terminating <Pipeline>: pipeline
+    aborted"): the error it ignored only follows the first, which is raised (a 503 or a twin's key), and logged
+    there if it needs to be."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        return not (record.msg == "error ignored terminating %r: %s" and isinstance(record.args, tuple)
+                    and type(record.args[-1]).__name__ == "PipelineAborted")
+
+
+_HOLDS = "twentyone.holds"  # session.info: the session may hold writes back (hold_writes)
+_HELD = "twentyone.held"  # transaction_notes: the writes held back, with their values, in order
+_CURSORS = "twentyone.cursors"  # PostgreSQL: a DBAPI connection's cursors, one per statement (their adapters kept)
+
+
+@dataclass(frozen=True)
+class _Command:
+    sql: str
+
+
+_COMMIT = _Command("COMMIT")
+
+
+def _held(session: Session, connection: Connection) -> list[tuple[Any, Any]]:
+    """The writes ``session``'s transaction holds back, on ``connection``: a list to append to."""
+    notes = transaction_notes(session, _HELD)
+    held = notes.get("writes")
+    if held is None:
+        held = notes["writes"] = []
+        notes["connection"] = connection
+    return held
+
+
+def _refuse_after_commit(session: Session) -> None:
+    """A statement after :func:`commit_held` would run in a transaction of its own, which SQLAlchemy would commit
+    apart from the one it belongs with: a bug in the caller, refused."""
+    if transaction_notes(session, _HELD).get("committed"):
+        raise db_errors.InvalidRequestError("This transaction was committed with its held writes (commit_held): "
+                                            "nothing may run in it after that.")
+
+
+def _held_on(session: Session) -> tuple[list[tuple[Any, Any]], Any]:
+    """The writes held back and the connection they wait on: that one, not ``session.connection()``, which in a
+    savepoint's first moment would emit the ``SAVEPOINT`` before them."""
+    notes = transaction_notes(session, _HELD)
+    return notes.get("writes") or [], notes.get("connection")
+
+
+def _plan(session: Session, statement: Executable,
+          params: Params | Sequence[Params] | None) -> tuple[Connection, Compiled, list[Params] | None, Params] | None:
+    """The statement compiled for the session's connection, and its parameters; None where it must go SQLAlchemy's
+    way. Pending ORM changes are flushed first, as ``session.execute`` would (if autoflush is on)."""
     if isinstance(statement, UpdateBase) and session.info.get(READING):
         raise WriteInRead.of(statement)
     connection = session.connection()  # begins the session's transaction, if it has not begun
     dialect = connection.engine.dialect
-    if dialect.name not in DIALECTS or _watched_in(session, connection):
-        return session.execute(statement, params)
+    if dialect.name == "postgresql" and session.info.get(_HOLDS):
+        _refuse_after_commit(session)
+    if f"{dialect.name}+{dialect.driver}" not in DIALECTS or _watched_in(session, connection):
+        return None
     batch: list[Params] | None = list(params) if isinstance(params, Sequence) else None
     first: Params = (batch[0] if batch else {}) if batch is not None else (params or {})  # type: ignore[assignment]
     key = (_dialect_key(dialect), id(statement), tuple(sorted(first)))
@@ -305,33 +527,66 @@ def run(session: Session, statement: Executable, params: Params | Sequence[Param
         with _compiling:  # the statement is kept with its compiled form, so that its id stays its own
             entry = _compiled[key] = (statement, compile_statement(statement, key[2], dialect))
     compiled = entry[1]
-    if compiled is None or (compiled.answers and batch is not None):
-        return session.execute(statement, params)
+    if compiled is None:
+        return None
     session._autoflush()  # what session.execute does first: pending ORM changes reach the database, if autoflush is on
+    return connection, compiled, batch, first
+
+
+def _cursor(pooled: Any, sql: str) -> Any:
+    """psycopg: the connection's cursor for ``sql``, made once. A cursor keeps the adapters of the last statement it
+    ran; one per statement spares making them anew at each run (about 10 us a statement, pinned)."""
+    cursors = pooled.info.get(_CURSORS)
+    if cursors is None:
+        cursors = pooled.info[_CURSORS] = {}
+    cursor = cursors.get(sql)
+    if cursor is None:
+        import psycopg  # only here: SQLite servers need not have it
+
+        cursor = cursors[sql] = psycopg.RawCursor(pooled.driver_connection)
+    return cursor
+
+
+def _send(pooled: Any, held: list[tuple[Any, Any]], last: tuple[Any, list[Any]] | None) -> None:
+    """psycopg: the held writes, then ``last`` (a statement and its values, one set per run), in one round trip:
+    pipeline mode while anything is held, each statement alone (as before) otherwise. A held write that fails is
+    raised here; the statements after it are not run (PostgreSQL aborts the rest of the pipeline)."""
+    if not held:
+        if last is not None:
+            compiled, runs = last
+            cursor = _cursor(pooled, compiled.sql)
+            if len(runs) == 1:
+                cursor.execute(compiled.sql, runs[0])
+            else:
+                cursor.executemany(compiled.sql, runs)
+        return
+    writes = held[:]
+    held.clear()  # sent, or the transaction fails with them
+    with pooled.driver_connection.pipeline():
+        for compiled, values in writes:
+            _cursor(pooled, compiled.sql).execute(compiled.sql, values)
+        if last is not None:
+            compiled, runs = last
+            cursor = _cursor(pooled, compiled.sql)
+            for values in runs:  # not executemany: a pipeline inside a pipeline would wait for the first's results
+                if compiled is _COMMIT:
+                    cursor.execute(compiled.sql, prepare=False)  # PostgreSQL prepares no COMMIT
+                else:
+                    cursor.execute(compiled.sql, values)
+
+
+def _driver_error(connection: Connection, error: BaseException, sql: str, values: Any, cursor: Any) -> NoReturn:
+    """Raise ``error`` as SQLAlchemy would have: a driver's error, or an interruption (Ctrl-C, a cancellation), as
+    the exception SQLAlchemy raises for it (OperationalError, so a busy database is a 503; IntegrityError, so a
+    twin's key gets the first answer); a connection the server ended is discarded with the pool's older ones, so
+    the next request finds a live one, and one left mid-statement by an interruption is discarded alone. Ours (a
+    value its type cannot take: StatementError) is raised as it is."""
+    if isinstance(error, Exception) and not isinstance(error, connection.engine.dialect.loaded_dbapi.Error):
+        raise error
     pooled = connection.connection
-    values: Any = None
-    cursor = None
-    try:
-        cursor = pooled.info.get(_CURSOR)
-        if cursor is None:
-            cursor = pooled.info[_CURSOR] = pooled.driver_connection.cursor()  # type: ignore[union-attr]
-        if batch is not None:
-            values = [compiled.values(each) for each in batch]
-            cursor.executemany(compiled.sql, values)
-        else:
-            values = compiled.values(first)
-            cursor.execute(compiled.sql, values)
-        fetched = cursor.fetchall() if compiled.answers else None
-    except BaseException as error:
-        if isinstance(error, Exception) and not isinstance(error, dialect.loaded_dbapi.Error):
-            raise  # ours (a value its type cannot take: StatementError), not the driver's
-        # SQLAlchemy's own handling of a driver's error, or of an interruption (Ctrl-C, a cancellation): the exception
-        # it raises for it (OperationalError, so a busy database is a 503; IntegrityError, so a twin's key gets the
-        # first answer); a connection the server ended is discarded with the pool's older ones, so the next request
-        # finds a live one, and one left mid-statement by an interruption is discarded alone.
-        pooled.info.pop(_CURSOR, None)
-        connection._handle_dbapi_exception(error, compiled.sql, values, cursor, None)
-    return Rows(compiled.rows(fetched, cursor.description) if fetched is not None else None)
+    pooled.info.pop(_CURSOR, None)
+    pooled.info.pop(_CURSORS, None)
+    connection._handle_dbapi_exception(error, sql, values, cursor, None)
 
 
 class Record:
@@ -389,5 +644,5 @@ def save(session: Session, record: Record) -> None:
     statement = _UPDATES.get(table.name)
     if statement is None:
         statement = _UPDATES[table.name] = update(table).where(table.c.id == bindparam("row_id"))
-    run(session, statement, {"row_id": record.values["id"], **record.changes})
+    defer(session, statement, {"row_id": record.values["id"], **record.changes})
     record.changes.clear()

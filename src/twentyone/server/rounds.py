@@ -29,7 +29,7 @@ from twentyone.core.round import Round as Engine
 from twentyone.server.accounts import Accounts
 from twentyone.server.config import TableSpec
 from twentyone.server.context import Caller, ServiceError, aware
-from twentyone.server.direct import Record, read_record, run, save
+from twentyone.server.direct import Record, defer, read_record, run, save
 from twentyone.server.events import Broadcaster
 from twentyone.server.live import FINISHED, LiveRounds, dealt_engine
 from twentyone.server.models import PLAYERS, ROUND_ACTIONS, ROUND_SEATS, ROUNDS, Player, Round, RoundSeat, Slip
@@ -419,9 +419,9 @@ class Rounds:
                         engine.act(action, decision.player)
                     except Exception as error:
                         raise Malfunction(str(error)) from error
-                    run(session, LOG_ACTION, {"round_id": round_id, "seq": round_row.version,
-                                              "player_id": int(decision.player), "action": str(action),
-                                              "source": source})
+                    defer(session, LOG_ACTION, {"round_id": round_id, "seq": round_row.version,
+                                                "player_id": int(decision.player), "action": str(action),
+                                                "source": source})
                     if source == "timeout":  # the player is told (their round view and history: ``timed_out``)
                         seat.timed_out += 1
                     # A common draw has one clock for everyone, restarted when the round moves on a step: a

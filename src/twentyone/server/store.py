@@ -27,7 +27,7 @@ from sqlalchemy.orm import Session, make_transient_to_detached
 
 from twentyone.server.context import Busy, Caller, ServiceError
 from twentyone.server.db import Database
-from twentyone.server.direct import run
+from twentyone.server.direct import defer, run
 from twentyone.server.models import IDEMPOTENCY, Base
 
 log = logging.getLogger(__name__)
@@ -194,7 +194,7 @@ class Store:
         """Record ``body`` as the answer of the idempotent request being served, in ``session``'s transaction."""
         pending: _Pending | None = getattr(self._local, "pending", None)
         if pending is not None and not pending.recorded:
-            run(session, RECORD, {"player_id": pending.player_id, "key": pending.key, "request": pending.request,
+            defer(session, RECORD, {"player_id": pending.player_id, "key": pending.key, "request": pending.request,
                                   "status_code": pending.status, "response": body, "created_at": self.clock()})
             pending.recorded = True
         return body

@@ -37,7 +37,7 @@ from twentyone.server.config import (
     table_from_mapping,
 )
 from twentyone.server.context import Caller, ServiceError
-from twentyone.server.direct import run, transaction_notes
+from twentyone.server.direct import defer, run, transaction_notes
 from twentyone.server.models import SHOES, SLIPS, TABLE_CONFIGS, TableConfig
 from twentyone.server.models import Shoe as ShoeRow
 from twentyone.server.money import refusal
@@ -185,9 +185,9 @@ def slip_row(session: Session, player_id: int, table: TableSpec, clock: Callable
 
 def save_slip(session: Session, slip: SlipRecord) -> None:
     """Write the slip (every column, as read and changed here), in the caller's transaction."""
-    run(session, SAVE_SLIP, {"slip_player": slip.player_id, "slip_table": slip.table_id, "bets": slip.bets,
-                             "history": slip.history, "chip": slip.chip, "previous": slip.previous,
-                             "updated_at": slip.updated_at})
+    defer(session, SAVE_SLIP, {"slip_player": slip.player_id, "slip_table": slip.table_id, "bets": slip.bets,
+                               "history": slip.history, "chip": slip.chip, "previous": slip.previous,
+                               "updated_at": slip.updated_at})
 
 
 def _key(text: str) -> tuple[int, str]:
@@ -432,7 +432,7 @@ class Shoes:
                 _remember_read(session, shoe)
                 return shoe
         for old in unfinished:
-            run(session, SHOE_FINISHED, {"shoe_id": old.id})  # past its cut card
+            defer(session, SHOE_FINISHED, {"shoe_id": old.id})  # past its cut card
         rules = builtin_rules(table.variant)
         cards = shuffled(_card_names(rules.shoe.composition), self.rng)
         top = self.stacked.pop(0) if self.stacked else None

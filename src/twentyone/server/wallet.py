@@ -24,7 +24,7 @@ from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
 from twentyone.server.context import Busy, ServiceError
-from twentyone.server.direct import run, transaction_notes
+from twentyone.server.direct import defer, run, transaction_notes
 from twentyone.server.models import ACCOUNTS, LEDGER, Account, LedgerEntry, WalletCall
 
 HOUSE = "house"
@@ -235,7 +235,7 @@ def transfer(session: Session, player_id: int, currency: str, amount: int, kind:
     stamp = now()
     # Core inserts, not ORM objects: nothing reads these rows back in the transaction, and the unit of
     # work's bookkeeping costs more than the two rows do.
-    run(session, LEDGER_ROWS, [
+    defer(session, LEDGER_ROWS, [
         {"transfer_id": transfer_id, "account_id": player_account, "amount": amount, "kind": kind,
          "round_id": round_id, "created_at": stamp},
         {"transfer_id": transfer_id, "account_id": house_account, "amount": -amount, "kind": kind,

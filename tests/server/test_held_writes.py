@@ -1,0 +1,234 @@
+"""Writes held back for the next round trip (direct.defer): on PostgreSQL a transaction's last writes go with its
+COMMIT, and earlier ones with the statement after them, in psycopg's pipeline mode; every statement still sees
+what the ones before it wrote, a rollback drops them, and their errors are SQLAlchemy's."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import contextmanager
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import pytest
+from server_helpers import Client
+from sqlalchemy import bindparam, event, insert, select, text, update
+from sqlalchemy import exc as db_errors
+from sqlalchemy.orm import Session
+from test_faults import STACK  # classic: hit, hit, stand, and the dealer busts
+
+from twentyone.server.db import Database, migrate
+from twentyone.server.direct import commit_held, defer, run
+from twentyone.server.models import ACCOUNTS, IDEMPOTENCY, Account
+from twentyone.server.service import GameService
+from twentyone.server.store import RECORD
+
+MAKE = insert(ACCOUNTS)
+RAISE = (update(ACCOUNTS).where(ACCOUNTS.c.owner == bindparam("who"))
+         .values(balance=ACCOUNTS.c.balance + bindparam("amount")))
+BALANCE = select(ACCOUNTS.c.balance).where(ACCOUNTS.c.owner == bindparam("who"))
+
+
+def account(owner: str, balance: int = 0) -> dict[str, Any]:
+    return {"owner": owner, "currency": "EUR", "version": 0, "balance": balance}
+
+
+def balances(db: Database) -> dict[str, int]:
+    with db.sessions() as session:
+        return {row.owner: row.balance for row in session.execute(select(ACCOUNTS.c.owner, ACCOUNTS.c.balance))}
+
+
+@pytest.fixture
+def db(database_url: str) -> Iterator[Database]:
+    migrate(database_url)
+    database = Database(database_url, threads=1)
+    yield database
+    database.close()
+
+
+@contextmanager
+def round_trips(db: Database, trace: Path) -> Iterator[list[int]]:
+    """The times the server process waited on PostgreSQL's answer: libpq's trace of every connection taken from the
+    pool, counting the server's ReadyForQuery (one for each Sync or simple query the client sends). The list holds
+    the count once the block ends. Not a statement event: those send every statement SQLAlchemy's own way."""
+    from psycopg import pq
+
+    files: dict[int, Any] = {}
+
+    def taken(dbapi_connection: Any, _record: Any, _proxy: Any) -> None:
+        out = files[id(dbapi_connection)] = open(trace, "a")  # noqa: SIM115 - closed when the connection is returned
+        dbapi_connection.pgconn.trace(out.fileno())
+        dbapi_connection.pgconn.set_trace_flags(pq.Trace.SUPPRESS_TIMESTAMPS | pq.Trace.REGRESS_MODE)
+
+    def returned(dbapi_connection: Any, _record: Any) -> None:
+        dbapi_connection.pgconn.untrace()
+        files.pop(id(dbapi_connection)).close()
+
+    counted: list[int] = []
+    event.listen(db.engine, "checkout", taken)
+    event.listen(db.engine, "checkin", returned)
+    try:
+        yield counted
+    finally:
+        event.remove(db.engine, "checkout", taken)
+        event.remove(db.engine, "checkin", returned)
+    lines = trace.read_text().splitlines() if trace.exists() else []
+    counted.append(sum(line.startswith("B\t") and "\tReadyForQuery\t" in line for line in lines))
+
+
+def test_a_held_write_is_seen_by_the_next_statement_and_kept_by_the_commit(db: Database) -> None:
+    with db.transaction() as session:
+        defer(session, MAKE, account("held", 5))
+        defer(session, RAISE, {"who": "held", "amount": 2})
+        assert run(session, BALANCE, {"who": "held"}).scalar_one() == 7  # both went before it, in order
+        defer(session, RAISE, {"who": "held", "amount": 3})
+        defer(session, MAKE, [account("batch one"), account("batch two")])
+    assert balances(db) == {"held": 10, "batch one": 0, "batch two": 0}
+
+
+def test_a_transaction_that_fails_drops_what_it_held(db: Database) -> None:
+    with pytest.raises(RuntimeError), db.transaction() as session:
+        run(session, MAKE, account("sent"))
+        defer(session, MAKE, account("held"))
+        raise RuntimeError("the request fails")
+    with db.transaction() as session:  # the next transaction on the same connection holds nothing of the last
+        defer(session, MAKE, account("next"))
+    assert balances(db) == {"next": 0}
+
+
+def test_a_held_write_that_breaks_a_constraint_is_sqlalchemys_error_and_nothing_of_its_transaction_is_kept(
+        db: Database) -> None:
+    with db.transaction() as session:
+        run(session, MAKE, account("taken"))
+    with pytest.raises(db_errors.IntegrityError), db.transaction() as session:
+        run(session, MAKE, account("before"))
+        defer(session, RAISE, {"who": "taken", "amount": 1})
+        defer(session, MAKE, account("taken"))  # owner and currency are unique
+    assert balances(db) == {"taken": 0}
+    with db.transaction() as session:  # the connection is still good
+        defer(session, RAISE, {"who": "taken", "amount": 4})
+    assert balances(db) == {"taken": 4}
+
+
+def test_held_writes_go_before_the_orms_statements_its_flush_and_a_savepoint(db: Database) -> None:
+    with db.transaction() as session:
+        defer(session, MAKE, account("core", 1))
+        found = session.scalars(select(Account).where(Account.owner == "core")).one()  # an ORM query sees it
+        defer(session, RAISE, {"who": "core", "amount": 10})
+        found.balance = 2  # an ORM change, flushed at the commit: after the write held before it
+    assert balances(db) == {"core": 2}  # the flush came last, as the code reads
+    with db.transaction() as session:
+        defer(session, RAISE, {"who": "core", "amount": 5})
+        with pytest.raises(db_errors.IntegrityError), session.begin_nested():
+            defer(session, RAISE, {"who": "core", "amount": 100})  # in a savepoint: at once, undone with it
+            run(session, MAKE, account("core"))
+    assert balances(db) == {"core": 7}  # the write held before the savepoint was sent before it, and kept
+
+
+def test_a_session_that_does_not_send_held_writes_runs_them_at_once(db: Database) -> None:
+    with db.sessions() as session:  # a plain session: nothing would send what it held
+        defer(session, MAKE, account("plain"))
+        session.commit()
+    assert balances(db) == {"plain": 0}
+
+
+def driver_in_transaction(session: Session) -> bool:
+    """Whether the driver's connection has a transaction open (not SQLAlchemy's view of it)."""
+    driver = session.connection().connection.driver_connection
+    if hasattr(driver, "in_transaction"):  # sqlite3
+        return bool(driver.in_transaction)
+    from psycopg.pq import TransactionStatus
+
+    return bool(driver.info.transaction_status != TransactionStatus.IDLE)
+
+
+def test_commit_held_commits_only_what_it_holds_and_sqlalchemys_commit_follows(db: Database) -> None:
+    commits: list[str] = []
+    event.listen(db.engine, "commit", lambda _connection: commits.append("commit"))
+    with db.transaction() as session:
+        run(session, MAKE, account("sent alone"))
+        commit_held(session)  # nothing held: the transaction is still open, at the driver too
+        assert driver_in_transaction(session)
+        run(session, RAISE, {"who": "sent alone", "amount": 1})
+    assert commits == ["commit"] and balances(db) == {"sent alone": 1}
+    with db.transaction() as session:
+        defer(session, RAISE, {"who": "sent alone", "amount": 1})
+        commit_held(session)
+        # PostgreSQL: the held write went with COMMIT; SQLite ran it at once, and SQLAlchemy commits it below
+        assert driver_in_transaction(session) == (db.engine.dialect.name == "sqlite")
+    assert commits == ["commit", "commit"] and balances(db) == {"sent alone": 2}
+
+
+def test_nothing_runs_after_commit_held_has_committed(db: Database) -> None:
+    if db.engine.dialect.name != "postgresql":
+        pytest.skip("SQLite holds nothing: commit_held leaves its commit to SQLAlchemy")
+    with pytest.raises(db_errors.InvalidRequestError, match="commit_held"), db.transaction() as session:
+        defer(session, MAKE, account("committed"))
+        commit_held(session)
+        run(session, MAKE, account("too late"))  # would run in a transaction of its own
+    assert balances(db) == {"committed": 0}
+
+
+def test_a_commit_outside_commit_held_sends_what_is_held_first(db: Database) -> None:
+    with db._writers() as session:  # a writer's session, committed by hand rather than by db.transaction()
+        defer(session, MAKE, account("by hand", 3))
+        session.commit()
+    assert balances(db) == {"by hand": 3}
+
+
+def test_a_held_json_value_is_written_as_it_was_when_held(db: Database) -> None:
+    body = {"status": "playing", "cards": ["AS"]}
+    with db.transaction() as session:
+        defer(session, RECORD, {"player_id": 1, "key": "k", "request": "POST /x", "status_code": 200,
+                                "response": body, "created_at": datetime.now(UTC)})
+        body["status"], body["cards"][0] = "changed", "KD"  # after it was held: not what was written
+    with db.sessions() as session:
+        assert session.execute(select(IDEMPOTENCY.c.response)).scalar_one() == {"status": "playing", "cards": ["AS"]}
+
+
+def test_a_held_write_that_times_out_on_a_lock_is_an_operational_error_and_the_connection_goes_on(
+        db: Database) -> None:
+    """Storage trouble in a held write is SQLAlchemy's OperationalError, as it was sent alone (a 503 upstream)."""
+    if db.engine.dialect.name != "postgresql":
+        pytest.skip("PostgreSQL's lock_timeout")
+    with db.transaction() as session:
+        run(session, MAKE, account("locked"))
+    with db.engine.connect() as holder:
+        holder.execute(select(ACCOUNTS.c.id).where(ACCOUNTS.c.owner == "locked").with_for_update())
+        with pytest.raises(db_errors.OperationalError, match="lock timeout"), db.transaction() as session:
+            session.execute(text("SET LOCAL lock_timeout = '100ms'"))
+            defer(session, RAISE, {"who": "locked", "amount": 1})
+        holder.rollback()
+    with db.transaction() as session:
+        defer(session, RAISE, {"who": "locked", "amount": 2})
+    assert balances(db) == {"locked": 2}
+
+
+def test_a_decision_sends_its_writes_with_its_commit(service: GameService, guest: Client, tmp_path: Path) -> None:
+    """A decision that leaves the round in play: its key's lock, its round and seats read, then one round trip for
+    its three writes (the log, the round, the stored answer) and COMMIT; before, each was a round trip of its own."""
+    if service.db.engine.dialect.name != "postgresql":
+        pytest.skip("round trips to PostgreSQL")
+    service.stacked.append(STACK)
+    guest.bet("classic", 500)
+    round_id = guest.post("/tables/classic/deal").json()["id"]
+    with round_trips(service.db, tmp_path / "act.trace") as counted:
+        assert guest.act(round_id, "hit").json()["status"] == "playing"
+    # BEGIN; the key's lock and look-up; the round; its seats; the writes with COMMIT
+    assert counted == [5]
+
+
+def test_a_transaction_without_held_writes_makes_the_round_trips_it_did(db: Database, tmp_path: Path) -> None:
+    if db.engine.dialect.name != "postgresql":
+        pytest.skip("round trips to PostgreSQL")
+    with round_trips(db, tmp_path / "alone.trace") as counted, db.transaction() as session:
+        run(session, MAKE, account("alone"))
+        run(session, BALANCE, {"who": "alone"})
+    assert counted == [4]  # BEGIN, two statements, COMMIT
+    with round_trips(db, tmp_path / "held.trace") as counted, db.transaction() as session:
+        run(session, MAKE, account("with"))
+        defer(session, RAISE, {"who": "with", "amount": 1})
+        assert run(session, BALANCE, {"who": "with"}).scalar_one() == 1
+        defer(session, RAISE, {"who": "with", "amount": 1})
+    assert counted == [4]  # BEGIN, the insert, the update with the select, the update with COMMIT
+
