@@ -17,6 +17,7 @@ from sqlalchemy import exc as db_errors
 from sqlalchemy.orm import Session
 from test_faults import STACK  # classic: hit, hit, stand, and the dealer busts
 
+from twentyone.server import direct
 from twentyone.server.db import Database, migrate
 from twentyone.server.direct import commit_held, defer, run
 from twentyone.server.models import ACCOUNTS, IDEMPOTENCY, Account
@@ -232,3 +233,16 @@ def test_a_transaction_without_held_writes_makes_the_round_trips_it_did(db: Data
         defer(session, RAISE, {"who": "with", "amount": 1})
     assert counted == [4]  # BEGIN, the insert, the update with the select, the update with COMMIT
 
+
+
+def test_without_pipeline_mode_a_held_write_runs_at_once(db: Database, tmp_path: Path,
+                                                        monkeypatch: pytest.MonkeyPatch) -> None:
+    """A psycopg whose libpq has no pipeline mode (older than 14) holds nothing back: each write goes alone."""
+    if db.engine.dialect.name != "postgresql":
+        pytest.skip("round trips to PostgreSQL")
+    monkeypatch.setattr(direct, "_pipelines", lambda: False)
+    with round_trips(db, tmp_path / "alone.trace") as counted, db.transaction() as session:
+        run(session, MAKE, account("no pipeline"))
+        defer(session, RAISE, {"who": "no pipeline", "amount": 1})
+    assert counted == [4]  # BEGIN, the insert, the update, COMMIT
+    assert balances(db) == {"no pipeline": 1}

@@ -27,6 +27,7 @@ statement or its ``COMMIT``, in one round trip.
 
 from __future__ import annotations
 
+import functools
 import json
 import logging
 import re
@@ -386,13 +387,21 @@ def defer(session: Session, statement: Executable, params: Params | Sequence[Par
         return
     connection, compiled, batch, first = plan
     if (connection.engine.dialect.name != "postgresql" or not session.info.get(_HOLDS)
-            or session.in_nested_transaction()):
+            or session.in_nested_transaction() or not _pipelines()):
         _run_planned(session, statement, params, plan)
         return
     held = _held(session, connection)
     dumps = connection.engine.dialect._json_serializer or json.dumps
     for each in batch if batch is not None else [first]:
         held.append((compiled, _as_of_now(compiled.values(each), dumps)))
+
+
+@functools.cache
+def _pipelines() -> bool:
+    """Whether psycopg can run a pipeline here: its libpq must be 14 or later (psycopg[binary] brings its own)."""
+    import psycopg
+
+    return bool(psycopg.Pipeline.is_supported())
 
 
 def _as_of_now(values: Any, dumps: Callable[[Any], str]) -> tuple[Any, ...]:
