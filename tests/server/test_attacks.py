@@ -457,6 +457,32 @@ def test_concurrent_duplicates_with_one_key_all_get_the_first_answer_and_money_m
     assert ledger_totals(service)[:2] == (0, [])
 
 
+def test_first_deals_at_once_at_a_shared_table_all_join_one_round(http: TestClient, service: GameService) -> None:
+    """With no round forming at a shared table, the first DEALs open one: twelve players at once all join it, not a
+    round each (on PostgreSQL a lock on the table's forming round; SQLite writes one transaction at a time)."""
+    players = [guest(http) for _ in range(12)]
+    for player in players:
+        player.bet("power", 500)
+    barrier = threading.Barrier(len(players))
+    joined: list[int] = []
+
+    def deal(player: Client) -> None:
+        barrier.wait()
+        response = player.post("/tables/power/deal")
+        assert response.status_code == 200, response.json()
+        joined.append(response.json()["id"])
+
+    threads = [threading.Thread(target=deal, args=(player,)) for player in players]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert len(joined) == 12 and len(set(joined)) == 1, joined
+    with service.db.sessions() as session:
+        forming = session.scalars(select(Round.id).where(Round.table_id == "power", Round.status == "betting")).all()
+    assert forming == joined[:1]
+
+
 def test_first_bets_at_once_at_a_fresh_shared_table_commit_to_one_shoe(http: TestClient, service: GameService) -> None:
     """Every bet control makes the table's first shoe if there is none: twelve at once make one, not several (on
     PostgreSQL a lock on the table's shoes; SQLite writes one transaction at a time)."""
