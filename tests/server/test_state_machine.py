@@ -91,12 +91,14 @@ class Casino(RuleBasedStateMachine):
             self.rounds.append(payload["id"])
         return response
 
-    def decision_of(self, round_id: int) -> tuple[str, int | None]:
+    def decision_of(self, round_id: int, who: int | None = None) -> tuple[str, int | None]:
+        """The round's version, and the player it waits for; with ``who``, that player if the round waits for them
+        (in a common-draw round, power, every player still deciding chooses at the same step, in any order)."""
         with self.service.db.sessions() as session:
             row = session.get(Round, round_id)
             if row is None or row.status != "playing":
                 return ("none", None)
-            decision = rebuild(session, row).decision()
+            decision = rebuild(session, row).decision(None if who is None else str(self.players[who][0]))
             return (str(row.version), None if decision is None else int(decision.player))
 
     # --------------------------------------------------------------- rules
@@ -129,9 +131,9 @@ class Casino(RuleBasedStateMachine):
     def act_anyhow(self, who: int, pick: int, action: str) -> None:
         """Any player, any known round, any action: legal or not, in turn or not."""
         round_id = self.rounds[pick % len(self.rounds)]
-        version, player = self.decision_of(round_id)
+        version, player = self.decision_of(round_id, who)
         response = self.send("POST", f"/rounds/{round_id}/actions", who, {"action": action})
-        if player != self.players[who][0]:  # not this player's decision: refused, and the round did not move
+        if player != self.players[who][0]:  # no decision of this player's now: refused, and the round did not move
             assert response.status_code in (404, 409), response.json()
             assert self.decision_of(round_id)[0] == version
 
