@@ -9,7 +9,7 @@ import socket
 import threading
 import time
 import uuid
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -457,27 +457,33 @@ def test_concurrent_duplicates_with_one_key_all_get_the_first_answer_and_money_m
     assert ledger_totals(service)[:2] == (0, [])
 
 
+def all_at_once(players: list[Client], act: Callable[[Client], Any]) -> list[Any]:
+    """``act`` for each player, in threads let go together: what each returned."""
+    barrier = threading.Barrier(len(players))
+    answers: list[Any] = []
+
+    def one(player: Client) -> None:
+        barrier.wait()
+        answers.append(act(player))
+
+    threads = [threading.Thread(target=one, args=(player,)) for player in players]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    return answers
+
+
 def test_first_deals_at_once_at_a_shared_table_all_join_one_round(http: TestClient, service: GameService) -> None:
     """With no round forming at a shared table, the first DEALs open one: twelve players at once all join it, not a
     round each (on PostgreSQL a lock on the table's forming round; SQLite writes one transaction at a time)."""
     players = [guest(http) for _ in range(12)]
     for player in players:
         player.bet("power", 500)
-    barrier = threading.Barrier(len(players))
-    joined: list[int] = []
-
-    def deal(player: Client) -> None:
-        barrier.wait()
-        response = player.post("/tables/power/deal")
-        assert response.status_code == 200, response.json()
-        joined.append(response.json()["id"])
-
-    threads = [threading.Thread(target=deal, args=(player,)) for player in players]
-    for thread in threads:
-        thread.start()
-    for thread in threads:
-        thread.join()
-    assert len(joined) == 12 and len(set(joined)) == 1, joined
+    answers = all_at_once(players, lambda player: player.post("/tables/power/deal"))
+    assert [answer.status_code for answer in answers] == [200] * 12, [answer.json() for answer in answers]
+    joined = [answer.json()["id"] for answer in answers]
+    assert len(set(joined)) == 1, joined
     with service.db.sessions() as session:
         forming = session.scalars(select(Round.id).where(Round.table_id == "power", Round.status == "betting")).all()
     assert forming == joined[:1]
@@ -489,18 +495,7 @@ def test_first_bets_at_once_at_a_fresh_shared_table_commit_to_one_shoe(http: Tes
     from twentyone.server.models import Shoe
 
     players = [guest(http) for _ in range(12)]
-    barrier = threading.Barrier(len(players))
-    shoes: list[int] = []
-
-    def bet(player: Client) -> None:
-        barrier.wait()
-        shoes.append(player.bet("multiplayer", 500).json()["next_shoe"]["id"])
-
-    threads = [threading.Thread(target=bet, args=(player,)) for player in players]
-    for thread in threads:
-        thread.start()
-    for thread in threads:
-        thread.join()
+    shoes = [answer.json()["next_shoe"]["id"] for answer in all_at_once(players, lambda p: p.bet("multiplayer", 500))]
     assert len(shoes) == 12 and len(set(shoes)) == 1, shoes
     with service.db.sessions() as session:
         assert session.scalars(select(Shoe.id).where(Shoe.table_id == "multiplayer")).all() == shoes[:1]
