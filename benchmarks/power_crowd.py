@@ -306,7 +306,10 @@ async def crowd(http: httpx.AsyncClient, lanes: list[httpx.AsyncClient], base: s
         """The round as the player reads it: the round itself, or, as the web page does, the table around it."""
         nonlocal reads_in_play
         if not pages:
-            return dict((await call("GET", f"/rounds/{round_id}", token)).json())
+            read = await call("GET", f"/rounds/{round_id}", token)
+            if read.status_code != 200:  # not in the round everyone joined: the server split the crowd, or failed
+                raise SystemExit(f"a player's read of round {round_id} answered {read.status_code}: {read.text}")
+            return dict(read.json())
         reads_in_play += 1
         return dict((await call("GET", f"/tables/{TABLE}", token)).json()["round"] or {"status": "settled"})
 
