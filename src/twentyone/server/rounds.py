@@ -225,8 +225,9 @@ class Rounds:
             round_row = session.scalars(BETTING_ROUND, {"table_id": table.id}).first()
             if round_row is None and lock_in_transaction(session, f"forming:{table.id}"):
                 # PostgreSQL: FOR UPDATE locks no row that is not there yet, so joins at once at a table with no round
-                # forming each opened one (three at a power table of 1,000, in a load run). Under the table's lock,
-                # look again: one that opened it first has committed by then. SQLite writes one at a time.
+                # forming each opened one (three at a power table of 1,000: benchmarks/power_crowd.py). Under the
+                # table's lock, look again: one that opened it first has committed by then. SQLite writes one at a
+                # time.
                 round_row = session.scalars(BETTING_ROUND, {"table_id": table.id}).first()
             slip = slip_row(session, caller.id, table, self.clock)
             opened = round_row is None

@@ -195,7 +195,7 @@ class Store:
         pending: _Pending | None = getattr(self._local, "pending", None)
         if pending is not None and not pending.recorded:
             defer(session, RECORD, {"player_id": pending.player_id, "key": pending.key, "request": pending.request,
-                                  "status_code": pending.status, "response": body, "created_at": self.clock()})
+                                    "status_code": pending.status, "response": body, "created_at": self.clock()})
             pending.recorded = True
         return body
 
