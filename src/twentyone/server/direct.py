@@ -436,7 +436,7 @@ def commit_held(session: Session) -> None:
         return
     transaction_notes(session, _HELD)["committed"] = True  # nothing may reach the connection after this COMMIT
     try:
-        _send(connection.connection, held, (_COMMIT, [()]))
+        _send(connection.connection, held, None, commit=True)
     except BaseException as error:
         _driver_error(connection, error, "COMMIT", None, None)
 
@@ -481,14 +481,6 @@ class _AbortedPipelineNoise(logging.Filter):
 _HOLDS = "twentyone.holds"  # session.info: the session may hold writes back (hold_writes)
 _HELD = "twentyone.held"  # transaction_notes: the writes held back, with their values, in order
 _CURSORS = "twentyone.cursors"  # PostgreSQL: a DBAPI connection's cursors, one per statement (their adapters kept)
-
-
-@dataclass(frozen=True)
-class _Command:
-    sql: str
-
-
-_COMMIT = _Command("COMMIT")
 
 
 def _held(session: Session, connection: Connection) -> list[tuple[Any, Any]]:
@@ -556,10 +548,10 @@ def _cursor(pooled: Any, sql: str) -> Any:
     return cursor
 
 
-def _send(pooled: Any, held: list[tuple[Any, Any]], last: tuple[Any, list[Any]] | None) -> None:
-    """psycopg: the held writes, then ``last`` (a statement and its values, one set per run), in one round trip:
-    pipeline mode while anything is held, each statement alone (as before) otherwise. A held write that fails is
-    raised here; the statements after it are not run (PostgreSQL aborts the rest of the pipeline)."""
+def _send(pooled: Any, held: list[tuple[Any, Any]], last: tuple[Any, list[Any]] | None, commit: bool = False) -> None:
+    """psycopg: the held writes, then ``last`` (a statement and its values, one set per run) or ``COMMIT``, in one
+    round trip: pipeline mode while anything is held, each statement alone (as before) otherwise. A held write that
+    fails is raised here; the statements after it are not run (PostgreSQL aborts the rest of the pipeline)."""
     if not held:
         if last is not None:
             compiled, runs = last
@@ -578,10 +570,9 @@ def _send(pooled: Any, held: list[tuple[Any, Any]], last: tuple[Any, list[Any]] 
             compiled, runs = last
             cursor = _cursor(pooled, compiled.sql)
             for values in runs:  # not executemany: a pipeline inside a pipeline would wait for the first's results
-                if compiled is _COMMIT:
-                    cursor.execute(compiled.sql, prepare=False)  # PostgreSQL prepares no COMMIT
-                else:
-                    cursor.execute(compiled.sql, values)
+                cursor.execute(compiled.sql, values)
+        if commit:
+            _cursor(pooled, "COMMIT").execute("COMMIT", prepare=False)  # PostgreSQL prepares no COMMIT
 
 
 def _driver_error(connection: Connection, error: BaseException, sql: str, values: Any, cursor: Any) -> NoReturn:

@@ -212,7 +212,13 @@ class Store:
         self._local.pending = pending = _Pending(caller.id, key, request, status)
         try:
             body = work()
-        except (AlreadyApplied, db_errors.IntegrityError) as error:
+            if not pending.recorded:  # the work wrote nothing: keep its answer all the same, for a retry
+                stored = self._stored(caller.id, key, request)
+                if stored is not None:
+                    return stored
+                with self.write() as session:
+                    self.answer(session, body)
+        except (AlreadyApplied, db_errors.IntegrityError) as error:  # a twin's, or a retry's: the first answer
             stored = self._stored(caller.id, key, request)
             if stored is None:
                 if isinstance(error, AlreadyApplied):  # pragma: no cover - a committed key cannot vanish
@@ -227,21 +233,6 @@ class Store:
             raise
         finally:
             self._local.pending = None
-        if not pending.recorded:  # the work wrote nothing: keep the answer all the same, for a retry
-            stored = self._stored(caller.id, key, request)
-            if stored is not None:
-                return stored
-            self._local.pending = pending  # what answer() records (cleared above, once the work was done)
-            try:
-                with self.write() as session:
-                    self.answer(session, body)
-            except (AlreadyApplied, db_errors.IntegrityError):  # a twin recorded its answer first: that one
-                stored = self._stored(caller.id, key, request)
-                if stored is not None:
-                    return stored
-                raise  # pragma: no cover - a committed key cannot vanish
-            finally:
-                self._local.pending = None
         return status, body
 
     def _stored(self, player_id: int, key: str, request: str) -> tuple[int, dict[str, Any]] | None:
