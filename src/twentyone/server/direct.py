@@ -144,9 +144,14 @@ class Compiled:
                                                error) from error
         return tuple(out) if self.positional else dict(zip(self.keys, out, strict=True))
 
-    def rows(self, fetched: list[tuple[Any, ...]], description: Sequence[Sequence[Any]]) -> list[Any]:
+    def rows(self, fetched: list[tuple[Any, ...]], cursor: Any) -> list[Any]:
+        """``fetched`` as named rows; the names are read off ``cursor`` once, at the statement's first answer.
+
+        Not at every answer: psycopg builds ``cursor.description`` anew at each read, a column object per column
+        (about 0.6 us each, pinned: 8.5 us for a round's 14 columns), for names that never change.
+        """
         if not self.row:  # the names SQLAlchemy gives its rows' keys too ("balance", "count_1")
-            self.row.append(namedtuple("Row", [column[0] for column in description], rename=True))
+            self.row.append(namedtuple("Row", [column[0] for column in cursor.description], rename=True))
         make, results = self.row[0]._make, self.results  # type: ignore[attr-defined]
         if not any(results):
             return [make(row) for row in fetched]
@@ -361,7 +366,7 @@ def _run_planned(session: Session, statement: Executable, params: Params | Seque
         fetched = cursor.fetchall() if compiled.answers else None
     except BaseException as error:
         _driver_error(connection, error, label, values, cursor)
-    return Rows(compiled.rows(fetched, cursor.description) if fetched is not None else None)
+    return Rows(compiled.rows(fetched, cursor) if fetched is not None else None)
 
 
 def defer(session: Session, statement: Executable, params: Params | Sequence[Params] | None = None) -> None:
