@@ -614,8 +614,10 @@ def _lock_taken(statement: str) -> str | None:
     round, seat or ledger row is nobody else's yet)."""
     words = " ".join(statement.split())
     locking = words.endswith("FOR UPDATE")
+    only = words.rsplit(" FOR UPDATE OF ", 1)[1] if " FOR UPDATE OF " in words else None  # the one table it locks
     for kind, table in (("round", "rounds"), ("account", "accounts"), ("slip", "slips"), ("shoe", "shoes")):
-        if words.startswith(f"UPDATE {table} ") or (locking and f" FROM {table} " in words):
+        if (words.startswith(f"UPDATE {table} ") or (locking and f" FROM {table} " in words)
+                or only == table):
             return kind
     if words.startswith("INSERT INTO slips "):  # a new slip's key, which a twin's insert waits on
         return "slip"

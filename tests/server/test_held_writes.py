@@ -11,7 +11,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from server_helpers import Client
+from fastapi.testclient import TestClient
+from server_helpers import Client, Clock, dealt_shared_round, new_guest, next_shoe
 from sqlalchemy import bindparam, event, insert, select, text, update
 from sqlalchemy import exc as db_errors
 from sqlalchemy.orm import Session
@@ -23,11 +24,16 @@ from twentyone.server.direct import commit_held, defer, run
 from twentyone.server.models import ACCOUNTS, IDEMPOTENCY, Account
 from twentyone.server.service import GameService
 from twentyone.server.store import RECORD
+from twentyone.server.wallet import unreconciled_accounts
 
 MAKE = insert(ACCOUNTS)
 RAISE = (update(ACCOUNTS).where(ACCOUNTS.c.owner == bindparam("who"))
          .values(balance=ACCOUNTS.c.balance + bindparam("amount")))
 BALANCE = select(ACCOUNTS.c.balance).where(ACCOUNTS.c.owner == bindparam("who"))
+
+
+# Power: the players' 5 and 7 stand on 12 against the dealer's 6, who draws 8 and K and busts: every player wins.
+POWER_DEALER_BUSTS = ["5S", "7H", "6D", "8C", "KD"]
 
 
 def account(owner: str, balance: int = 0) -> dict[str, Any]:
@@ -206,8 +212,9 @@ def test_a_held_write_that_times_out_on_a_lock_is_an_operational_error_and_the_c
 
 
 def test_a_decision_sends_its_writes_with_its_commit(service: GameService, guest: Client, tmp_path: Path) -> None:
-    """A decision that leaves the round in play: its key's lock, its round and seats read, then one round trip for
-    its three writes (the log, the round, the stored answer) and COMMIT; before, each was a round trip of its own."""
+    """A decision that leaves the round in play: its key's lock, its round read with the player's seat, then one
+    round trip for its three writes (the log, the round, the stored answer) and COMMIT; before, each was a round trip
+    of its own, and the seat was read apart from the round."""
     if service.db.engine.dialect.name != "postgresql":
         pytest.skip("round trips to PostgreSQL")
     service.stacked.append(STACK)
@@ -215,8 +222,34 @@ def test_a_decision_sends_its_writes_with_its_commit(service: GameService, guest
     round_id = guest.post("/tables/classic/deal").json()["id"]
     with round_trips(service.db, tmp_path / "act.trace") as counted:
         assert guest.act(round_id, "hit").json()["status"] == "playing"
-    # BEGIN; the key's lock and look-up; the round; its seats; the writes with COMMIT
-    assert counted == [5]
+    # BEGIN; the key's lock and look-up; the round and the player's seat; the writes with COMMIT
+    assert counted == [4]
+
+
+def test_a_settlement_pays_every_winner_in_the_same_round_trips(http: TestClient, service: GameService, clock: Clock,
+                                                                tmp_path: Path) -> None:
+    """The decision that settles a power round pays every winner with it: as many round trips for 12 winners as for
+    3 (each winner's payment was a round trip of its own, 1,000 at a table of 1,000), and each winner is paid once."""
+    if service.db.engine.dialect.name != "postgresql":
+        pytest.skip("round trips to PostgreSQL")
+
+    def settle(players: int) -> int:
+        crowd = [new_guest(http) for _ in range(players)]
+        service.stacked.append(POWER_DEALER_BUSTS)
+        next_shoe(service, "power")
+        round_id = dealt_shared_round(service, clock, crowd, bet=500)
+        before = [player.balance("EUR") for player in crowd]
+        for player in crowd[:-1]:
+            assert player.act(round_id, "stand").json()["status"] == "playing"
+        with round_trips(service.db, tmp_path / f"settle-{players}.trace") as counted:
+            assert crowd[-1].act(round_id, "stand").json()["status"] == "settled"
+        assert [player.balance("EUR") for player in crowd] == [balance + 1000 for balance in before]
+        return counted[0]
+
+    settle(2)  # the power table's first round: its accounts' ids and statements known from here on
+    assert settle(3) == settle(12)
+    with service.db.sessions() as session:
+        assert unreconciled_accounts(session) == []
 
 
 def test_a_transaction_without_held_writes_makes_the_round_trips_it_did(db: Database, tmp_path: Path) -> None:

@@ -92,6 +92,15 @@ ROUND_FOR_UPDATE = select(Round).where(Round.id == bindparam("round_id")).with_f
 ROUND_RECORD = select(*ROUNDS.c).where(ROUNDS.c.id == bindparam("round_id")).with_for_update()
 SEAT_RECORD = select(*ROUND_SEATS.c).where(ROUND_SEATS.c.round_id == bindparam("round_id"),
                                            ROUND_SEATS.c.player_id == bindparam("player_id"))
+# A player's decision reads the round and their own seat in one statement (one round trip to PostgreSQL where it
+# was two): the seat's columns prefixed, NULL where the player has no seat. Only the round is locked (the seat is
+# written under the round's lock, as with SEAT_RECORD).
+SEAT_PREFIX = "seat_"
+ROUND_AND_SEAT_RECORD = (
+    select(*ROUNDS.c, *[column.label(SEAT_PREFIX + column.name) for column in ROUND_SEATS.c])
+    .select_from(ROUNDS.outerjoin(ROUND_SEATS, (ROUND_SEATS.c.round_id == ROUNDS.c.id)
+                                  & (ROUND_SEATS.c.player_id == bindparam("player_id"))))
+    .where(ROUNDS.c.id == bindparam("round_id")).with_for_update(of=ROUNDS))
 BETTING_ROUND = (select(Round).where(Round.table_id == bindparam("table_id"), Round.status == "betting")
                  .with_for_update())
 PLAYING_ROUND_ID = select(ROUNDS.c.id).where(ROUNDS.c.table_id == bindparam("table_id"), ROUNDS.c.status == "playing")
@@ -378,9 +387,10 @@ class Rounds:
             moved_on = False  # whether the round moved on for everyone (see below)
             try:
                 with self.store.write() as session:
-                    round_row = _round_record(session, round_id)
-                    own = None if caller.is_operator or round_row is None else _seat_record(session, round_id,
-                                                                                             caller.id)
+                    if caller.is_operator:
+                        round_row, own = _round_record(session, round_id), None
+                    else:
+                        round_row, own = _round_and_seat_records(session, round_id, caller.id)
                     if round_row is None or (not caller.is_operator and own is None):
                         raise ServiceError(404, f"There is no round {round_id} of yours.")
                     table = self.tables.get(round_row.table_id)
@@ -552,11 +562,9 @@ class Rounds:
         # without that, each seat and the round are written once, at the commit.
         with session.no_autoflush:
             for seat in seats:
-                amount = returned.get(str(seat.player_id), 0)
-                seat.returned = amount
-                if amount:
-                    self.wallet.pay(session, seat.player_id, table.currency, amount, "win", round_row.id,
-                                    f"credit-{round_row.id}-{seat.player_id}")
+                seat.returned = returned.get(str(seat.player_id), 0)
+            self.wallet.pay(session, table.currency, {seat.player_id: seat.returned for seat in seats}, "win",
+                            round_row.id)
             after = self.wallet.balances_after(session, [seat.player_id for seat in seats], table.currency)
         for seat in seats:
             seat.balance_after = after[seat.player_id]
@@ -586,10 +594,9 @@ class Rounds:
                     return
                 table = self.tables.get(round_row.table_id)
                 seats = session.scalars(select(RoundSeat).where(RoundSeat.round_id == round_id)).all()
+                self.wallet.pay(session, table.currency, {seat.player_id: seat.staked for seat in seats}, "void",
+                                round_id)
                 for seat in seats:
-                    if seat.staked:
-                        self.wallet.pay(session, seat.player_id, table.currency, seat.staked, "void", round_id,
-                                        f"void-{round_id}-{seat.player_id}")
                     seat.returned = seat.staked
                 after = self.wallet.balances_after(session, [seat.player_id for seat in seats], table.currency)
                 for seat in seats:
@@ -618,6 +625,20 @@ class Rounds:
 def _round_record(session: Session, round_id: int) -> Round | None:
     """The round locked for a change, as a record with a round's attributes (written back by ``direct.save``)."""
     return cast(Round | None, read_record(session, ROUND_RECORD, {"round_id": round_id}, ROUNDS))
+
+
+def _round_and_seat_records(session: Session, round_id: int, player_id: int) -> tuple[Round | None, RoundSeat | None]:
+    """The round locked for a change and the player's seat in it, as records (:func:`_round_record`,
+    :func:`_seat_record`), read in one statement: either None where there is none."""
+    row = run(session, ROUND_AND_SEAT_RECORD, {"round_id": round_id, "player_id": player_id}).first()
+    if row is None:
+        return None, None
+    values = row._asdict()
+    round_row = Record(ROUNDS, {column.name: values[column.name] for column in ROUNDS.c})
+    if values[SEAT_PREFIX + "id"] is None:
+        return cast(Round, round_row), None
+    seat = Record(ROUND_SEATS, {column.name: values[SEAT_PREFIX + column.name] for column in ROUND_SEATS.c})
+    return cast(Round, round_row), cast(RoundSeat, seat)
 
 
 def _seat_record(session: Session, round_id: int, player_id: int) -> RoundSeat | None:
