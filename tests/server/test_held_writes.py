@@ -5,7 +5,7 @@ what the ones before it wrote, a rollback drops them, and their errors are SQLAl
 from __future__ import annotations
 
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, nullcontext
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -20,7 +20,7 @@ from test_faults import STACK  # classic: hit, hit, stand, and the dealer busts
 
 from twentyone.server import direct
 from twentyone.server.db import Database, migrate
-from twentyone.server.direct import commit_held, defer, run
+from twentyone.server.direct import commit_held, defer, defer_read, run
 from twentyone.server.models import ACCOUNTS, IDEMPOTENCY, Account
 from twentyone.server.service import GameService
 from twentyone.server.store import RECORD
@@ -115,6 +115,76 @@ def test_a_held_write_that_breaks_a_constraint_is_sqlalchemys_error_and_nothing_
     with db.transaction() as session:  # the connection is still good
         defer(session, RAISE, {"who": "taken", "amount": 4})
     assert balances(db) == {"taken": 4}
+
+
+class Refused(Exception):
+    """What a held read's judge raises in these tests (as the key's look-up raises store.AlreadyApplied)."""
+
+
+def test_a_held_read_is_judged_with_the_next_statement_before_its_answer_is_used(db: Database,
+                                                                                tmp_path: Path) -> None:
+    with db.transaction() as session:
+        run(session, MAKE, account("read", 5))
+    judged: list[int] = []
+    traced = round_trips(db, tmp_path / "read.trace") if db.engine.dialect.name == "postgresql" else nullcontext([])
+    with traced as counted, db.transaction() as session:
+        defer_read(session, BALANCE, {"who": "read"}, lambda rows: judged.append(rows.scalar_one()))
+        assert judged == ([] if db.engine.dialect.name == "postgresql" else [5])  # SQLite: read at once
+        defer(session, RAISE, {"who": "read", "amount": 1})
+        assert run(session, BALANCE, {"who": "read"}).scalar_one() == 6  # it went first: it read 5
+        assert judged == [5]
+    if db.engine.dialect.name == "postgresql":
+        assert counted == [3]  # BEGIN; the read, the write and the next read; COMMIT
+    with db.transaction() as session:  # the same statement thrice: each read gets its own answer
+        defer_read(session, BALANCE, {"who": "read"}, lambda rows: judged.append(rows.scalar_one()))
+        defer_read(session, BALANCE, {"who": "read"}, lambda rows: judged.append(-rows.scalar_one()))
+        assert run(session, BALANCE, {"who": "read"}).scalar_one() == 6
+    assert judged == [5, 6, -6]
+
+
+def test_a_held_read_that_refuses_rolls_back_the_statement_it_went_with(db: Database) -> None:
+    with db.transaction() as session:
+        run(session, MAKE, account("kept", 5))
+
+    def refuse(_rows: Any) -> None:
+        raise Refused()
+
+    with pytest.raises(Refused), db.transaction() as session:
+        defer_read(session, BALANCE, {"who": "kept"}, refuse)
+        run(session, RAISE, {"who": "kept", "amount": 1})
+        raise AssertionError("not reached: the read was judged before this statement's answer was used")
+    assert balances(db) == {"kept": 5}
+
+
+def test_a_held_read_is_judged_before_the_commit(db: Database) -> None:
+    """A transaction whose only other statements are held writes: the read is judged before COMMIT goes, not with
+    it, so that a refusal still rolls everything back."""
+    def refuse(_rows: Any) -> None:
+        raise Refused()
+
+    with pytest.raises(Refused), db.transaction() as session:
+        defer_read(session, BALANCE, {"who": "nobody"}, refuse)
+        defer(session, MAKE, account("never"))
+    assert balances(db) == {}
+
+
+def test_a_retry_whose_work_only_holds_writes_is_answered_without_running_again(service: GameService,
+                                                                               guest: Client) -> None:
+    """The key's look-up goes with the work's first statement: a work that reads nothing still has it judged before
+    its COMMIT, so a retry gets the first answer and its writes are not made twice."""
+    who = service.authenticate(guest.token)
+    ran: list[int] = []
+
+    def work() -> dict[str, Any]:
+        with service.store.write() as session:
+            defer(session, MAKE, account(f"made by run {len(ran)}"))
+            ran.append(1)
+            return service.store.answer(session, {"made": len(ran)})
+
+    assert service.idempotent(who, "only-writes", "POST /x", 200, work) == (200, {"made": 1})
+    assert service.idempotent(who, "only-writes", "POST /x", 200, work) == (200, {"made": 1})
+    made = [owner for owner in balances(service.db) if owner.startswith("made by")]
+    assert made == ["made by run 0"]
 
 
 def test_held_writes_go_before_the_orms_statements_its_flush_and_a_savepoint(db: Database) -> None:
@@ -212,9 +282,9 @@ def test_a_held_write_that_times_out_on_a_lock_is_an_operational_error_and_the_c
 
 
 def test_a_decision_sends_its_writes_with_its_commit(service: GameService, guest: Client, tmp_path: Path) -> None:
-    """A decision that leaves the round in play: its key's lock, its round read with the player's seat, then one
-    round trip for its three writes (the log, the round, the stored answer) and COMMIT; before, each was a round trip
-    of its own, and the seat was read apart from the round."""
+    """A decision that leaves the round in play: its key's lock and look-up with its round and the player's seat, in
+    one round trip, then one for its three writes (the log, the round, the stored answer) and COMMIT; before, each was
+    a round trip of its own, and the key and the seat were read apart from the round."""
     if service.db.engine.dialect.name != "postgresql":
         pytest.skip("round trips to PostgreSQL")
     service.stacked.append(STACK)
@@ -222,8 +292,8 @@ def test_a_decision_sends_its_writes_with_its_commit(service: GameService, guest
     round_id = guest.post("/tables/classic/deal").json()["id"]
     with round_trips(service.db, tmp_path / "act.trace") as counted:
         assert guest.act(round_id, "hit").json()["status"] == "playing"
-    # BEGIN; the key's lock and look-up; the round and the player's seat; the writes with COMMIT
-    assert counted == [4]
+    # BEGIN; the key's lock and look-up with the round and the player's seat; the writes with COMMIT
+    assert counted == [3]
 
 
 def test_a_settlement_pays_every_winner_in_the_same_round_trips(http: TestClient, service: GameService, clock: Clock,

@@ -391,14 +391,41 @@ def defer(session: Session, statement: Executable, params: Params | Sequence[Par
         session.execute(statement, params)
         return
     connection, compiled, batch, first = plan
-    if (connection.engine.dialect.name != "postgresql" or not session.info.get(_HOLDS)
-            or session.in_nested_transaction() or not _pipelines()):
+    if not _holds(session, connection):
         _run_planned(session, statement, params, plan)
         return
     held = _held(session, connection)
     dumps = connection.engine.dialect._json_serializer or json.dumps
     for each in batch if batch is not None else [first]:
-        held.append((compiled, _as_of_now(compiled.values(each), dumps)))
+        held.append((compiled, _as_of_now(compiled.values(each), dumps), None))
+
+
+def defer_read(session: Session, statement: Executable, params: Params, then: Callable[[Result], None]) -> None:
+    """A read whose answer can wait: like :func:`defer`, held back on PostgreSQL to go with the transaction's next
+    statement in one round trip, and its rows handed to ``then`` as soon as they come back, before that statement's
+    own rows are used. ``then`` may raise: the statement it went with has run, but nothing has used its answer, and
+    the transaction rolls back. Never with the ``COMMIT``: :func:`commit_held` sends it first, so ``then`` always
+    judges before anything commits. Where nothing can be held, it runs at once and ``then`` is called at once.
+
+    A request's first statement, the look-up of its idempotency key (``store.Store.write``), goes this way: with the
+    work's first read, where it was a round trip of its own.
+    """
+    plan = _plan(session, statement, params)
+    if plan is None or not _holds(session, plan[0]):
+        then(run(session, statement, params))
+        return
+    connection, compiled, _, first = plan
+    held = _held(session, connection)
+    if any(then is not None and pending is compiled for pending, _, then in held):
+        send_held(session)  # its answer would come back on the same cursor as this one's
+    held.append((compiled, _as_of_now(compiled.values(first), connection.engine.dialect._json_serializer or json.dumps),
+                 then))
+
+
+def _holds(session: Session, connection: Connection) -> bool:
+    """Whether ``session`` may hold a statement back on ``connection`` (see :func:`defer`)."""
+    return (connection.engine.dialect.name == "postgresql" and bool(session.info.get(_HOLDS))
+            and not session.in_nested_transaction() and _pipelines())
 
 
 @functools.cache
@@ -438,6 +465,9 @@ def commit_held(session: Session) -> None:
     SQLAlchemy (the flush sends what is held first)."""
     held, connection = _held_on(session)
     if not held or session.new or session.deleted or session.dirty:
+        return
+    if any(then is not None for _, _, then in held):  # judged before anything commits (defer_read)
+        send_held(session)
         return
     transaction_notes(session, _HELD)["committed"] = True  # nothing may reach the connection after this COMMIT
     try:
@@ -485,10 +515,14 @@ class _AbortedPipelineNoise(logging.Filter):
 
 _HOLDS = "twentyone.holds"  # session.info: the session may hold writes back (hold_writes)
 _HELD = "twentyone.held"  # transaction_notes: the writes held back, with their values, in order
+# What a transaction holds back (defer, defer_read), in order: a statement, its values, and for a read what judges
+# its rows when they come back (None for a write).
+Held = tuple["Compiled", Any, Callable[[Result], None] | None]
+HELD_READ = "held read: "  # the key of a held read's cursor (defer_read) among a connection's cursors (_cursor)
 _CURSORS = "twentyone.cursors"  # PostgreSQL: a DBAPI connection's cursors, one per statement (their adapters kept)
 
 
-def _held(session: Session, connection: Connection) -> list[tuple[Any, Any]]:
+def _held(session: Session, connection: Connection) -> list[Held]:
     """The writes ``session``'s transaction holds back, on ``connection``: a list to append to."""
     notes = transaction_notes(session, _HELD)
     held = notes.get("writes")
@@ -506,7 +540,7 @@ def _refuse_after_commit(session: Session) -> None:
                                             "nothing may run in it after that.")
 
 
-def _held_on(session: Session) -> tuple[list[tuple[Any, Any]], Any]:
+def _held_on(session: Session) -> tuple[list[Held], Any]:
     """The writes held back and the connection they wait on: that one, not ``session.connection()``, which in a
     savepoint's first moment would emit the ``SAVEPOINT`` before them."""
     notes = transaction_notes(session, _HELD)
@@ -540,8 +574,9 @@ def _plan(session: Session, statement: Executable,
 
 
 def _cursor(pooled: Any, sql: str) -> Any:
-    """psycopg: the connection's cursor for ``sql``, made once. A cursor keeps the adapters of the last statement it
-    ran; one per statement spares making them anew at each run (about 10 us a statement, pinned)."""
+    """psycopg: the connection's cursor for ``sql`` (a statement, or :data:`HELD_READ` and a statement), made once. A
+    cursor keeps the adapters of the last statement it ran; one per statement spares making them anew at each run
+    (about 10 us a statement, pinned)."""
     cursors = pooled.info.get(_CURSORS)
     if cursors is None:
         cursors = pooled.info[_CURSORS] = {}
@@ -553,7 +588,7 @@ def _cursor(pooled: Any, sql: str) -> Any:
     return cursor
 
 
-def _send(pooled: Any, held: list[tuple[Any, Any]], last: tuple[Any, list[Any]] | None, commit: bool = False) -> None:
+def _send(pooled: Any, held: list[Held], last: tuple[Any, list[Any]] | None, commit: bool = False) -> None:
     """psycopg: the held writes, then ``last`` (a statement and its values, one set per run) or ``COMMIT``, in one
     round trip: pipeline mode while anything is held, each statement alone (as before) otherwise. A held write that
     fails is raised here; the statements after it are not run (PostgreSQL aborts the rest of the pipeline)."""
@@ -568,9 +603,15 @@ def _send(pooled: Any, held: list[tuple[Any, Any]], last: tuple[Any, list[Any]] 
         return
     writes = held[:]
     held.clear()  # sent, or the transaction fails with them
+    judged = []  # the held reads (defer_read): their cursors, read once every answer is back
     with pooled.driver_connection.pipeline():
-        for compiled, values in writes:
-            _cursor(pooled, compiled.sql).execute(compiled.sql, values)
+        for compiled, values, then in writes:
+            # A held read's answer is read after the pipeline: on a cursor of its own, not the one the same statement
+            # sent last (below) would answer on.
+            cursor = _cursor(pooled, compiled.sql if then is None else HELD_READ + compiled.sql)
+            cursor.execute(compiled.sql, values)
+            if then is not None:
+                judged.append((compiled, cursor, then))
         if last is not None:
             compiled, runs = last
             cursor = _cursor(pooled, compiled.sql)
@@ -578,6 +619,8 @@ def _send(pooled: Any, held: list[tuple[Any, Any]], last: tuple[Any, list[Any]] 
                 cursor.execute(compiled.sql, values)
         if commit:
             _cursor(pooled, "COMMIT").execute("COMMIT", prepare=False)  # PostgreSQL prepares no COMMIT
+    for compiled, cursor, then in judged:  # before the caller reads ``last``'s answer
+        then(Rows(compiled.rows(cursor.fetchall(), cursor)))
 
 
 def _driver_error(connection: Connection, error: BaseException, sql: str, values: Any, cursor: Any) -> NoReturn:

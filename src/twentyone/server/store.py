@@ -27,7 +27,7 @@ from sqlalchemy.orm import Session, make_transient_to_detached
 
 from twentyone.server.context import Busy, Caller, ServiceError
 from twentyone.server.db import Database
-from twentyone.server.direct import defer, run
+from twentyone.server.direct import Result, defer, defer_read, run
 from twentyone.server.models import IDEMPOTENCY, Base
 
 log = logging.getLogger(__name__)
@@ -41,11 +41,12 @@ RECORD = insert(IDEMPOTENCY)  # Core (models.IDEMPOTENCY): the row is never read
 # the key, so that the second sees the first's answer. Core statements run as compiled once (direct.run), not text.
 _KEY_LOCK = (bindparam("player", type_=Integer), bindparam("key_lock", type_=Integer))
 TWINS_WAIT = select(func.pg_advisory_xact_lock(*_KEY_LOCK))
-# The usual case in one round trip: the lock, unless a twin holds it, and the look-up. If a twin held it and committed
-# between this statement's snapshot and its try, the key is not seen here, and the request's work runs a second time:
-# its own record of the key then fails on the key's uniqueness, this transaction is undone, and the first answer is
-# served (Store.idempotent). Undone only inside the database: with an operator's wallet, whose debits are calls
-# outside it, the lock is always waited for and the key looked up after it (Store's strict_twins).
+# The usual case in one statement, which goes with the work's first (direct.defer_read): the lock, unless a twin holds
+# it, and the look-up. If a twin held it and committed between this statement's snapshot and its try, the key is not
+# seen here, and the request's work runs a second time: its own record of the key then fails on the key's uniqueness,
+# this transaction is undone, and the first answer is served (Store.idempotent). Undone only inside the database: with
+# an operator's wallet, whose debits are calls outside it, the lock is always waited for and the key looked up after
+# it (Store's strict_twins).
 FREE_AND_SEEN = select(func.pg_try_advisory_xact_lock(*_KEY_LOCK).label("free"), exists(SEEN).label("seen"))
 
 
@@ -113,20 +114,35 @@ def storage_trouble_as_busy() -> Iterator[None]:
         raise
 
 
-def _seen(session: Session, pending: _Pending, strict: bool = False) -> bool:
-    """Whether the request's key was applied already. On PostgreSQL a twin in flight is waited for first (without
-    the wait it would wait on the round's or wallet's lock, then be refused: a 409 where the first answer is due).
-    ``strict``: wait for the key's lock and look after it, never in one statement (see FREE_AND_SEEN)."""
+def _check_key(session: Session, pending: _Pending, strict: bool = False) -> None:
+    """Raise :class:`AlreadyApplied` if the request's key was applied already. On PostgreSQL a twin in flight is
+    waited for first (without the wait it would wait on the round's or wallet's lock, then be refused: a 409 where
+    the first answer is due), and the look-up goes with the work's first statement, in its round trip
+    (``direct.defer_read``): it is judged before that statement's answer is used, and before anything commits.
+    ``strict``: wait for the key's lock and look after it, never in one statement (see FREE_AND_SEEN), at once."""
     key = {"player_id": pending.player_id, "key": pending.key}
     if session.get_bind().dialect.name != "postgresql":
-        return run(session, SEEN, key).first() is not None
+        if run(session, SEEN, key).first() is not None:
+            raise AlreadyApplied()
+        return
     lock = {"player": pending.player_id, "key_lock": zlib.crc32(pending.key.encode()) - 2**31}
-    if not strict:
-        free, seen = run(session, FREE_AND_SEEN, {**key, **lock}).one()
-        if seen or free:
-            return bool(seen)
-    run(session, TWINS_WAIT, lock)  # a twin holds the key (or may have, strict): until it ends, then look again
-    return run(session, SEEN, key).first() is not None
+
+    def after_the_twin() -> None:  # a twin holds the key (or may have, strict): until it ends, then look again
+        run(session, TWINS_WAIT, lock)
+        if run(session, SEEN, key).first() is not None:
+            raise AlreadyApplied()
+
+    def judge(rows: Result) -> None:
+        free, seen = rows.one()
+        if seen:
+            raise AlreadyApplied()
+        if not free:
+            after_the_twin()
+
+    if strict:
+        after_the_twin()
+    else:
+        defer_read(session, FREE_AND_SEEN, {**key, **lock}, judge)
 
 
 def _busy(error: Exception) -> None:
@@ -186,8 +202,8 @@ class Store:
         """One write transaction; the request's key, if any, is checked first and recorded with the answer."""
         pending: _Pending | None = getattr(self._local, "pending", None)
         with storage_trouble_as_busy(), self.db.transaction() as session:
-            if pending is not None and not pending.recorded and _seen(session, pending, self.strict_twins):
-                raise AlreadyApplied()
+            if pending is not None and not pending.recorded:
+                _check_key(session, pending, self.strict_twins)
             yield session
 
     def answer(self, session: Session, body: dict[str, Any]) -> dict[str, Any]:
