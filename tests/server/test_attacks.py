@@ -21,7 +21,9 @@ from live import call, free_port, raw, start_server, status_of
 from server_helpers import Client, Clock, new_player
 from sqlalchemy import func, select
 
-from twentyone.server.models import Round
+from twentyone.server.app import create_app
+from twentyone.server.config import Settings
+from twentyone.server.models import Account, LedgerEntry, Round, RoundSeat
 from twentyone.server.service import GameService
 
 HUGE = [2**31, 2**32, 2**63 - 1, 2**63, 2**64, 850396096814208486735872, 181767130842816217088, 10**100]
@@ -581,8 +583,6 @@ def test_with_an_operators_wallet_a_twin_is_always_waited_for(settings: Any, ser
     from fake_operator_wallet import MemoryWallet
     from sqlalchemy import event
 
-    from twentyone.server.app import create_app
-
     if service.db.engine.dialect.name != "postgresql":
         pytest.skip("SQLite runs one write transaction at a time: twins queue for it")
 
@@ -613,11 +613,12 @@ def _lock_taken(statement: str) -> str | None:
     """What a PostgreSQL statement locks until its transaction ends, of the rows writers contend for, if any (a new
     round, seat or ledger row is nobody else's yet)."""
     words = " ".join(statement.split())
-    locking = words.endswith("FOR UPDATE")
-    only = words.rsplit(" FOR UPDATE OF ", 1)[1] if " FOR UPDATE OF " in words else None  # the one table it locks
+    locking = words.endswith(("FOR UPDATE", "FOR NO KEY UPDATE"))
+    # FOR UPDATE OF the tables it names: the first of them (a round and its seat: the round)
+    first = words.rsplit(" FOR UPDATE OF ", 1)[1].split(", ")[0] if " FOR UPDATE OF " in words else None
     for kind, table in (("round", "rounds"), ("account", "accounts"), ("slip", "slips"), ("shoe", "shoes")):
         if (words.startswith(f"UPDATE {table} ") or (locking and f" FROM {table} " in words)
-                or only == table):
+                or first == table):
             return kind
     if words.startswith("INSERT INTO slips "):  # a new slip's key, which a twin's insert waits on
         return "slip"
@@ -670,6 +671,54 @@ def test_every_writer_takes_its_locks_in_one_order(http: TestClient, service: Ga
     assert any(kinds[-1:] == ["shoe"] for kinds in seen.values()), seen  # the shoes' lock is seen where taken
     for request, kinds in seen.items():
         assert kinds == sorted(kinds, key=LOCK_ORDER.index), (request, kinds)
+
+
+def test_a_decision_that_waited_for_the_round_reads_the_seat_as_the_first_decision_left_it(
+        settings: Settings) -> None:
+    """Two processes on one PostgreSQL, one player: insurance through one, a double through the other at once. The
+    double waits for the round's lock, then must see the insurance's stake on the seat: read with the round but
+    not locked with it, the seat came back as it was before the insurance (staked 1,000 where the ledger took 1,250:
+    the round's record no longer matched its money)."""
+    if not settings.database_url.startswith("postgresql"):
+        pytest.skip("SQLite runs one write transaction at a time: nothing waits for a row's lock")
+    first_app = create_app(settings, clock=Clock(), timers=False)
+    second_app = create_app(settings, clock=Clock(), timers=False)
+    with TestClient(first_app) as first_http, TestClient(second_app) as second_http:
+        body = first_http.post("/auth/guest").json()
+        first, second = Client(first_http, body["token"]), Client(second_http, body["token"])
+        service: GameService = first_app.state.service  # type: ignore[attr-defined]
+        service.stacked.append(["5S", "AH", "6D", "9C", "TC"])  # 11 against an Ace: insurance, then a double
+        first.bet("classic", 500)
+        round_id = first.post("/tables/classic/deal").json()["id"]
+        doubled: dict[str, Any] = {}
+        waited: list[bool] = []
+
+        def double_meanwhile(stage: str) -> None:  # inside the insurance's transaction, the round locked
+            if stage != "act" or waited:
+                return
+            thread = threading.Thread(target=lambda: doubled.update(answer=second.act(round_id, "double")))
+            thread.start()
+            deadline = time.monotonic() + 10
+            while time.monotonic() < deadline and not (waited and waited[-1]):
+                with service.db.engine.connect() as connection:
+                    waited.append(bool(connection.exec_driver_sql(
+                        "SELECT count(*) FROM pg_stat_activity WHERE wait_event_type = 'Lock' "
+                        "AND datname = current_database()").scalar()))
+                time.sleep(0.02)
+            doubled["thread"] = thread
+
+        service.fault = double_meanwhile
+        assert first.act(round_id, "insurance").status_code == 200
+        doubled["thread"].join(20)
+        assert waited and waited[-1], "the double never waited for the round's lock: the test proves nothing"
+        assert doubled["answer"].status_code == 200, doubled["answer"].json()
+        with service.db.sessions() as session:
+            staked = session.execute(select(RoundSeat.staked).where(RoundSeat.round_id == round_id)).scalar_one()
+            taken = -int(session.execute(
+                select(func.sum(LedgerEntry.amount)).join(Account, Account.id == LedgerEntry.account_id)
+                .where(LedgerEntry.round_id == round_id, LedgerEntry.kind == "stake",
+                       Account.owner != "house")).scalar_one())
+        assert staked == taken == 500 + 250 + 500, (staked, taken)
 
 
 # --------------------------------------------------------------- sign-ups

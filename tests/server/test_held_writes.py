@@ -21,7 +21,7 @@ from test_faults import STACK  # classic: hit, hit, stand, and the dealer busts
 from twentyone.server import direct
 from twentyone.server.db import Database, migrate
 from twentyone.server.direct import commit_held, defer, defer_read, run
-from twentyone.server.models import ACCOUNTS, IDEMPOTENCY, Account
+from twentyone.server.models import ACCOUNTS, IDEMPOTENCY, Account, RoundSeat
 from twentyone.server.service import GameService
 from twentyone.server.store import RECORD
 from twentyone.server.wallet import unreconciled_accounts
@@ -318,6 +318,36 @@ def test_a_settlement_pays_every_winner_in_the_same_round_trips(http: TestClient
 
     settle(2)  # the power table's first round: its accounts' ids and statements known from here on
     assert settle(3) == settle(12)
+    with service.db.sessions() as session:
+        assert unreconciled_accounts(session) == []
+
+
+def test_a_crowds_wins_and_refunds_reach_every_player_once_with_their_balances_on_record(
+        http: TestClient, service: GameService, clock: Clock) -> None:
+    """Several winners paid at once (PostgreSQL: in two statements) and several stakes refunded at once by a void:
+    each player's money moves once, the ledger reconciles, and each seat records the balance the player was left."""
+    def seats_after(round_id: int) -> dict[int, int | None]:
+        with service.db.sessions() as session:
+            return dict(session.execute(select(RoundSeat.player_id, RoundSeat.balance_after)
+                                        .where(RoundSeat.round_id == round_id)).all())
+
+    crowd = [new_guest(http) for _ in range(4)]
+    service.stacked.append(POWER_DEALER_BUSTS)
+    next_shoe(service, "power")
+    before = [player.balance("EUR") for player in crowd]
+    round_id = dealt_shared_round(service, clock, crowd, bet=500)
+    for player in crowd:
+        player.act(round_id, "stand")
+    won = [player.balance("EUR") for player in crowd]
+    assert won == [balance + 500 for balance in before]  # staked 500, paid 1,000
+    assert seats_after(round_id) == {player.player_id(): balance for player, balance in zip(crowd, won, strict=True)}
+
+    next_shoe(service, "power")
+    round_id = dealt_shared_round(service, clock, crowd, bet=500)
+    assert [player.balance("EUR") for player in crowd] == [balance - 500 for balance in won]
+    service.rounds.void(round_id, "a test's malfunction")
+    assert [player.balance("EUR") for player in crowd] == won
+    assert seats_after(round_id) == {player.player_id(): balance for player, balance in zip(crowd, won, strict=True)}
     with service.db.sessions() as session:
         assert unreconciled_accounts(session) == []
 

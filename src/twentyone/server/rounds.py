@@ -93,14 +93,17 @@ ROUND_RECORD = select(*ROUNDS.c).where(ROUNDS.c.id == bindparam("round_id")).wit
 SEAT_RECORD = select(*ROUND_SEATS.c).where(ROUND_SEATS.c.round_id == bindparam("round_id"),
                                            ROUND_SEATS.c.player_id == bindparam("player_id"))
 # A player's decision reads the round and their own seat in one statement (one round trip to PostgreSQL where it
-# was two): the seat's columns prefixed, NULL where the player has no seat. Only the round is locked (the seat is
-# written under the round's lock, as with SEAT_RECORD).
+# was two): the seat's columns prefixed; no row where there is no such round or the player has no seat in it. Both
+# rows are locked. Locking the round alone is not enough on PostgreSQL: a statement that waited for the round's lock
+# reads the round as the transaction it waited for left it, but a joined row it did not lock as it was when the
+# statement began (a player's insurance and double at once, through two processes: the double read the seat without
+# the insurance's stake). Seats are written only under their round's lock, so locking one adds no wait.
 SEAT_PREFIX = "seat_"
 ROUND_AND_SEAT_RECORD = (
     select(*ROUNDS.c, *[column.label(SEAT_PREFIX + column.name) for column in ROUND_SEATS.c])
-    .select_from(ROUNDS.outerjoin(ROUND_SEATS, (ROUND_SEATS.c.round_id == ROUNDS.c.id)
-                                  & (ROUND_SEATS.c.player_id == bindparam("player_id"))))
-    .where(ROUNDS.c.id == bindparam("round_id")).with_for_update(of=ROUNDS))
+    .join(ROUND_SEATS, ROUND_SEATS.c.round_id == ROUNDS.c.id)
+    .where(ROUNDS.c.id == bindparam("round_id"), ROUND_SEATS.c.player_id == bindparam("player_id"))
+    .with_for_update(of=[ROUNDS, ROUND_SEATS]))
 BETTING_ROUND = (select(Round).where(Round.table_id == bindparam("table_id"), Round.status == "betting")
                  .with_for_update())
 PLAYING_ROUND_ID = select(ROUNDS.c.id).where(ROUNDS.c.table_id == bindparam("table_id"), ROUNDS.c.status == "playing")
@@ -628,15 +631,13 @@ def _round_record(session: Session, round_id: int) -> Round | None:
 
 
 def _round_and_seat_records(session: Session, round_id: int, player_id: int) -> tuple[Round | None, RoundSeat | None]:
-    """The round locked for a change and the player's seat in it, as records (:func:`_round_record`,
-    :func:`_seat_record`), read in one statement: either None where there is none."""
+    """The round and the player's seat in it, both locked for a change, as records (:func:`_round_record`,
+    :func:`_seat_record`), read in one statement: (None, None) where there is no such round or no such seat."""
     row = run(session, ROUND_AND_SEAT_RECORD, {"round_id": round_id, "player_id": player_id}).first()
     if row is None:
         return None, None
     values = row._asdict()
     round_row = Record(ROUNDS, {column.name: values[column.name] for column in ROUNDS.c})
-    if values[SEAT_PREFIX + "id"] is None:
-        return cast(Round, round_row), None
     seat = Record(ROUND_SEATS, {column.name: values[SEAT_PREFIX + column.name] for column in ROUND_SEATS.c})
     return cast(Round, round_row), cast(RoundSeat, seat)
 

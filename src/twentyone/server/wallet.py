@@ -260,13 +260,16 @@ def transfer(session: Session, player_id: int, currency: str, amount: int, kind:
 
 
 # PostgreSQL: a settlement's payments in two statements, whatever the number of winners (one CREDIT each was a round
-# trip each: 1,000 at a power table of 1,000). The accounts are locked first, in the order of their ids, as every
-# settlement locks them, so two settlements sharing players (one player at two tables) cannot deadlock; the CREDIT
-# then finds them locked. Arrays as parameters: one statement text, prepared once, for any number of winners.
+# trip each: 1,000 at a power table of 1,000). The accounts are locked first, in the order of their ids, so two
+# settlements sharing players (one player at two tables) cannot deadlock over them; the CREDIT then finds them
+# locked. (The close of betting still stakes seat by seat, and a costly decision locks its player's account first:
+# not in id order.) The lock is the one an UPDATE of the balance takes (FOR NO KEY UPDATE), which lets other
+# transactions' ledger rows name these accounts meanwhile. Arrays as parameters: one statement text, prepared once,
+# for any number of winners.
 _OWNERS = bindparam("owners", type_=ARRAY(String))
 LOCK_ACCOUNTS = (select(ACCOUNTS.c.id).where(ACCOUNTS.c.owner == func.any(_OWNERS),
                                              ACCOUNTS.c.currency == bindparam("of_currency"))
-                 .order_by(ACCOUNTS.c.id).with_for_update())
+                 .order_by(ACCOUNTS.c.id).with_for_update(key_share=True))
 _PAID = select(func.unnest(_OWNERS).label("owner"),
                func.unnest(bindparam("amounts", type_=ARRAY(BigInteger))).label("amount")).subquery("paid")
 CREDIT_ALL = (update(ACCOUNTS).where(ACCOUNTS.c.owner == _PAID.c.owner,
@@ -403,7 +406,8 @@ class Wallet(Protocol):
     def stake(self, session: Session, player_id: int, currency: str, amount: int, round_id: int, key: str) -> None: ...
     def pay(self, session: Session, currency: str, amounts: Mapping[int, int], kind: str, round_id: int) -> None:
         """Pay each player ``amounts[player_id]`` (a round's wins or refunds); the call to an operator's wallet
-        carries the id ``{kind}-{round_id}-{player_id}``, the same at every retry."""
+        carries the id :func:`pay_key` gives (``credit-{round}-{player}`` for a win, ``void-...`` for a refund), the
+        same at every retry."""
     def credit(self, session: Session, player_id: int, currency: str, amount: int) -> None: ...
     def balances_after(self, session: Session, player_ids: list[int], currency: str) -> dict[int, int | None]: ...
     def deliver(self, session: Session) -> int: ...
