@@ -111,7 +111,9 @@ def parse(argv: list[str] | None = None) -> Options:
     parser.add_argument("--warmup", type=float, default=60.0, help="seconds allowed for every player to sign in")
     parser.add_argument("--drain", type=float, default=30.0, help="seconds allowed to finish rounds in play")
     parser.add_argument("--json", help="also write the figures to this file")
-    parser.add_argument("--keep", action="store_true", help="keep the data directory (and PostgreSQL database)")
+    parser.add_argument("--keep", action="store_true",
+                        help="keep the data directory (and PostgreSQL database) of a run that passed too "
+                             "(a failed run always keeps them)")
     parser.add_argument("--no-fresh", dest="fresh", action="store_false",
                         help="use the PostgreSQL database named in --database as it is (it should be empty)")
     parser.add_argument("--pin-cpu", action="store_true",
@@ -819,6 +821,12 @@ def fresh_postgres(url: str) -> tuple[str, Any]:
     return make_url(url).set(database=name).render_as_string(hide_password=False), drop
 
 
+def run_failed(game: dict[str, Any], check: dict[str, Any]) -> bool:
+    """Whether a run failed: any 5xx, any failed request, any traceback in the server's log, or money that does not
+    reconcile."""
+    return bool(game["errors_5xx"] or game["failed_requests"] or game["server_tracebacks"] or not check["ok"])
+
+
 def main(argv: list[str] | None = None) -> int:
     options = parse(argv)
     random.seed(options.seed)
@@ -834,16 +842,21 @@ def main(argv: list[str] | None = None) -> int:
     result: dict[str, Any] = {"machine": {"cores": os.cpu_count(), "loadavg": os.getloadavg()},
                               "database": database.split("://")[0], "workers": options.workers,
                               "pin_cpu": options.pin_cpu}
+    failed = True  # until the run says otherwise: a run that failed, or broke off, keeps what it left for a look
     try:
         if options.bare:
             result["bare"] = bare_phase(options, work)
             show("bare endpoint", result["bare"])
         result["game"], result["audit"] = game_phase(options, work, database)
         show("game", result["game"])
+        failed = run_failed(result["game"], result["audit"])
     finally:
-        if drop is not None and not options.keep:
-            drop()
-        if not options.keep:
+        if options.keep or failed:
+            fresh_database = f" and the database {database.split('@')[-1]}" if drop is not None else ""
+            print(f"kept: the work directory {work} (the server's log: server.log){fresh_database}")
+        else:
+            if drop is not None:
+                drop()
             shutil.rmtree(work, ignore_errors=True)
     game, check = result["game"], result["audit"]
     print(f"\n== audit: {'every wallet, round and the house reconcile to the cent' if check['ok'] else 'FAILED'}"
@@ -857,7 +870,6 @@ def main(argv: list[str] | None = None) -> int:
               "(target at saturation: 0.40 or more)")
     if options.think > 0 and game["kinds"].get("action"):
         print(f"   decision p99 {game['kinds']['action']['p99']:.0f} ms (target with ~1 s think time: under 50 ms)")
-    failed = game["errors_5xx"] or game["failed_requests"] or game["server_tracebacks"] or not check["ok"]
     result["ok"] = not failed
     if options.json:
         Path(options.json).write_text(json.dumps(result, indent=2, default=str))
