@@ -533,8 +533,8 @@ def test_one_players_chips_placed_at_once_are_all_on_the_slip(http: TestClient) 
 
 def test_a_twin_in_flight_is_waited_for_and_its_answer_served(guest: Client, service: GameService) -> None:
     """PostgreSQL: a request whose key a twin holds (in flight in another transaction) waits for it, then serves the
-    twin's answer; one whose twin ends without an answer applies itself. The usual case, no twin, takes the key's
-    lock and looks the key up in one statement (store.FREE_AND_SEEN)."""
+    twin's answer; one whose twin ends without an answer applies itself. Every write takes the key's lock, then looks
+    the key up, ahead of its work's first statement and in its round trip (store._check_key)."""
     import zlib
 
     from twentyone.server.store import RECORD, STORED, TWINS_WAIT
@@ -575,11 +575,12 @@ def test_a_twin_in_flight_is_waited_for_and_its_answer_served(guest: Client, ser
     assert answers[-1].status_code == 200 and answers[-1].json()["slip"]["total"] == 200
 
 
-def test_with_an_operators_wallet_a_twin_is_always_waited_for(settings: Any, service: GameService) -> None:
-    """The one-statement look-up (store.FREE_AND_SEEN) can miss a twin that commits in the instant between its
-    snapshot and its try of the lock; the request's work then runs again and is undone by the key's uniqueness,
-    but an operator's wallet is debited by a call outside the transaction, which nothing undoes. So with one, every
-    write waits on the key's lock and looks the key up after it."""
+def test_every_write_waits_for_a_twin_on_the_keys_lock_before_it_looks_the_key_up(settings: Any,
+                                                                                  service: GameService) -> None:
+    """A look-up that only tried the key's lock, in one statement with it, could miss a twin that committed in the
+    instant between its snapshot and its try: the work then ran again, undone by the key's uniqueness, but an
+    operator's wallet is debited by a call outside the transaction, which nothing undoes. Every write, with an
+    operator's wallet or not, waits on the key's lock and looks the key up after it."""
     from fake_operator_wallet import MemoryWallet
     from sqlalchemy import event
 
@@ -599,11 +600,74 @@ def test_with_an_operators_wallet_a_twin_is_always_waited_for(settings: Any, ser
                 assert player.post("/tables/classic/chip", {"chip": 500}).status_code == 200
             finally:
                 event.remove(engine, "before_cursor_execute", listener)
-        return [statement.split(" AS ")[0] for statement in seen if "key_lock" in statement]  # the key's lock
+        first = next(number for number, statement in enumerate(seen) if "key_lock" in statement)  # the key's lock
+        return [statement.split(" AS ")[0].split(" FROM ")[0] for statement in seen[first:first + 2]]
 
-    assert opening_statements(None) == ["SELECT pg_try_advisory_xact_lock(%(player)s::INTEGER, %(key_lock)s::INTEGER)"]
-    assert opening_statements(MemoryWallet()) == [
-        "SELECT pg_advisory_xact_lock(%(player)s::INTEGER, %(key_lock)s::INTEGER)"]
+    lock = "SELECT pg_advisory_xact_lock(%(player)s::INTEGER, %(key_lock)s::INTEGER)"
+    for wallet in (None, MemoryWallet()):
+        assert opening_statements(wallet) == [lock, "SELECT idempotency.player_id"], wallet
+
+
+def test_a_twin_waits_for_the_key_before_it_locks_any_row(guest: Client, service: GameService) -> None:
+    """Twins of one bet: the first holds the key's lock and is about to lock the player's slip; the second must wait
+    for the key holding nothing. Waiting for the key only after its work's first statement, it held the slip while
+    it waited, and the two deadlocked (PostgreSQL ends one after a second: a 503 where the first answer was due)."""
+    import zlib
+
+    from sqlalchemy import text
+
+    from twentyone.server.store import TWINS_WAIT
+
+    if service.db.engine.dialect.name != "postgresql":
+        pytest.skip("SQLite runs one write transaction at a time: twins queue for it")
+    player_id = guest.player_id()
+    chip = {"spot": 1, "type": "main", "chip": 100}
+    assert guest.post("/tables/classic/bets", chip, key="the slip made").status_code == 200
+    answers: list[Any] = []
+    with service.db.engine.connect() as first:
+        first.execute(TWINS_WAIT, {"player": player_id, "key_lock": zlib.crc32(b"twin") - 2**31})
+        second = threading.Thread(target=lambda: answers.append(guest.post("/tables/classic/bets", chip, key="twin")))
+        second.start()
+        deadline = time.monotonic() + 10
+        with service.db.engine.connect() as watcher:
+            while time.monotonic() < deadline and not watcher.execute(text(
+                    "SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND NOT granted")).scalar():
+                time.sleep(0.02)
+        first.execute(text("SET LOCAL lock_timeout = '3s'"))
+        started = time.monotonic()
+        first.execute(text("SELECT * FROM slips WHERE player_id = :player FOR UPDATE"), {"player": player_id})
+        assert time.monotonic() - started < 0.5  # the twin waiting for the key holds no lock on the slip
+        first.commit()  # the first ends without an answer: the second applies itself
+    second.join(timeout=10)
+    assert answers and answers[0].status_code == 200, answers and answers[0].json()
+    assert guest.get("/tables/classic").json()["slip"]["total"] == 200
+
+
+def test_a_request_that_writes_nothing_waits_for_its_twin_and_keeps_its_own_answer(guest: Client,
+                                                                                     service: GameService) -> None:
+    """A work that writes nothing (the operator's close of betting, with no round forming) records its answer in a
+    write of its own. With a twin in flight that ends without an answer, it waits, then keeps its answer: the key is
+    looked up before its answer is recorded, not after (where the look-up found the request's own record, and it
+    answered 503)."""
+    import zlib
+
+    from twentyone.server.store import TWINS_WAIT
+
+    if service.db.engine.dialect.name != "postgresql":
+        pytest.skip("SQLite runs one write transaction at a time: twins queue for it")
+    who = service.authenticate(guest.token)
+    answers: list[Any] = []
+    with service.db.engine.connect() as twin:
+        twin.execute(TWINS_WAIT, {"player": who.id, "key_lock": zlib.crc32(b"nothing") - 2**31})
+        waiting = threading.Thread(target=lambda: answers.append(
+            service.idempotent(who, "nothing", "POST /x", 200, lambda: {"wrote": "nothing"})))
+        waiting.start()
+        waiting.join(timeout=0.5)
+        assert waiting.is_alive()  # waiting for the twin
+        twin.rollback()  # the twin ends without an answer
+    waiting.join(timeout=10)
+    assert answers == [(200, {"wrote": "nothing"})]
+    assert service.idempotent(who, "nothing", "POST /x", 200, lambda: {"wrote": "again"}) == (200, {"wrote": "nothing"})
 
 
 LOCK_ORDER = ("round", "account", "slip", "shoe")

@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, TypeVar, cast
 
-from sqlalchemy import Insert, Integer, Table, bindparam, exists, func, insert, select
+from sqlalchemy import Insert, Integer, Table, bindparam, func, insert, select
 from sqlalchemy import exc as db_errors
 from sqlalchemy.orm import Session, make_transient_to_detached
 
@@ -38,16 +38,14 @@ SEEN = select(IDEMPOTENCY.c.player_id).where(IDEMPOTENCY.c.player_id == bindpara
                                              IDEMPOTENCY.c.key == bindparam("key"))
 RECORD = insert(IDEMPOTENCY)  # Core (models.IDEMPOTENCY): the row is never read back in its transaction
 # PostgreSQL: twins with one key (a double click, a retry while the first is in flight) queue on an advisory lock of
-# the key, so that the second sees the first's answer. Core statements run as compiled once (direct.run), not text.
+# the key, so that the second sees the first's answer. Every write waits for the key's lock, then looks the key up:
+# the look-up's snapshot, taken after the wait, sees a twin that committed meanwhile. Both go ahead of the work's
+# first statement, in its round trip (direct.defer, direct.defer_read): the wait comes before the work locks any row,
+# so a twin waiting for the key holds nothing the first needs (waiting only after the work's first lock, twins at a
+# bet deadlocked: one held the slip and waited for the key, the other held the key and waited for the slip).
+# Core statements run as compiled once (direct.run), not text.
 _KEY_LOCK = (bindparam("player", type_=Integer), bindparam("key_lock", type_=Integer))
 TWINS_WAIT = select(func.pg_advisory_xact_lock(*_KEY_LOCK))
-# The usual case in one statement, which goes with the work's first (direct.defer_read): the lock, unless a twin holds
-# it, and the look-up. If a twin held it and committed between this statement's snapshot and its try, the key is not
-# seen here, and the request's work runs a second time: its own record of the key then fails on the key's uniqueness,
-# this transaction is undone, and the first answer is served (Store.idempotent). Undone only inside the database: with
-# an operator's wallet, whose debits are calls outside it, the lock is always waited for and the key looked up after
-# it (Store's strict_twins).
-FREE_AND_SEEN = select(func.pg_try_advisory_xact_lock(*_KEY_LOCK).label("free"), exists(SEEN).label("seen"))
 
 
 @dataclass
@@ -117,32 +115,25 @@ def storage_trouble_as_busy() -> Iterator[None]:
 def _check_key(session: Session, pending: _Pending, strict: bool = False) -> None:
     """Raise :class:`AlreadyApplied` if the request's key was applied already. On PostgreSQL a twin in flight is
     waited for first (without the wait it would wait on the round's or wallet's lock, then be refused: a 409 where
-    the first answer is due), and the look-up goes with the work's first statement, in its round trip
-    (``direct.defer_read``): it is judged before that statement's answer is used, and before anything commits.
-    ``strict``: wait for the key's lock and look after it, never in one statement (see FREE_AND_SEEN), at once."""
+    the first answer is due): the key's lock and the look-up go with the work's first statement, in its round trip,
+    ahead of it (``direct.defer_read``), and the look-up is judged before that statement's answer is used, and before
+    anything commits. ``strict`` (an operator's wallet): both at once, before the work."""
     key = {"player_id": pending.player_id, "key": pending.key}
-    if session.get_bind().dialect.name != "postgresql":
-        if run(session, SEEN, key).first() is not None:
-            raise AlreadyApplied()
-        return
-    lock = {"player": pending.player_id, "key_lock": zlib.crc32(pending.key.encode()) - 2**31}
-
-    def after_the_twin() -> None:  # a twin holds the key (or may have, strict): until it ends, then look again
-        run(session, TWINS_WAIT, lock)
-        if run(session, SEEN, key).first() is not None:
-            raise AlreadyApplied()
 
     def judge(rows: Result) -> None:
-        free, seen = rows.one()
-        if seen:
+        if rows.first() is not None:
             raise AlreadyApplied()
-        if not free:
-            after_the_twin()
 
+    if session.get_bind().dialect.name != "postgresql":
+        judge(run(session, SEEN, key))
+        return
+    lock = {"player": pending.player_id, "key_lock": zlib.crc32(pending.key.encode()) - 2**31}
     if strict:
-        after_the_twin()
+        run(session, TWINS_WAIT, lock)
+        judge(run(session, SEEN, key))
     else:
-        defer_read(session, FREE_AND_SEEN, {**key, **lock}, judge)
+        defer(session, TWINS_WAIT, lock)
+        defer_read(session, SEEN, key, judge)
 
 
 def _busy(error: Exception) -> None:
@@ -183,7 +174,7 @@ class Store:
     def __init__(self, db: Database, clock: Callable[[], datetime], strict_twins: bool = False) -> None:
         self.db = db
         self.clock = clock
-        self.strict_twins = strict_twins  # see FREE_AND_SEEN
+        self.strict_twins = strict_twins  # see _check_key
         self._local = threading.local()
 
     @contextmanager
