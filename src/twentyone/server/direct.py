@@ -416,8 +416,8 @@ def defer_read(session: Session, statement: Executable, params: Params, then: Ca
         return
     connection, compiled, _, first = plan
     held = _held(session, connection)
-    if any(then is not None and pending is compiled for pending, _, then in held):
-        send_held(session)  # its answer would come back on the same cursor as this one's
+    if any(then is not None and pending.sql == compiled.sql for pending, _, then in held):
+        send_held(session)  # the same statement held as a read: its answer would come back on this one's cursor
     held.append((compiled, _as_of_now(compiled.values(first), connection.engine.dialect._json_serializer or json.dumps),
                  then))
 
