@@ -407,8 +407,8 @@ def defer_read(session: Session, statement: Executable, params: Params, then: Ca
     the transaction rolls back. Never with the ``COMMIT``: :func:`commit_held` sends it first, so ``then`` always
     judges before anything commits. Where nothing can be held, it runs at once and ``then`` is called at once.
 
-    A request's first statement, the look-up of its idempotency key (``store.Store.write``), goes this way: with the
-    work's first read, where it was a round trip of its own.
+    The look-up of a request's idempotency key goes this way (``store._check_key``), after the key's lock held back
+    by :func:`defer`: both with the work's first statement, ahead of it, where they were a round trip of their own.
     """
     plan = _plan(session, statement, params)
     if plan is None or not _holds(session, plan[0]):
