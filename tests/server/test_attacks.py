@@ -535,9 +535,7 @@ def test_a_twin_in_flight_is_waited_for_and_its_answer_served(guest: Client, ser
     """PostgreSQL: a request whose key a twin holds (in flight in another transaction) waits for it, then serves the
     twin's answer; one whose twin ends without an answer applies itself. Every write takes the key's lock, then looks
     the key up, ahead of its work's first statement and in its round trip (store._check_key)."""
-    import zlib
-
-    from twentyone.server.store import RECORD, STORED, TWINS_WAIT
+    from twentyone.server.store import RECORD, STORED, TWINS_WAIT, key_lock
 
     if service.db.engine.dialect.name != "postgresql":
         pytest.skip("SQLite runs one write transaction at a time: twins queue for it")
@@ -553,7 +551,7 @@ def test_a_twin_in_flight_is_waited_for_and_its_answer_served(guest: Client, ser
 
     def twin_in_flight(key: str, answered: bool) -> None:
         with service.db.engine.connect() as twin:
-            twin.execute(TWINS_WAIT, {"player": player_id, "key_lock": zlib.crc32(key.encode()) - 2**31})
+            twin.execute(TWINS_WAIT, key_lock(player_id, key))
             if answered:
                 twin.execute(RECORD, {"player_id": player_id, "key": key, "request": first.request,
                                       "status_code": first.status_code, "response": first.response,
@@ -612,11 +610,9 @@ def test_a_twin_waits_for_the_key_before_it_locks_any_row(guest: Client, service
     """Twins of one bet: the first holds the key's lock and is about to lock the player's slip; the second must wait
     for the key holding nothing. Waiting for the key only after its work's first statement, it held the slip while
     it waited, and the two deadlocked (PostgreSQL ends one after a second: a 503 where the first answer was due)."""
-    import zlib
-
     from sqlalchemy import text
 
-    from twentyone.server.store import TWINS_WAIT
+    from twentyone.server.store import TWINS_WAIT, key_lock
 
     if service.db.engine.dialect.name != "postgresql":
         pytest.skip("SQLite runs one write transaction at a time: twins queue for it")
@@ -625,7 +621,7 @@ def test_a_twin_waits_for_the_key_before_it_locks_any_row(guest: Client, service
     assert guest.post("/tables/classic/bets", chip, key="the slip made").status_code == 200
     answers: list[Any] = []
     with service.db.engine.connect() as first:
-        first.execute(TWINS_WAIT, {"player": player_id, "key_lock": zlib.crc32(b"twin") - 2**31})
+        first.execute(TWINS_WAIT, key_lock(player_id, "twin"))
         second = threading.Thread(target=lambda: answers.append(guest.post("/tables/classic/bets", chip, key="twin")))
         second.start()
         deadline = time.monotonic() + 10
@@ -649,16 +645,14 @@ def test_a_request_that_writes_nothing_waits_for_its_twin_and_keeps_its_own_answ
     write of its own. With a twin in flight that ends without an answer, it waits, then keeps its answer: the key is
     looked up before its answer is recorded, not after (where the look-up found the request's own record, and it
     answered 503)."""
-    import zlib
-
-    from twentyone.server.store import TWINS_WAIT
+    from twentyone.server.store import TWINS_WAIT, key_lock
 
     if service.db.engine.dialect.name != "postgresql":
         pytest.skip("SQLite runs one write transaction at a time: twins queue for it")
     who = service.authenticate(guest.token)
     answers: list[Any] = []
     with service.db.engine.connect() as twin:
-        twin.execute(TWINS_WAIT, {"player": who.id, "key_lock": zlib.crc32(b"nothing") - 2**31})
+        twin.execute(TWINS_WAIT, key_lock(who.id, "nothing"))
         waiting = threading.Thread(target=lambda: answers.append(
             service.idempotent(who, "nothing", "POST /x", 200, lambda: {"wrote": "nothing"})))
         waiting.start()

@@ -121,6 +121,11 @@ class Refused(Exception):
     """What a held read's judge raises in these tests (as the key's look-up raises store.AlreadyApplied)."""
 
 
+def refuse(_rows: Any) -> None:
+    """A held read's judge that refuses whatever it reads."""
+    raise Refused()
+
+
 def test_a_held_read_is_judged_with_the_next_statement_before_its_answer_is_used(db: Database,
                                                                                 tmp_path: Path) -> None:
     with db.transaction() as session:
@@ -146,9 +151,6 @@ def test_a_held_read_that_refuses_rolls_back_the_statement_it_went_with(db: Data
     with db.transaction() as session:
         run(session, MAKE, account("kept", 5))
 
-    def refuse(_rows: Any) -> None:
-        raise Refused()
-
     with pytest.raises(Refused), db.transaction() as session:
         defer_read(session, BALANCE, {"who": "kept"}, refuse)
         run(session, RAISE, {"who": "kept", "amount": 1})
@@ -159,9 +161,6 @@ def test_a_held_read_that_refuses_rolls_back_the_statement_it_went_with(db: Data
 def test_a_held_read_is_judged_before_the_commit(db: Database) -> None:
     """A transaction whose only other statements are held writes: the read is judged before COMMIT goes, not with
     it, so that a refusal still rolls everything back."""
-    def refuse(_rows: Any) -> None:
-        raise Refused()
-
     with pytest.raises(Refused), db.transaction() as session:
         defer_read(session, BALANCE, {"who": "nobody"}, refuse)
         defer(session, MAKE, account("never"))

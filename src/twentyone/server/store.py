@@ -112,6 +112,15 @@ def storage_trouble_as_busy() -> Iterator[None]:
         raise
 
 
+def key_lock(player_id: int, key: str) -> dict[str, int]:
+    """:data:`TWINS_WAIT`'s parameters for a player's key: the advisory lock that twins with one key queue on.
+
+    >>> key_lock(7, "k")
+    {'player': 7, 'key_lock': -2006821027}
+    """
+    return {"player": player_id, "key_lock": zlib.crc32(key.encode()) - 2**31}
+
+
 def _check_key(session: Session, pending: _Pending, strict: bool = False) -> None:
     """Raise :class:`AlreadyApplied` if the request's key was applied already. On PostgreSQL a twin in flight is
     waited for first (without the wait it would wait on the round's or wallet's lock, then be refused: a 409 where
@@ -127,7 +136,7 @@ def _check_key(session: Session, pending: _Pending, strict: bool = False) -> Non
     if session.get_bind().dialect.name != "postgresql":
         judge(run(session, SEEN, key))
         return
-    lock = {"player": pending.player_id, "key_lock": zlib.crc32(pending.key.encode()) - 2**31}
+    lock = key_lock(pending.player_id, pending.key)
     if strict:
         run(session, TWINS_WAIT, lock)
         judge(run(session, SEEN, key))

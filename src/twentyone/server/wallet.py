@@ -234,6 +234,17 @@ CREDIT = (update(ACCOUNTS).where(ACCOUNTS.c.id == bindparam("account_id"))
 LEDGER_ROWS = insert(LEDGER)  # a transfer's two rows
 
 
+def _ledger_rows(transfer_id: str, player_account: int, house_account: int, amount: int, kind: str,
+                 round_id: int | None, stamp: datetime) -> list[dict[str, object]]:
+    """A transfer's two ledger rows: ``amount`` to the player's account, as much from the house's (they sum to zero).
+
+    >>> [row["amount"] for row in _ledger_rows("t", 7, 1, 250, "win", 3, now())]
+    [250, -250]
+    """
+    return [{"transfer_id": transfer_id, "account_id": account, "amount": moved, "kind": kind, "round_id": round_id,
+             "created_at": stamp} for account, moved in ((player_account, amount), (house_account, -amount))]
+
+
 def transfer(session: Session, player_id: int, currency: str, amount: int, kind: str,
              round_id: int | None, ids: AccountIds | None = None) -> str:
     """Move ``amount`` to the player (negative: from the player) against the house, as two rows."""
@@ -243,15 +254,10 @@ def transfer(session: Session, player_id: int, currency: str, amount: int, kind:
     ids = ids if ids is not None else AccountIds()
     player_account = ids.of(session, player_owner(player_id), currency)
     house_account = ids.of(session, HOUSE, currency)
-    stamp = now()
     # Core inserts, not ORM objects: nothing reads these rows back in the transaction, and the unit of
     # work's bookkeeping costs more than the two rows do.
-    defer(session, LEDGER_ROWS, [
-        {"transfer_id": transfer_id, "account_id": player_account, "amount": amount, "kind": kind,
-         "round_id": round_id, "created_at": stamp},
-        {"transfer_id": transfer_id, "account_id": house_account, "amount": -amount, "kind": kind,
-         "round_id": round_id, "created_at": stamp},
-    ])
+    defer(session, LEDGER_ROWS, _ledger_rows(transfer_id, player_account, house_account, amount, kind, round_id,
+                                             now()))
     # Added in SQL, not in Python: the database applies it to the latest committed balance under the
     # row's lock, so two transactions paying one player at once both count.
     balance = run(session, CREDIT, {"account_id": player_account, "amount": amount}).scalar_one()
@@ -304,12 +310,7 @@ def transfers(session: Session, currency: str, amounts: Mapping[int, int], kind:
     for account_id, owner, balance in changed:
         player_id = owners[owner]
         _hold(session, player_id, currency, balance)
-        amount = moved[player_id]
-        transfer_id = uuid.uuid4().hex
-        rows += [{"transfer_id": transfer_id, "account_id": account_id, "amount": amount, "kind": kind,
-                  "round_id": round_id, "created_at": stamp},
-                 {"transfer_id": transfer_id, "account_id": house_account, "amount": -amount, "kind": kind,
-                  "round_id": round_id, "created_at": stamp}]
+        rows += _ledger_rows(uuid.uuid4().hex, account_id, house_account, moved[player_id], kind, round_id, stamp)
     defer(session, LEDGER_ROWS, rows)
 
 
