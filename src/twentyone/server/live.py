@@ -14,6 +14,13 @@ one kept at an older version (another process decided since) applies the actions
 logged since (a whole replay only if they do not apply). The in-process lock only
 orders this process's threads, and is held while an engine is read as well as
 changed; the row lock orders processes.
+
+An engine is kept at the number of logged actions it has applied, never at the version of the row that asked
+for it. A read takes no lock: it reads the row, then the log, each as last committed when that statement began
+(``READ COMMITTED``), so a decision committed in between leaves the log one action ahead of the row. An engine
+replayed from that log and kept at the row's version would have the next decision applied to it a second time.
+That happened under load with two processes: a second ``hit`` given to the engine in memory, a later decision
+accepted that the log could not replay, and the round voided as a malfunction.
 """
 
 from __future__ import annotations
@@ -85,12 +92,12 @@ class LiveRounds:
                 self._engines.move_to_end(round_row.id)
         if kept is not None and kept[0] >= round_row.version:
             return kept[1]
-        engine = caught_up(session, round_row, *kept) if kept is not None else None
-        if engine is None:
+        found = caught_up(session, round_row, *kept) if kept is not None else None
+        if found is None:
             self.forget(round_row.id)  # a catch-up that failed may have half changed the engine kept
-            engine = rebuild(session, round_row)
-        self.keep(round_row.id, round_row.version, engine)
-        return engine
+            found = replayed(session, round_row)
+        self.keep(round_row.id, *found)
+        return found[1]
 
     def _finished_engine(self, session: Session, round_row: Round) -> Engine:
         with self._guard:
@@ -99,8 +106,8 @@ class LiveRounds:
                 self._finished.move_to_end(round_row.id)
                 return found
             kept = self._engines.pop(round_row.id, None)  # settled or voided by another process
-        engine = caught_up(session, round_row, *kept) if kept is not None else None
-        engine = engine if engine is not None else rebuild(session, round_row)
+        caught = caught_up(session, round_row, *kept) if kept is not None else None
+        engine = caught[1] if caught is not None else rebuild(session, round_row)
         if round_row.status == "settled":  # a void round is read rarely, and may be voided mid-change
             self.finish(round_row.id, engine)
         return engine
@@ -139,17 +146,19 @@ ACTIONS_SINCE = (select(_ACTION.player_id, _ACTION.action)
                  .order_by(_ACTION.seq))
 
 
-def caught_up(session: Session, round_row: Round, version: int, engine: Engine) -> Engine | None:
-    """``engine``, kept at ``version``, with the decisions logged since applied; None if they do not apply."""
+def caught_up(session: Session, round_row: Round, version: int, engine: Engine) -> tuple[int, Engine] | None:
+    """``engine``, kept at ``version`` (the actions it has applied), with every decision logged since applied, and
+    the actions it has applied then; None if they do not apply. The log may hold more than ``round_row`` counts (a
+    read's row is older than its read of the log), never fewer."""
     rows = run(session, ACTIONS_SINCE, {"round_id": round_row.id, "seq": version}).all()
-    if len(rows) != round_row.version - version:
+    if len(rows) < round_row.version - version:
         return None
     try:
         for player_id, action in rows:
             engine.act(action, str(player_id))
     except Exception:  # a log this engine cannot follow: the caller replays the whole round instead
         return None
-    return engine
+    return version + len(rows), engine
 
 
 def round_actions(session: Session, round_id: int) -> list[dict[str, Any]]:
@@ -171,12 +180,18 @@ def dealt_engine(round_row: Round, shoe_cards: str, seats: list[RoundSeat]) -> E
 
 def rebuild(session: Session, round_row: Round) -> Engine:
     """Replay a round from its record: the bets, the shoe from its first card, the actions in order."""
+    return replayed(session, round_row)[1]
+
+
+def replayed(session: Session, round_row: Round) -> tuple[int, Engine]:
+    """:func:`rebuild`, and how many logged actions the engine has applied: what to keep it at (module docstring)."""
     shoe = session.get(ShoeRow, round_row.shoe_id)
     assert shoe is not None
     seats = list(session.scalars(select(RoundSeat).where(RoundSeat.round_id == round_row.id)).all())
     engine = dealt_engine(round_row, shoe.cards, seats)
     if round_row.status == "betting" or not seats:
-        return engine
-    for entry in round_actions(session, round_row.id):
+        return 0, engine
+    actions = round_actions(session, round_row.id)
+    for entry in actions:
         engine.act(entry["action"], str(entry["player"]))
-    return engine
+    return len(actions), engine
