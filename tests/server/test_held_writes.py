@@ -4,8 +4,10 @@ what the ones before it wrote, a rollback drops them, and their errors are SQLAl
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterator
-from contextlib import contextmanager, nullcontext
+from contextlib import AbstractContextManager as ContextManager
+from contextlib import nullcontext
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -22,6 +24,7 @@ from twentyone.server import direct
 from twentyone.server.db import Database, migrate
 from twentyone.server.direct import commit_held, defer, defer_read, run
 from twentyone.server.models import ACCOUNTS, IDEMPOTENCY, Account, RoundSeat
+from twentyone.server.roundtrips import traced
 from twentyone.server.service import GameService
 from twentyone.server.store import RECORD
 from twentyone.server.wallet import unreconciled_accounts
@@ -53,34 +56,9 @@ def db(database_url: str) -> Iterator[Database]:
     database.close()
 
 
-@contextmanager
-def round_trips(db: Database, trace: Path) -> Iterator[list[int]]:
-    """The times the server process waited on PostgreSQL's answer: libpq's trace of every connection taken from the
-    pool, counting the server's ReadyForQuery (one for each Sync or simple query the client sends). The list holds
-    the count once the block ends. Not a statement event: those send every statement SQLAlchemy's own way."""
-    from psycopg import pq
-
-    files: dict[int, Any] = {}
-
-    def taken(dbapi_connection: Any, _record: Any, _proxy: Any) -> None:
-        out = files[id(dbapi_connection)] = open(trace, "a")  # noqa: SIM115 - closed when the connection is returned
-        dbapi_connection.pgconn.trace(out.fileno())
-        dbapi_connection.pgconn.set_trace_flags(pq.Trace.SUPPRESS_TIMESTAMPS | pq.Trace.REGRESS_MODE)
-
-    def returned(dbapi_connection: Any, _record: Any) -> None:
-        dbapi_connection.pgconn.untrace()
-        files.pop(id(dbapi_connection)).close()
-
-    counted: list[int] = []
-    event.listen(db.engine, "checkout", taken)
-    event.listen(db.engine, "checkin", returned)
-    try:
-        yield counted
-    finally:
-        event.remove(db.engine, "checkout", taken)
-        event.remove(db.engine, "checkin", returned)
-    lines = trace.read_text().splitlines() if trace.exists() else []
-    counted.append(sum(line.startswith("B\t") and "\tReadyForQuery\t" in line for line in lines))
+def round_trips(db: Database, trace: Path) -> ContextManager[list[int]]:
+    """The times the server process waited on PostgreSQL's answer while the block ran (libpq's trace)."""
+    return traced(db.engine, trace)
 
 
 def test_a_held_write_is_seen_by_the_next_statement_and_kept_by_the_commit(db: Database) -> None:
@@ -139,7 +117,7 @@ def test_a_held_read_is_judged_with_the_next_statement_before_its_answer_is_used
         assert run(session, BALANCE, {"who": "read"}).scalar_one() == 6  # it went first: it read 5
         assert judged == [5]
     if db.engine.dialect.name == "postgresql":
-        assert counted == [3]  # BEGIN; the read, the write and the next read; COMMIT
+        assert counted == [2]  # BEGIN with the read, the write and the next read; COMMIT
     with db.transaction() as session:  # the same statement thrice: each read gets its own answer
         defer_read(session, BALANCE, {"who": "read"}, lambda rows: judged.append(rows.scalar_one()))
         defer_read(session, BALANCE, {"who": "read"}, lambda rows: judged.append(-rows.scalar_one()))
@@ -281,9 +259,9 @@ def test_a_held_write_that_times_out_on_a_lock_is_an_operational_error_and_the_c
 
 
 def test_a_decision_sends_its_writes_with_its_commit(service: GameService, guest: Client, tmp_path: Path) -> None:
-    """A decision that leaves the round in play: its key's lock and look-up with its round and the player's seat, in
-    one round trip, then one for its three writes (the log, the round, the stored answer) and COMMIT; before, each was
-    a round trip of its own, and the key and the seat were read apart from the round."""
+    """A decision that leaves the round in play: its BEGIN, its key's lock and look-up with its round and the player's
+    seat, in one round trip, then one for its three writes (the log, the round, the stored answer) and COMMIT; before,
+    each was a round trip of its own, the key and the seat were read apart from the round, and the BEGIN went alone."""
     if service.db.engine.dialect.name != "postgresql":
         pytest.skip("round trips to PostgreSQL")
     service.stacked.append(STACK)
@@ -291,8 +269,46 @@ def test_a_decision_sends_its_writes_with_its_commit(service: GameService, guest
     round_id = guest.post("/tables/classic/deal").json()["id"]
     with round_trips(service.db, tmp_path / "act.trace") as counted:
         assert guest.act(round_id, "hit").json()["status"] == "playing"
-    # BEGIN; the key's lock and look-up with the round and the player's seat; the writes with COMMIT
-    assert counted == [3]
+    # BEGIN, the key's lock and look-up with the round and the player's seat; the writes with COMMIT
+    assert counted == [2]
+
+
+def sent_by_round_trip(trace: Path) -> list[str]:
+    """The statements the client sent (libpq's trace), one string per round trip: what went out before each answer."""
+    trips, sent = [], []
+    messages = re.split(r"\n(?=[FB]\t)", trace.read_text())  # a statement's text may hold line breaks
+    for line in messages:
+        kind, _, message, *rest = [*line.split("\t"), "", ""]
+        if kind == "F" and message in ("Parse", "Query"):
+            sent.append(rest[0])
+        elif kind == "B" and message == "ReadyForQuery":
+            trips.append("\n".join(sent))
+            sent = []
+    return trips
+
+
+def test_a_deal_checks_for_a_round_in_play_in_its_first_round_trip(service: GameService, guest: Client,
+                                                                   tmp_path: Path) -> None:
+    """A private deal's check that no round of the player's is still in play goes with its BEGIN, its key's lock and
+    look-up and the player's row, in one round trip (it was a round trip of its own, the second), and still refuses
+    a second deal while the first round is in play."""
+    if service.db.engine.dialect.name != "postgresql":
+        pytest.skip("round trips to PostgreSQL")
+    service.stacked.append(STACK)
+    guest.bet("classic", 500)
+    with round_trips(service.db, tmp_path / "deal.trace"):
+        round_id = guest.post("/tables/classic/deal").json()["id"]
+    first, second = sent_by_round_trip(tmp_path / "deal.trace")[:2]
+    # (the key's lock and look-up go in it too, as prepared statements: by name, without their text)
+    assert [statement in first for statement in ('"BEGIN"', "SELECT rounds.id", "FROM players")] == [True] * 3
+    assert "SELECT rounds.id" not in second
+    refused = guest.post("/tables/classic/deal")
+    assert refused.status_code == 409 and refused.json()["detail"] == "Finish the round in play before dealing another."
+    for action in ("hit", "hit", "stand"):
+        guest.act(round_id, action)
+    service.stacked.append(STACK)
+    guest.bet("classic", 500)
+    assert guest.post("/tables/classic/deal").json()["status"] == "playing"  # the round ended: the next deals
 
 
 def test_a_settlement_pays_every_winner_in_the_same_round_trips(http: TestClient, service: GameService, clock: Clock,
@@ -357,13 +373,13 @@ def test_a_transaction_without_held_writes_makes_the_round_trips_it_did(db: Data
     with round_trips(db, tmp_path / "alone.trace") as counted, db.transaction() as session:
         run(session, MAKE, account("alone"))
         run(session, BALANCE, {"who": "alone"})
-    assert counted == [4]  # BEGIN, two statements, COMMIT
+    assert counted == [3]  # BEGIN with the first statement, the second, COMMIT
     with round_trips(db, tmp_path / "held.trace") as counted, db.transaction() as session:
         run(session, MAKE, account("with"))
         defer(session, RAISE, {"who": "with", "amount": 1})
         assert run(session, BALANCE, {"who": "with"}).scalar_one() == 1
         defer(session, RAISE, {"who": "with", "amount": 1})
-    assert counted == [4]  # BEGIN, the insert, the update with the select, the update with COMMIT
+    assert counted == [3]  # BEGIN with the insert, the update with the select, the update with COMMIT
 
 
 
@@ -378,3 +394,81 @@ def test_without_pipeline_mode_a_held_write_runs_at_once(db: Database, tmp_path:
         defer(session, RAISE, {"who": "no pipeline", "amount": 1})
     assert counted == [4]  # BEGIN, the insert, the update, COMMIT
     assert balances(db) == {"no pipeline": 1}
+
+
+@pytest.mark.parametrize("first", ["run", "defer", "sqlalchemy", "text", "savepoint", "connection"])
+def test_a_transaction_is_one_whichever_way_its_first_statement_goes(db: Database, first: str) -> None:
+    """On PostgreSQL psycopg begins no transaction itself (direct.begin_with_first_statement): whatever sends a
+    transaction's first statement sends its BEGIN ahead of it, so a rollback drops every statement of it (without
+    the BEGIN each would have been committed alone, and a SAVEPOINT refused outside a transaction block)."""
+    insert_text = text("INSERT INTO accounts (owner, currency, version, balance) VALUES ('first', 'EUR', 0, 0)")
+    if first == "connection":  # a plain connection, as store._stored reads a stored answer
+        with db.engine.connect() as connection:
+            connection.execute(insert_text)
+            connection.execute(MAKE, account("second"))
+            connection.rollback()
+        assert balances(db) == {}
+        return
+    with pytest.raises(RuntimeError), db.transaction() as session:
+        if first == "run":
+            run(session, MAKE, account("first"))
+        elif first == "defer":
+            defer(session, MAKE, account("first"))
+        elif first == "sqlalchemy":
+            session.execute(MAKE, account("first"))
+        elif first == "text":
+            session.execute(insert_text)
+        else:
+            with session.begin_nested():
+                run(session, MAKE, account("first"))
+        run(session, MAKE, account("second"))
+        session.execute(MAKE, account("third"))
+        raise RuntimeError("the request fails")
+    assert balances(db) == {}
+
+
+def test_a_transactions_begin_goes_with_its_first_statement_and_an_empty_one_sends_nothing(db: Database,
+                                                                                         tmp_path: Path) -> None:
+    if db.engine.dialect.name != "postgresql":
+        pytest.skip("round trips to PostgreSQL")
+    from twentyone.server.store import end_read
+
+    with round_trips(db, tmp_path / "empty.trace") as counted, db.transaction():
+        pass
+    assert counted == [0]  # psycopg sent a BEGIN and a COMMIT for nothing
+    with db.transaction() as session:
+        run(session, MAKE, account("read", 5))
+    with round_trips(db, tmp_path / "write.trace") as counted, db.transaction() as session:
+        assert run(session, BALANCE, {"who": "read"}).scalar_one() == 5
+        defer(session, RAISE, {"who": "read", "amount": 1})
+    assert counted == [2]  # BEGIN with the read; the write with COMMIT (three before: the BEGIN alone)
+    sent = [line for line in (tmp_path / "write.trace").read_text().splitlines() if line.startswith("F\t")]
+    assert sum('"BEGIN"' in line for line in sent) == 1
+    with round_trips(db, tmp_path / "read.trace") as counted, db.readers() as session:
+        assert run(session, BALANCE, {"who": "read"}).scalar_one() == 6
+        end_read(session)
+    assert counted == [1]  # a read: its statement alone, no BEGIN, no COMMIT (three before)
+
+
+def test_a_read_takes_no_lock_that_would_not_last(db: Database) -> None:
+    """A read runs outside any transaction block on PostgreSQL, so a transaction's advisory lock taken there would be
+    let go at once: refused, on both databases, before it reaches one."""
+    from twentyone.server.cluster import lock_in_transaction
+    from twentyone.server.direct import WriteInRead
+
+    with db.readers() as session, pytest.raises(WriteInRead, match="A read takes no lock"):
+        lock_in_transaction(session, "forming:classic")
+    with db.transaction() as session:
+        assert lock_in_transaction(session, "forming:classic") == (db.engine.dialect.name == "postgresql")
+
+
+def test_a_server_side_cursor_is_the_first_statement_of_a_transaction(db: Database) -> None:
+    """The BEGIN owed goes on a cursor of its own: a server-side cursor (yield_per) runs nothing but its query."""
+    with db.transaction() as session:
+        run(session, MAKE, [account("one"), account("two")])
+    with pytest.raises(RuntimeError), db.transaction() as session:
+        rows = session.execute(select(ACCOUNTS.c.owner).order_by(ACCOUNTS.c.owner).execution_options(yield_per=1))
+        assert [row.owner for row in rows] == ["one", "two"]
+        run(session, MAKE, account("three"))
+        raise RuntimeError("the request fails")
+    assert balances(db) == {"one": 0, "two": 0}

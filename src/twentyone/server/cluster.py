@@ -38,7 +38,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 from sqlalchemy import BigInteger, bindparam, func, select
 from sqlalchemy.engine import make_url
 
-from twentyone.server.direct import defer
+from twentyone.server.direct import READING, WriteInRead, defer
 from twentyone.server.events import QUEUE_LIMIT, Broadcaster
 
 if TYPE_CHECKING:
@@ -63,6 +63,8 @@ def lock_in_transaction(session: Session, name: str) -> bool:
     """Hold the advisory lock on ``name`` until the session's transaction ends, on PostgreSQL, and say so; on
     SQLite nothing (False), since it runs one write transaction at a time. For a check, then a write, that no
     other transaction may make at the same time: after the lock, check again."""
+    if session.info.get(READING):  # a read runs outside any transaction block on PostgreSQL: the lock would not last
+        raise WriteInRead(f"A read takes no lock ({name}): take it in the write it guards.")
     if session.get_bind().dialect.name != "postgresql":
         return False
     defer(session, XACT_LOCK, {"key": lock_key(name)})  # taken before the next statement runs, in its round trip

@@ -32,7 +32,14 @@ from sqlalchemy import exc as db_errors
 from sqlalchemy.orm import Session, sessionmaker
 from sqlalchemy.pool import NullPool
 
-from twentyone.server.direct import READING, WriteInRead, commit_held, hold_writes, run_driver_sql
+from twentyone.server.direct import (
+    READING,
+    WriteInRead,
+    begin_with_first_statement,
+    commit_held,
+    hold_writes,
+    run_driver_sql,
+)
 
 # At most this many requests of one process hold a connection at once. anyio's default is 40, but a
 # PostgreSQL request is mostly Python (the GIL's) and its statements are short: past a handful, threads
@@ -124,7 +131,11 @@ def make_engine(url: str, threads: int | None = None) -> Engine:
     # every request, to catch a connection PostgreSQL ended (a restart, a failover). Without it the first
     # request on such a connection fails, as storage trouble: 503 with Retry-After, nothing changed, and
     # SQLAlchemy then discards every connection of the pool made before it, so the others reconnect.
-    return create_engine(url, pool_pre_ping=False, json_serializer=json_text, **pool)
+    # psycopg begins no transaction itself (AUTOCOMMIT): each one's BEGIN goes with its first statement, where it
+    # was a round trip of its own (direct.begin_with_first_statement); every statement still runs in a transaction.
+    engine = create_engine(url, pool_pre_ping=False, json_serializer=json_text, isolation_level="AUTOCOMMIT", **pool)
+    begin_with_first_statement(engine)
+    return engine
 
 
 MIGRATION_LOCK = 0x7477656E74796F6E  # advisory lock key ("twentyon"): one process migrates at a time
@@ -179,8 +190,10 @@ class Database:
         self.url = url
         self.engine = make_engine(url, threads)
         self.sessions = sessionmaker(self.engine, expire_on_commit=False)
-        # Reads (store.Store.read) never flush, and refuse to write: they end with COMMIT (store.end_read).
-        self.readers = sessionmaker(self.engine, expire_on_commit=False, autoflush=False, info={READING: True})
+        # Reads (store.Store.read) never flush, and refuse to write: they end with COMMIT (store.end_read). On
+        # PostgreSQL they run outside any transaction block (direct.begin_with_first_statement: "reading").
+        self.reading = self.engine.execution_options(reading=True)
+        self.readers = sessionmaker(self.reading, expire_on_commit=False, autoflush=False, info={READING: True})
         event.listen(self.readers, "before_flush", _refuse_flush)
         event.listen(self.readers, "do_orm_execute", _refuse_writes)
         self._writers = sessionmaker(self.engine.execution_options(writing=True), expire_on_commit=False)

@@ -32,6 +32,7 @@ import json
 import logging
 import re
 import threading
+import weakref
 from collections import namedtuple
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -39,7 +40,7 @@ from typing import Any, NoReturn, Protocol
 
 from sqlalchemy import Table, bindparam, event, update
 from sqlalchemy import exc as db_errors
-from sqlalchemy.engine import Connection, Dialect
+from sqlalchemy.engine import Connection, Dialect, Engine
 from sqlalchemy.orm import Session
 from sqlalchemy.sql.base import Executable
 from sqlalchemy.sql.dml import UpdateBase
@@ -320,7 +321,10 @@ def run_driver_sql(connection: Connection, sql: str) -> None:
         connection.exec_driver_sql(sql)
         return
     try:
-        connection.connection.driver_connection.execute(sql)  # type: ignore[union-attr]
+        driver = connection.connection.driver_connection
+        if _pay_begin(driver):
+            driver.execute("BEGIN")  # type: ignore[union-attr]
+        driver.execute(sql)  # type: ignore[union-attr]
     except BaseException as error:
         if isinstance(error, Exception) and not isinstance(error, connection.dialect.loaded_dbapi.Error):
             raise
@@ -408,7 +412,8 @@ def defer_read(session: Session, statement: Executable, params: Params, then: Ca
     judges before anything commits. Where nothing can be held, it runs at once and ``then`` is called at once.
 
     The look-up of a request's idempotency key goes this way (``store._check_key``), after the key's lock held back
-    by :func:`defer`: both with the work's first statement, ahead of it, where they were a round trip of their own.
+    by :func:`defer`: both with the work's first statement, ahead of it, where they were a round trip of their own;
+    and a private deal's check for a round still in play (``rounds.Rounds.deal``), judged after the key's.
     """
     plan = _plan(session, statement, params)
     if plan is None or not _holds(session, plan[0]):
@@ -589,10 +594,15 @@ def _cursor(pooled: Any, sql: str) -> Any:
 
 
 def _send(pooled: Any, held: list[Held], last: tuple[Any, list[Any]] | None, commit: bool = False) -> None:
-    """psycopg: the held writes, then ``last`` (a statement and its values, one set per run) or ``COMMIT``, in one
-    round trip: pipeline mode while anything is held, each statement alone (as before) otherwise. A held write that
-    fails is raised here; the statements after it are not run (PostgreSQL aborts the rest of the pipeline)."""
-    if not held:
+    """psycopg: the transaction's ``BEGIN`` if it is still owed (:func:`begin_with_first_statement`), the held
+    writes, then ``last`` (a statement and its values, one set per run) or ``COMMIT``, in one round trip: pipeline
+    mode while anything goes with the statement, the statement alone otherwise. A held write that fails is raised
+    here; the statements after it are not run (PostgreSQL aborts the rest of the pipeline)."""
+    begin = _pay_begin(pooled.driver_connection)
+    if begin and not _pipelines():  # a libpq without pipeline mode: the BEGIN goes alone, as psycopg would send it
+        _cursor(pooled, "BEGIN").execute("BEGIN", prepare=False)
+        begin = False
+    if not held and not begin:
         if last is not None:
             compiled, runs = last
             cursor = _cursor(pooled, compiled.sql)
@@ -605,6 +615,8 @@ def _send(pooled: Any, held: list[Held], last: tuple[Any, list[Any]] | None, com
     held.clear()  # sent, or the transaction fails with them
     judged = []  # the held reads (defer_read): their cursors, read once every answer is back
     with pooled.driver_connection.pipeline():
+        if begin:
+            _cursor(pooled, "BEGIN").execute("BEGIN", prepare=False)
         for compiled, values, then in writes:
             # A held read's answer is read after the pipeline: on a cursor of its own, not the one the same statement
             # sent last (below) would answer on.
@@ -621,6 +633,68 @@ def _send(pooled: Any, held: list[Held], last: tuple[Any, list[Any]] | None, com
             _cursor(pooled, "COMMIT").execute("COMMIT", prepare=False)  # PostgreSQL prepares no COMMIT
     for compiled, cursor, then in judged:  # before the caller reads ``last``'s answer
         then(Rows(compiled.rows(cursor.fetchall(), cursor)))
+
+
+_OWING: weakref.WeakSet[Any] = weakref.WeakSet()  # psycopg connections whose transaction's BEGIN is not sent yet
+
+
+def begin_with_first_statement(engine: Engine) -> None:
+    """PostgreSQL: send each transaction's ``BEGIN`` with its first statement, in one round trip, rather than alone.
+
+    psycopg begins a transaction before a connection's first statement, and waits for the ``BEGIN``'s answer
+    before it sends anything else, pipeline mode included: a round trip of its own at every transaction (a
+    decision in play made three, one of them this). ``engine`` must be made with ``isolation_level="AUTOCOMMIT"``
+    (psycopg then begins nothing itself); SQLAlchemy still marks every transaction's start, and there the
+    ``BEGIN`` is noted as owed. It is sent ahead of the transaction's first statement: in the same pipeline by
+    :func:`run`, :func:`defer` and :func:`commit_held` (``_send``), and just before it by SQLAlchemy's own
+    execution (an ORM statement or flush, text, a ``SAVEPOINT``) through the dialect's execute events, which
+    leave :func:`watched` false. A transaction that sends nothing sends no ``BEGIN`` and no ``COMMIT`` (psycopg's
+    ``commit()`` and ``rollback()`` send nothing while the server holds no transaction open), and every statement
+    still runs inside its transaction: nothing reaches a connection of ``engine`` but through SQLAlchemy or this
+    module (``run_driver_sql`` pays the ``BEGIN`` first too).
+
+    A read (a connection with the execution option ``reading``: ``db.Database.readers``) owes none: its statements
+    go alone, with no ``BEGIN`` and no ``COMMIT``. At ``READ COMMITTED``, PostgreSQL's level and the server's, each
+    statement in a transaction sees what was committed when that statement began, exactly as a statement alone
+    does; a read never writes (:class:`WriteInRead`), so it has nothing to commit. A read of one statement made
+    three round trips, and makes one.
+    """
+    event.listen(engine, "begin", _owe_begin)
+    event.listen(engine, "commit", _forget_begin)
+    event.listen(engine, "rollback", _forget_begin)
+    event.listen(engine, "do_execute", _begin_first)
+    event.listen(engine, "do_executemany", _begin_first)
+    event.listen(engine, "do_execute_no_params", _begin_first)
+
+
+def _owe_begin(connection: Connection) -> None:
+    if not connection.get_execution_options().get("reading"):
+        _OWING.add(connection.connection.driver_connection)
+
+
+def _forget_begin(connection: Connection) -> None:
+    # A transaction that ended without a statement sent nothing. (An invalidated connection is discarded.)
+    if not connection.invalidated:
+        _OWING.discard(connection.connection.driver_connection)
+
+
+def _pay_begin(driver_connection: Any) -> bool:
+    """Whether ``driver_connection`` owed its transaction's ``BEGIN``: the caller sends it now, ahead of anything."""
+    if driver_connection in _OWING:
+        _OWING.discard(driver_connection)
+        return True
+    return False
+
+
+def _begin_first(cursor: Any, *_: Any) -> None:
+    """Before SQLAlchemy runs a statement on a cursor: the transaction's ``BEGIN``, if it is still owed, on a cursor of
+    its own (a server-side cursor, ``yield_per``, can run nothing but its query), and no longer owed only once sent.
+    Returns None, so SQLAlchemy goes on to run the statement itself. (A read owes none: a server-side cursor, which
+    PostgreSQL keeps only inside a transaction block, is for a writer's session.)"""
+    driver = cursor.connection
+    if driver in _OWING:
+        driver.execute("BEGIN", prepare=False)
+        _OWING.discard(driver)
 
 
 def _driver_error(connection: Connection, error: BaseException, sql: str, values: Any, cursor: Any) -> NoReturn:

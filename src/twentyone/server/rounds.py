@@ -30,7 +30,7 @@ from twentyone.server.accounts import Accounts
 from twentyone.server.cluster import lock_in_transaction
 from twentyone.server.config import TableSpec
 from twentyone.server.context import Caller, ServiceError, aware
-from twentyone.server.direct import Record, defer, read_record, run, save
+from twentyone.server.direct import Record, Result, defer, defer_read, read_record, run, save
 from twentyone.server.events import Broadcaster
 from twentyone.server.live import FINISHED, LiveRounds, dealt_engine
 from twentyone.server.models import PLAYERS, ROUND_ACTIONS, ROUND_SEATS, ROUNDS, Player, Round, RoundSeat, Slip
@@ -181,9 +181,9 @@ class Rounds:
         round_id = None
         try:
             with self.store.write() as session:
+                # Judged when the player's row comes back: on PostgreSQL both go in the transaction's first round trip.
+                defer_read(session, OPEN_OWN_ROUND_ID, {"table_id": table.id, "player_id": caller.id}, _none_open)
                 player = _player(session, caller)
-                if run(session, OPEN_OWN_ROUND_ID, {"table_id": table.id, "player_id": caller.id}).first():
-                    raise ServiceError(409, "Finish the round in play before dealing another.")
                 self.wallet.lock(session, caller.id, table.currency)
                 slip = slip_row(session, caller.id, table, self.clock)
                 self.accounts.check_may_play(player)  # an excluded player is told so, bets or none
@@ -646,6 +646,12 @@ def _seat_record(session: Session, round_id: int, player_id: int) -> RoundSeat |
     """The player's seat in the round, as a record with a seat's attributes (written back by ``direct.save``)."""
     return cast(RoundSeat | None, read_record(session, SEAT_RECORD, {"round_id": round_id, "player_id": player_id},
                                               ROUND_SEATS))
+
+
+def _none_open(rows: Result) -> None:
+    """A private deal's judgment of :data:`OPEN_OWN_ROUND_ID`: one round in play at a time."""
+    if rows.first() is not None:
+        raise ServiceError(409, "Finish the round in play before dealing another.")
 
 
 def _player(session: Session, caller: Caller) -> Player:

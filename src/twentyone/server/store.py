@@ -153,7 +153,8 @@ def _busy(error: Exception) -> None:
 
 
 def end_read(session: Session) -> None:
-    """End a transaction that only read, with ``COMMIT``: on PostgreSQL, psycopg forgets every statement it has
+    """End a read with ``COMMIT`` (on PostgreSQL, where a read runs outside any transaction block, it sends nothing:
+    ``direct.begin_with_first_statement``). Not a ``ROLLBACK``: on PostgreSQL, psycopg forgets every statement it has
     prepared on a connection at each ``ROLLBACK`` (and has the server deallocate them all), so with a read ending
     that way every few requests, a statement was seldom run the five times psycopg waits before preparing it, and
     PostgreSQL parsed and planned nearly every statement anew.
@@ -252,8 +253,8 @@ class Store:
         return status, body
 
     def _stored(self, player_id: int, key: str, request: str) -> tuple[int, dict[str, Any]] | None:
-        # A plain connection and a prepared statement (no ORM session): asked outside any transaction.
-        with storage_trouble_as_busy(), self.db.engine.connect() as connection:
+        # A plain connection and a prepared statement (no ORM session): a read, outside any transaction block.
+        with storage_trouble_as_busy(), self.db.reading.connect() as connection:
             row = connection.execute(STORED, {"player_id": player_id, "key": key}).first()
             connection.commit()  # not a ROLLBACK: see end_read
         if row is None:
