@@ -4,7 +4,6 @@ what the ones before it wrote, a rollback drops them, and their errors are SQLAl
 
 from __future__ import annotations
 
-import re
 from collections.abc import Iterator
 from contextlib import AbstractContextManager as ContextManager
 from contextlib import nullcontext
@@ -24,7 +23,7 @@ from twentyone.server import direct
 from twentyone.server.db import Database, migrate
 from twentyone.server.direct import commit_held, defer, defer_read, run
 from twentyone.server.models import ACCOUNTS, IDEMPOTENCY, Account, RoundSeat
-from twentyone.server.roundtrips import traced
+from twentyone.server.roundtrips import sent_by_round_trip, traced
 from twentyone.server.service import GameService
 from twentyone.server.store import RECORD
 from twentyone.server.wallet import unreconciled_accounts
@@ -273,20 +272,6 @@ def test_a_decision_sends_its_writes_with_its_commit(service: GameService, guest
     assert counted == [2]
 
 
-def sent_by_round_trip(trace: Path) -> list[str]:
-    """The statements the client sent (libpq's trace), one string per round trip: what went out before each answer."""
-    trips, sent = [], []
-    messages = re.split(r"\n(?=[FB]\t)", trace.read_text())  # a statement's text may hold line breaks
-    for line in messages:
-        kind, _, message, *rest = [*line.split("\t"), "", ""]
-        if kind == "F" and message in ("Parse", "Query"):
-            sent.append(rest[0])
-        elif kind == "B" and message == "ReadyForQuery":
-            trips.append("\n".join(sent))
-            sent = []
-    return trips
-
-
 def test_a_deal_checks_for_a_round_in_play_in_its_first_round_trip(service: GameService, guest: Client,
                                                                    tmp_path: Path) -> None:
     """A private deal's check that no round of the player's is still in play goes with its BEGIN, its key's lock and
@@ -298,7 +283,7 @@ def test_a_deal_checks_for_a_round_in_play_in_its_first_round_trip(service: Game
     guest.bet("classic", 500)
     with round_trips(service.db, tmp_path / "deal.trace"):
         round_id = guest.post("/tables/classic/deal").json()["id"]
-    first, second = sent_by_round_trip(tmp_path / "deal.trace")[:2]
+    first, second = sent_by_round_trip((tmp_path / "deal.trace").read_text())[:2]
     # (the key's lock and look-up go in it too, as prepared statements: by name, without their text)
     assert [statement in first for statement in ('"BEGIN"', "SELECT rounds.id", "FROM players")] == [True] * 3
     assert "SELECT rounds.id" not in second
@@ -442,8 +427,7 @@ def test_a_transactions_begin_goes_with_its_first_statement_and_an_empty_one_sen
         assert run(session, BALANCE, {"who": "read"}).scalar_one() == 5
         defer(session, RAISE, {"who": "read", "amount": 1})
     assert counted == [2]  # BEGIN with the read; the write with COMMIT (three before: the BEGIN alone)
-    sent = [line for line in (tmp_path / "write.trace").read_text().splitlines() if line.startswith("F\t")]
-    assert sum('"BEGIN"' in line for line in sent) == 1
+    assert "\n".join(sent_by_round_trip((tmp_path / "write.trace").read_text())).count('"BEGIN"') == 1
     with round_trips(db, tmp_path / "read.trace") as counted, db.readers() as session:
         assert run(session, BALANCE, {"who": "read"}).scalar_one() == 6
         end_read(session)

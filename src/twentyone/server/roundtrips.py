@@ -7,6 +7,7 @@ listening to them sends every statement SQLAlchemy's own way (``direct.watched``
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -15,14 +16,30 @@ from typing import Any, TextIO
 from sqlalchemy import Engine, event
 
 
-def answers(trace: str) -> int:
-    """The server's ``ReadyForQuery`` messages in a libpq trace (one per round trip).
+def sent_by_round_trip(trace: str) -> list[str]:
+    """What the client sent in a libpq trace (its ``Parse`` and ``Query`` messages, SQL text included), one string per
+    round trip: what went out before each ``ReadyForQuery`` of the server's.
 
-    >>> lines = ["F\\t11\\tQuery\\t COMMIT", "B\\t11\\tCommandComplete\\t COMMIT", "B\\t5\\tReadyForQuery\\t I"]
-    >>> answers(chr(10).join(lines))
-    1
+    >>> trace = ["F\\t11\\tQuery\\t COMMIT", "B\\t11\\tCommandComplete\\t COMMIT", "B\\t5\\tReadyForQuery\\t I"]
+    >>> sent_by_round_trip(chr(10).join(trace))
+    [' COMMIT']
     """
-    return sum(line.startswith("B\t") and "\tReadyForQuery\t" in line for line in trace.splitlines())
+    trips: list[str] = []
+    sent: list[str] = []
+    for message in re.split(r"\n(?=[FB]\t)", trace):  # a statement's text may hold line breaks
+        fields = [*message.split("\t", 3), "", "", "", ""]
+        side, kind, text = fields[0], fields[2], fields[3]
+        if side == "F" and kind in ("Parse", "Query"):
+            sent.append(text)
+        elif side == "B" and kind == "ReadyForQuery":
+            trips.append("\n".join(sent))
+            sent = []
+    return trips
+
+
+def answers(trace: str) -> int:
+    """The round trips in a libpq trace: the server's ``ReadyForQuery`` messages."""
+    return len(sent_by_round_trip(trace))
 
 
 @contextmanager
