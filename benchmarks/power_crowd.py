@@ -440,7 +440,6 @@ def listen_only(ws_base: str, pages: bool) -> None:
     out = sys.stdout
     host, port = ws_base.removeprefix("ws://").split(":")
     selector = selectors.DefaultSelector()
-    clock_offset = time.time() - time.perf_counter()  # the kernel stamps on the wall clock
     pending = len(tokens)  # sockets not yet settled
     for index, token in enumerate(tokens):
         connection = socket.create_connection((host, int(port)))
@@ -458,6 +457,10 @@ def listen_only(ws_base: str, pages: bool) -> None:
             except OSError:  # reset by the server: as a close (the crowd counts the socket as not settled)
                 data, ancillary = b"", []
             read = time.perf_counter()
+            # The kernel stamps on the wall clock, which is taken again at each read: an offset from the start drifts
+            # as the wall clock is slewed (a VM's is, by milliseconds a minute), and a stamp then seemed to come
+            # after its own read. Within one read's offset a stamp is never later than its read.
+            clock_offset = time.time() - read
             stamp = math.nan  # the kernel gave none
             for level, kind, value in ancillary:
                 if (level, kind) == (socket.SOL_SOCKET, SO_TIMESTAMPNS):
