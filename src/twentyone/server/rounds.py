@@ -325,25 +325,30 @@ class Rounds:
                 players = {row.id: row for row in session.execute(
                     select(PLAYERS.c.id, PLAYERS.c.limits, PLAYERS.c.session_started_at)
                     .where(PLAYERS.c.id.in_([seat.player_id for seat in seats])))}
-                for seat in seats:
-                    self.wallet.lock(session, seat.player_id, table.currency)
-                    total = bets_total(seat.bets)
-                    balance = self.wallet.balance(session, seat.player_id, table.currency)
-                    if total > balance:  # spent elsewhere since: the seat sits this round out
-                        session.delete(seat)
-                        returned.append((seat.player_id, 0, "Your balance no longer covered your bets."))
-                        continue
-                    try:  # checked at the join with nothing staked yet: losses or a self-exclusion since count
-                        # The row has the attributes check_limits reads of a Player (id, limits, session start).
-                        self.accounts.check_limits(session, cast(Player, players[seat.player_id]), table.currency,
-                                                   total)
-                    except ServiceError as refused:
-                        session.delete(seat)
-                        returned.append((seat.player_id, 0, f"Your bets sit this round out: {refused.detail}"))
-                        continue
-                    seat.balance_before = balance
-                    self._stake(session, table, round_row, seat, total)
-                    dealt.append(seat)
+                # Every seat's account at once, in the order of their ids, as a settlement locks them: a player at two
+                # tables must not leave this close and that table's settlement each holding what the other waits for.
+                self.wallet.lock_all(session, [seat.player_id for seat in seats], table.currency)
+                # Each seat is written once, by the flush after the loop: left to autoflush, each stake's statements
+                # flushed the seat half-changed first (on PostgreSQL, round trips for every seat).
+                with session.no_autoflush:
+                    for seat in seats:
+                        total = bets_total(seat.bets)
+                        balance = self.wallet.balance(session, seat.player_id, table.currency)
+                        if total > balance:  # spent elsewhere since: the seat sits this round out
+                            session.delete(seat)
+                            returned.append((seat.player_id, 0, "Your balance no longer covered your bets."))
+                            continue
+                        try:  # checked at the join with nothing staked yet: losses or a self-exclusion since count
+                            # The row has the attributes check_limits reads of a Player (id, limits, session start).
+                            self.accounts.check_limits(session, cast(Player, players[seat.player_id]), table.currency,
+                                                       total)
+                        except ServiceError as refused:
+                            session.delete(seat)
+                            returned.append((seat.player_id, 0, f"Your bets sit this round out: {refused.detail}"))
+                            continue
+                        seat.balance_before = balance
+                        self._stake(session, table, round_row, seat, total)
+                        dealt.append(seat)
                 session.flush()
                 for slip in session.scalars(select(Slip).where(Slip.table_id == table.id)).all():
                     if slip.bets:  # bets placed but never confirmed with DEAL are returned

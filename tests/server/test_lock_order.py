@@ -1,0 +1,115 @@
+"""Transactions that lock several players' accounts take them in one order: a close of betting as a settlement does.
+
+A player may sit at two shared tables. A close of betting at one and a settlement at the other then both lock that
+player's account and another's; taken in different orders, each could hold what the other waits for, and PostgreSQL
+would end one of them after its deadlock check (a second's stall, and a 503 or a retried tick).
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+import psycopg
+import pytest
+from fastapi.testclient import TestClient
+from server_helpers import Client, Clock, new_player, next_shoe
+from sqlalchemy import make_url
+
+from twentyone.server.roundtrips import traced
+from twentyone.server.service import GameService
+
+TABLE = "multiplayer"
+NO_ACES = ["TS", "5H", "6D", "9C", "6S", "TC", "8H", "9S", "7D", "8D", "9D", "TD", "2C", "3C"]
+
+
+def joined(service: GameService, clock: Clock, players: list[Client]) -> None:
+    """Each player bets and joins the table's forming round, in this order (the seats' order); its window runs out."""
+    for player in players:
+        player.bet(TABLE, 500)
+        assert player.post(f"/tables/{TABLE}/deal").status_code == 200
+    clock.advance(service.table(TABLE).betting_window + 1)
+
+
+def libpq_url(service: GameService) -> str:
+    return make_url(service.db.url).set(drivername="postgresql").render_as_string(hide_password=False)
+
+
+def account_id(connection: psycopg.Connection[Any], player: Client) -> int:
+    row = connection.execute("SELECT id FROM accounts WHERE owner = %s AND currency = 'USD'",
+                             [f"player:{player.player_id()}"]).fetchone()
+    assert row is not None
+    return int(row[0])
+
+
+def wait_for_a_lock_wait(url: str, seconds: float = 10) -> None:
+    """Until some transaction of this database waits for a row's lock."""
+    with psycopg.connect(url, autocommit=True) as watcher:
+        deadline = time.monotonic() + seconds
+        while time.monotonic() < deadline:
+            row = watcher.execute("SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() "
+                                  "AND wait_event_type = 'Lock'").fetchone()
+            if row is not None and row[0]:
+                return
+            time.sleep(0.01)
+    raise AssertionError("nothing waited for a lock")
+
+
+def test_a_close_of_betting_locks_its_seats_accounts_in_the_order_a_settlement_does(
+        http: TestClient, service: GameService, clock: Clock) -> None:
+    """Ann's account is older (a lower id) but Bob sat first. Another table's settlement holds Ann's account, as it
+    would lock both in the order of their ids, while this table's betting closes; then it takes Bob's. Seat by seat,
+    the close held Bob's and waited for Ann's, and PostgreSQL ended it as a deadlock (503). In the order of the ids
+    it waits for Ann's first, holding nothing the settlement needs, and deals once the settlement commits."""
+    if service.db.engine.dialect.name != "postgresql":
+        pytest.skip("SQLite has one writer: its transactions never hold rows for each other")
+    ann, bob = new_player(http, "ann"), new_player(http, "bob")
+    joined(service, clock, [bob, ann])
+    url = libpq_url(service)
+    outcome: dict[str, Any] = {}
+
+    def close() -> None:
+        try:
+            outcome["round"] = service.close_betting(TABLE)
+        except Exception as error:  # the test reports it
+            outcome["error"] = error
+
+    with psycopg.connect(url) as settlement:
+        anns, bobs = account_id(settlement, ann), account_id(settlement, bob)
+        assert anns < bobs
+        settlement.execute("SET lock_timeout = '10s'")
+        settlement.execute("SELECT id FROM accounts WHERE id = %s FOR NO KEY UPDATE", [anns])
+        closing = threading.Thread(target=close)
+        closing.start()
+        wait_for_a_lock_wait(url)
+        settlement.execute("SELECT id FROM accounts WHERE id = %s FOR NO KEY UPDATE", [bobs])
+        settlement.commit()
+    closing.join(timeout=30)
+    assert "error" not in outcome, outcome
+    round_id = outcome["round"]
+    assert round_id is not None
+    for player in (ann, bob):
+        view = player.get(f"/rounds/{round_id}").json()
+        assert view["status"] in ("playing", "settled") and view["me"]["staked"] == 500
+
+
+def test_a_close_of_betting_takes_no_round_trip_per_seat(http: TestClient, service: GameService, clock: Clock,
+                                                        tmp_path: Path) -> None:
+    """Its seats' accounts are locked by one statement, and each stake, whose result the lock made known, goes with
+    the next statement: a round of five seats closes in as many round trips as one of two."""
+    if service.db.engine.dialect.name != "postgresql":
+        pytest.skip("round trips to PostgreSQL")
+    players = [new_player(http, f"player{number}") for number in range(5)]
+    trips = []
+    for seated in (players[:2], players):
+        service.stacked.append(NO_ACES)  # nobody's blackjack, nor the dealer's: no round settles at the deal
+        next_shoe(service, TABLE)
+        joined(service, clock, seated)
+        with traced(service.db.engine, tmp_path / f"close{len(seated)}.trace") as counted:
+            round_id = service.close_betting(TABLE)
+        assert round_id is not None and seated[0].get(f"/rounds/{round_id}").json()["status"] == "playing"
+        trips.append(counted[0])
+        service.rounds.void(round_id, "the test is done with it")  # so that the next round forms
+    assert trips[0] == trips[1], trips
