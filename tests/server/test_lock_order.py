@@ -16,10 +16,12 @@ import psycopg
 import pytest
 from fastapi.testclient import TestClient
 from server_helpers import Client, Clock, new_player, next_shoe
-from sqlalchemy import make_url
+from sqlalchemy import make_url, select
 
+from twentyone.server.models import RoundSeat
 from twentyone.server.roundtrips import traced
 from twentyone.server.service import GameService
+from twentyone.server.wallet import ledger_balance, lock_player, transfer, unreconciled_accounts
 
 TABLE = "multiplayer"
 NO_ACES = ["TS", "5H", "6D", "9C", "6S", "TC", "8H", "9S", "7D", "8D", "9D", "TD", "2C", "3C"]
@@ -60,13 +62,15 @@ def wait_for_a_lock_wait(url: str, seconds: float = 10) -> None:
 def test_a_close_of_betting_locks_its_seats_accounts_in_the_order_a_settlement_does(
         http: TestClient, service: GameService, clock: Clock) -> None:
     """Ann's account is older (a lower id) but Bob sat first. Another table's settlement holds Ann's account, as it
-    would lock both in the order of their ids, while this table's betting closes; then it takes Bob's. Seat by seat,
-    the close held Bob's and waited for Ann's, and PostgreSQL ended it as a deadlock (503). In the order of the ids
-    it waits for Ann's first, holding nothing the settlement needs, and deals once the settlement commits."""
+    would lock both in the order of their ids, while this table's betting closes; then it takes Bob's, and credits Ann.
+    Seat by seat, the close held Bob's and waited for Ann's, and PostgreSQL ended it as a deadlock (503). In the order
+    of the ids it waits for Ann's first, holding nothing the settlement needs, deals once the settlement commits, and
+    stakes Ann's bet on the balance the settlement left her (which it read after its wait)."""
     if service.db.engine.dialect.name != "postgresql":
         pytest.skip("SQLite has one writer: its transactions never hold rows for each other")
     ann, bob = new_player(http, "ann"), new_player(http, "bob")
     joined(service, clock, [bob, ann])
+    anns_balance = ann.balance("USD")
     url = libpq_url(service)
     outcome: dict[str, Any] = {}
 
@@ -85,6 +89,12 @@ def test_a_close_of_betting_locks_its_seats_accounts_in_the_order_a_settlement_d
         closing.start()
         wait_for_a_lock_wait(url)
         settlement.execute("SELECT id FROM accounts WHERE id = %s FOR NO KEY UPDATE", [bobs])
+        house = settlement.execute("SELECT id FROM accounts WHERE owner = 'house' AND currency = 'USD'").fetchone()
+        assert house is not None
+        settlement.execute("UPDATE accounts SET balance = balance + 1000 WHERE id = %s", [anns])
+        for account, amount in ((anns, 1000), (house[0], -1000)):  # money reaching Ann meanwhile, as its ledger rows
+            settlement.execute("INSERT INTO ledger (transfer_id, account_id, amount, kind, round_id, created_at) "
+                               "VALUES ('the other table', %s, %s, 'credit', NULL, now())", [account, amount])
         settlement.commit()
     closing.join(timeout=30)
     assert "error" not in outcome, outcome
@@ -93,6 +103,11 @@ def test_a_close_of_betting_locks_its_seats_accounts_in_the_order_a_settlement_d
     for player in (ann, bob):
         view = player.get(f"/rounds/{round_id}").json()
         assert view["status"] in ("playing", "settled") and view["me"]["staked"] == 500
+    with service.db.sessions() as session:
+        seat = session.scalars(select(RoundSeat).where(RoundSeat.round_id == round_id,
+                                                       RoundSeat.player_id == ann.player_id())).one()
+        assert seat.balance_before == anns_balance + 1000
+        assert unreconciled_accounts(session) == []
 
 
 def test_a_close_of_betting_takes_no_round_trip_per_seat(http: TestClient, service: GameService, clock: Clock,
@@ -113,3 +128,25 @@ def test_a_close_of_betting_takes_no_round_trip_per_seat(http: TestClient, servi
         trips.append(counted[0])
         service.rounds.void(round_id, "the test is done with it")  # so that the next round forms
     assert trips[0] == trips[1], trips
+
+
+def test_a_savepoint_rolled_back_leaves_no_balance_noted_from_inside_it(http: TestClient,
+                                                                        service: GameService) -> None:
+    """A transaction notes the balances it holds locked and changes (a stake's result then needs no answer). A rollback
+    to a savepoint undoes the changes made since, and the notes with them: a stake inside it that was undone must not
+    count in the balance read, nor in the next stake's."""
+    ann = new_player(http, "ann")
+    player_id, before = ann.player_id(), ann.balance("USD")
+    with service.db.transaction() as session:
+        lock_player(session, player_id, "USD")
+        savepoint = session.begin_nested()
+        transfer(session, player_id, "USD", -100, "stake", None)
+        assert ledger_balance(session, player_id, "USD") == before - 100
+        savepoint.rollback()
+        assert ledger_balance(session, player_id, "USD") == before
+        lock_player(session, player_id, "USD")
+        transfer(session, player_id, "USD", -50, "stake", None)
+        assert ledger_balance(session, player_id, "USD") == before - 50
+    assert ann.balance("USD") == before - 50
+    with service.db.sessions() as session:
+        assert unreconciled_accounts(session) == []

@@ -57,7 +57,7 @@ class Account(Base):
     id: Mapped[int] = mapped_column(Integer, primary_key=True)
     owner: Mapped[str] = mapped_column(String(32))  # "player:<id>" or "house"
     currency: Mapped[str] = mapped_column(String(3))
-    version: Mapped[int] = mapped_column(Integer, default=0)  # bumped by every transfer: the row lock
+    version: Mapped[int] = mapped_column(Integer, default=0)  # bumped by wallet.lock_player to take the row's lock
     # A player's balance, kept with every transfer so that reading it does not sum a growing ledger;
     # the ledger stays the record, and the audits check the two agree. The house's is not kept here
     # (it would make one row every transaction waits on): it is minus the sum of the players'.

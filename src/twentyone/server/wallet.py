@@ -20,10 +20,10 @@ from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime, timedelta
 from typing import Protocol
 
-from sqlalchemy import BigInteger, String, bindparam, func, insert, select, update
+from sqlalchemy import BigInteger, String, bindparam, event, func, insert, select, update
 from sqlalchemy.dialects.postgresql import ARRAY
 from sqlalchemy.exc import IntegrityError
-from sqlalchemy.orm import Session
+from sqlalchemy.orm import Session, SessionTransaction
 
 from twentyone.server.context import Busy, ServiceError
 from twentyone.server.direct import defer, run, transaction_notes
@@ -171,10 +171,20 @@ _HELD = "twentyone.held_balances"  # transaction_notes: balances this transactio
 
 
 def _hold(session: Session, player_id: int, currency: str, balance: int) -> None:
-    """Note the balance a statement that locked the player's account row returned (``BUMP``, ``CREDIT``): until the
-    transaction ends no other transaction can change it (PostgreSQL's row lock; SQLite's one writer), and this one
-    changes it only by :func:`transfer`, which notes the new one. So it need not be read again."""
+    """Note the balance a statement that locked the player's account row returned (``BUMP``, ``CREDIT``,
+    ``LOCK_BALANCES``, ``CREDIT_ALL``): until the transaction ends no other transaction can change it (PostgreSQL's row
+    lock; SQLite's one writer), and this one changes it only by :func:`transfer` and :func:`transfers`, which note the
+    new one. So it need not be read again, and a stake on it needs no answer (:func:`transfer`). Anything new that
+    writes ``accounts.balance`` must note the balance it leaves here too."""
     transaction_notes(session, _HELD)[player_id, currency] = balance
+
+
+@event.listens_for(Session, "after_soft_rollback")
+def _forget_held_balances(session: Session, previous_transaction: SessionTransaction) -> None:
+    """A rollback to a savepoint undoes what the transaction changed since (PostgreSQL releases the row locks it took
+    since, too), while the transaction goes on: the balances it noted are read, and locked, anew."""
+    if previous_transaction.nested:
+        transaction_notes(session, _HELD).clear()
 
 
 def ledger_balance(session: Session, player_id: int, currency: str) -> int:
@@ -193,7 +203,7 @@ BALANCES = select(ACCOUNTS.c.owner, ACCOUNTS.c.balance).where(ACCOUNTS.c.owner.i
 
 def ledger_balances(session: Session, player_ids: list[int], currency: str) -> dict[int, int]:
     """Several players' balances in one query (settling a round of hundreds of players): those this transaction
-    holds (:func:`_hold`: the ones it paid) from memory, the others read.
+    holds (:func:`_hold`: the ones it locked or paid) from memory, the others read.
 
     One player's by :func:`ledger_balance`: the list of owners here is an expanding ``IN``, which SQLAlchemy renders
     anew at each execution, where that one runs as compiled once (``direct.run``).
@@ -283,10 +293,12 @@ def transfer(session: Session, player_id: int, currency: str, amount: int, kind:
     # work's bookkeeping costs more than the two rows do.
     defer(session, LEDGER_ROWS, _ledger_rows(transfer_id, player_account, house_account, amount, kind, round_id,
                                              now()))
-    # Added in SQL, not in Python: the database applies it to the latest committed balance under the
-    # row's lock, so two transactions paying one player at once both count.
+    # Added in SQL: the database applies it to the latest committed balance under the row's lock, so two
+    # transactions paying one player at once both count. Where this transaction holds the row locked already, it
+    # alone changes the balance until it ends, so the result is known without an answer. Unlike CREDIT's answer,
+    # CREDIT_HELD does not check that the row exists: the id is the one the lock found (AccountIds).
     held = transaction_notes(session, _HELD).get((player_id, currency))
-    if held is not None:  # locked by this transaction, which alone changes it until it ends: the result is known
+    if held is not None:
         defer(session, CREDIT_HELD, {"account_id": player_account, "amount": amount})
         balance = int(held) + amount
     else:
@@ -298,9 +310,11 @@ def transfer(session: Session, player_id: int, currency: str, amount: int, kind:
 # PostgreSQL: a settlement's payments in two statements, whatever the number of winners (one CREDIT each was a round
 # trip each: 1,000 at a power table of 1,000). The accounts are locked first, in the order of their ids, so two
 # settlements sharing players (one player at two tables) cannot deadlock over them; the CREDIT then finds them
-# locked. A close of betting locks its seats' accounts the same way (lock_players). (A costly decision locks its one
-# player's account before its settlement locks the others': where that decision settles the round, that player's
-# account comes first, whatever its id.) The lock is the one an UPDATE of the balance takes (FOR NO KEY UPDATE),
+# locked. A close of betting locks its seats' accounts the same way (lock_players). One case still can deadlock: a
+# costly decision (a double, a split) locks its one player's account before its settlement locks the others', so where
+# that decision settles the round, that account comes first whatever its id, and a settlement or close at another
+# table sharing two of its players may wait on it in a cycle (PostgreSQL ends one of them: a 503, or a retried tick).
+# The lock is the one an UPDATE of the balance takes (FOR NO KEY UPDATE),
 # which lets other transactions' ledger rows name these accounts meanwhile. Arrays as parameters: one statement
 # text, prepared once, for any number of winners.
 _OWNERS = bindparam("owners", type_=ARRAY(String))
