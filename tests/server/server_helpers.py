@@ -85,13 +85,22 @@ def new_guest(http: TestClient) -> Client:
     return Client(http, body["token"], body["player"]["name"])
 
 
+def joined_shared_round(service: Any, clock: Clock, players: list[Client], table: str = "power",
+                        bet: int = 500) -> list[Any]:
+    """Each player bets and joins the table's forming round, in this order (the seats' order), and its betting window
+    runs out; nothing closes it yet. The answers to the players' DEALs."""
+    joins = []
+    for player in players:
+        player.bet(table, bet)
+        joins.append(player.post(f"/tables/{table}/deal"))
+    clock.advance(service.table(table).betting_window + 1)
+    return joins
+
+
 def dealt_shared_round(service: Any, clock: Clock, players: list[Client], table: str = "power",
                        bet: int = 500) -> int:
     """Each player bets and joins the table's round, then its window closes (the timer's tick): the round's id."""
-    for player in players:
-        player.bet(table, bet)
-        player.post(f"/tables/{table}/deal")
-    clock.advance(service.table(table).betting_window + 1)
+    joined_shared_round(service, clock, players, table, bet)
     service.tick()
     in_play = players[0].get(f"/tables/{table}").json()["round"]
     # A dealer's blackjack (or every hand's) settles the round at its deal: a test that needs the round in play

@@ -15,7 +15,7 @@ from typing import Any
 import psycopg
 import pytest
 from fastapi.testclient import TestClient
-from server_helpers import Client, Clock, new_player, next_shoe
+from server_helpers import Client, Clock, joined_shared_round, new_player, next_shoe
 from sqlalchemy import make_url, select
 
 from twentyone.server.models import RoundSeat
@@ -29,10 +29,7 @@ NO_ACES = ["TS", "5H", "6D", "9C", "6S", "TC", "8H", "9S", "7D", "8D", "9D", "TD
 
 def joined(service: GameService, clock: Clock, players: list[Client]) -> None:
     """Each player bets and joins the table's forming round, in this order (the seats' order); its window runs out."""
-    for player in players:
-        player.bet(TABLE, 500)
-        assert player.post(f"/tables/{TABLE}/deal").status_code == 200
-    clock.advance(service.table(TABLE).betting_window + 1)
+    assert [join.status_code for join in joined_shared_round(service, clock, players, TABLE)] == [200] * len(players)
 
 
 def libpq_url(service: GameService) -> str:

@@ -322,8 +322,7 @@ def run_driver_sql(connection: Connection, sql: str) -> None:
         return
     try:
         driver = connection.connection.driver_connection
-        if _pay_begin(driver):
-            driver.execute("BEGIN")  # type: ignore[union-attr]
+        _begin_if_owed(driver)
         driver.execute(sql)  # type: ignore[union-attr]
     except BaseException as error:
         if isinstance(error, Exception) and not isinstance(error, connection.dialect.loaded_dbapi.Error):
@@ -688,10 +687,15 @@ def _pay_begin(driver_connection: Any) -> bool:
 
 def _begin_first(cursor: Any, *_: Any) -> None:
     """Before SQLAlchemy runs a statement on a cursor: the transaction's ``BEGIN``, if it is still owed, on a cursor of
-    its own (a server-side cursor, ``yield_per``, can run nothing but its query), and no longer owed only once sent.
-    Returns None, so SQLAlchemy goes on to run the statement itself. (A read owes none: a server-side cursor, which
-    PostgreSQL keeps only inside a transaction block, is for a writer's session.)"""
-    driver = cursor.connection
+    its own (a server-side cursor, ``yield_per``, can run nothing but its query). Returns None, so SQLAlchemy goes on
+    to run the statement itself. (A read owes none: a server-side cursor, which PostgreSQL keeps only inside a
+    transaction block, is for a writer's session.)"""
+    _begin_if_owed(cursor.connection)
+
+
+def _begin_if_owed(driver: Any) -> None:
+    """Send the transaction's ``BEGIN`` on psycopg's connection ``driver`` if it is still owed; no longer owed only
+    once sent, so a ``BEGIN`` that fails is still owed."""
     if driver in _OWING:
         driver.execute("BEGIN", prepare=False)
         _OWING.discard(driver)
