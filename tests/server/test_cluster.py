@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from alembic.script import ScriptDirectory
 from fastapi.testclient import TestClient
 from live import call, free_port, start_server
 from server_helpers import OPERATOR, Client, Clock, fresh_postgres_database, new_player
@@ -26,6 +27,7 @@ from starlette.websockets import WebSocketDisconnect
 from twentyone.server.app import create_app
 from twentyone.server.cluster import OUTBOX, lock_key, table_timers
 from twentyone.server.config import Settings
+from twentyone.server.db import MIGRATIONS
 from twentyone.server.events import DROPPED_CODE
 from twentyone.server.service import GameService
 
@@ -39,6 +41,10 @@ def postgres_url() -> Iterator[str]:
         pytest.skip("several processes need PostgreSQL: set TWENTYONE_TEST_POSTGRES_URL")
     with fresh_postgres_database(admin_url, "twentyone_cluster") as url:
         yield url
+
+
+# The newest migration: the revision a migrated database records.
+HEAD = ScriptDirectory(str(MIGRATIONS)).get_current_head()
 
 
 def query(url: str, sql: str, **params: Any) -> list[Any]:
@@ -161,9 +167,10 @@ def test_processes_that_start_together_on_a_new_database_all_find_it_migrated(po
             process.wait()
             if process.stderr:
                 process.stderr.close()
-    assert query(postgres_url, "SELECT version_num FROM alembic_version") == [("0009",)]
-    assert query(postgres_url, "SELECT i.indisvalid FROM pg_index i JOIN pg_class c ON c.oid = i.indexrelid "
-                               "WHERE c.relname = 'ix_rounds_status_settled_at'") == [(True,)]
+    assert query(postgres_url, "SELECT version_num FROM alembic_version") == [(HEAD,)]
+    for index in ("ix_rounds_status_settled_at", "ix_ledger_account_created"):  # 0009's and 0010's
+        assert query(postgres_url, "SELECT i.indisvalid FROM pg_index i JOIN pg_class c ON c.oid = i.indexrelid "
+                                   "WHERE c.relname = :name", name=index) == [(True,)], index
 
 
 def test_a_tables_timers_run_in_exactly_one_process_and_move_when_it_dies(tmp_path: Path, postgres_url: str) -> None:

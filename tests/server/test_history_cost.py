@@ -15,6 +15,7 @@ from __future__ import annotations
 import threading
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -23,10 +24,10 @@ from alembic.autogenerate import compare_metadata
 from alembic.migration import MigrationContext
 from fastapi.testclient import TestClient
 from server_helpers import OPERATOR, Client, Clock, dealt_shared_round, new_guest, new_player, next_shoe
-from sqlalchemy import Engine, event
+from sqlalchemy import Engine, event, update
 
 from twentyone.server.config import Settings
-from twentyone.server.models import Base
+from twentyone.server.models import Base, LedgerEntry
 from twentyone.server.service import GameService
 
 # One private round: the player's 19 stands, the dealer's 6 draws 10 and 8 and busts.
@@ -227,3 +228,35 @@ def test_the_report_for_a_period_costs_the_same_after_hundreds_of_rounds_outside
     # Without migration 0009's index on (status, settled_at) the report read every round of the server's history
     # (through the index on status alone): 500 steps became 1,551; with it, 462 became 464.
     assert steps_after <= steps_before * TOLERANCE, (steps_before, steps_after)
+
+
+@pytest.mark.parametrize("database_url", ["sqlite"], indirect=True)
+def test_a_bet_under_a_daily_loss_limit_costs_the_same_after_hundreds_of_rounds_on_earlier_days(
+        http: TestClient, service: GameService) -> None:
+    """A player with a daily loss limit has each stake checked against the sum of the day's ledger rows: the rows of
+    earlier days must not be read. Through the index on the account alone each deal read all of them (migration
+    0010's index on the account and the time reads the day's)."""
+    ann = new_player(http, "ann")
+    assert ann.put("/me/limits", {"daily_loss_limit": 1_000_000}).status_code == 200
+    engine = service.store.db.engine
+
+    def on_earlier_days() -> None:  # the rounds played so far: the clock's day began after them
+        with service.db.transaction() as session:
+            session.execute(update(LedgerEntry).values(created_at=datetime(2026, 11, 1, tzinfo=UTC)))
+
+    for _ in range(WARM):
+        private_round(service, ann)
+    on_earlier_days()
+    before = cost(engine, lambda: private_round(service, ann))
+    for _ in range(HISTORY):
+        private_round(service, ann)
+    on_earlier_days()
+    after = cost(engine, lambda: private_round(service, ann))
+    assert after <= before * TOLERANCE, (before, after)
+    # Today counts, the earlier days do not: today ann won the one round (500), and her wins before it would have
+    # let a stake of 1,000 through a limit of 400.
+    assert ann.put("/me/limits", {"daily_loss_limit": 400}).status_code == 200  # a stricter limit: at once
+    ann.bet("classic", 500)
+    ann.bet("classic", 500)
+    refused = ann.post("/tables/classic/deal")
+    assert refused.status_code == 403 and refused.json()["amounts"] == {"limit": 400, "lost": -500, "stake": 1000}

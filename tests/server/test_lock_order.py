@@ -107,13 +107,100 @@ def test_a_close_of_betting_locks_its_seats_accounts_in_the_order_a_settlement_d
         assert unreconciled_accounts(session) == []
 
 
+# Ann 20 (TS, TC) stands, Bob 11 (5H, 6D) doubles and draws 2C; the dealer's 16 (hole 9C, up 7D) draws 2D: 18. Bob's
+# double ends the round, and its settlement pays Ann.
+ANN_WINS_AFTER_BOBS_DOUBLE = ["TS", "5H", "9C", "TC", "6D", "7D", "2C", "2D", "8S", "8H", "8C", "8D"]
+
+
+def test_a_costly_decision_that_settles_the_round_locks_in_the_order_a_settlement_does(
+        http: TestClient, service: GameService, clock: Clock) -> None:
+    """Bob's double is the round's last decision, so its transaction stakes Bob's double and then pays Ann, the winner.
+    Another table's settlement holds Ann's account (the lower id), as it would lock both in the order of their ids,
+    while Bob doubles; then it takes Bob's, and credits Ann. Locking Bob's account for his stake first, the double held
+    Bob's and waited for Ann's, and PostgreSQL ended one of the two as a deadlock. In the order of the ids the double
+    waits for Ann's first, holding no account, and goes on once the settlement commits."""
+    if service.db.engine.dialect.name != "postgresql":
+        pytest.skip("SQLite has one writer: its transactions never hold rows for each other")
+    ann, bob = new_player(http, "ann"), new_player(http, "bob")
+    service.stacked.append(ANN_WINS_AFTER_BOBS_DOUBLE)
+    joined(service, clock, [ann, bob])
+    round_id = service.close_betting(TABLE)
+    assert round_id is not None
+    assert ann.act(round_id, "stand").status_code == 200
+    anns_balance, bobs_balance = ann.balance("USD"), bob.balance("USD")
+    url = libpq_url(service)
+    outcome: dict[str, Any] = {}
+    with psycopg.connect(url) as settlement:
+        anns, bobs = account_id(settlement, ann), account_id(settlement, bob)
+        assert anns < bobs
+        settlement.execute("SET lock_timeout = '10s'")
+        settlement.execute("SELECT id FROM accounts WHERE id = %s FOR NO KEY UPDATE", [anns])
+        doubling = threading.Thread(target=lambda: outcome.update(double=bob.act(round_id, "double")))
+        doubling.start()
+        wait_for_a_lock_wait(url)
+        settlement.execute("SELECT id FROM accounts WHERE id = %s FOR NO KEY UPDATE", [bobs])
+        house = settlement.execute("SELECT id FROM accounts WHERE owner = 'house' AND currency = 'USD'").fetchone()
+        assert house is not None
+        settlement.execute("UPDATE accounts SET balance = balance + 1000 WHERE id = %s", [anns])
+        for account, amount in ((anns, 1000), (house[0], -1000)):  # money reaching Ann meanwhile, as its ledger rows
+            settlement.execute("INSERT INTO ledger (transfer_id, account_id, amount, kind, round_id, created_at) "
+                               "VALUES ('the other table', %s, %s, 'credit', NULL, now())", [account, amount])
+        settlement.commit()
+    doubling.join(timeout=30)
+    assert outcome["double"].status_code == 200, outcome["double"].json()
+    view = ann.get(f"/rounds/{round_id}").json()
+    assert view["status"] == "settled" and view["me"]["returned"] == 1000, view["me"]
+    assert ann.balance("USD") == anns_balance + 1000 + 1000  # the other table's credit, and her win (stake and as much)
+    assert bob.balance("USD") == bobs_balance - 500  # the double's stake; he lost both
+    with service.db.sessions() as session:
+        assert unreconciled_accounts(session) == []
+
+
+def test_a_decision_refused_once_its_accounts_are_locked_leaves_the_round_as_its_log_has_it(
+        http: TestClient, service: GameService, clock: Clock) -> None:
+    """At a shared table a decision's stake is checked before the engine moves (no lock held yet) and again once the
+    accounts are locked. Bob's balance is spent at another table in between: the double is refused with the legal
+    actions, the engine it had moved is dropped, and his stand then settles the round from the log."""
+    if service.db.engine.dialect.name != "postgresql":
+        pytest.skip("SQLite has one writer: nothing can spend Bob's balance while his decision is under way")
+    ann, bob = new_player(http, "ann"), new_player(http, "bob")
+    service.stacked.append(ANN_WINS_AFTER_BOBS_DOUBLE)
+    joined(service, clock, [ann, bob])
+    round_id = service.close_betting(TABLE)
+    assert round_id is not None and ann.act(round_id, "stand").status_code == 200
+    anns_balance = ann.balance("USD")
+
+    def spend_bobs_balance(stage: str) -> None:  # after the unlocked check, before the engine moves
+        if stage == "act":
+            with service.db.transaction() as session:
+                transfer(session, bob.player_id(), "USD", -ledger_balance(session, bob.player_id(), "USD"), "stake",
+                         None)
+
+    service.fault = spend_bobs_balance
+    refused = bob.act(round_id, "double")
+    service.fault = lambda stage: None
+    assert refused.status_code == 409 and refused.json()["amounts"] == {"cost": 500, "balance": 0}, refused.json()
+    assert refused.json()["legal_actions"] == ["hit", "stand", "double"]
+    assert bob.get(f"/rounds/{round_id}").json()["hands"][-1]["cards"] == ["5H", "6D"]  # no card drawn
+    assert bob.act(round_id, "stand").json()["status"] == "settled"
+    view = ann.get(f"/rounds/{round_id}").json()
+    assert view["status"] == "settled" and view["me"]["returned"] == 1000  # 20 against the dealer's 7, 9 and 7: 23
+    assert ann.balance("USD") == anns_balance + 1000
+    assert bob.get("/me/history").json()["rounds"][0]["decisions"] == ["stand"]
+    with service.db.sessions() as session:
+        assert unreconciled_accounts(session) == []
+
+
 def test_a_close_of_betting_takes_no_round_trip_per_seat(http: TestClient, service: GameService, clock: Clock,
                                                         tmp_path: Path) -> None:
-    """Its seats' accounts are locked by one statement, and each stake, whose result the lock made known, goes with
-    the next statement: a round of five seats closes in as many round trips as one of two."""
+    """Its seats' accounts are locked by one statement, each stake, whose result the lock made known, goes with the
+    next statement, and the daily loss limits every player here set are checked against one statement's sums: a round
+    of five seats closes in as many round trips as one of two."""
     if service.db.engine.dialect.name != "postgresql":
         pytest.skip("round trips to PostgreSQL")
     players = [new_player(http, f"player{number}") for number in range(5)]
+    for player in players:
+        assert player.put("/me/limits", {"daily_loss_limit": 100_000}).status_code == 200
     trips = []
     for seated in (players[:2], players):
         service.stacked.append(NO_ACES)  # nobody's blackjack, nor the dealer's: no round settles at the deal

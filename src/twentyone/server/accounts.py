@@ -7,7 +7,7 @@ import re
 import secrets
 import threading
 from collections import OrderedDict
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from datetime import datetime, timedelta
 from typing import Any
 
@@ -23,7 +23,7 @@ from twentyone.server.context import Caller, ServiceError, aware
 from twentyone.server.models import GuestArrival, Player, Round, RoundSeat, Slip, Token
 from twentyone.server.money import refusal
 from twentyone.server.store import Store
-from twentyone.server.wallet import Wallet, net_loss_since
+from twentyone.server.wallet import Wallet, net_losses_since
 
 NAME = re.compile(r"^[A-Za-z0-9_.-]{3,32}$")
 GUEST_PREFIX = "guest-"  # guests' names; no registered name begins with it
@@ -218,17 +218,28 @@ class Accounts:
                                     f"{SESSION_BREAK.seconds // 60} minutes without a round, sign in again to play.")
         return limits
 
-    def check_limits(self, session: Session, player: Player, currency: str, stake: int) -> None:
-        """Refuse a stake that self-exclusion, the session time limit or the daily loss limit forbids."""
-        now = self.clock()
+    def check_limits(self, session: Session, player: Player, currency: str, stake: int,
+                     lost: int | None = None) -> None:
+        """Refuse a stake that self-exclusion, the session time limit or the daily loss limit forbids.
+
+        ``lost``: what the player lost today, where the caller read it already (:meth:`losses_today`).
+        """
         limits = self.check_may_play(player)
         limit = limits.get("daily_loss_limit")
         if limit is not None:
-            day_start = now.replace(hour=0, minute=0, second=0, microsecond=0)
-            lost = net_loss_since(session, player.id, currency, day_start)
+            if lost is None:
+                lost = self.losses_today(session, [player], currency)[player.id]
             if lost + stake > limit:
                 raise refusal(BetSlipError("This bet could take today's losses past your daily limit of {limit}.",
                                            limit=limit), currency, status=403, amounts={"lost": lost, "stake": stake})
+
+    def losses_today(self, session: Session, players: Sequence[Player], currency: str) -> dict[int, int]:
+        """What each of ``players`` who set a daily loss limit lost today, in one statement (a close of betting
+        checks every seat's limit at once); the others are left out."""
+        now = self.clock()
+        limited = [player.id for player in players if limits_in_force(player.limits, now).get("daily_loss_limit")
+                   is not None]
+        return net_losses_since(session, limited, currency, now.replace(hour=0, minute=0, second=0, microsecond=0))
 
 
 SESSION_BREAK = timedelta(minutes=30)  # a sign-in after this long without a round starts a new session

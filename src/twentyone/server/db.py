@@ -142,6 +142,9 @@ MIGRATION_LOCK = 0x7477656E74796F6E  # advisory lock key ("twentyon"): one proce
 MIGRATION_POLL = 0.2  # seconds between tries for it
 
 
+MIGRATIONS = Path(__file__).parent / "migrations"  # Alembic's scripts
+
+
 def migrate(url: str) -> None:
     """Bring the database schema up to date (run at every start).
 
@@ -149,7 +152,7 @@ def migrate(url: str) -> None:
     one migrate while the others wait, then find the schema at head.
     """
     config = Config()
-    config.set_main_option("script_location", str(Path(__file__).parent / "migrations"))
+    config.set_main_option("script_location", str(MIGRATIONS))
     # Alembic's options are configparser values, where % starts an interpolation: a URL's own (an escaped password,
     # ?host=%2Ftmp for a Unix socket) is doubled to stay itself.
     config.set_main_option("sqlalchemy.url", url.replace("%", "%%"))

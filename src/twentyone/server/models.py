@@ -66,9 +66,11 @@ class Account(Base):
 
 class LedgerEntry(Base):
     __tablename__ = "ledger"
+    # A daily loss limit sums an account's rows since midnight: one range of this index (migration 0010).
+    __table_args__ = (Index("ix_ledger_account_created", "account_id", "created_at"),)
     id: Mapped[int] = mapped_column(Integer, primary_key=True)
     transfer_id: Mapped[str] = mapped_column(String(64), index=True)
-    account_id: Mapped[int] = mapped_column(ForeignKey("accounts.id"), index=True)
+    account_id: Mapped[int] = mapped_column(ForeignKey("accounts.id"))
     amount: Mapped[int] = mapped_column(BigInteger)
     kind: Mapped[str] = mapped_column(String(16))  # stake, win, refund, void, credit
     round_id: Mapped[int | None] = mapped_column(ForeignKey("rounds.id"), nullable=True, index=True)

@@ -328,6 +328,10 @@ class Rounds:
                 # Every seat's account at once, in the order of their ids, as a settlement locks them: a player at two
                 # tables must not leave this close and that table's settlement each holding what the other waits for.
                 self.wallet.lock_all(session, [seat.player_id for seat in seats], table.currency)
+                # Today's losses of every seat whose player set a daily limit, in one statement (2 round trips a seat
+                # to PostgreSQL, one by one), read under the locks: no stake elsewhere can add to them meanwhile.
+                # The rows have the attributes the limits read of a Player (id, limits, session start).
+                lost = self.accounts.losses_today(session, cast(list[Player], list(players.values())), table.currency)
                 # Each seat is written once, by the flush after the loop: left to autoflush, each stake's statements
                 # flushed the seat half-changed first (on PostgreSQL, round trips for every seat).
                 with session.no_autoflush:
@@ -339,9 +343,8 @@ class Rounds:
                             returned.append((seat.player_id, 0, "Your balance no longer covered your bets."))
                             continue
                         try:  # checked at the join with nothing staked yet: losses or a self-exclusion since count
-                            # The row has the attributes check_limits reads of a Player (id, limits, session start).
                             self.accounts.check_limits(session, cast(Player, players[seat.player_id]), table.currency,
-                                                       total)
+                                                       total, lost.get(seat.player_id))
                         except ServiceError as refused:
                             session.delete(seat)
                             returned.append((seat.player_id, 0, f"Your bets sit this round out: {refused.detail}"))
@@ -428,22 +431,35 @@ class Rounds:
                     assert seat is not None
                     # A private round has the one seat: no need to read the round's seats again.
                     alone = [seat] if not table.shared else None
+                    # A private round's one player: lock, check and stake before the engine moves. At a shared
+                    # table the lock waits until the engine has moved (below): first an unlocked check, so that a
+                    # refusal leaves the engine of a round of hundreds as it is.
                     if cost:
-                        self.wallet.lock(session, seat.player_id, table.currency)
-                        if source == "player":  # a double, split or insurance is a bet: the player's limits apply
-                            self._check_limits(session, seat.player_id, table.currency, cost, legal)
-                        balance = self.wallet.balance(session, seat.player_id, table.currency)
-                        if cost > balance:
-                            raise refusal(BetSlipError(f"{action.capitalize()} needs {{cost}} more and the balance "
-                                                       "is {balance}.", cost=cost, balance=balance),
-                                          table.currency, legal_actions=legal)
-                        self._stake(session, table, round_row, seat, cost)
+                        if not table.shared:
+                            self.wallet.lock(session, seat.player_id, table.currency)
+                        self._afford(session, table, seat, action, cost, legal, source)
+                        if not table.shared:
+                            self._stake(session, table, round_row, seat, cost)
                     self.fault("act")
                     touched = True
                     try:
                         engine.act(action, decision.player)
                     except Exception as error:
                         raise Malfunction(str(error)) from error
+                    if cost and table.shared:
+                        # Every account this transaction will change, locked at once in the order of their ids, as
+                        # a close of betting and a settlement lock theirs: this player's, and if the decision
+                        # settles the round, its winners'. Locked first alone, this player's would come before the
+                        # winners' whatever its id, and a close or a settlement at another table sharing two of
+                        # them could wait on this in a cycle (PostgreSQL would end one: a 503, or a retried tick).
+                        # (SQLite has one writer: nothing to order, so the winners' accounts wait for their payment.)
+                        paid = _paid(engine) if not self.store.db.is_sqlite else []
+                        self.wallet.lock_all(session, [seat.player_id, *paid], table.currency)
+                        # Spent elsewhere since? (An operator's wallet keeps its balances itself, unlocked by
+                        # this: its debit refuses what the balance does not cover, so it is not asked twice.)
+                        self._afford(session, table, seat, action, cost, legal, source,
+                                     check_balance=self.wallet.keeps_balances)
+                        self._stake(session, table, round_row, seat, cost)
                     defer(session, LOG_ACTION, {"round_id": round_id, "seq": round_row.version,
                                                 "player_id": int(decision.player), "action": str(action),
                                                 "source": source})
@@ -541,6 +557,19 @@ class Rounds:
             error.extra.setdefault("legal_actions", legal)
             raise
 
+    def _afford(self, session: Session, table: TableSpec, seat: RoundSeat, action: str, cost: int, legal: list[str],
+                source: str, check_balance: bool = True) -> None:
+        """Refuse (with the legal actions) a decision's added stake that the player's limits or balance forbid
+        (``check_balance=False``: the limits alone)."""
+        if source == "player":  # a double, split or insurance is a bet: the player's limits apply
+            self._check_limits(session, seat.player_id, table.currency, cost, legal)
+        if not check_balance:
+            return
+        balance = self.wallet.balance(session, seat.player_id, table.currency)
+        if cost > balance:
+            raise refusal(BetSlipError(f"{action.capitalize()} needs {{cost}} more and the balance is {{balance}}.",
+                                       cost=cost, balance=balance), table.currency, legal_actions=legal)
+
     def _stake(self, session: Session, table: TableSpec, round_row: Round, seat: RoundSeat, amount: int) -> None:
         if amount <= 0:
             return
@@ -628,6 +657,13 @@ class Rounds:
         except Exception:
             log.exception("operator wallet delivery failed; retried at the next tick")
             return 0
+
+
+def _paid(engine: Engine) -> list[int]:
+    """The players a settled round pays something (none while it is in play): whose accounts its settlement changes."""
+    if engine.phase is not Phase.SETTLED:
+        return []
+    return sorted({int(op.player) for op in engine.settlements if op.returned})
 
 
 def _round_record(session: Session, round_id: int) -> Round | None:

@@ -310,10 +310,8 @@ def transfer(session: Session, player_id: int, currency: str, amount: int, kind:
 # PostgreSQL: a settlement's payments in two statements, whatever the number of winners (one CREDIT each was a round
 # trip each: 1,000 at a power table of 1,000). The accounts are locked first, in the order of their ids, so two
 # settlements sharing players (one player at two tables) cannot deadlock over them; the CREDIT then finds them
-# locked. A close of betting locks its seats' accounts the same way (lock_players). One case still can deadlock: a
-# costly decision (a double, a split) locks its one player's account before its settlement locks the others', so where
-# that decision settles the round, that account comes first whatever its id, and a settlement or close at another
-# table sharing two of its players may wait on it in a cycle (PostgreSQL ends one of them: a 503, or a retried tick).
+# locked. A close of betting locks its seats' accounts the same way (lock_players), and so does a costly decision (a
+# double, a split) at a shared table: its player's account with the winners', where it settles the round (rounds.act).
 # The lock is the one an UPDATE of the balance takes (FOR NO KEY UPDATE),
 # which lets other transactions' ledger rows name these accounts meanwhile. Arrays as parameters: one statement
 # text, prepared once, for any number of winners.
@@ -362,13 +360,27 @@ def transfers(session: Session, currency: str, amounts: Mapping[int, int], kind:
     defer(session, LEDGER_ROWS, rows)
 
 
-def net_loss_since(session: Session, player_id: int, currency: str, since: datetime) -> int:
-    """What the player lost in rounds since ``since`` (stakes less returns; credits excluded)."""
-    owned = account(session, player_owner(player_id), currency)
-    total = session.scalar(select(func.coalesce(func.sum(LedgerEntry.amount), 0)).where(
-        LedgerEntry.account_id == owned.id, LedgerEntry.kind.in_(("stake", "win", "refund", "void")),
-        LedgerEntry.created_at >= since))
-    return -int(total or 0)
+LOSS_KINDS = ("stake", "win", "refund", "void")  # a round's money: what a loss limit counts (credits do not)
+# What each player lost since a moment, in one statement however many players: a close of betting checks every seat's
+# daily loss limit at once. Along the ledger's index on (account, time): the day's rows of each account, not its
+# history (migration 0010). A player without an account in the currency, or without rows since, lost nothing.
+NET_LOSSES = (select(ACCOUNTS.c.owner, func.coalesce(func.sum(LEDGER.c.amount), 0))
+              .join(LEDGER, LEDGER.c.account_id == ACCOUNTS.c.id)
+              .where(ACCOUNTS.c.owner.in_(bindparam("owners", expanding=True)),
+                     ACCOUNTS.c.currency == bindparam("currency"),
+                     LEDGER.c.kind.in_(LOSS_KINDS), LEDGER.c.created_at >= bindparam("since"))
+              .group_by(ACCOUNTS.c.owner))
+
+
+def net_losses_since(session: Session, player_ids: Sequence[int], currency: str, since: datetime) -> dict[int, int]:
+    """What each player lost in rounds since ``since`` (stakes less returns; credits excluded)."""
+    owners = {player_owner(player_id): player_id for player_id in player_ids}
+    lost = dict.fromkeys(owners.values(), 0)
+    if owners:
+        for owner, total in session.execute(NET_LOSSES, {"owners": list(owners), "currency": currency,
+                                                         "since": since}):
+            lost[owners[owner]] = -int(total)
+    return lost
 
 
 class RemoteWallet:

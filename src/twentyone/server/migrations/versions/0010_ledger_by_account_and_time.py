@@ -1,0 +1,48 @@
+"""the ledger by account and time: a daily loss limit's sum reads today's rows, not the player's whole history
+
+Revision ID: 0010
+Revises: 0009
+Create Date: 2026-12-02 19:40:00
+
+A player with a daily loss limit has every stake checked against what they lost since
+midnight: the sum of their ledger rows of the day. Through the index on ``account_id``
+alone, each check read every ledger row the player ever had, and a long-standing
+player's bets cost more every day. The index on ``(account_id, created_at)`` takes the
+day's rows as one range; it also serves every look-up by account the old one served
+(its leading column), so it replaces it, and a ledger row still updates as many indexes.
+
+On PostgreSQL both are built and dropped ``CONCURRENTLY``, outside a transaction, as in
+0009: a live floor keeps taking bets while the index builds.
+"""
+
+from __future__ import annotations
+
+from alembic import op
+
+revision = '0010'
+down_revision = '0009'
+branch_labels = None
+depends_on = None
+
+INDEX = 'ix_ledger_account_created'
+REPLACED = 'ix_ledger_account_id'
+LOCK_TIMEOUT = '60s'
+
+
+def upgrade() -> None:
+    if op.get_bind().dialect.name == 'postgresql':
+        with op.get_context().autocommit_block():
+            # Why each step waits at most this long, and why a half-built index is dropped first: see 0009.
+            op.execute(f"SET lock_timeout = '{LOCK_TIMEOUT}'")
+            op.drop_index(INDEX, table_name='ledger', postgresql_concurrently=True, if_exists=True)
+            op.create_index(INDEX, 'ledger', ['account_id', 'created_at'], postgresql_concurrently=True)
+            op.drop_index(REPLACED, table_name='ledger', postgresql_concurrently=True, if_exists=True)
+            op.execute("RESET lock_timeout")
+    else:
+        op.create_index(INDEX, 'ledger', ['account_id', 'created_at'])
+        op.drop_index(REPLACED, table_name='ledger')
+
+
+def downgrade() -> None:
+    op.create_index(REPLACED, 'ledger', ['account_id'])
+    op.drop_index(INDEX, table_name='ledger')
