@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import threading
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -56,6 +57,31 @@ def wait_for_a_lock_wait(url: str, seconds: float = 10) -> None:
     raise AssertionError("nothing waited for a lock")
 
 
+def settled_elsewhere_meanwhile(service: GameService, first: Client, second: Client, work: Callable[[], None]) -> None:
+    """Another table's settlement, which locks two players' accounts in the order of their ids, runs around ``work``:
+    it holds ``first``'s (the lower id) while ``work`` starts in a thread, waits until something waits for a row's
+    lock, then takes ``second``'s, credits ``first`` 1,000 (with its two ledger rows) and commits; ``work``'s thread is
+    then joined. A ``work`` that holds ``second``'s account while it waits for ``first``'s deadlocks with it."""
+    url = libpq_url(service)
+    with psycopg.connect(url) as settlement:
+        firsts, seconds = account_id(settlement, first), account_id(settlement, second)
+        assert firsts < seconds
+        settlement.execute("SET lock_timeout = '10s'")
+        settlement.execute("SELECT id FROM accounts WHERE id = %s FOR NO KEY UPDATE", [firsts])
+        working = threading.Thread(target=work)
+        working.start()
+        wait_for_a_lock_wait(url)
+        settlement.execute("SELECT id FROM accounts WHERE id = %s FOR NO KEY UPDATE", [seconds])
+        house = settlement.execute("SELECT id FROM accounts WHERE owner = 'house' AND currency = 'USD'").fetchone()
+        assert house is not None
+        settlement.execute("UPDATE accounts SET balance = balance + 1000 WHERE id = %s", [firsts])
+        for account, amount in ((firsts, 1000), (house[0], -1000)):  # money reaching first meanwhile, as its rows
+            settlement.execute("INSERT INTO ledger (transfer_id, account_id, amount, kind, round_id, created_at) "
+                               "VALUES ('the other table', %s, %s, 'credit', NULL, now())", [account, amount])
+        settlement.commit()
+    working.join(timeout=30)
+
+
 def test_a_close_of_betting_locks_its_seats_accounts_in_the_order_a_settlement_does(
         http: TestClient, service: GameService, clock: Clock) -> None:
     """Ann's account is older (a lower id) but Bob sat first. Another table's settlement holds Ann's account, as it
@@ -68,7 +94,6 @@ def test_a_close_of_betting_locks_its_seats_accounts_in_the_order_a_settlement_d
     ann, bob = new_player(http, "ann"), new_player(http, "bob")
     joined(service, clock, [bob, ann])
     anns_balance = ann.balance("USD")
-    url = libpq_url(service)
     outcome: dict[str, Any] = {}
 
     def close() -> None:
@@ -77,23 +102,7 @@ def test_a_close_of_betting_locks_its_seats_accounts_in_the_order_a_settlement_d
         except Exception as error:  # the test reports it
             outcome["error"] = error
 
-    with psycopg.connect(url) as settlement:
-        anns, bobs = account_id(settlement, ann), account_id(settlement, bob)
-        assert anns < bobs
-        settlement.execute("SET lock_timeout = '10s'")
-        settlement.execute("SELECT id FROM accounts WHERE id = %s FOR NO KEY UPDATE", [anns])
-        closing = threading.Thread(target=close)
-        closing.start()
-        wait_for_a_lock_wait(url)
-        settlement.execute("SELECT id FROM accounts WHERE id = %s FOR NO KEY UPDATE", [bobs])
-        house = settlement.execute("SELECT id FROM accounts WHERE owner = 'house' AND currency = 'USD'").fetchone()
-        assert house is not None
-        settlement.execute("UPDATE accounts SET balance = balance + 1000 WHERE id = %s", [anns])
-        for account, amount in ((anns, 1000), (house[0], -1000)):  # money reaching Ann meanwhile, as its ledger rows
-            settlement.execute("INSERT INTO ledger (transfer_id, account_id, amount, kind, round_id, created_at) "
-                               "VALUES ('the other table', %s, %s, 'credit', NULL, now())", [account, amount])
-        settlement.commit()
-    closing.join(timeout=30)
+    settled_elsewhere_meanwhile(service, ann, bob, close)
     assert "error" not in outcome, outcome
     round_id = outcome["round"]
     assert round_id is not None
@@ -112,6 +121,16 @@ def test_a_close_of_betting_locks_its_seats_accounts_in_the_order_a_settlement_d
 ANN_WINS_AFTER_BOBS_DOUBLE = ["TS", "5H", "9C", "TC", "6D", "7D", "2C", "2D", "8S", "8H", "8C", "8D"]
 
 
+def bobs_double_to_come(http: TestClient, service: GameService, clock: Clock) -> tuple[Client, Client, int]:
+    """Ann (the older account) and Bob at the multiplayer table, that shoe stacked, Ann stood: Bob's turn."""
+    ann, bob = new_player(http, "ann"), new_player(http, "bob")
+    service.stacked.append(ANN_WINS_AFTER_BOBS_DOUBLE)
+    joined(service, clock, [ann, bob])
+    round_id = service.close_betting(TABLE)
+    assert round_id is not None and ann.act(round_id, "stand").status_code == 200
+    return ann, bob, round_id
+
+
 def test_a_costly_decision_that_settles_the_round_locks_in_the_order_a_settlement_does(
         http: TestClient, service: GameService, clock: Clock) -> None:
     """Bob's double is the round's last decision, so its transaction stakes Bob's double and then pays Ann, the winner.
@@ -121,32 +140,10 @@ def test_a_costly_decision_that_settles_the_round_locks_in_the_order_a_settlemen
     waits for Ann's first, holding no account, and goes on once the settlement commits."""
     if service.db.engine.dialect.name != "postgresql":
         pytest.skip("SQLite has one writer: its transactions never hold rows for each other")
-    ann, bob = new_player(http, "ann"), new_player(http, "bob")
-    service.stacked.append(ANN_WINS_AFTER_BOBS_DOUBLE)
-    joined(service, clock, [ann, bob])
-    round_id = service.close_betting(TABLE)
-    assert round_id is not None
-    assert ann.act(round_id, "stand").status_code == 200
+    ann, bob, round_id = bobs_double_to_come(http, service, clock)
     anns_balance, bobs_balance = ann.balance("USD"), bob.balance("USD")
-    url = libpq_url(service)
     outcome: dict[str, Any] = {}
-    with psycopg.connect(url) as settlement:
-        anns, bobs = account_id(settlement, ann), account_id(settlement, bob)
-        assert anns < bobs
-        settlement.execute("SET lock_timeout = '10s'")
-        settlement.execute("SELECT id FROM accounts WHERE id = %s FOR NO KEY UPDATE", [anns])
-        doubling = threading.Thread(target=lambda: outcome.update(double=bob.act(round_id, "double")))
-        doubling.start()
-        wait_for_a_lock_wait(url)
-        settlement.execute("SELECT id FROM accounts WHERE id = %s FOR NO KEY UPDATE", [bobs])
-        house = settlement.execute("SELECT id FROM accounts WHERE owner = 'house' AND currency = 'USD'").fetchone()
-        assert house is not None
-        settlement.execute("UPDATE accounts SET balance = balance + 1000 WHERE id = %s", [anns])
-        for account, amount in ((anns, 1000), (house[0], -1000)):  # money reaching Ann meanwhile, as its ledger rows
-            settlement.execute("INSERT INTO ledger (transfer_id, account_id, amount, kind, round_id, created_at) "
-                               "VALUES ('the other table', %s, %s, 'credit', NULL, now())", [account, amount])
-        settlement.commit()
-    doubling.join(timeout=30)
+    settled_elsewhere_meanwhile(service, ann, bob, lambda: outcome.update(double=bob.act(round_id, "double")))
     assert outcome["double"].status_code == 200, outcome["double"].json()
     view = ann.get(f"/rounds/{round_id}").json()
     assert view["status"] == "settled" and view["me"]["returned"] == 1000, view["me"]
@@ -163,11 +160,7 @@ def test_a_decision_refused_once_its_accounts_are_locked_leaves_the_round_as_its
     actions, the engine it had moved is dropped, and his stand then settles the round from the log."""
     if service.db.engine.dialect.name != "postgresql":
         pytest.skip("SQLite has one writer: nothing can spend Bob's balance while his decision is under way")
-    ann, bob = new_player(http, "ann"), new_player(http, "bob")
-    service.stacked.append(ANN_WINS_AFTER_BOBS_DOUBLE)
-    joined(service, clock, [ann, bob])
-    round_id = service.close_betting(TABLE)
-    assert round_id is not None and ann.act(round_id, "stand").status_code == 200
+    ann, bob, round_id = bobs_double_to_come(http, service, clock)
     anns_balance = ann.balance("USD")
 
     def spend_bobs_balance(stage: str) -> None:  # after the unlocked check, before the engine moves
