@@ -17,7 +17,7 @@ import psycopg
 import pytest
 from fastapi.testclient import TestClient
 from server_helpers import Client, Clock, joined_shared_round, new_player, next_shoe
-from sqlalchemy import make_url, select
+from sqlalchemy import make_url, select, text
 
 from twentyone.server.models import RoundSeat
 from twentyone.server.roundtrips import traced
@@ -166,6 +166,8 @@ def test_a_decision_refused_once_its_accounts_are_locked_leaves_the_round_as_its
     def spend_bobs_balance(stage: str) -> None:  # after the unlocked check, before the engine moves
         if stage == "act":
             with service.db.transaction() as session:
+                # Where the decision held Bob's account already (the code before), this waits for it: fail, not hang.
+                session.execute(text("SET LOCAL lock_timeout = '5s'"))
                 transfer(session, bob.player_id(), "USD", -ledger_balance(session, bob.player_id(), "USD"), "stake",
                          None)
 
@@ -177,7 +179,7 @@ def test_a_decision_refused_once_its_accounts_are_locked_leaves_the_round_as_its
     assert bob.get(f"/rounds/{round_id}").json()["hands"][-1]["cards"] == ["5H", "6D"]  # no card drawn
     assert bob.act(round_id, "stand").json()["status"] == "settled"
     view = ann.get(f"/rounds/{round_id}").json()
-    assert view["status"] == "settled" and view["me"]["returned"] == 1000  # 20 against the dealer's 7, 9 and 7: 23
+    assert view["status"] == "settled" and view["me"]["returned"] == 1000  # 20 against the dealer's 9, 7 and 2: 18
     assert ann.balance("USD") == anns_balance + 1000
     assert bob.get("/me/history").json()["rounds"][0]["decisions"] == ["stand"]
     with service.db.sessions() as session:

@@ -39,8 +39,9 @@ def upgrade() -> None:
             op.drop_index(REPLACED, table_name='ledger', postgresql_concurrently=True, if_exists=True)
             op.execute("RESET lock_timeout")
     else:
-        op.create_index(INDEX, 'ledger', ['account_id', 'created_at'])
-        op.drop_index(REPLACED, table_name='ledger')
+        # SQLite commits each DDL statement here: after a crash between them the next start must go on, not fail.
+        op.create_index(INDEX, 'ledger', ['account_id', 'created_at'], if_not_exists=True)
+        op.drop_index(REPLACED, table_name='ledger', if_exists=True)
 
 
 def downgrade() -> None:
