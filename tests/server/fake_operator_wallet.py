@@ -1,6 +1,11 @@
-"""An operator wallet for the `serve --wallet` test: it keeps balances in memory."""
+"""Operator wallets for the tests: one for the `serve --wallet` test, which keeps balances in memory, and one that keeps
+the contract strictly and misbehaves on demand."""
 
 from __future__ import annotations
+
+from collections.abc import Callable
+
+from twentyone.server.wallet import WalletError, WalletTimeout
 
 
 class MemoryWallet:
@@ -18,3 +23,62 @@ class MemoryWallet:
 
     def rollback(self, tx_id: str) -> None:
         return None
+
+
+class ContractWallet:
+    """An operator's wallet that keeps the usual contract strictly, for the tests of debits that must be undone.
+
+    Each call is idempotent by its id; a rollback undoes a debit and is final (a debit with an id rolled back is
+    refused, as operators refuse it); a rollback of an id never seen is remembered as such. ``refuse`` (players whose
+    debits are refused), ``debit_timeouts`` (debits that apply, then lose their answer) and ``rollback_timeouts``
+    (rollbacks that do not answer) make it misbehave; ``on_debit`` runs inside each debit.
+    """
+
+    def __init__(self, start: int = 100_000) -> None:
+        self.start = start
+        self.balances: dict[str, int] = {}
+        self.applied: dict[str, tuple[str, int]] = {}  # tx id: (player, signed amount)
+        self.rolled_back: set[str] = set()
+        self.calls: list[tuple[str, str]] = []
+        self.refuse: set[str] = set()
+        self.debit_timeouts = 0
+        self.rollback_timeouts = 0
+        self.on_debit: Callable[[], None] = lambda: None
+
+    def balance(self, player: str, currency: str) -> int:
+        return self.balances.setdefault(player, self.start)
+
+    def _move(self, player: str, amount: int, tx_id: str) -> None:
+        if tx_id in self.rolled_back:
+            raise WalletError(f"Transaction {tx_id} was rolled back.")
+        if tx_id not in self.applied:
+            self.balances[player] = self.balance(player, "USD") + amount
+            self.applied[tx_id] = (player, amount)
+
+    def debit(self, player: str, currency: str, amount: int, tx_id: str, round_id: int | None) -> None:
+        self.calls.append(("debit", tx_id))
+        self.on_debit()
+        if player in self.refuse or amount > self.balance(player, currency):
+            raise WalletError("The operator's wallet refused the stake.")
+        self._move(player, -amount, tx_id)
+        if self.debit_timeouts:
+            self.debit_timeouts -= 1
+            raise WalletTimeout()  # applied, and the answer lost
+
+    def credit(self, player: str, currency: str, amount: int, tx_id: str, round_id: int | None) -> None:
+        self.calls.append(("credit", tx_id))
+        self._move(player, amount, tx_id)
+
+    def rollback(self, tx_id: str) -> None:
+        self.calls.append(("rollback", tx_id))
+        if self.rollback_timeouts:
+            self.rollback_timeouts -= 1
+            raise WalletTimeout()
+        if tx_id in self.applied and tx_id not in self.rolled_back:
+            player, amount = self.applied[tx_id]
+            self.balances[player] -= amount
+        self.rolled_back.add(tx_id)
+
+    def rollbacks(self) -> set[str]:
+        """The debits rolled back (ids of debits this wallet applied)."""
+        return {tx_id for tx_id in self.rolled_back if tx_id in self.applied}

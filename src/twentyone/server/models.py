@@ -194,7 +194,8 @@ class WalletCall(Base):
     tx_id: Mapped[str] = mapped_column(String(64), unique=True)
     player_id: Mapped[int] = mapped_column(Integer, index=True)
     currency: Mapped[str] = mapped_column(String(3))
-    kind: Mapped[str] = mapped_column(String(16))  # debit, credit, rollback
+    # debit, credit, rollback; a debit made before its stake is recorded "done" with it (RemoteWallet.debit_now)
+    kind: Mapped[str] = mapped_column(String(16))
     amount: Mapped[int] = mapped_column(BigInteger)
     round_id: Mapped[int | None] = mapped_column(Integer, nullable=True)
     status: Mapped[str] = mapped_column(String(16), default="pending", index=True)  # pending, done, failed
@@ -230,3 +231,4 @@ ROUND_SEATS = cast(Table, RoundSeat.__table__)
 SLIPS = cast(Table, Slip.__table__)
 IDEMPOTENCY = cast(Table, IdempotentRequest.__table__)
 TABLE_CONFIGS = cast(Table, TableConfig.__table__)
+WALLET_CALLS = cast(Table, WalletCall.__table__)

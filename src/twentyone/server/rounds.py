@@ -14,6 +14,7 @@ the same round lock, transaction and engine hand-over, and reads best side by si
 from __future__ import annotations
 
 import logging
+import threading
 from collections.abc import Callable, Sequence
 from datetime import datetime, timedelta
 from typing import Any, cast
@@ -171,6 +172,8 @@ class Rounds:
         self.clock = clock
         self.fault: Callable[[str], None] = lambda stage: None  # tests inject malfunctions here
         self.deliver_outbox: Callable[[], int] = self.deliver  # after each commit that may owe the operator
+        self._delivering = threading.local()
+        store.after_failed_write = self.after_failed_write
 
     # ------------------------------------------------------------ private
     def deal(self, caller: Caller, table_id: str) -> dict[str, Any]:
@@ -337,7 +340,12 @@ class Rounds:
                 with session.no_autoflush:
                     for seat in seats:
                         total = bets_total(seat.bets)
-                        balance = self.wallet.balance(session, seat.player_id, table.currency)
+                        try:  # an operator's wallet, asked over the network, may not answer
+                            balance = self.wallet.balance(session, seat.player_id, table.currency)
+                        except WalletError as error:
+                            session.delete(seat)
+                            returned.append((seat.player_id, 0, f"Your bets sit this round out: {error.detail}"))
+                            continue
                         if total > balance:  # spent elsewhere since: the seat sits this round out
                             session.delete(seat)
                             returned.append((seat.player_id, 0, "Your balance no longer covered your bets."))
@@ -350,7 +358,12 @@ class Rounds:
                             returned.append((seat.player_id, 0, f"Your bets sit this round out: {refused.detail}"))
                             continue
                         seat.balance_before = balance
-                        self._stake(session, table, round_row, seat, total)
+                        try:  # an operator's debit refused or unanswered: this seat alone sits out
+                            self._stake(session, table, round_row, seat, total)
+                        except WalletError as error:
+                            session.delete(seat)
+                            returned.append((seat.player_id, 0, f"Your bets sit this round out: {error.detail}"))
+                            continue
                         dealt.append(seat)
                 session.flush()
                 for slip in session.scalars(select(Slip).where(Slip.table_id == table.id)).all():
@@ -394,6 +407,7 @@ class Rounds:
         (in any process) moved the round on since, it is refused.
         """
         with self.live.locked(round_id):
+            legal: list[str] | None = None  # once known: sent with any refusal
             touched = False  # whether the engine in memory was changed, and must go if nothing commits
             moved_on = False  # whether the round moved on for everyone (see below)
             try:
@@ -434,12 +448,15 @@ class Rounds:
                     # A private round's one player: lock, check and stake before the engine moves. At a shared
                     # table the lock waits until the engine has moved (below): first an unlocked check, so that a
                     # refusal leaves the engine of a round of hundreds as it is.
+                    debited = None
                     if cost:
                         if not table.shared:
                             self.wallet.lock(session, seat.player_id, table.currency)
                         self._afford(session, table, seat, action, cost, legal, source)
                         if not table.shared:
                             self._stake(session, table, round_row, seat, cost)
+                        else:  # an operator's debit, a call over the network, is made before any lock is held
+                            debited = self._debit_ahead(session, table, round_row, seat, cost)
                     self.fault("act")
                     touched = True
                     try:
@@ -459,7 +476,7 @@ class Rounds:
                         # this: its debit refuses what the balance does not cover, so it is not asked twice.)
                         self._afford(session, table, seat, action, cost, legal, source,
                                      check_balance=self.wallet.keeps_balances)
-                        self._stake(session, table, round_row, seat, cost)
+                        self._stake(session, table, round_row, seat, cost, debited)
                     defer(session, LOG_ACTION, {"round_id": round_id, "seq": round_row.version,
                                                 "player_id": int(decision.player), "action": str(action),
                                                 "source": source})
@@ -483,8 +500,11 @@ class Rounds:
                     self.live.forget(round_id)
                 if isinstance(error, ServiceError | AlreadyApplied | IntegrityError):
                     raise
-                if isinstance(error, WalletError):
-                    raise as_refusal(error) from None
+                if isinstance(error, WalletError):  # the operator's wallet refused or missed a decision's stake
+                    refused = as_refusal(error)
+                    if legal is not None:
+                        refused.extra.setdefault("legal_actions", legal)
+                    raise refused from None
                 if not isinstance(error, Exception):
                     raise
                 log.exception("round %s malfunctioned", round_id)
@@ -570,12 +590,20 @@ class Rounds:
             raise refusal(BetSlipError(f"{action.capitalize()} needs {{cost}} more and the balance is {{balance}}.",
                                        cost=cost, balance=balance), table.currency, legal_actions=legal)
 
-    def _stake(self, session: Session, table: TableSpec, round_row: Round, seat: RoundSeat, amount: int) -> None:
+    def _stake(self, session: Session, table: TableSpec, round_row: Round, seat: RoundSeat, amount: int,
+               debited: str | None = None) -> None:
+        """Stake ``amount`` more of the seat's player (``debited``: what :meth:`_debit_ahead` answered for it)."""
         if amount <= 0:
             return
-        self.wallet.stake(session, seat.player_id, table.currency, amount, round_row.id,
-                          f"{round_row.id}-{seat.player_id}-{seat.staked}")
+        self.wallet.stake(session, seat.player_id, table.currency, amount, round_row.id, _stake_key(round_row, seat),
+                          debited)
         seat.staked += amount
+
+    def _debit_ahead(self, session: Session, table: TableSpec, round_row: Round, seat: RoundSeat,
+                     amount: int) -> str | None:
+        """An operator's debit for the seat's next stake, made before any lock is taken (``Wallet.debit_ahead``)."""
+        return self.wallet.debit_ahead(session, seat.player_id, table.currency, amount, round_row.id,
+                                       _stake_key(round_row, seat))
 
     def _after_change(self, session: Session, round_row: Round, engine: Engine, table: TableSpec,
                       seats: list[RoundSeat] | None = None, decided: RoundSeat | None = None) -> None:
@@ -649,14 +677,28 @@ class Rounds:
 
     def deliver(self) -> int:
         """Send the operator wallet what the outbox holds; a failure waits for the next tick."""
-        if self.wallet.keeps_balances:
-            return 0  # the built-in ledger has no outbox
+        if self.wallet.keeps_balances or getattr(self._delivering, "now", False):
+            return 0  # the built-in ledger has no outbox; a delivery that failed does not deliver again at once
+        self._delivering.now = True
         try:
             with self.store.write() as session:
                 return self.wallet.deliver(session)
         except Exception:
             log.exception("operator wallet delivery failed; retried at the next tick")
             return 0
+        finally:
+            self._delivering.now = False
+
+    def after_failed_write(self) -> None:
+        """A write that did not commit may owe the operator the rollback of a debit it made: sent now, not at the
+        next tick (which runs in one process of several: this one may never have its turn)."""
+        if self.wallet.owes():
+            self.deliver_outbox()
+
+
+def _stake_key(round_row: Round, seat: RoundSeat) -> str:
+    """What names a seat's next stake in the operator's wallet (with a nonce there: ``RemoteWallet.debit_now``)."""
+    return f"{round_row.id}-{seat.player_id}-{seat.staked}"
 
 
 def _paid(engine: Engine) -> list[int]:

@@ -6,17 +6,20 @@ as the round change it belongs to; a balance is the sum of an account's rows.
 
 Operator wallet (the usual remote-game-server contract): the operator
 implements :class:`OperatorWallet` (balance, debit, credit, rollback, each
-carrying an idempotent transaction id). Debits are made before a round is
-dealt, retried with the same id on a timeout, and rolled back if they cannot
-be confirmed; credits are written to an outbox (``wallet_calls``) in the
-settlement transaction and delivered, and retried, after it commits. A retried
-id never moves money twice; a restart resumes the outbox.
+carrying an idempotent transaction id). Debits are made before a stake is
+recorded, retried with the same id on a timeout, and rolled back if they cannot
+be confirmed or if the transaction that records the stake does not commit;
+credits and rollbacks are written to an outbox (``wallet_calls``) and
+delivered, and retried, after their transaction commits. A retried id never
+moves money twice; a restart resumes the outbox.
 """
 
 from __future__ import annotations
 
+import threading
 import uuid
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import Protocol
 
@@ -27,7 +30,7 @@ from sqlalchemy.orm import Session, SessionTransaction
 
 from twentyone.server.context import Busy, ServiceError
 from twentyone.server.direct import defer, run, transaction_notes
-from twentyone.server.models import ACCOUNTS, LEDGER, Account, LedgerEntry, WalletCall
+from twentyone.server.models import ACCOUNTS, LEDGER, WALLET_CALLS, Account, LedgerEntry, WalletCall
 
 HOUSE = "house"
 
@@ -383,12 +386,49 @@ def net_losses_since(session: Session, player_ids: Sequence[int], currency: str,
     return lost
 
 
+@dataclass(frozen=True)
+class Debit:
+    """A debit made in an operator's wallet: what its rollback needs, and the outbox's row, if it comes to that."""
+
+    tx_id: str
+    player_id: int
+    currency: str
+    amount: int
+    round_id: int | None
+
+
+RECORD_DEBIT = insert(WALLET_CALLS)  # Core: the row is never read back in its transaction
+_OWED_IF_ROLLED_BACK = "twentyone.owed_if_rolled_back"  # transaction_notes: {tx_id: (RemoteWallet, Debit)}
+
+
+def _owe_if_rolled_back(session: Session, remote: RemoteWallet, debit: Debit) -> None:
+    """Owe ``debit`` a rollback (:meth:`RemoteWallet.owe_rollback`) if this transaction does not commit."""
+    transaction_notes(session, _OWED_IF_ROLLED_BACK)[debit.tx_id] = (remote, debit)
+
+
+@event.listens_for(Session, "after_soft_rollback")
+def _owe_debits_of_a_rolled_back_transaction(session: Session, previous_transaction: SessionTransaction) -> None:
+    """A transaction that made debits in an operator's wallet and did not commit (a malfunction, storage trouble, a
+    refusal after the debit) leaves them with the operator and no stake recorded: each is owed a rollback."""
+    if previous_transaction.nested:
+        return
+    kept = session.info.get(_OWED_IF_ROLLED_BACK)
+    if kept is None or kept[0] is not previous_transaction:
+        return
+    for remote, debit in kept[1].values():
+        remote.owe_rollback(debit)
+    kept[1].clear()
+
+
 class RemoteWallet:
     """Drives an :class:`OperatorWallet` with retries and an outbox of calls to deliver."""
 
     def __init__(self, wallet: OperatorWallet, attempts: int = 3) -> None:
         self.wallet = wallet
         self.attempts = attempts
+        # Rollbacks owed by transactions that did not commit, until a transaction writes them to the outbox.
+        self._owed: list[Debit] = []
+        self._owed_lock = threading.Lock()
 
     def balance(self, player_id: int, currency: str) -> int:
         for attempt in range(self.attempts):
@@ -399,25 +439,50 @@ class RemoteWallet:
                     raise
         raise WalletTimeout()  # pragma: no cover
 
-    def debit_now(self, player_id: int, currency: str, amount: int, round_key: str) -> str:
-        """Debit before the deal; a timeout is retried with the same id, then rolled back."""
-        tx_id = f"debit-{round_key}"
+    def debit_now(self, session: Session, player_id: int, currency: str, amount: int, round_id: int | None,
+                  key: str) -> str:
+        """Debit the operator's wallet for a stake that ``session``'s transaction records; a timeout is retried with
+        the same id, then owed a rollback.
+
+        The id (``debit-{key}-{nonce}``) is new at each attempt of the work: a work that does not commit has its
+        debit rolled back, and a retry of it must not show the operator an id it rolled back (nor, on SQLite, a later
+        round that takes the number of a round rolled back). The debit is written to the outbox as done, in the
+        transaction of its stake: after a commit whose answer was lost, that row tells that the debit stands.
+        """
+        debit = Debit(f"debit-{key}-{uuid.uuid4().hex[:12]}", player_id, currency, amount, round_id)
         for _ in range(self.attempts):
             try:
-                self.wallet.debit(player_owner(player_id), currency, amount, tx_id, None)
-                return tx_id
+                self.wallet.debit(player_owner(player_id), currency, amount, debit.tx_id, round_id)
             except WalletTimeout:
                 continue
-        self._rollback_eventually(tx_id)
+            defer(session, RECORD_DEBIT, {"tx_id": debit.tx_id, "player_id": player_id, "currency": currency,
+                                          "kind": "debit", "amount": amount, "round_id": round_id, "status": "done",
+                                          "attempts": 1, "last_error": None, "created_at": now()})
+            _owe_if_rolled_back(session, self, debit)
+            return debit.tx_id
+        self.owe_rollback(debit)  # it may have reached the operator, its answer lost
         raise WalletTimeout("The wallet did not confirm the stake; nothing was dealt and the stake is rolled back.")
 
-    def _rollback_eventually(self, tx_id: str) -> None:
-        for _ in range(self.attempts):
-            try:
-                self.wallet.rollback(tx_id)
-                return
-            except WalletTimeout:
-                continue
+    def owe_rollback(self, debit: Debit) -> None:
+        """Note a debit to roll back: written to the outbox by the next :meth:`deliver`, and sent."""
+        with self._owed_lock:
+            self._owed.append(debit)
+
+    def owes(self) -> bool:
+        """Whether rollbacks wait to be written to the outbox (by :meth:`deliver`)."""
+        return bool(self._owed)
+
+    def _write_owed(self, session: Session) -> None:
+        """Write the rollbacks owed to the outbox: each is owed again if this transaction does not commit. A debit
+        recorded as done committed after all (a commit whose answer was lost with the connection): it stands."""
+        with self._owed_lock:
+            owed, self._owed = self._owed, []
+        for debit in owed:
+            _owe_if_rolled_back(session, self, debit)
+            if session.scalars(select(WalletCall.id).where(WalletCall.tx_id == debit.tx_id)).first() is None:
+                session.add(WalletCall(tx_id=debit.tx_id, player_id=debit.player_id, currency=debit.currency,
+                                       kind="rollback", amount=debit.amount, round_id=debit.round_id,
+                                       status="pending", attempts=0, created_at=now()))
 
     @staticmethod
     def queue(session: Session, player_id: int, currency: str, kind: str, amount: int, tx_id: str,
@@ -428,7 +493,9 @@ class RemoteWallet:
                                    round_id=round_id, status="pending", attempts=0, created_at=now()))
 
     def deliver(self, session: Session, older_than: timedelta = timedelta(0)) -> int:
-        """Send pending outbox calls; each is idempotent, so a retry after a crash is safe."""
+        """Write the rollbacks owed to the outbox, then send its pending calls; each is idempotent, so a retry after a
+        crash is safe."""
+        self._write_owed(session)
         sent = 0
         cutoff = now() - older_than
         calls = session.scalars(select(WalletCall).where(WalletCall.status == "pending",
@@ -466,7 +533,13 @@ class Wallet(Protocol):
     def lock(self, session: Session, player_id: int, currency: str) -> None: ...
     def lock_all(self, session: Session, player_ids: Sequence[int], currency: str) -> None:
         """:meth:`lock` for several players, in the order every transaction that holds several takes them."""
-    def stake(self, session: Session, player_id: int, currency: str, amount: int, round_id: int, key: str) -> None: ...
+    def debit_ahead(self, session: Session, player_id: int, currency: str, amount: int, round_id: int,
+                    key: str) -> str | None:
+        """Take a stake's money where balances live before :meth:`stake` records it (passed its answer as
+        ``debited``): an operator's debit, a call over the network made before the caller takes its locks, owed a
+        rollback if this transaction does not commit. None from the built-in ledger, whose stake is its rows."""
+    def stake(self, session: Session, player_id: int, currency: str, amount: int, round_id: int, key: str,
+              debited: str | None = None) -> None: ...
     def pay(self, session: Session, currency: str, amounts: Mapping[int, int], kind: str, round_id: int) -> None:
         """Pay each player ``amounts[player_id]`` (a round's wins or refunds); the call to an operator's wallet
         carries the id :func:`pay_key` gives (``credit-{round}-{player}`` for a win, ``void-...`` for a refund), the
@@ -474,6 +547,8 @@ class Wallet(Protocol):
     def credit(self, session: Session, player_id: int, currency: str, amount: int) -> None: ...
     def balances_after(self, session: Session, player_ids: list[int], currency: str) -> dict[int, int | None]: ...
     def deliver(self, session: Session) -> int: ...
+    def owes(self) -> bool:
+        """Whether rollbacks of debits wait to be written to the outbox (by :meth:`deliver`)."""
 
 
 class LedgerWallet:
@@ -493,7 +568,12 @@ class LedgerWallet:
     def lock_all(self, session: Session, player_ids: Sequence[int], currency: str) -> None:
         lock_players(session, player_ids, currency, self.ids)
 
-    def stake(self, session: Session, player_id: int, currency: str, amount: int, round_id: int, key: str) -> None:
+    def debit_ahead(self, session: Session, player_id: int, currency: str, amount: int, round_id: int,
+                    key: str) -> str | None:
+        return None
+
+    def stake(self, session: Session, player_id: int, currency: str, amount: int, round_id: int, key: str,
+              debited: str | None = None) -> None:
         transfer(session, player_id, currency, -amount, "stake", round_id, self.ids)
 
     def pay(self, session: Session, currency: str, amounts: Mapping[int, int], kind: str, round_id: int) -> None:
@@ -512,6 +592,9 @@ class LedgerWallet:
     def deliver(self, session: Session) -> int:
         return 0
 
+    def owes(self) -> bool:
+        return False
+
 
 class OperatorLedgerWallet(LedgerWallet):
     """An operator's wallet: debits confirmed before the deal, credits sent from an outbox after commit.
@@ -528,8 +611,14 @@ class OperatorLedgerWallet(LedgerWallet):
     def balance(self, session: Session, player_id: int, currency: str) -> int:
         return self.remote.balance(player_id, currency)
 
-    def stake(self, session: Session, player_id: int, currency: str, amount: int, round_id: int, key: str) -> None:
-        self.remote.debit_now(player_id, currency, amount, key)
+    def debit_ahead(self, session: Session, player_id: int, currency: str, amount: int, round_id: int,
+                    key: str) -> str | None:
+        return self.remote.debit_now(session, player_id, currency, amount, round_id, key)
+
+    def stake(self, session: Session, player_id: int, currency: str, amount: int, round_id: int, key: str,
+              debited: str | None = None) -> None:
+        if debited is None:
+            self.remote.debit_now(session, player_id, currency, amount, round_id, key)
         super().stake(session, player_id, currency, amount, round_id, key)
 
     def pay(self, session: Session, currency: str, amounts: Mapping[int, int], kind: str, round_id: int) -> None:
@@ -547,3 +636,6 @@ class OperatorLedgerWallet(LedgerWallet):
 
     def deliver(self, session: Session) -> int:
         return self.remote.deliver(session)
+
+    def owes(self) -> bool:
+        return self.remote.owes()
