@@ -5,7 +5,8 @@
 runs: ``fault:deal``, ``fault:act``, ``fault:settle`` (inside the transaction,
 before its commit: the service's fault hook) or ``answer`` (after the commit,
 before the answer leaves: a published round event), optionally ``:n`` for the
-n-th time after arming. ``TWENTYONE_TEST_STACKS`` (JSON) stacks the next shoes.
+n-th time after arming. ``TWENTYONE_TEST_STACKS`` (JSON) stacks the next shoes; ``TWENTYONE_TEST_WALLET``
+(``module:factory``) plugs in an operator's wallet.
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ import uvicorn
 
 from twentyone.server.app import create_app
 from twentyone.server.config import Settings
+from twentyone.server.wallet import load_operator_wallet
 
 DIED = 137  # what a shell reports for a process killed by SIGKILL
 
@@ -29,7 +31,8 @@ def main() -> None:
     armed_file = Path(data_dir) / "crash-at"
     seen: dict[str, int] = {}
     settings = Settings(url, Path(data_dir), os.environ["TWENTYONE_OPERATOR_TOKEN"], tick_seconds=0.2)
-    app = create_app(settings)
+    wallet = os.environ.get("TWENTYONE_TEST_WALLET")  # module:factory of an operator's wallet, if any
+    app = create_app(settings, operator_wallet=load_operator_wallet(wallet) if wallet else None)
     service = app.state.service
     for stack in json.loads(os.environ.get("TWENTYONE_TEST_STACKS", "[]")):
         service.stacked.append(list(stack))

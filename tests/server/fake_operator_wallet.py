@@ -1,9 +1,12 @@
-"""Operator wallets for the tests: one for the `serve --wallet` test, which keeps balances in memory, and one that keeps
-the contract strictly and misbehaves on demand."""
+"""Operator wallets for the tests: one for the `serve --wallet` test, which keeps balances in memory; one that keeps
+the contract strictly and misbehaves on demand; and that one kept in a file, for server processes a test kills."""
 
 from __future__ import annotations
 
+import json
+import os
 from collections.abc import Callable
+from pathlib import Path
 
 from twentyone.server.wallet import WalletError, WalletTimeout
 
@@ -82,3 +85,45 @@ class ContractWallet:
     def rollbacks(self) -> set[str]:
         """The debits rolled back (ids of debits this wallet applied)."""
         return {tx_id for tx_id in self.rolled_back if tx_id in self.applied}
+
+
+class FileWallet(ContractWallet):
+    """A :class:`ContractWallet` kept in a JSON file (``TWENTYONE_TEST_WALLET_FILE``), so that it outlives the server
+    processes a test kills, and the test reads what the operator holds."""
+
+    def __init__(self, path: str | None = None) -> None:
+        super().__init__()
+        self.path = Path(path or os.environ["TWENTYONE_TEST_WALLET_FILE"])
+
+    def _load(self) -> None:
+        if self.path.exists():
+            state = json.loads(self.path.read_text())
+            self.balances = state["balances"]
+            self.applied = {tx_id: (player, amount) for tx_id, (player, amount) in state["applied"].items()}
+            self.rolled_back = set(state["rolled_back"])
+
+    def _save(self) -> None:
+        state = {"balances": self.balances, "applied": self.applied, "rolled_back": sorted(self.rolled_back)}
+        self.path.with_suffix(".tmp").write_text(json.dumps(state))
+        self.path.with_suffix(".tmp").replace(self.path)
+
+    def balance(self, player: str, currency: str) -> int:
+        self._load()
+        return super().balance(player, currency)
+
+    def debit(self, player: str, currency: str, amount: int, tx_id: str, round_id: int | None) -> None:
+        self._load()
+        try:
+            super().debit(player, currency, amount, tx_id, round_id)
+        finally:
+            self._save()
+
+    def credit(self, player: str, currency: str, amount: int, tx_id: str, round_id: int | None) -> None:
+        self._load()
+        super().credit(player, currency, amount, tx_id, round_id)
+        self._save()
+
+    def rollback(self, tx_id: str) -> None:
+        self._load()
+        super().rollback(tx_id)
+        self._save()

@@ -45,9 +45,10 @@ PLAY = ["hit", "hit", "stand"]
 class Server:
     """One database, one server process at a time, started with the stage at which it will die."""
 
-    def __init__(self, tmp_path: Path, database_url: str) -> None:
+    def __init__(self, tmp_path: Path, database_url: str, env: dict[str, str] | None = None) -> None:
         self.directory = tmp_path
         self.url = database_url
+        self.env = env or {}  # more of the server's environment
         self.port = free_port()
         self.process: subprocess.Popen[bytes] | None = None
         self.starts = 0
@@ -63,7 +64,7 @@ class Server:
     def start(self) -> None:
         self.arm(None)
         env = {**os.environ, "TWENTYONE_OPERATOR_TOKEN": OPERATOR, "TWENTYONE_TEST_STACKS": json.dumps([STACK] * 20),
-               "PYTHONPATH": os.pathsep.join(sys.path)}
+               "PYTHONPATH": os.pathsep.join(sys.path), **self.env}
         self.process = subprocess.Popen([sys.executable, str(RUNNER), self.url, str(self.directory), str(self.port)],
                                         env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         deadline = time.time() + 60

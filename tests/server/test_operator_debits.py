@@ -7,22 +7,26 @@ debit with an id it rolled back is refused.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
 from typing import Any
 
 import psycopg
 import pytest
-from fake_operator_wallet import ContractWallet
+from fake_operator_wallet import ContractWallet, FileWallet
 from fastapi.testclient import TestClient
 from server_helpers import Client, Clock, new_guest
 from sqlalchemy import select
+from test_faults import Server
 from test_lock_order import account_id, bobs_double_to_come, joined, libpq_url
 
 from twentyone.server.app import create_app
 from twentyone.server.config import Settings
+from twentyone.server.journal import JOURNALS, Debit
 from twentyone.server.models import Account, LedgerEntry, WalletCall
 from twentyone.server.service import GameService
-from twentyone.server.wallet import Debit, unreconciled_accounts
+from twentyone.server.wallet import unreconciled_accounts
 
 # Classic: the player's 5 and 6, the dealer's 6 and 10; a double draws the 9 (20), the dealer draws the 8 and busts.
 DOUBLE_WINS = ["5S", "6H", "6D", "TC", "9C", "8C"]
@@ -207,3 +211,50 @@ def test_a_costly_decision_at_a_shared_table_debits_before_it_locks_any_account(
     service.tick()  # Ann's win, from the outbox
     assert wallet.balance(anns, "USD") == wallet.start + 500  # 20 against 18: even money
     assert wallet.balance(bobs, "USD") == wallet.start - 1000  # the bet and its double, lost
+
+
+def wait_until(condition: Callable[[], bool], seconds: float = 15) -> None:
+    deadline = time.monotonic() + seconds
+    while not condition():
+        assert time.monotonic() < deadline, "not within the time"
+        time.sleep(0.05)
+
+
+def test_a_debit_left_by_a_killed_process_is_rolled_back_by_the_next(tmp_path: Path, database_url: str) -> None:
+    """A real server dies (``os._exit``, as kill -9) inside the deal, after the operator's debit and before its stake
+    commits; then again inside the settlement of a double. Each time the next process finds the debit in the dead
+    one's journal and rolls it back at its first tick; the player's retries (the same keys) debit anew, and the
+    operator ends holding exactly what the round's record says. Before the journal, the operator kept both debits."""
+    wallet_file = tmp_path / "operator.json"
+    server = Server(tmp_path, database_url, {"TWENTYONE_TEST_WALLET": "fake_operator_wallet:FileWallet",
+                                             "TWENTYONE_TEST_WALLET_FILE": str(wallet_file)})
+    operator = FileWallet(str(wallet_file))
+    try:
+        server.start()
+        guest = server.call("POST", "/auth/guest").json()
+        token, owner = guest["token"], f"player:{guest['player']['id']}"
+
+        def held() -> int:
+            return operator.balance(owner, "USD")
+
+        assert server.call("POST", "/tables/classic/bets", token, {"spot": 1, "chip": 500}).status_code == 200
+        server.arm("fault:deal")
+        server.dies_on("POST", "/tables/classic/deal", token, key="deal")
+        assert held() == operator.start - 500  # the dead process's debit, with the operator
+        server.start()
+        wait_until(lambda: held() == operator.start)  # rolled back from the dead process's journal
+        view = server.call("POST", "/tables/classic/deal", token, key="deal").json()
+        assert view["status"] == "playing" and held() == operator.start - 500, view
+        server.arm("fault:settle")  # 5 doubled draws a 2; the dealer's 16 draws a 2: the settlement, then death
+        server.dies_on("POST", f"/rounds/{view['id']}/actions", token, {"action": "double"}, "double")
+        assert held() == operator.start - 1000
+        server.start()
+        wait_until(lambda: held() == operator.start - 500)
+        settled = server.call("POST", f"/rounds/{view['id']}/actions", token, {"action": "double"}, "double").json()
+        assert settled["status"] == "settled" and settled["me"]["staked"] == 1000, settled
+        wait_until(lambda: held() == operator.start - settled["me"]["staked"] + settled["me"]["returned"])
+        assert len(list((tmp_path / JOURNALS).glob("*.journal"))) == 1  # the living process's; the dead ones', gone
+    finally:
+        if server.process is not None and server.process.poll() is None:
+            server.process.kill()
+            server.process.wait()

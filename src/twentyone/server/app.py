@@ -227,6 +227,7 @@ def create_app(settings: Settings, operator_wallet: OperatorWallet | None = None
                 await task
         await run_in_threadpool(service.events.stop)
         service.ownership.close()  # a clean stop hands this process's tables to the others at once
+        service.wallet.close()  # an operator's wallet: this process's debit journal, deleted if all is resolved
         await run_in_threadpool(db.close)
 
     app = FastAPI(title="twentyone", version="0.1.0", lifespan=lifespan,

@@ -675,14 +675,15 @@ class Rounds:
                     shoe.finished = True
         self.events.publish(table.id, {"type": "void", "round_id": round_id, "reason": reason})
 
-    def deliver(self) -> int:
-        """Send the operator wallet what the outbox holds; a failure waits for the next tick."""
+    def deliver(self, recover: bool = False) -> int:
+        """Send the operator wallet what the outbox holds; a failure waits for the next tick. ``recover`` (the tick):
+        first queue what dead processes' journals owe (:mod:`~twentyone.server.journal`)."""
         if self.wallet.keeps_balances or getattr(self._delivering, "now", False):
             return 0  # the built-in ledger has no outbox; a delivery that failed does not deliver again at once
         self._delivering.now = True
         try:
             with self.store.write() as session:
-                return self.wallet.deliver(session)
+                return self.wallet.deliver(session, recover)
         except Exception:
             log.exception("operator wallet delivery failed; retried at the next tick")
             return 0

@@ -32,6 +32,7 @@ from twentyone.server.config import CURRENCIES, Settings, TableSpec
 from twentyone.server.context import Caller, ServiceError, aware, utcnow
 from twentyone.server.db import Database
 from twentyone.server.events import Broadcaster
+from twentyone.server.journal import JOURNALS, DebitJournal
 from twentyone.server.live import LiveRounds
 from twentyone.server.models import Player, Round
 from twentyone.server.rounds import Rounds
@@ -54,7 +55,8 @@ class GameService:
         self.events = events or Broadcaster()
         # Which tables' timers run here: all of them in one process; on PostgreSQL, those whose lock we hold.
         self.ownership: TimerOwnership = ownership or LocalOwnership()
-        self.wallet: Wallet = OperatorLedgerWallet(operator_wallet) if operator_wallet is not None else LedgerWallet()
+        self.wallet: Wallet = (OperatorLedgerWallet(operator_wallet, DebitJournal(settings.data_dir / JOURNALS))
+                               if operator_wallet is not None else LedgerWallet())
         # The operator's wallet moves money outside our transaction: a twin must never run its work twice.
         self.store = Store(db, clock, strict_twins=operator_wallet is not None)
         self.registry = TableRegistry(self.store, clock)
@@ -186,11 +188,11 @@ class GameService:
                 continue
             done["auto"] += self.rounds.auto_decide(round_id, version)
         if OUTBOX in owned:
-            done["delivered"] = self._deliver_outbox()
+            done["delivered"] = self._deliver_outbox(recover=True)
         return done
 
-    def _deliver_outbox(self) -> int:
-        return self.rounds.deliver()
+    def _deliver_outbox(self, recover: bool = False) -> int:
+        return self.rounds.deliver(recover)
 
 
 __all__ = ["Caller", "GameService", "ServiceError", "commitment", "verify_record"]

@@ -16,10 +16,10 @@ moves money twice; a restart resumes the outbox.
 
 from __future__ import annotations
 
+import logging
 import threading
 import uuid
-from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from collections.abc import Callable, Mapping, Sequence
 from datetime import UTC, datetime, timedelta
 from typing import Protocol
 
@@ -30,9 +30,11 @@ from sqlalchemy.orm import Session, SessionTransaction
 
 from twentyone.server.context import Busy, ServiceError
 from twentyone.server.direct import defer, run, transaction_notes
+from twentyone.server.journal import Debit, DebitJournal
 from twentyone.server.models import ACCOUNTS, LEDGER, WALLET_CALLS, Account, LedgerEntry, WalletCall
 
 HOUSE = "house"
+log = logging.getLogger("twentyone.server")
 
 
 class WalletError(Exception):
@@ -386,46 +388,67 @@ def net_losses_since(session: Session, player_ids: Sequence[int], currency: str,
     return lost
 
 
-@dataclass(frozen=True)
-class Debit:
-    """A debit made in an operator's wallet: what its rollback needs, and the outbox's row, if it comes to that."""
-
-    tx_id: str
-    player_id: int
-    currency: str
-    amount: int
-    round_id: int | None
-
-
 RECORD_DEBIT = insert(WALLET_CALLS)  # Core: the row is never read back in its transaction
-_OWED_IF_ROLLED_BACK = "twentyone.owed_if_rolled_back"  # transaction_notes: {tx_id: (RemoteWallet, Debit)}
+_AFTER = "twentyone.after_transaction"  # transaction_notes: what to do once the transaction ends (after_transaction)
 
 
-def _owe_if_rolled_back(session: Session, remote: RemoteWallet, debit: Debit) -> None:
-    """Owe ``debit`` a rollback (:meth:`RemoteWallet.owe_rollback`) if this transaction does not commit."""
-    transaction_notes(session, _OWED_IF_ROLLED_BACK)[debit.tx_id] = (remote, debit)
+def after_transaction(session: Session, committed: Callable[[], None], rolled_back: Callable[[], None]) -> None:
+    """Call ``committed`` once this transaction has committed, or ``rolled_back`` once it has ended any other way (a
+    rollback, a failed ``COMMIT``, a rollback that failed itself with a lost connection, the session closed). Not
+    for a savepoint's end: only the transaction's. A callback that raises is logged.
+
+    >>> from sqlalchemy import create_engine
+    >>> session, seen = Session(create_engine("sqlite://")), []
+    >>> with session.begin():
+    ...     after_transaction(session, lambda: seen.append("committed"), lambda: seen.append("rolled back"))
+    ...     with session.begin_nested():
+    ...         pass
+    >>> _ = session.begin()
+    >>> after_transaction(session, lambda: seen.append("committed"), lambda: seen.append("rolled back"))
+    >>> session.close(); seen
+    ['committed', 'rolled back']
+    """
+    notes = transaction_notes(session, _AFTER)
+    notes.setdefault("committed", []).append(committed)
+    notes.setdefault("rolled back", []).append(rolled_back)
 
 
-@event.listens_for(Session, "after_soft_rollback")
-def _owe_debits_of_a_rolled_back_transaction(session: Session, previous_transaction: SessionTransaction) -> None:
-    """A transaction that made debits in an operator's wallet and did not commit (a malfunction, storage trouble, a
-    refusal after the debit) leaves them with the operator and no stake recorded: each is owed a rollback."""
-    if previous_transaction.nested:
+@event.listens_for(Session, "after_commit")
+def _note_the_commit(session: Session) -> None:
+    if session.in_nested_transaction():  # a savepoint released: the transaction goes on
         return
-    kept = session.info.get(_OWED_IF_ROLLED_BACK)
-    if kept is None or kept[0] is not previous_transaction:
+    kept = session.info.get(_AFTER)
+    if kept is not None and kept[0] is session.get_transaction():
+        kept[1]["committed?"] = True
+
+
+@event.listens_for(Session, "after_transaction_end")
+def _run_after_transaction(session: Session, transaction: SessionTransaction) -> None:
+    """Every way a transaction ends closes it (a failed rollback too, which skips ``after_soft_rollback``)."""
+    if transaction.parent is not None:
         return
-    for remote, debit in kept[1].values():
-        remote.owe_rollback(debit)
-    kept[1].clear()
+    kept = session.info.get(_AFTER)
+    if kept is None or kept[0] is not transaction:
+        return
+    del session.info[_AFTER]
+    for callback in kept[1]["committed" if kept[1].get("committed?") else "rolled back"]:
+        try:
+            callback()
+        except Exception:
+            log.exception("after a transaction's end")
 
 
 class RemoteWallet:
-    """Drives an :class:`OperatorWallet` with retries and an outbox of calls to deliver."""
+    """Drives an :class:`OperatorWallet` with retries and an outbox of calls to deliver.
 
-    def __init__(self, wallet: OperatorWallet, attempts: int = 3) -> None:
+    ``journal``: where each debit is recorded before it is sent (:mod:`twentyone.server.journal`), so that one a
+    process killed before its stake committed is rolled back by the next; none, for tests of the wallet alone.
+    """
+
+    def __init__(self, wallet: OperatorWallet, attempts: int = 3, journal: DebitJournal | None = None) -> None:
         self.wallet = wallet
         self.attempts = attempts
+        self.journal = journal
         # Rollbacks owed by transactions that did not commit, until a transaction writes them to the outbox.
         self._owed: list[Debit] = []
         self._owed_lock = threading.Lock()
@@ -446,43 +469,80 @@ class RemoteWallet:
 
         The id (``debit-{key}-{nonce}``) is new at each attempt of the work: a work that does not commit has its
         debit rolled back, and a retry of it must not show the operator an id it rolled back (nor, on SQLite, a later
-        round that takes the number of a round rolled back). The debit is written to the outbox as done, in the
-        transaction of its stake: after a commit whose answer was lost, that row tells that the debit stands.
+        round that takes the number of a round rolled back). The debit is journaled before it is sent, and written to
+        the outbox as done in the transaction of its stake: after a commit whose answer was lost, or a process's
+        death, that row tells that the debit stands.
         """
         debit = Debit(f"debit-{key}-{uuid.uuid4().hex[:12]}", player_id, currency, amount, round_id)
+        if self.journal is not None:
+            self.journal.note(debit)
+        timed_out = False
         for _ in range(self.attempts):
             try:
                 self.wallet.debit(player_owner(player_id), currency, amount, debit.tx_id, round_id)
             except WalletTimeout:
+                timed_out = True
                 continue
+            except WalletError:  # refused: nothing taken, unless an attempt before, unanswered, took it
+                if timed_out:
+                    self.owe_rollback(debit)
+                else:
+                    self._resolved([debit.tx_id])
+                raise
             defer(session, RECORD_DEBIT, {"tx_id": debit.tx_id, "player_id": player_id, "currency": currency,
                                           "kind": "debit", "amount": amount, "round_id": round_id, "status": "done",
                                           "attempts": 1, "last_error": None, "created_at": now()})
-            _owe_if_rolled_back(session, self, debit)
+            after_transaction(session, lambda: self._resolved([debit.tx_id]), lambda: self.owe_rollback(debit))
             return debit.tx_id
         self.owe_rollback(debit)  # it may have reached the operator, its answer lost
         raise WalletTimeout("The wallet did not confirm the stake; nothing was dealt and the stake is rolled back.")
+
+    def _resolved(self, tx_ids: list[str]) -> None:
+        if self.journal is not None:
+            self.journal.resolved(tx_ids)
 
     def owe_rollback(self, debit: Debit) -> None:
         """Note a debit to roll back: written to the outbox by the next :meth:`deliver`, and sent."""
         with self._owed_lock:
             self._owed.append(debit)
 
+    def _owe_again(self, owed: list[Debit]) -> None:
+        with self._owed_lock:
+            self._owed.extend(owed)
+
     def owes(self) -> bool:
         """Whether rollbacks wait to be written to the outbox (by :meth:`deliver`)."""
         return bool(self._owed)
 
     def _write_owed(self, session: Session) -> None:
-        """Write the rollbacks owed to the outbox: each is owed again if this transaction does not commit. A debit
-        recorded as done committed after all (a commit whose answer was lost with the connection): it stands."""
+        """Write the rollbacks owed to the outbox: each is owed again if this transaction does not commit."""
         with self._owed_lock:
             owed, self._owed = self._owed, []
         for debit in owed:
-            _owe_if_rolled_back(session, self, debit)
-            if session.scalars(select(WalletCall.id).where(WalletCall.tx_id == debit.tx_id)).first() is None:
-                session.add(WalletCall(tx_id=debit.tx_id, player_id=debit.player_id, currency=debit.currency,
-                                       kind="rollback", amount=debit.amount, round_id=debit.round_id,
-                                       status="pending", attempts=0, created_at=now()))
+            self._queue_rollback(session, debit)
+        if owed:
+            after_transaction(session, lambda: self._resolved([debit.tx_id for debit in owed]),
+                              lambda: self._owe_again(owed))
+
+    def _recover_journals(self, session: Session) -> None:
+        """Queue the rollbacks of the debits that dead processes' journals left unresolved; each journal goes once
+        this transaction commits."""
+        if self.journal is None:
+            return
+        for journal in self.journal.abandoned():
+            for debit in journal.debits:
+                self._queue_rollback(session, debit)
+            after_transaction(session, journal.settled, journal.release)
+
+    @staticmethod
+    def _queue_rollback(session: Session, debit: Debit) -> None:
+        """A rollback of ``debit`` in the outbox, unless the outbox knows it: a debit recorded done committed with its
+        stake (a commit whose answer was lost with the connection, or the process), and stands; a rollback is
+        queued already."""
+        if session.scalars(select(WalletCall.id).where(WalletCall.tx_id == debit.tx_id)).first() is None:
+            session.add(WalletCall(tx_id=debit.tx_id, player_id=debit.player_id, currency=debit.currency,
+                                   kind="rollback", amount=debit.amount, round_id=debit.round_id, status="pending",
+                                   attempts=0, created_at=now()))
 
     @staticmethod
     def queue(session: Session, player_id: int, currency: str, kind: str, amount: int, tx_id: str,
@@ -492,10 +552,12 @@ class RemoteWallet:
             session.add(WalletCall(tx_id=tx_id, player_id=player_id, currency=currency, kind=kind, amount=amount,
                                    round_id=round_id, status="pending", attempts=0, created_at=now()))
 
-    def deliver(self, session: Session, older_than: timedelta = timedelta(0)) -> int:
+    def deliver(self, session: Session, older_than: timedelta = timedelta(0), recover: bool = False) -> int:
         """Write the rollbacks owed to the outbox, then send its pending calls; each is idempotent, so a retry after a
-        crash is safe."""
+        crash is safe. ``recover`` (the timer's tick): first the rollbacks dead processes' journals owe."""
         self._write_owed(session)
+        if recover:
+            self._recover_journals(session)
         sent = 0
         cutoff = now() - older_than
         calls = session.scalars(select(WalletCall).where(WalletCall.status == "pending",
@@ -546,7 +608,10 @@ class Wallet(Protocol):
         same at every retry."""
     def credit(self, session: Session, player_id: int, currency: str, amount: int) -> None: ...
     def balances_after(self, session: Session, player_ids: list[int], currency: str) -> dict[int, int | None]: ...
-    def deliver(self, session: Session) -> int: ...
+    def deliver(self, session: Session, recover: bool = False) -> int:
+        """Send the operator's wallet what the outbox holds (``recover``: and what dead processes' journals owe)."""
+    def close(self) -> None:
+        """At a clean stop."""
     def owes(self) -> bool:
         """Whether rollbacks of debits wait to be written to the outbox (by :meth:`deliver`)."""
 
@@ -589,8 +654,11 @@ class LedgerWallet:
         """
         return dict(ledger_balances(session, player_ids, currency))
 
-    def deliver(self, session: Session) -> int:
+    def deliver(self, session: Session, recover: bool = False) -> int:
         return 0
+
+    def close(self) -> None:
+        return None
 
     def owes(self) -> bool:
         return False
@@ -604,9 +672,9 @@ class OperatorLedgerWallet(LedgerWallet):
 
     keeps_balances = False
 
-    def __init__(self, wallet: OperatorWallet) -> None:
+    def __init__(self, wallet: OperatorWallet, journal: DebitJournal | None = None) -> None:
         super().__init__()
-        self.remote = RemoteWallet(wallet)
+        self.remote = RemoteWallet(wallet, journal=journal)
 
     def balance(self, session: Session, player_id: int, currency: str) -> int:
         return self.remote.balance(player_id, currency)
@@ -634,8 +702,12 @@ class OperatorLedgerWallet(LedgerWallet):
     def balances_after(self, session: Session, player_ids: list[int], currency: str) -> dict[int, int | None]:
         return dict.fromkeys(player_ids)  # the operator's wallet knows; the game does not ask per round
 
-    def deliver(self, session: Session) -> int:
-        return self.remote.deliver(session)
+    def deliver(self, session: Session, recover: bool = False) -> int:
+        return self.remote.deliver(session, recover=recover)
+
+    def close(self) -> None:
+        if self.remote.journal is not None:
+            self.remote.journal.close()
 
     def owes(self) -> bool:
         return self.remote.owes()
