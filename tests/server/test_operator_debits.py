@@ -17,12 +17,15 @@ import pytest
 from fake_operator_wallet import ContractWallet, FileWallet
 from fastapi.testclient import TestClient
 from server_helpers import Client, Clock, new_guest
-from sqlalchemy import select
+from sqlalchemy import event, select
+from sqlalchemy import exc as db_errors
 from test_faults import Server
 from test_lock_order import account_id, bobs_double_to_come, joined, libpq_url
 
 from twentyone.server.app import create_app
+from twentyone.server.cluster import OUTBOX
 from twentyone.server.config import Settings
+from twentyone.server.context import Busy
 from twentyone.server.journal import JOURNALS, Debit
 from twentyone.server.models import Account, LedgerEntry, WalletCall
 from twentyone.server.service import GameService
@@ -82,8 +85,9 @@ def test_a_double_whose_settlement_fails_is_rolled_back_and_the_round_refunded(
     assert answer.status_code == 200 and answer.json()["status"] == "void", answer.json()
     doubles = [tx_id for kind, tx_id in wallet.calls if kind == "debit" and tx_id.startswith(f"debit-{round_id}-")]
     assert len(doubles) == 2  # the deal's and the double's
+    assert service.wallet.owes()
+    service.tick()  # the double's rollback, and the void's refund of the deal's stake, from the outbox
     assert wallet.rollbacks() == {doubles[1]}
-    service.tick()  # the void's refund of the deal's stake, from the outbox
     assert wallet.balance(owner(guest), "USD") == wallet.start
     assert sorted(outbox(service)) == [("credit", "done"), ("debit", "done"), ("rollback", "done")]
     with service.db.sessions() as session:
@@ -96,6 +100,7 @@ def test_a_deal_retried_after_a_malfunction_is_debited_anew(http: TestClient, se
     debit, which the operator takes. With one id for both, the operator refused the retry as rolled back, or (before
     the rollback) took the first attempt's debit for the retry's."""
     guest = new_guest(http)
+    service.stacked.extend([DOUBLE_WINS, DOUBLE_WINS])  # the retried round stays in play: no credit yet
     guest.bet("classic", 500)
 
     def deal_fails(stage: str) -> None:
@@ -106,6 +111,7 @@ def test_a_deal_retried_after_a_malfunction_is_debited_anew(http: TestClient, se
     failed = guest.post("/tables/classic/deal", key="deal-once")
     service.fault = lambda stage: None
     assert failed.status_code == 500 and "nothing was staked" in failed.json()["detail"]
+    service.tick()
     assert wallet.balance(owner(guest), "USD") == wallet.start and len(wallet.rollbacks()) == 1
     retried = guest.post("/tables/classic/deal", key="deal-once")
     assert retried.status_code == 200, retried.json()
@@ -118,14 +124,15 @@ def test_a_deal_retried_after_a_malfunction_is_debited_anew(http: TestClient, se
 def test_a_debit_that_lost_its_answer_is_rolled_back_through_the_outbox(http: TestClient, service: GameService,
                                                                         wallet: ContractWallet) -> None:
     """The operator applies the debit and its answer is lost, at every retry; the rollback does not answer either, three
-    times. The deal is a 503 with nothing dealt, and the rollback waits in the outbox until it gets through. Before, the
-    rollback was tried three times and forgotten: the operator kept the stake."""
+    times. The deal is a 503 with nothing dealt, and the rollback waits in the outbox until it gets through (a try at
+    each tick). Before, the rollback was tried three times and forgotten: the operator kept the stake."""
     guest = new_guest(http)
     guest.bet("classic", 500)
     wallet.debit_timeouts, wallet.rollback_timeouts = 3, 3
     refused = guest.post("/tables/classic/deal")
     assert refused.status_code == 503 and refused.headers["Retry-After"], refused.json()
     assert wallet.balance(owner(guest), "USD") == wallet.start - 500  # the operator holds it until the rollback
+    service.tick()  # the rollback owed is written to the outbox; sent, it does not answer
     assert outbox(service) == [("rollback", "pending")]
     for _ in range(3):
         service.tick()
@@ -258,3 +265,175 @@ def test_a_debit_left_by_a_killed_process_is_rolled_back_by_the_next(tmp_path: P
         if server.process is not None and server.process.poll() is None:
             server.process.kill()
             server.process.wait()
+
+
+class FailStatement:
+    """The first statement that starts with ``prefix`` (once armed) fails as a lost connection would."""
+
+    def __init__(self, service: GameService, prefix: str, armed: bool = True) -> None:
+        self.engine, self.prefix, self.armed, self.fired = service.db.engine, prefix.upper(), armed, False
+
+    def __enter__(self) -> FailStatement:
+        event.listen(self.engine, "before_cursor_execute", self._fire)
+        return self
+
+    def _fire(self, _connection: Any, _cursor: Any, statement: str, *_: Any) -> None:
+        if self.armed and not self.fired and statement.lstrip().upper().startswith(self.prefix):
+            self.fired = True
+            raise db_errors.OperationalError(statement, {}, Exception("server closed the connection"))
+
+    def __exit__(self, *_: object) -> None:
+        event.remove(self.engine, "before_cursor_execute", self._fire)
+
+
+def test_the_debits_of_a_close_whose_flush_fails_are_rolled_back(
+        http: TestClient, service: GameService, clock: Clock, wallet: ContractWallet) -> None:
+    """The close of betting debits both seats, then its flush of the seats fails (a lost connection): a 503, and the
+    tick closes it again with new debits. The first two are rolled back. A flush that fails rolls the connection back
+    from inside itself, and a listener of ``after_soft_rollback`` for the transaction never heard of it: each player
+    was debited twice for one stake (found by review)."""
+    ann, bob = new_guest(http), new_guest(http)
+    joined(service, clock, [ann, bob])
+    with FailStatement(service, "UPDATE round_seats") as failing, pytest.raises(Busy):
+        service.close_betting("multiplayer")
+    assert failing.fired
+    service.tick()  # closes the round again, and delivers the rollbacks
+    for player in (ann, bob):
+        assert staked(service, player) == 500 and wallet.balance(owner(player), "USD") == wallet.start - 500
+
+
+def test_rollbacks_owed_outlive_a_delivery_that_fails(http: TestClient, service: GameService,
+                                                       wallet: ContractWallet) -> None:
+    """The delivery that writes a rollback owed fails at its insert (the storage trouble that failed the work may
+    well last): the rollback is owed again, and a later tick writes and sends it."""
+    guest = new_guest(http)
+    guest.bet("classic", 500)
+
+    def deal_fails(stage: str) -> None:
+        if stage == "deal":
+            raise RuntimeError("the shuffler jammed")
+
+    service.fault = deal_fails
+    assert guest.post("/tables/classic/deal").status_code == 500
+    service.fault = lambda stage: None
+    with FailStatement(service, "INSERT INTO wallet_calls") as failing:
+        service.tick()
+    assert failing.fired and service.wallet.owes()
+    service.tick()
+    assert staked(service, guest) == 0 and wallet.balance(owner(guest), "USD") == wallet.start
+
+
+def test_a_seat_whose_debit_timed_out_at_the_close_has_its_rollback_in_the_outbox(
+        http: TestClient, service: GameService, clock: Clock, wallet: ContractWallet) -> None:
+    """Bob's debit is applied at every attempt and never answered: his seat sits out, and the close commits with his
+    rollback in the outbox (before, it was owed in this process's memory alone, which a restart loses)."""
+    ann, bob = new_guest(http), new_guest(http)
+    joined(service, clock, [ann, bob])
+    bobs = owner(bob)
+
+    def bob_unanswered() -> None:
+        if f"-{bob.player_id()}-" in wallet.calls[-1][1]:
+            wallet.debit_timeouts = 1
+
+    wallet.on_debit = bob_unanswered
+    round_id = service.close_betting("multiplayer")
+    wallet.on_debit = lambda: None
+    assert round_id is not None
+    assert staked(service, bob) == 0 and wallet.balance(bobs, "USD") == wallet.start - 500
+    assert not service.wallet.owes() and ("rollback", "pending") in outbox(service)
+    service.tick()
+    assert wallet.balance(bobs, "USD") == wallet.start
+    anns = ann.get(f"/rounds/{round_id}").json()["me"]
+    assert anns["staked"] == 500 and wallet.balance(owner(ann), "USD") == wallet.start - 500 + anns["returned"]
+
+
+class NotTheOutboxOwner:
+    """Timer ownership of a process that holds every table's timers but not the outbox's (another process has it)."""
+
+    def owned(self, names: Any) -> set[str]:
+        return {name for name in names if name != OUTBOX}
+
+    def close(self) -> None:
+        return None
+
+
+def test_a_process_that_does_not_deliver_the_outbox_writes_its_rollbacks_owed_at_its_tick(
+        http: TestClient, service: GameService, wallet: ContractWallet) -> None:
+    """With several processes, one delivers the outbox. Another, whose work failed after a debit, writes the rollback
+    it owes at its next tick, and leaves the sending to the first (before, it kept it in memory until its own next
+    delivery, which its ticks never made)."""
+    service.ownership = NotTheOutboxOwner()
+    guest = new_guest(http)
+    guest.bet("classic", 500)
+
+    def deal_fails(stage: str) -> None:
+        if stage == "deal":
+            raise RuntimeError("the shuffler jammed")
+
+    service.fault = deal_fails
+    assert guest.post("/tables/classic/deal").status_code == 500
+    service.fault = lambda stage: None
+    assert service.wallet.owes()
+    service.tick()
+    assert not service.wallet.owes() and outbox(service) == [("rollback", "pending")]
+    assert wallet.balance(owner(guest), "USD") == wallet.start - 500  # until the outbox's process sends it
+
+
+@pytest.mark.parametrize("committed", [True, False], ids=["committed", "not committed"])
+def test_a_commit_whose_answer_is_lost_keeps_or_rolls_back_its_debit_as_it_went(
+        committed: bool, http: TestClient, service: GameService, wallet: ContractWallet,
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """PostgreSQL: the deal's held writes go with its COMMIT, and the connection is lost after the COMMIT applied (its
+    answer lost) or before. Both look alike to the process (a 503); the debit's row in the outbox tells them apart:
+    kept where the stake committed, rolled back where it did not."""
+    if service.db.engine.dialect.name != "postgresql":
+        pytest.skip("held writes, sent with the COMMIT, are PostgreSQL's")
+    from twentyone.server import direct
+
+    send, armed = direct._send, {"on": False}
+
+    def send_and_lose(pooled: Any, held: Any, last: Any, commit: bool = False) -> Any:
+        if commit and armed["on"]:
+            armed["on"] = False
+            if committed:
+                send(pooled, held, last, commit)
+            raise psycopg.OperationalError("server closed the connection unexpectedly")
+        return send(pooled, held, last, commit)
+
+    monkeypatch.setattr(direct, "_send", send_and_lose)
+    service.stacked.append(DOUBLE_WINS)
+    guest = new_guest(http)
+    guest.bet("classic", 500)
+    armed["on"] = True
+    answer = guest.post("/tables/classic/deal")
+    assert answer.status_code == 503 and not armed["on"], answer.json()
+    service.tick()
+    assert not service.wallet.owes()
+    assert staked(service, guest) == (500 if committed else 0)
+    assert wallet.balance(owner(guest), "USD") == wallet.start - staked(service, guest)
+    assert len(wallet.rollbacks()) == (0 if committed else 1)
+
+
+def test_a_debit_whose_outbox_row_fails_to_write_is_rolled_back(http: TestClient, service: GameService,
+                                                                 wallet: ContractWallet) -> None:
+    """The debit is confirmed and the row that records it fails: the debit was noted first, so it is owed."""
+    guest = new_guest(http)
+    guest.bet("classic", 500)
+    with FailStatement(service, "INSERT INTO wallet_calls") as failing:
+        answer = guest.post("/tables/classic/deal")
+    assert answer.status_code == 503 and failing.fired, answer.json()
+    service.tick()
+    assert staked(service, guest) == 0 and wallet.balance(owner(guest), "USD") == wallet.start
+
+
+def test_a_debit_refused_at_its_retry_after_a_lost_answer_is_rolled_back(http: TestClient, service: GameService,
+                                                                         wallet: ContractWallet) -> None:
+    """The first attempt takes the player's whole balance and its answer is lost; the retry is refused (this operator
+    checks the balance before the id). The first attempt's money is rolled back."""
+    guest = new_guest(http)
+    wallet.balances[owner(guest)] = 500
+    guest.bet("classic", 500)
+    wallet.debit_timeouts = 1
+    assert guest.post("/tables/classic/deal").status_code == 409
+    service.tick()
+    assert staked(service, guest) == 0 and wallet.balance(owner(guest), "USD") == 500

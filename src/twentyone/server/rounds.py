@@ -14,7 +14,6 @@ the same round lock, transaction and engine hand-over, and reads best side by si
 from __future__ import annotations
 
 import logging
-import threading
 from collections.abc import Callable, Sequence
 from datetime import datetime, timedelta
 from typing import Any, cast
@@ -172,8 +171,6 @@ class Rounds:
         self.clock = clock
         self.fault: Callable[[str], None] = lambda stage: None  # tests inject malfunctions here
         self.deliver_outbox: Callable[[], int] = self.deliver  # after each commit that may owe the operator
-        self._delivering = threading.local()
-        store.after_failed_write = self.after_failed_write
 
     # ------------------------------------------------------------ private
     def deal(self, caller: Caller, table_id: str) -> dict[str, Any]:
@@ -675,26 +672,18 @@ class Rounds:
                     shoe.finished = True
         self.events.publish(table.id, {"type": "void", "round_id": round_id, "reason": reason})
 
-    def deliver(self, recover: bool = False) -> int:
-        """Send the operator wallet what the outbox holds; a failure waits for the next tick. ``recover`` (the tick):
-        first queue what dead processes' journals owe (:mod:`~twentyone.server.journal`)."""
-        if self.wallet.keeps_balances or getattr(self._delivering, "now", False):
-            return 0  # the built-in ledger has no outbox; a delivery that failed does not deliver again at once
-        self._delivering.now = True
+    def deliver(self, recover: bool = False, send: bool = True) -> int:
+        """Write the rollbacks owed and send the operator wallet what the outbox holds; a failure waits for the next
+        tick. ``recover`` (the tick): first queue what dead processes' journals owe (:mod:`~twentyone.server.journal`);
+        ``send=False``: only write (a process that does not deliver the outbox)."""
+        if self.wallet.keeps_balances:
+            return 0  # the built-in ledger has no outbox
         try:
             with self.store.write() as session:
-                return self.wallet.deliver(session, recover)
+                return self.wallet.deliver(session, recover, send)
         except Exception:
             log.exception("operator wallet delivery failed; retried at the next tick")
             return 0
-        finally:
-            self._delivering.now = False
-
-    def after_failed_write(self) -> None:
-        """A write that did not commit may owe the operator the rollback of a debit it made: sent now, not at the
-        next tick (which runs in one process of several: this one may never have its turn)."""
-        if self.wallet.owes():
-            self.deliver_outbox()
 
 
 def _stake_key(round_row: Round, seat: RoundSeat) -> str:

@@ -186,8 +186,6 @@ class Store:
         self.clock = clock
         self.strict_twins = strict_twins  # see _check_key
         self._local = threading.local()
-        # Called after a write that did not commit (GameService: what it owes an operator's wallet is sent then).
-        self.after_failed_write: Callable[[], None] = lambda: None
 
     @contextmanager
     def read(self) -> Iterator[Session]:
@@ -204,14 +202,10 @@ class Store:
     def write(self) -> Iterator[Session]:
         """One write transaction; the request's key, if any, is checked first and recorded with the answer."""
         pending: _Pending | None = getattr(self._local, "pending", None)
-        try:
-            with storage_trouble_as_busy(), self.db.transaction() as session:
-                if pending is not None and not pending.recorded:
-                    _check_key(session, pending, self.strict_twins)
-                yield session
-        except Exception:
-            self.after_failed_write()
-            raise
+        with storage_trouble_as_busy(), self.db.transaction() as session:
+            if pending is not None and not pending.recorded:
+                _check_key(session, pending, self.strict_twins)
+            yield session
 
     def answer(self, session: Session, body: dict[str, Any]) -> dict[str, Any]:
         """Record ``body`` as the answer of the idempotent request being served, in ``session``'s transaction."""

@@ -483,26 +483,34 @@ class RemoteWallet:
             except WalletTimeout:
                 timed_out = True
                 continue
-            except WalletError:  # refused: nothing taken, unless an attempt before, unanswered, took it
-                if timed_out:
-                    self.owe_rollback(debit)
+            except Exception as error:
+                if timed_out or not isinstance(error, WalletError):
+                    self._unsure(session, debit)  # an attempt unanswered, or an answer not understood: taken?
                 else:
-                    self._resolved([debit.tx_id])
+                    self._resolved([debit.tx_id])  # refused: nothing was taken
                 raise
+            # Noted before the row is written: a write that fails leaves the debit owed, not forgotten.
+            after_transaction(session, lambda: self._resolved([debit.tx_id]), lambda: self.owe_rollback(debit))
             defer(session, RECORD_DEBIT, {"tx_id": debit.tx_id, "player_id": player_id, "currency": currency,
                                           "kind": "debit", "amount": amount, "round_id": round_id, "status": "done",
                                           "attempts": 1, "last_error": None, "created_at": now()})
-            after_transaction(session, lambda: self._resolved([debit.tx_id]), lambda: self.owe_rollback(debit))
             return debit.tx_id
-        self.owe_rollback(debit)  # it may have reached the operator, its answer lost
+        self._unsure(session, debit)
         raise WalletTimeout("The wallet did not confirm the stake; nothing was dealt and the stake is rolled back.")
+
+    def _unsure(self, session: Session, debit: Debit) -> None:
+        """A debit that may have reached the operator, its answer lost: its rollback goes to the outbox with this
+        transaction if it commits (a seat that sits out of a close of betting), and is owed if it does not."""
+        after_transaction(session, lambda: self._resolved([debit.tx_id]), lambda: self.owe_rollback(debit))
+        self._queue_rollback(session, debit)
 
     def _resolved(self, tx_ids: list[str]) -> None:
         if self.journal is not None:
             self.journal.resolved(tx_ids)
 
     def owe_rollback(self, debit: Debit) -> None:
-        """Note a debit to roll back: written to the outbox by the next :meth:`deliver`, and sent."""
+        """Note a debit to roll back: written to the outbox by the next :meth:`deliver` (the next tick's, in every
+        process, or the one after this process's next commit), and sent by the outbox's process."""
         with self._owed_lock:
             self._owed.append(debit)
 
@@ -552,12 +560,16 @@ class RemoteWallet:
             session.add(WalletCall(tx_id=tx_id, player_id=player_id, currency=currency, kind=kind, amount=amount,
                                    round_id=round_id, status="pending", attempts=0, created_at=now()))
 
-    def deliver(self, session: Session, older_than: timedelta = timedelta(0), recover: bool = False) -> int:
+    def deliver(self, session: Session, older_than: timedelta = timedelta(0), recover: bool = False,
+                send: bool = True) -> int:
         """Write the rollbacks owed to the outbox, then send its pending calls; each is idempotent, so a retry after a
-        crash is safe. ``recover`` (the timer's tick): first the rollbacks dead processes' journals owe."""
+        crash is safe. ``recover`` (the timer's tick): first the rollbacks dead processes' journals owe. ``send``:
+        False in a process that does not deliver the outbox, which only writes what it owes."""
         self._write_owed(session)
         if recover:
             self._recover_journals(session)
+        if not send:
+            return 0
         sent = 0
         cutoff = now() - older_than
         calls = session.scalars(select(WalletCall).where(WalletCall.status == "pending",
@@ -608,8 +620,9 @@ class Wallet(Protocol):
         same at every retry."""
     def credit(self, session: Session, player_id: int, currency: str, amount: int) -> None: ...
     def balances_after(self, session: Session, player_ids: list[int], currency: str) -> dict[int, int | None]: ...
-    def deliver(self, session: Session, recover: bool = False) -> int:
-        """Send the operator's wallet what the outbox holds (``recover``: and what dead processes' journals owe)."""
+    def deliver(self, session: Session, recover: bool = False, send: bool = True) -> int:
+        """Write the rollbacks owed to the outbox and send the operator's wallet what it holds (``recover``: first
+        what dead processes' journals owe; ``send=False``: write, and leave the sending to the outbox's process)."""
     def close(self) -> None:
         """At a clean stop."""
     def owes(self) -> bool:
@@ -654,7 +667,7 @@ class LedgerWallet:
         """
         return dict(ledger_balances(session, player_ids, currency))
 
-    def deliver(self, session: Session, recover: bool = False) -> int:
+    def deliver(self, session: Session, recover: bool = False, send: bool = True) -> int:
         return 0
 
     def close(self) -> None:
@@ -702,8 +715,8 @@ class OperatorLedgerWallet(LedgerWallet):
     def balances_after(self, session: Session, player_ids: list[int], currency: str) -> dict[int, int | None]:
         return dict.fromkeys(player_ids)  # the operator's wallet knows; the game does not ask per round
 
-    def deliver(self, session: Session, recover: bool = False) -> int:
-        return self.remote.deliver(session, recover=recover)
+    def deliver(self, session: Session, recover: bool = False, send: bool = True) -> int:
+        return self.remote.deliver(session, recover=recover, send=send)
 
     def close(self) -> None:
         if self.remote.journal is not None:
