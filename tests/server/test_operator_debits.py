@@ -437,3 +437,42 @@ def test_a_debit_refused_at_its_retry_after_a_lost_answer_is_rolled_back(http: T
     assert guest.post("/tables/classic/deal").status_code == 409
     service.tick()
     assert staked(service, guest) == 0 and wallet.balance(owner(guest), "USD") == 500
+
+
+def test_a_close_of_betting_asks_the_operator_before_it_locks_any_account(
+        http: TestClient, service: GameService, clock: Clock, wallet: ContractWallet) -> None:
+    """A close of betting asks the operator for each seat's balance and debit, one seat after another: before it locks
+    the seats' accounts (before, a slow operator held every seat of the table, and whatever else waited for them)."""
+    if service.db.engine.dialect.name != "postgresql":
+        pytest.skip("SQLite has one writer: its transactions lock no rows")
+    ann, bob = new_guest(http), new_guest(http)
+    joined(service, clock, [ann, bob])
+    held: list[list[str]] = []
+
+    def locks_on_accounts() -> None:  # what the close's transaction holds on the accounts table (a guest's account
+        with psycopg.connect(libpq_url(service)) as other:  # may not exist yet: no row to try to lock)
+            held.append([row[0] for row in other.execute(
+                "SELECT l.mode FROM pg_locks l JOIN pg_class c ON c.oid = l.relation "
+                "WHERE c.relname = 'accounts' AND l.pid <> pg_backend_pid()")])
+
+    wallet.on_debit = locks_on_accounts
+    round_id = service.close_betting("multiplayer")
+    wallet.on_debit = lambda: None
+    assert round_id is not None and held == [[], []]  # at each of the two debits: no lock on any account
+    assert staked(service, ann) == staked(service, bob) == 500
+
+
+def test_a_seat_its_limits_refuse_once_locked_sits_out_and_its_debit_is_rolled_back(
+        http: TestClient, service: GameService, clock: Clock, wallet: ContractWallet) -> None:
+    """Bob lowers his daily loss limit below his bet after joining: the operator debits him before the accounts are
+    locked, the limit refuses the stake under the lock, and his debit's row in the outbox becomes its rollback, sent
+    once the close commits. Ann's seat is dealt."""
+    ann, bob = new_guest(http), new_guest(http)
+    joined(service, clock, [ann, bob])
+    assert bob.put("/me/limits", {"daily_loss_limit": 100}).status_code == 200
+    round_id = service.close_betting("multiplayer")
+    assert round_id is not None and staked(service, bob) == 0 and staked(service, ann) == 500
+    assert wallet.balance(owner(bob), "USD") == wallet.start - 500  # debited, and the rollback in the outbox
+    assert ("rollback", "pending") in outbox(service)
+    service.tick()
+    assert wallet.balance(owner(bob), "USD") == wallet.start and len(wallet.rollbacks()) == 1

@@ -325,6 +325,11 @@ class Rounds:
                 players = {row.id: row for row in session.execute(
                     select(PLAYERS.c.id, PLAYERS.c.limits, PLAYERS.c.session_started_at)
                     .where(PLAYERS.c.id.in_([seat.player_id for seat in seats])))}
+                # An operator's wallet is asked over the network, seat after seat: before any account is locked.
+                ahead = {} if self.wallet.keeps_balances else self._debit_seats_ahead(session, table, round_row, seats,
+                                                                                   returned)
+                if not self.wallet.keeps_balances:  # the seats debited: the others sit out
+                    seats = [seat for seat in seats if seat.id in ahead]
                 # Every seat's account at once, in the order of their ids, as a settlement locks them: a player at two
                 # tables must not leave this close and that table's settlement each holding what the other waits for.
                 self.wallet.lock_all(session, [seat.player_id for seat in seats], table.currency)
@@ -337,12 +342,8 @@ class Rounds:
                 with session.no_autoflush:
                     for seat in seats:
                         total = bets_total(seat.bets)
-                        try:  # an operator's wallet, asked over the network, may not answer
-                            balance = self.wallet.balance(session, seat.player_id, table.currency)
-                        except WalletError as error:
-                            session.delete(seat)
-                            returned.append((seat.player_id, 0, f"Your bets sit this round out: {error.detail}"))
-                            continue
+                        balance, debited = ahead.get(seat.id) or (self.wallet.balance(session, seat.player_id,
+                                                                                      table.currency), None)
                         if total > balance:  # spent elsewhere since: the seat sits this round out
                             session.delete(seat)
                             returned.append((seat.player_id, 0, "Your balance no longer covered your bets."))
@@ -351,16 +352,13 @@ class Rounds:
                             self.accounts.check_limits(session, cast(Player, players[seat.player_id]), table.currency,
                                                        total, lost.get(seat.player_id))
                         except ServiceError as refused:
+                            if debited is not None:
+                                self.wallet.cancel_debit(session, debited)
                             session.delete(seat)
                             returned.append((seat.player_id, 0, f"Your bets sit this round out: {refused.detail}"))
                             continue
                         seat.balance_before = balance
-                        try:  # an operator's debit refused or unanswered: this seat alone sits out
-                            self._stake(session, table, round_row, seat, total)
-                        except WalletError as error:
-                            session.delete(seat)
-                            returned.append((seat.player_id, 0, f"Your bets sit this round out: {error.detail}"))
-                            continue
+                        self._stake(session, table, round_row, seat, total, debited)
                         dealt.append(seat)
                 session.flush()
                 for slip in session.scalars(select(Slip).where(Slip.table_id == table.id)).all():
@@ -586,6 +584,29 @@ class Rounds:
         if cost > balance:
             raise refusal(BetSlipError(f"{action.capitalize()} needs {{cost}} more and the balance is {{balance}}.",
                                        cost=cost, balance=balance), table.currency, legal_actions=legal)
+
+    def _debit_seats_ahead(self, session: Session, table: TableSpec, round_row: Round, seats: Sequence[RoundSeat],
+                           returned: list[tuple[int, int, str]]) -> dict[int, tuple[int, str]]:
+        """An operator's balance and debit for each seat of a close of betting, before any account is locked: the
+        seats debited, by id, with the balance before and the debit's id. A seat the operator refuses, or does not
+        answer for, sits the round out alone (deleted, and told why in ``returned``)."""
+        debited = {}
+        for seat in seats:
+            total = bets_total(seat.bets)
+            try:
+                balance = self.wallet.balance(session, seat.player_id, table.currency)
+                if total > balance:
+                    reason = "Your balance no longer covered your bets."
+                else:
+                    tx_id = self._debit_ahead(session, table, round_row, seat, total)
+                    assert tx_id is not None  # an operator's wallet answers one
+                    debited[seat.id] = (balance, tx_id)
+                    continue
+            except WalletError as error:
+                reason = f"Your bets sit this round out: {error.detail}"
+            session.delete(seat)
+            returned.append((seat.player_id, 0, reason))
+        return debited
 
     def _stake(self, session: Session, table: TableSpec, round_row: Round, seat: RoundSeat, amount: int,
                debited: str | None = None) -> None:

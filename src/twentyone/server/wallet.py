@@ -389,6 +389,8 @@ def net_losses_since(session: Session, player_ids: Sequence[int], currency: str,
 
 
 RECORD_DEBIT = insert(WALLET_CALLS)  # Core: the row is never read back in its transaction
+CANCEL_DEBIT = (update(WALLET_CALLS).where(WALLET_CALLS.c.tx_id == bindparam("debit"))  # not a column's name
+                .values(kind="rollback", status="pending"))
 _AFTER = "twentyone.after_transaction"  # transaction_notes: what to do once the transaction ends (after_transaction)
 
 
@@ -614,6 +616,9 @@ class Wallet(Protocol):
         rollback if this transaction does not commit. None from the built-in ledger, whose stake is its rows."""
     def stake(self, session: Session, player_id: int, currency: str, amount: int, round_id: int, key: str,
               debited: str | None = None) -> None: ...
+    def cancel_debit(self, session: Session, tx_id: str) -> None:
+        """Roll back a debit :meth:`debit_ahead` made whose stake this transaction will not record (a seat its limits
+        refuse once its account is locked): with this transaction's commit, through the outbox."""
     def pay(self, session: Session, currency: str, amounts: Mapping[int, int], kind: str, round_id: int) -> None:
         """Pay each player ``amounts[player_id]`` (a round's wins or refunds); the call to an operator's wallet
         carries the id :func:`pay_key` gives (``credit-{round}-{player}`` for a win, ``void-...`` for a refund), the
@@ -653,6 +658,9 @@ class LedgerWallet:
     def stake(self, session: Session, player_id: int, currency: str, amount: int, round_id: int, key: str,
               debited: str | None = None) -> None:
         transfer(session, player_id, currency, -amount, "stake", round_id, self.ids)
+
+    def cancel_debit(self, session: Session, tx_id: str) -> None:
+        raise AssertionError("the built-in ledger debits nothing ahead")  # pragma: no cover
 
     def pay(self, session: Session, currency: str, amounts: Mapping[int, int], kind: str, round_id: int) -> None:
         transfers(session, currency, amounts, kind, round_id, self.ids)
@@ -701,6 +709,11 @@ class OperatorLedgerWallet(LedgerWallet):
         if debited is None:
             self.remote.debit_now(session, player_id, currency, amount, round_id, key)
         super().stake(session, player_id, currency, amount, round_id, key)
+
+    def cancel_debit(self, session: Session, tx_id: str) -> None:
+        # Its row, written as done with the debit, becomes the rollback to send; the journal marks it resolved when
+        # this commits (the rollback is in the outbox then), as it would the stake.
+        defer(session, CANCEL_DEBIT, {"debit": tx_id})
 
     def pay(self, session: Session, currency: str, amounts: Mapping[int, int], kind: str, round_id: int) -> None:
         super().pay(session, currency, amounts, kind, round_id)
