@@ -33,8 +33,9 @@ class ContractWallet:
 
     Each call is idempotent by its id; a rollback undoes a debit and is final (a debit with an id rolled back is
     refused, as operators refuse it); a rollback of an id never seen is remembered as such. ``refuse`` (players whose
-    debits are refused), ``debit_timeouts`` (debits that apply, then lose their answer) and ``rollback_timeouts``
-    (rollbacks that do not answer) make it misbehave; ``on_debit`` runs inside each debit.
+    debits are refused), ``unanswered`` (players whose debits apply, then lose their answer), ``debit_timeouts`` (so
+    many debits that apply and lose their answer) and ``rollback_timeouts`` (rollbacks that do not answer) make it
+    misbehave; ``on_debit`` runs inside each debit (in a pool's threads, at a close of betting).
     """
 
     def __init__(self, start: int = 100_000) -> None:
@@ -45,6 +46,7 @@ class ContractWallet:
         self.calls: list[tuple[str, str]] = []
         self.refuse: set[str] = set()
         self.debit_timeouts = 0
+        self.unanswered: set[str] = set()
         self.rollback_timeouts = 0
         self.on_debit: Callable[[], None] = lambda: None
 
@@ -64,9 +66,11 @@ class ContractWallet:
         if player in self.refuse or amount > self.balance(player, currency):
             raise WalletError("The operator's wallet refused the stake.")
         self._move(player, -amount, tx_id)
+        if player in self.unanswered:
+            raise WalletTimeout()  # applied, and the answer lost
         if self.debit_timeouts:
             self.debit_timeouts -= 1
-            raise WalletTimeout()  # applied, and the answer lost
+            raise WalletTimeout()
 
     def credit(self, player: str, currency: str, amount: int, tx_id: str, round_id: int | None) -> None:
         self.calls.append(("credit", tx_id))

@@ -21,7 +21,7 @@ import json
 import os
 import threading
 import uuid
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import IO
@@ -70,8 +70,7 @@ class DebitJournal:
     >>> import tempfile
     >>> directory = Path(tempfile.mkdtemp())
     >>> journal = DebitJournal(directory)
-    >>> journal.note(Debit("debit-1", 7, "USD", 500, 1))
-    >>> journal.note(Debit("debit-2", 7, "USD", 500, 1))
+    >>> journal.note([Debit("debit-1", 7, "USD", 500, 1), Debit("debit-2", 7, "USD", 500, 1)])
     >>> journal.resolved(["debit-1"])
     >>> DebitJournal(directory).abandoned()  # another process's view: this one lives
     []
@@ -103,15 +102,16 @@ class DebitJournal:
             self._open = set()
         return self._file
 
-    def note(self, debit: Debit) -> None:
-        """Record ``debit`` on disk before it is sent."""
-        line = json.dumps(["+", debit.tx_id, debit.player_id, debit.currency, debit.amount, debit.round_id])
+    def note(self, debits: Sequence[Debit]) -> None:
+        """Record ``debits`` on disk (one sync) before they are sent."""
+        lines = [json.dumps(["+", debit.tx_id, debit.player_id, debit.currency, debit.amount, debit.round_id]).encode()
+                 + b"\n" for debit in debits]
         with self._lock:
             journal = self._journal()
-            journal.write(line.encode() + b"\n")
+            journal.write(b"".join(lines))
             journal.flush()
             os.fsync(journal.fileno())
-            self._open.add(debit.tx_id)
+            self._open.update(debit.tx_id for debit in debits)
 
     def resolved(self, tx_ids: Iterable[str]) -> None:
         """Mark debits whose stake committed, or whose rollback the outbox holds. Not synced: a mark lost with the

@@ -587,26 +587,35 @@ class Rounds:
 
     def _debit_seats_ahead(self, session: Session, table: TableSpec, round_row: Round, seats: Sequence[RoundSeat],
                            returned: list[tuple[int, int, str]]) -> dict[int, tuple[int, str]]:
-        """An operator's balance and debit for each seat of a close of betting, before any account is locked: the
-        seats debited, by id, with the balance before and the debit's id. A seat the operator refuses, or does not
-        answer for, sits the round out alone (deleted, and told why in ``returned``)."""
+        """An operator's balance and debit for each seat of a close of betting, before any account is locked, several
+        seats at once (``RemoteWallet.debit_all``): the seats debited, by id, with the balance before and the debit's
+        id. A seat the operator refuses, or does not answer for, sits the round out alone (deleted, and told why in
+        ``returned``)."""
+        totals = [bets_total(seat.bets) for seat in seats]
+        covered: list[tuple[RoundSeat, int, int]] = []  # (seat, total, balance)
+        for seat, total, balance in zip(seats, totals, self.wallet.balances_ahead(
+                [seat.player_id for seat in seats], table.currency), strict=True):
+            if isinstance(balance, WalletError):
+                self._sit_out(session, seat, returned, f"Your bets sit this round out: {balance.detail}")
+            elif total > balance:
+                self._sit_out(session, seat, returned, "Your balance no longer covered your bets.")
+            else:
+                covered.append((seat, total, balance))
+        debits = self.wallet.debit_all_ahead(session, table.currency, round_row.id,
+                                             [(seat.player_id, total, _stake_key(round_row, seat))
+                                              for seat, total, _ in covered])
         debited = {}
-        for seat in seats:
-            total = bets_total(seat.bets)
-            try:
-                balance = self.wallet.balance(session, seat.player_id, table.currency)
-                if total > balance:
-                    reason = "Your balance no longer covered your bets."
-                else:
-                    tx_id = self._debit_ahead(session, table, round_row, seat, total)
-                    assert tx_id is not None  # an operator's wallet answers one
-                    debited[seat.id] = (balance, tx_id)
-                    continue
-            except WalletError as error:
-                reason = f"Your bets sit this round out: {error.detail}"
-            session.delete(seat)
-            returned.append((seat.player_id, 0, reason))
+        for (seat, _total, balance), debit in zip(covered, debits, strict=True):
+            if isinstance(debit, WalletError):
+                self._sit_out(session, seat, returned, f"Your bets sit this round out: {debit.detail}")
+            else:
+                debited[seat.id] = (balance, debit)
         return debited
+
+    @staticmethod
+    def _sit_out(session: Session, seat: RoundSeat, returned: list[tuple[int, int, str]], reason: str) -> None:
+        session.delete(seat)
+        returned.append((seat.player_id, 0, reason))
 
     def _stake(self, session: Session, table: TableSpec, round_row: Round, seat: RoundSeat, amount: int,
                debited: str | None = None) -> None:

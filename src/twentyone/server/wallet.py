@@ -20,6 +20,7 @@ import logging
 import threading
 import uuid
 from collections.abc import Callable, Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from datetime import UTC, datetime, timedelta
 from typing import Protocol
 
@@ -388,6 +389,8 @@ def net_losses_since(session: Session, player_ids: Sequence[int], currency: str,
     return lost
 
 
+# An operator's wallet is asked for at most this many debits (or balances) of one close of betting at once.
+PARALLEL = 16
 RECORD_DEBIT = insert(WALLET_CALLS)  # Core: the row is never read back in its transaction
 CANCEL_DEBIT = (update(WALLET_CALLS).where(WALLET_CALLS.c.tx_id == bindparam("debit"))  # not a column's name
                 .values(kind="rollback", status="pending"))
@@ -477,28 +480,85 @@ class RemoteWallet:
         """
         debit = Debit(f"debit-{key}-{uuid.uuid4().hex[:12]}", player_id, currency, amount, round_id)
         if self.journal is not None:
-            self.journal.note(debit)
+            self.journal.note([debit])
+        return self._record(session, debit, self._send(debit))
+
+    def debit_all(self, session: Session, currency: str, round_id: int,
+                  wanted: Sequence[tuple[int, int, str]]) -> list[str | WalletError]:
+        """:meth:`debit_now` for each (player, amount, key) of ``wanted`` (a close of betting's seats): journaled with
+        one sync, sent at most :data:`PARALLEL` at a time, recorded in order; each answer is the debit's id, or the
+        wallet's refusal or silence. Any other error is raised once every debit is recorded."""
+        debits = [Debit(f"debit-{key}-{uuid.uuid4().hex[:12]}", player_id, currency, amount, round_id)
+                  for player_id, amount, key in wanted]
+        if not debits:
+            return []
+        if self.journal is not None:
+            self.journal.note(debits)
+        with ThreadPoolExecutor(max_workers=min(PARALLEL, len(debits))) as pool:
+            outcomes = list(pool.map(self._send, debits))
+        answers: list[str | WalletError] = []
+        failure: Exception | None = None
+        for debit, outcome in zip(debits, outcomes, strict=True):
+            try:
+                answers.append(self._record(session, debit, outcome))
+            except WalletError as error:
+                answers.append(error)
+            except Exception as error:  # raised below, once every debit is recorded
+                failure = failure or error
+        if failure is not None:
+            raise failure
+        return answers
+
+    def balances(self, player_ids: Sequence[int], currency: str) -> list[int | WalletError]:
+        """:meth:`balance` of each player, at most :data:`PARALLEL` asked at a time: each a balance, or the error."""
+        def ask(player_id: int) -> int | WalletError:
+            try:
+                return self.balance(player_id, currency)
+            except WalletError as error:
+                return error
+
+        if not player_ids:
+            return []
+        with ThreadPoolExecutor(max_workers=min(PARALLEL, len(player_ids))) as pool:
+            return list(pool.map(ask, player_ids))
+
+    def _send(self, debit: Debit) -> tuple[str, Exception | None]:
+        """Send ``debit``, retrying a timeout with its id: ("done", None), ("refused", the refusal: nothing was taken),
+        or ("unsure", the error: it may have been taken, its answer lost). Touches no session (:meth:`debit_all` sends
+        from a pool's threads)."""
         timed_out = False
         for _ in range(self.attempts):
             try:
-                self.wallet.debit(player_owner(player_id), currency, amount, debit.tx_id, round_id)
+                self.wallet.debit(player_owner(debit.player_id), debit.currency, debit.amount, debit.tx_id,
+                                  debit.round_id)
             except WalletTimeout:
                 timed_out = True
                 continue
-            except Exception as error:
-                if timed_out or not isinstance(error, WalletError):
-                    self._unsure(session, debit)  # an attempt unanswered, or an answer not understood: taken?
-                else:
-                    self._resolved([debit.tx_id])  # refused: nothing was taken
-                raise
+            except Exception as error:  # judged here, raised by _record
+                # Refused: nothing was taken; unless an attempt before, unanswered, took it, or the answer is not one
+                # the contract defines.
+                return ("unsure" if timed_out or not isinstance(error, WalletError) else "refused"), error
+            return "done", None
+        return "unsure", WalletTimeout("The wallet did not confirm the stake; nothing was dealt and the stake is "
+                                       "rolled back.")
+
+    def _record(self, session: Session, debit: Debit, outcome: tuple[str, Exception | None]) -> str:
+        """Record what :meth:`_send` answered in ``session``'s transaction: the debit's id, or its error raised."""
+        verdict, error = outcome
+        if verdict == "done":
             # Noted before the row is written: a write that fails leaves the debit owed, not forgotten.
             after_transaction(session, lambda: self._resolved([debit.tx_id]), lambda: self.owe_rollback(debit))
-            defer(session, RECORD_DEBIT, {"tx_id": debit.tx_id, "player_id": player_id, "currency": currency,
-                                          "kind": "debit", "amount": amount, "round_id": round_id, "status": "done",
-                                          "attempts": 1, "last_error": None, "created_at": now()})
+            defer(session, RECORD_DEBIT, {"tx_id": debit.tx_id, "player_id": debit.player_id,
+                                          "currency": debit.currency, "kind": "debit", "amount": debit.amount,
+                                          "round_id": debit.round_id, "status": "done", "attempts": 1,
+                                          "last_error": None, "created_at": now()})
             return debit.tx_id
-        self._unsure(session, debit)
-        raise WalletTimeout("The wallet did not confirm the stake; nothing was dealt and the stake is rolled back.")
+        if verdict == "refused":
+            self._resolved([debit.tx_id])
+        else:
+            self._unsure(session, debit)
+        assert error is not None
+        raise error
 
     def _unsure(self, session: Session, debit: Debit) -> None:
         """A debit that may have reached the operator, its answer lost: its rollback goes to the outbox with this
@@ -616,6 +676,13 @@ class Wallet(Protocol):
         rollback if this transaction does not commit. None from the built-in ledger, whose stake is its rows."""
     def stake(self, session: Session, player_id: int, currency: str, amount: int, round_id: int, key: str,
               debited: str | None = None) -> None: ...
+    def balances_ahead(self, player_ids: Sequence[int], currency: str) -> list[int | WalletError]:
+        """Balances where they live, asked before the caller takes its locks: at an operator's wallet, several at once
+        (a close of betting's seats), each a balance or the wallet's error. Not the built-in ledger's: read under
+        the lock."""
+    def debit_all_ahead(self, session: Session, currency: str, round_id: int,
+                        wanted: Sequence[tuple[int, int, str]]) -> list[str | WalletError]:
+        """:meth:`debit_ahead` for each (player, amount, key), several at once: each the debit's id or the error."""
     def cancel_debit(self, session: Session, tx_id: str) -> None:
         """Roll back a debit :meth:`debit_ahead` made whose stake this transaction will not record (a seat its limits
         refuse once its account is locked): with this transaction's commit, through the outbox."""
@@ -658,6 +725,13 @@ class LedgerWallet:
     def stake(self, session: Session, player_id: int, currency: str, amount: int, round_id: int, key: str,
               debited: str | None = None) -> None:
         transfer(session, player_id, currency, -amount, "stake", round_id, self.ids)
+
+    def balances_ahead(self, player_ids: Sequence[int], currency: str) -> list[int | WalletError]:
+        raise AssertionError("the built-in ledger's balances are read under the lock")  # pragma: no cover
+
+    def debit_all_ahead(self, session: Session, currency: str, round_id: int,
+                        wanted: Sequence[tuple[int, int, str]]) -> list[str | WalletError]:
+        raise AssertionError("the built-in ledger debits nothing ahead")  # pragma: no cover
 
     def cancel_debit(self, session: Session, tx_id: str) -> None:
         raise AssertionError("the built-in ledger debits nothing ahead")  # pragma: no cover
@@ -709,6 +783,13 @@ class OperatorLedgerWallet(LedgerWallet):
         if debited is None:
             self.remote.debit_now(session, player_id, currency, amount, round_id, key)
         super().stake(session, player_id, currency, amount, round_id, key)
+
+    def balances_ahead(self, player_ids: Sequence[int], currency: str) -> list[int | WalletError]:
+        return self.remote.balances(player_ids, currency)
+
+    def debit_all_ahead(self, session: Session, currency: str, round_id: int,
+                        wanted: Sequence[tuple[int, int, str]]) -> list[str | WalletError]:
+        return self.remote.debit_all(session, currency, round_id, wanted)
 
     def cancel_debit(self, session: Session, tx_id: str) -> None:
         # Its row, written as done with the debit, becomes the rollback to send; the journal marks it resolved when
