@@ -35,7 +35,8 @@ class ContractWallet:
     refused, as operators refuse it); a rollback of an id never seen is remembered as such. ``refuse`` (players whose
     debits are refused), ``unanswered`` (players whose debits apply, then lose their answer), ``debit_timeouts`` (so
     many debits that apply and lose their answer) and ``rollback_timeouts`` (rollbacks that do not answer) make it
-    misbehave; ``on_debit`` runs inside each debit (in a pool's threads, at a close of betting).
+    misbehave, as do ``refuse_rollbacks`` and ``after_debit`` (called once a debit has applied: it may raise);
+    ``on_debit`` runs inside each debit, before anything (in a pool's threads, at a close of betting).
     """
 
     def __init__(self, start: int = 100_000) -> None:
@@ -49,6 +50,8 @@ class ContractWallet:
         self.unanswered: set[str] = set()
         self.rollback_timeouts = 0
         self.on_debit: Callable[[], None] = lambda: None
+        self.after_debit: Callable[[], None] = lambda: None
+        self.refuse_rollbacks = False
 
     def balance(self, player: str, currency: str) -> int:
         return self.balances.setdefault(player, self.start)
@@ -66,6 +69,7 @@ class ContractWallet:
         if player in self.refuse or amount > self.balance(player, currency):
             raise WalletError("The operator's wallet refused the stake.")
         self._move(player, -amount, tx_id)
+        self.after_debit()
         if player in self.unanswered:
             raise WalletTimeout()  # applied, and the answer lost
         if self.debit_timeouts:
@@ -78,6 +82,8 @@ class ContractWallet:
 
     def rollback(self, tx_id: str) -> None:
         self.calls.append(("rollback", tx_id))
+        if self.refuse_rollbacks:
+            raise WalletError(f"Unknown transaction {tx_id}.", 404)
         if self.rollback_timeouts:
             self.rollback_timeouts -= 1
             raise WalletTimeout()

@@ -25,13 +25,13 @@ from test_faults import Server
 from test_lock_order import account_id, bobs_double_to_come, joined, libpq_url
 
 from twentyone.server.app import create_app
-from twentyone.server.cluster import OUTBOX
+from twentyone.server.cluster import OUTBOX, LocalOwnership
 from twentyone.server.config import Settings
 from twentyone.server.context import Busy
-from twentyone.server.journal import JOURNALS, Debit
+from twentyone.server.journal import JOURNALS, Debit, DebitJournal
 from twentyone.server.models import Account, LedgerEntry, WalletCall
 from twentyone.server.service import GameService
-from twentyone.server.wallet import unreconciled_accounts
+from twentyone.server.wallet import GIVE_UP_AFTER, RemoteWallet, unreconciled_accounts
 
 # Classic: the player's 5 and 6, the dealer's 6 and 10; a double draws the 9 (20), the dealer draws the 8 and busts.
 DOUBLE_WINS = ["5S", "6H", "6D", "TC", "9C", "8C"]
@@ -494,3 +494,64 @@ def test_a_close_of_betting_asks_the_operator_for_several_seats_at_once(
     wallet.on_debit = lambda: None
     assert round_id is not None and not both.broken
     assert [staked(service, player) for player in players] == [500] * 4
+
+
+def dead_process_debit(directory: Path, wallet: ContractWallet, player: Client) -> Debit:
+    """A debit another process in this data directory journaled and sent, and died before its stake committed."""
+    dead = DebitJournal(directory)
+    made = Debit(f"debit-9-{player.player_id()}-0-0123456789ab", player.player_id(), "USD", 500, None)
+    dead.note([made])
+    wallet.debit(owner(player), "USD", 500, made.tx_id, None)
+    dead._after_fork()  # its death: the file stays, its lock goes
+    return made
+
+
+def test_a_process_that_does_not_deliver_the_outbox_recovers_the_journals_in_its_data_directory(
+        http: TestClient, service: GameService, settings: Settings, wallet: ContractWallet) -> None:
+    """With several processes on one PostgreSQL, each with its own data directory, a process restarted after a crash is
+    the one that can read its predecessor's journal, and it may never deliver the outbox. It writes the rollbacks the
+    journal owes at its own tick (before, only the outbox's process read journals)."""
+    guest = new_guest(http)
+    made = dead_process_debit(settings.data_dir / JOURNALS, wallet, guest)
+    service.ownership = NotTheOutboxOwner()
+    service.tick()
+    assert outbox(service) == [("rollback", "pending")] and not list((settings.data_dir / JOURNALS).glob("*"))
+    service.ownership = LocalOwnership()  # the outbox's process sends it
+    service.tick()
+    assert made.tx_id in wallet.rollbacks() and wallet.balance(owner(guest), "USD") == wallet.start
+
+
+def test_a_call_the_operator_refuses_waits_alone(http: TestClient, service: GameService, settings: Settings,
+                                                 wallet: ContractWallet) -> None:
+    """The operator refuses a rollback (an operator that answers "unknown transaction" to a debit it never received,
+    against the contract): before, the refusal failed the tick's whole delivery, every tick, and a credit owed to
+    another player with it. Now that call is retried alone, and marked failed after GIVE_UP_AFTER refusals."""
+    ann, bob = new_guest(http), new_guest(http)
+    wallet.refuse_rollbacks = True
+    dead_process_debit(settings.data_dir / JOURNALS, wallet, ann)
+    with service.store.write() as session:
+        RemoteWallet.queue(session, bob.player_id(), "USD", "credit", 1000, "credit-1-2", None)
+    service.tick()
+    assert sorted(outbox(service)) == [("credit", "done"), ("rollback", "pending")]
+    assert wallet.balance(owner(bob), "USD") == wallet.start + 1000
+    for _ in range(GIVE_UP_AFTER):
+        service.tick()
+    assert sorted(outbox(service)) == [("credit", "done"), ("rollback", "failed")]
+
+
+def test_a_debit_the_wallet_answers_with_an_error_it_does_not_define_is_rolled_back(
+        http: TestClient, service: GameService, wallet: ContractWallet) -> None:
+    """The operator's wallet raises something that is neither a refusal nor a timeout (a bug, a broken connection's own
+    exception) after the debit applied: the debit may have been taken, so it is rolled back."""
+    guest = new_guest(http)
+    guest.bet("classic", 500)
+
+    def broken() -> None:
+        raise ConnectionResetError("the operator's side hung up")
+
+    wallet.after_debit = broken
+    assert guest.post("/tables/classic/deal").status_code == 500
+    wallet.after_debit = lambda: None
+    assert wallet.balance(owner(guest), "USD") == wallet.start - 500
+    service.tick()
+    assert wallet.balance(owner(guest), "USD") == wallet.start and staked(service, guest) == 0

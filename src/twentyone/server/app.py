@@ -201,7 +201,7 @@ def create_app(settings: Settings, operator_wallet: OperatorWallet | None = None
     """
     migrate(settings.database_url)
     threads = worker_threads(settings.database_url, remote_wallet=operator_wallet is not None)
-    db = Database(settings.database_url, threads)
+    db = Database(settings.database_url, threads, durable=operator_wallet is not None)
     kwargs: dict[str, Any] = {}
     if clock is not None:
         kwargs["clock"] = clock

@@ -86,10 +86,13 @@ def json_text(value: Any) -> str:
     return to_json(value).decode()
 
 
-def make_engine(url: str, threads: int | None = None) -> Engine:
+def make_engine(url: str, threads: int | None = None, durable: bool = False) -> Engine:
     """An engine for ``url``; SQLite gets WAL, a busy timeout and serialised write transactions.
 
     ``threads``: the request threads that share it (default :func:`worker_threads`), one connection each.
+    ``durable``: SQLite syncs every commit (``synchronous=FULL``), so that a power loss cannot take back a commit
+    that returned: with an operator's wallet, whose debits outside the database are settled by what committed
+    (``journal.py``).
     """
     pool: dict[str, Any] = {"pool_size": threads or worker_threads(url), "max_overflow": SPARE}
     if url.startswith("sqlite"):
@@ -110,7 +113,8 @@ def make_engine(url: str, threads: int | None = None) -> Engine:
         def _pragmas(connection, _record):  # type: ignore[no-untyped-def]
             cursor = connection.cursor()
             cursor.execute("PRAGMA journal_mode=WAL")
-            cursor.execute("PRAGMA synchronous=NORMAL")  # in WAL: a process crash loses nothing (module docstring)
+            # In WAL, NORMAL: a process crash loses nothing, a power loss the last commits (module docstring).
+            cursor.execute(f"PRAGMA synchronous={'FULL' if durable else 'NORMAL'}")
             cursor.execute("PRAGMA foreign_keys=ON")
             cursor.execute("PRAGMA temp_store=MEMORY")
             cursor.execute(f"PRAGMA mmap_size={MMAP_BYTES}")  # pages read from the mapping, not a read() each
@@ -189,9 +193,9 @@ def _refuse_writes(state: Any) -> None:  # an ORMExecuteState: every statement a
 
 
 class Database:
-    def __init__(self, url: str, threads: int | None = None) -> None:
+    def __init__(self, url: str, threads: int | None = None, durable: bool = False) -> None:
         self.url = url
-        self.engine = make_engine(url, threads)
+        self.engine = make_engine(url, threads, durable)
         self.sessions = sessionmaker(self.engine, expire_on_commit=False)
         # Reads (store.Store.read) never flush, and refuse to write: they end with COMMIT (store.end_read). On
         # PostgreSQL they run outside any transaction block (direct.begin_with_first_statement: "reading").

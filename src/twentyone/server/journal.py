@@ -3,12 +3,12 @@
 A debit in an operator's wallet is a call made inside the transaction that records its stake
 (``wallet.RemoteWallet.debit_now``). A transaction that fails owes its debits a rollback, and the
 process sends it; a process killed between the call and the commit remembers nothing, and the
-operator would keep the money. So each debit's id is appended to the process's own journal, and
-synced to disk, before the call; it is marked resolved once its stake has committed or its
-rollback is in the outbox. A journal whose process died (the lock on it released) is read by the
-next process that delivers the outbox, in the same data directory: each debit it left unresolved
-is looked up in the outbox (a debit recorded done: its stake committed; a rollback: already
-queued), else a rollback is queued, and the file is deleted once that transaction commits.
+operator would keep the money. So each debit is appended to the process's own journal, and synced
+to disk, before the call; the process forgets it once its stake has committed or its rollback is
+in the outbox. A journal whose process died (the lock on it released) is read at the next tick of
+any process in the same data directory: each debit in it is looked up in the outbox (a debit
+recorded done: its stake committed; a rollback: already queued), else a rollback is queued, and
+the file is deleted once that transaction commits.
 
 Several processes on one PostgreSQL recover each other's journals where they share a data
 directory; a process alone in its directory recovers its own when it starts again.
@@ -18,18 +18,22 @@ from __future__ import annotations
 
 import fcntl
 import json
+import logging
 import os
 import threading
 import uuid
-from collections.abc import Iterable, Sequence
+import weakref
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import IO
 
 JOURNALS = "wallet-journals"  # the journals' folder in the data directory
-# A journal with every debit resolved is emptied once it has grown past this (it is kept, and locked, while its
-# process lives).
-ROTATE_BYTES = 1 << 20
+# A journal past this size is emptied when no debit in it is open, or else carried to a new one with its open debits
+# alone (a dead process's journal is read whole at its recovery: this bounds that read).
+ROTATE_BYTES = 256 * 1024
+
+log = logging.getLogger("twentyone.server")
 
 
 @dataclass(frozen=True)
@@ -44,130 +48,185 @@ class Debit:
 
 
 def unresolved(lines: Iterable[bytes]) -> list[Debit]:
-    """The debits a journal's lines leave unresolved, in the order they were made. A line cut short by the process's
-    death is skipped: its sync had not returned, so its debit was never sent.
+    """The debits a journal's lines name, in the order they were made, each once. A line cut short by the process's
+    death, or not a journal's line at all, is skipped: a line's sync had not returned, so its debit was never sent.
 
     >>> made = json.dumps(["+", "debit-1", 7, "USD", 500, 1]).encode()
-    >>> unresolved([made + b"\\n", b'["-", "debit-1"]\\n', made.replace(b"-1", b"-2"), b'["+", "debit-3", 7'])
-    [Debit(tx_id='debit-2', player_id=7, currency='USD', amount=500, round_id=1)]
+    >>> unresolved([made + b"\\n", made + b"\\n", b'["+", "debit-2", 7]\\n', b'["+", "debit-3", 7'])
+    [Debit(tx_id='debit-1', player_id=7, currency='USD', amount=500, round_id=1)]
     """
     debits: dict[str, Debit] = {}
     for line in lines:
         try:
-            entry = json.loads(line)
-        except ValueError:
+            sign, tx_id, player_id, currency, amount, round_id = json.loads(line)
+        except (ValueError, TypeError):
             continue
-        if entry[0] == "+":
-            debits[entry[1]] = Debit(*entry[1:])
-        else:
-            debits.pop(entry[1], None)
+        if sign == "+":
+            debits.setdefault(tx_id, Debit(tx_id, player_id, currency, amount, round_id))
     return list(debits.values())
+
+
+def _line(debit: Debit) -> bytes:
+    entry = ["+", debit.tx_id, debit.player_id, debit.currency, debit.amount, debit.round_id]
+    return json.dumps(entry).encode() + b"\n"
 
 
 class DebitJournal:
     """This process's journal of debits made and not yet resolved, in ``directory``; and the journals of the dead.
+
+    Only debits made are written (each synced before it is sent); a resolution is kept in memory, and the file is
+    emptied, or its open debits carried to a new one, once it has grown past :data:`ROTATE_BYTES`. A dead process's
+    journal is read whole: each debit in it is looked up in the outbox, which tells whether it was resolved.
 
     >>> import tempfile
     >>> directory = Path(tempfile.mkdtemp())
     >>> journal = DebitJournal(directory)
     >>> journal.note([Debit("debit-1", 7, "USD", 500, 1), Debit("debit-2", 7, "USD", 500, 1)])
     >>> journal.resolved(["debit-1"])
-    >>> DebitJournal(directory).abandoned()  # another process's view: this one lives
-    []
-    >>> journal.close()  # as if its process died, with debit-2 unresolved
+    >>> DebitJournal(directory).abandoned(), DebitJournal(directory).any_abandoned()  # this one lives
+    ([], False)
+    >>> journal.close()  # as if its process died, with debit-2 open
     >>> [found] = DebitJournal(directory).abandoned()
-    >>> found.path == journal.path, found.debits
-    (True, [Debit(tx_id='debit-2', player_id=7, currency='USD', amount=500, round_id=1)])
+    >>> found.path == journal.path, [debit.tx_id for debit in found.debits]  # the outbox tells debit-1 resolved
+    (True, ['debit-1', 'debit-2'])
     >>> found.settled(); found.path.exists()
     False
     """
 
     def __init__(self, directory: Path) -> None:
         self.directory = directory
-        self.path = directory / f"debits-{uuid.uuid4().hex}.journal"
+        self.path: Path | None = None
         self._file: IO[bytes] | None = None
         self._pid = 0
-        self._open: set[str] = set()
+        self._open: dict[str, Debit] = {}
         self._lock = threading.Lock()
+        # A process forked from this one lets go of the journal it inherited (its lock is the parent's).
+        own = weakref.WeakMethod(self._after_fork)
+        os.register_at_fork(after_in_child=lambda: (method := own()) is not None and method())
+
+    def _after_fork(self) -> None:
+        if self._file is not None:
+            self._file.close()
+        self._file, self.path, self._open, self._lock = None, None, {}, threading.Lock()
+
+    def _create(self) -> tuple[Path, IO[bytes]]:
+        """A new journal, locked before any recovery can see it: made under a name recovery does not read, locked,
+        then renamed (a journal found unlocked is a dead process's)."""
+        self.directory.mkdir(parents=True, exist_ok=True)
+        name = uuid.uuid4().hex
+        making = self.directory / f"making-{name}"
+        handle = open(making, "ab")  # noqa: SIM115 - held open (and locked) while the process lives
+        fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        path = self.directory / f"debits-{name}.journal"
+        os.replace(making, path)
+        return path, handle
 
     def _journal(self) -> IO[bytes]:
-        """The file, opened and locked at the process's first debit; a process forked after that opens its own (a
-        lock inherited through a fork is shared with the parent)."""
+        """The file, made at the process's first debit."""
         if self._file is None or self._pid != os.getpid():
-            self.directory.mkdir(parents=True, exist_ok=True)
-            self.path = self.directory / f"debits-{uuid.uuid4().hex}.journal"
-            self._file = open(self.path, "ab")  # noqa: SIM115 - held open (and locked) while the process lives
-            fcntl.flock(self._file, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            self.path, self._file = self._create()
             self._pid = os.getpid()
-            self._open = set()
+            self._open = {}
         return self._file
 
     def note(self, debits: Sequence[Debit]) -> None:
         """Record ``debits`` on disk (one sync) before they are sent."""
-        lines = [json.dumps(["+", debit.tx_id, debit.player_id, debit.currency, debit.amount, debit.round_id]).encode()
-                 + b"\n" for debit in debits]
         with self._lock:
             journal = self._journal()
-            journal.write(b"".join(lines))
+            journal.write(b"".join(_line(debit) for debit in debits))
             journal.flush()
             os.fsync(journal.fileno())
-            self._open.update(debit.tx_id for debit in debits)
+            self._open.update((debit.tx_id, debit) for debit in debits)
 
     def resolved(self, tx_ids: Iterable[str]) -> None:
-        """Mark debits whose stake committed, or whose rollback the outbox holds. Not synced: a mark lost with the
-        process leaves the debit to be looked up in the outbox, which tells the same."""
+        """Forget debits whose stake committed, or whose rollback the outbox holds (committed: on PostgreSQL, and on
+        SQLite with an operator's wallet, a commit is on disk when it returns)."""
         with self._lock:
             if self._file is None or self._pid != os.getpid():
                 return
-            done = [tx_id for tx_id in tx_ids if tx_id in self._open]
-            if not done:
-                return
-            self._open.difference_update(done)
-            if not self._open and self._file.tell() > ROTATE_BYTES:
-                self._file.truncate(0)
-            else:
-                self._file.write(b"".join(json.dumps(["-", tx_id]).encode() + b"\n" for tx_id in done))
-            self._file.flush()
-
-    def close(self) -> None:
-        """Release the journal (a clean shutdown): deleted if nothing is left unresolved in it."""
-        with self._lock:
-            if self._file is None:
+            for tx_id in tx_ids:
+                self._open.pop(tx_id, None)
+            if self._file.tell() <= ROTATE_BYTES:
                 return
             if not self._open:
+                self._file.truncate(0)
+                return
+            self._rotate()
+
+    def _rotate(self) -> None:
+        """Carry the open debits to a new journal; the old one is emptied before it is let go, so that a recovery
+        that opened it meanwhile finds nothing in it."""
+        assert self._file is not None and self.path is not None
+        path, journal = self._create()
+        journal.write(b"".join(_line(debit) for debit in self._open.values()))
+        journal.flush()
+        os.fsync(journal.fileno())
+        old_path, old = self.path, self._file
+        old.truncate(0)
+        os.fsync(old.fileno())
+        old_path.unlink(missing_ok=True)
+        old.close()
+        self.path, self._file = path, journal
+
+    def close(self) -> None:
+        """Release the journal (a clean stop): deleted if no debit in it is open."""
+        with self._lock:
+            if self._file is None or self._pid != os.getpid():
+                return
+            if not self._open and self.path is not None:
                 self.path.unlink(missing_ok=True)
             self._file.close()
             self._file = None
 
-    def abandoned(self) -> list[Abandoned]:
-        """The journals of processes that died, each with its unresolved debits and locked until it is settled or
-        released (two processes never recover one journal at once)."""
-        found = []
+    def _dead(self) -> Iterator[tuple[Path, IO[bytes]]]:
+        """Each journal of this directory whose lock is free (its process died), opened and locked."""
         for path in sorted(self.directory.glob("debits-*.journal")):
             try:
-                handle = open(path, "rb")  # noqa: SIM115 - held (and locked) until settled or released
-            except FileNotFoundError:
+                handle = open(path, "rb")  # noqa: SIM115 - the caller closes it
+            except OSError:  # gone meanwhile (settled by another process), or not ours to read
                 continue
             try:
                 fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
-            except BlockingIOError:  # its process lives (this one's own, too: a lock per open file)
+            except OSError:  # its process lives (this one's own, too: a lock per open file)
                 handle.close()
                 continue
-            found.append(Abandoned(path, unresolved(handle), handle))
+            yield path, handle
+
+    def any_abandoned(self) -> bool:
+        """Whether a dead process left a journal here (a few system calls: every tick of every process asks)."""
+        for _path, handle in self._dead():
+            handle.close()
+            return True
+        return False
+
+    def abandoned(self) -> list[Abandoned]:
+        """The journals of processes that died, each with its debits and locked until it is settled or released (two
+        processes never recover one journal at once). One that cannot be read is left, and logged."""
+        found = []
+        for path, handle in self._dead():
+            try:
+                found.append(Abandoned(path, unresolved(handle), handle))
+            except OSError:
+                log.exception("the debit journal %s could not be read; left for a later tick", path)
+                handle.close()
         return found
 
 
 @dataclass(frozen=True)
 class Abandoned:
-    """A dead process's journal: its unresolved debits, and the file, held locked."""
+    """A dead process's journal: its debits, and the file, held locked."""
 
     path: Path
     debits: list[Debit]
     handle: IO[bytes]
 
     def settled(self) -> None:
-        """Every debit of it is resolved in the database: the journal goes."""
-        self.path.unlink(missing_ok=True)
+        """Every debit of it is resolved in the database: the journal goes (if the name is still this file's)."""
+        try:
+            if os.stat(self.path).st_ino == os.fstat(self.handle.fileno()).st_ino:
+                self.path.unlink()
+        except FileNotFoundError:
+            pass
         self.handle.close()
 
     def release(self) -> None:

@@ -189,8 +189,8 @@ class GameService:
             done["auto"] += self.rounds.auto_decide(round_id, version)
         if OUTBOX in owned:
             done["delivered"] = self._deliver_outbox(recover=True)
-        elif self.wallet.owes():  # rollbacks this process owes (a transaction that failed here): written, for the owner
-            self.rounds.deliver(send=False)
+        elif self.wallet.owes():  # rollbacks owed here, or in a dead process's journal here: written, for the owner
+            self.rounds.deliver(recover=True, send=False)
         return done
 
     def _deliver_outbox(self, recover: bool = False) -> int:

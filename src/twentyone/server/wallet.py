@@ -65,7 +65,13 @@ class WalletTimeout(WalletError):
 
 
 class OperatorWallet(Protocol):
-    """What an operator's wallet service offers; every call is idempotent by ``tx_id``."""
+    """What an operator's wallet service offers; every call is idempotent by ``tx_id``.
+
+    A ``rollback`` undoes the debit of that id, and is final: a debit with an id rolled back is refused (a late copy
+    of it must not take the money again). A rollback of an id the wallet never saw (a debit lost on its way, or never
+    sent: the game journals a debit before it sends it) succeeds, and is remembered as such. ``WalletTimeout``: no
+    answer (the call may or may not have been applied); any other ``WalletError``: refused, nothing applied.
+    """
 
     def balance(self, player: str, currency: str) -> int: ...
     def debit(self, player: str, currency: str, amount: int, tx_id: str, round_id: int | None) -> None: ...
@@ -389,6 +395,8 @@ def net_losses_since(session: Session, player_ids: Sequence[int], currency: str,
     return lost
 
 
+# An outbox call the operator refuses (not a timeout) is tried at so many ticks, then marked failed for reconciliation.
+GIVE_UP_AFTER = 20
 # An operator's wallet is asked for at most this many debits (or balances) of one close of betting at once.
 PARALLEL = 16
 RECORD_DEBIT = insert(WALLET_CALLS)  # Core: the row is never read back in its transaction
@@ -581,8 +589,9 @@ class RemoteWallet:
             self._owed.extend(owed)
 
     def owes(self) -> bool:
-        """Whether rollbacks wait to be written to the outbox (by :meth:`deliver`)."""
-        return bool(self._owed)
+        """Whether rollbacks wait to be written to the outbox (by :meth:`deliver`): owed in this process, or left in a
+        dead process's journal in this data directory."""
+        return bool(self._owed) or (self.journal is not None and self.journal.any_abandoned())
 
     def _write_owed(self, session: Session) -> None:
         """Write the rollbacks owed to the outbox: each is owed again if this transaction does not commit."""
@@ -595,24 +604,32 @@ class RemoteWallet:
                               lambda: self._owe_again(owed))
 
     def _recover_journals(self, session: Session) -> None:
-        """Queue the rollbacks of the debits that dead processes' journals left unresolved; each journal goes once
-        this transaction commits."""
+        """Queue the rollbacks of the debits dead processes' journals hold that the outbox does not know; each
+        journal goes once this transaction commits."""
         if self.journal is None:
             return
         for journal in self.journal.abandoned():
-            for debit in journal.debits:
-                self._queue_rollback(session, debit)
             after_transaction(session, journal.settled, journal.release)
+            self._queue_rollbacks(session, journal.debits)
+
+    def _queue_rollback(self, session: Session, debit: Debit) -> None:
+        self._queue_rollbacks(session, [debit])
 
     @staticmethod
-    def _queue_rollback(session: Session, debit: Debit) -> None:
-        """A rollback of ``debit`` in the outbox, unless the outbox knows it: a debit recorded done committed with its
-        stake (a commit whose answer was lost with the connection, or the process), and stands; a rollback is
-        queued already."""
-        if session.scalars(select(WalletCall.id).where(WalletCall.tx_id == debit.tx_id)).first() is None:
-            session.add(WalletCall(tx_id=debit.tx_id, player_id=debit.player_id, currency=debit.currency,
-                                   kind="rollback", amount=debit.amount, round_id=debit.round_id, status="pending",
-                                   attempts=0, created_at=now()))
+    def _queue_rollbacks(session: Session, debits: Sequence[Debit]) -> None:
+        """A rollback of each debit in the outbox, unless the outbox knows it: a debit recorded done committed with
+        its stake (a commit whose answer was lost with the connection, or the process), and stands; a rollback is
+        queued already. Looked up a few hundred at a time (a dead process's journal may hold thousands)."""
+        known: set[str] = set()
+        for start in range(0, len(debits), 500):
+            ids = [debit.tx_id for debit in debits[start:start + 500]]
+            known.update(session.scalars(select(WalletCall.tx_id).where(WalletCall.tx_id.in_(ids))))
+        for debit in debits:
+            if debit.tx_id not in known:
+                known.add(debit.tx_id)
+                session.add(WalletCall(tx_id=debit.tx_id, player_id=debit.player_id, currency=debit.currency,
+                                       kind="rollback", amount=debit.amount, round_id=debit.round_id,
+                                       status="pending", attempts=0, created_at=now()))
 
     @staticmethod
     def queue(session: Session, player_id: int, currency: str, kind: str, amount: int, tx_id: str,
@@ -649,6 +666,16 @@ class RemoteWallet:
                     self.wallet.rollback(call.tx_id)
             except WalletTimeout as error:
                 call.last_error = error.detail
+                continue
+            except Exception as error:  # refused, or an error the contract does not define: this call alone waits
+                call.last_error = str(getattr(error, "detail", error))[:500]
+                if call.attempts >= GIVE_UP_AFTER:  # the operator's reconciliation settles it: kept, and logged
+                    call.status = "failed"
+                    log.error("operator wallet: %s %s refused %d times, given up: %s", call.kind, call.tx_id,
+                              call.attempts, call.last_error)
+                else:
+                    log.warning("operator wallet: %s %s refused (%s); retried at the next tick", call.kind,
+                                call.tx_id, call.last_error)
                 continue
             call.status = "done"
             sent += 1
