@@ -67,6 +67,19 @@ def staked(service: GameService, player: Client) -> int:
         return -sum(rows)
 
 
+def deal_malfunctions(service: GameService, guest: Client, key: str | None = None) -> Any:
+    """The guest's DEAL at classic, the deal malfunctioning after the debit: the answer (a 500, nothing staked)."""
+    def deal_fails(stage: str) -> None:
+        if stage == "deal":
+            raise RuntimeError("the shuffler jammed")
+
+    service.fault = deal_fails
+    try:
+        return guest.post("/tables/classic/deal", key=key)
+    finally:
+        service.fault = lambda stage: None
+
+
 def test_a_double_whose_settlement_fails_is_rolled_back_and_the_round_refunded(
         http: TestClient, service: GameService, wallet: ContractWallet) -> None:
     """The double is debited, then the settlement it leads to malfunctions: nothing of the decision commits and the
@@ -104,14 +117,7 @@ def test_a_deal_retried_after_a_malfunction_is_debited_anew(http: TestClient, se
     guest = new_guest(http)
     service.stacked.extend([DOUBLE_WINS, DOUBLE_WINS])  # the retried round stays in play: no credit yet
     guest.bet("classic", 500)
-
-    def deal_fails(stage: str) -> None:
-        if stage == "deal":
-            raise RuntimeError("the shuffler jammed")
-
-    service.fault = deal_fails
-    failed = guest.post("/tables/classic/deal", key="deal-once")
-    service.fault = lambda stage: None
+    failed = deal_malfunctions(service, guest, key="deal-once")
     assert failed.status_code == 500 and "nothing was staked" in failed.json()["detail"]
     service.tick()
     assert wallet.balance(owner(guest), "USD") == wallet.start and len(wallet.rollbacks()) == 1
@@ -310,14 +316,7 @@ def test_rollbacks_owed_outlive_a_delivery_that_fails(http: TestClient, service:
     well last): the rollback is owed again, and a later tick writes and sends it."""
     guest = new_guest(http)
     guest.bet("classic", 500)
-
-    def deal_fails(stage: str) -> None:
-        if stage == "deal":
-            raise RuntimeError("the shuffler jammed")
-
-    service.fault = deal_fails
-    assert guest.post("/tables/classic/deal").status_code == 500
-    service.fault = lambda stage: None
+    assert deal_malfunctions(service, guest).status_code == 500
     with FailStatement(service, "INSERT INTO wallet_calls") as failing:
         service.tick()
     assert failing.fired and service.wallet.owes()
@@ -362,14 +361,7 @@ def test_a_process_that_does_not_deliver_the_outbox_writes_its_rollbacks_owed_at
     service.ownership = NotTheOutboxOwner()
     guest = new_guest(http)
     guest.bet("classic", 500)
-
-    def deal_fails(stage: str) -> None:
-        if stage == "deal":
-            raise RuntimeError("the shuffler jammed")
-
-    service.fault = deal_fails
-    assert guest.post("/tables/classic/deal").status_code == 500
-    service.fault = lambda stage: None
+    assert deal_malfunctions(service, guest).status_code == 500
     assert service.wallet.owes()
     service.tick()
     assert not service.wallet.owes() and outbox(service) == [("rollback", "pending")]
