@@ -4,6 +4,7 @@ life and a damaged file do to it. Several cases were found by review; each test 
 from __future__ import annotations
 
 import fcntl
+import itertools
 import os
 from pathlib import Path
 from typing import IO
@@ -88,3 +89,29 @@ def test_a_damaged_journal_is_read_for_what_it_holds(tmp_path: Path) -> None:
     (tmp_path / "debits-0.journal").write_bytes(b'["+", "debit-1", 7]\n["+", "debit-2", 7, "USD", 500, 1]\n{}\n\xff\n')
     assert recovered(tmp_path) == ["debit-2"]
     assert list(tmp_path.glob("debits-*.journal")) == []
+
+
+@pytest.mark.parametrize("failing", ["the new file", "its folder"])
+def test_a_journal_that_cannot_be_carried_to_a_new_file_goes_on(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                                 failing: str) -> None:
+    """The disk is full when the journal is carried to a new file: the old one, whole and still locked, goes on (before,
+    the new file's lock was let go with its handle, and another process could recover debits still in flight)."""
+    monkeypatch.setattr(journal_module, "ROTATE_BYTES", 100)
+    journal = DebitJournal(tmp_path)
+    journal.note([debit(number) for number in range(5)])  # 175 bytes
+    sync, syncs = os.fsync, itertools.count(1)
+    fails = 1 if failing == "its folder" else 2  # the new file's folder is synced first (its name), then the file
+
+    def disk_full(descriptor: int) -> None:
+        if next(syncs) == fails:
+            raise OSError(28, "No space left on device")
+        sync(descriptor)
+
+    monkeypatch.setattr(journal_module.os, "fsync", disk_full)
+    journal.resolved(["debit-0"])
+    monkeypatch.setattr(journal_module.os, "fsync", sync)
+    assert next(syncs) > fails  # the carry was tried, and failed
+    assert recovered(tmp_path) == [] and [path.name for path in tmp_path.iterdir()] == [journal.path.name]
+    journal.note([debit(5)])
+    journal.close()
+    assert recovered(tmp_path) == [f"debit-{number}" for number in range(6)]

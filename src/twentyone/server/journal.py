@@ -16,11 +16,13 @@ directory; a process alone in its directory recovers its own when it starts agai
 
 from __future__ import annotations
 
+import contextlib
 import fcntl
 import json
 import logging
 import os
 import threading
+import time
 import uuid
 import weakref
 from collections.abc import Iterable, Iterator, Sequence
@@ -32,6 +34,7 @@ JOURNALS = "wallet-journals"  # the journals' folder in the data directory
 # A journal past this size is emptied when no debit in it is open, or else carried to a new one with its open debits
 # alone (a dead process's journal is read whole at its recovery: this bounds that read).
 ROTATE_BYTES = 256 * 1024
+MAKING_SECONDS = 60  # a journal still under its making name this long after its process made it is a dead one's
 
 log = logging.getLogger("twentyone.server")
 
@@ -52,7 +55,8 @@ def unresolved(lines: Iterable[bytes]) -> list[Debit]:
     death, or not a journal's line at all, is skipped: a line's sync had not returned, so its debit was never sent.
 
     >>> made = json.dumps(["+", "debit-1", 7, "USD", 500, 1]).encode()
-    >>> unresolved([made + b"\\n", made + b"\\n", b'["+", "debit-2", 7]\\n', b'["+", "debit-3", 7'])
+    >>> unresolved([made + b"\\n", made + b"\\n", b'["+", "debit-2", 7]\\n', b'["+", {"x": 1}, 7, "USD", 5, 1]',
+    ...             b'["+", "debit-3", 7'])
     [Debit(tx_id='debit-1', player_id=7, currency='USD', amount=500, round_id=1)]
     """
     debits: dict[str, Debit] = {}
@@ -61,7 +65,9 @@ def unresolved(lines: Iterable[bytes]) -> list[Debit]:
             sign, tx_id, player_id, currency, amount, round_id = json.loads(line)
         except (ValueError, TypeError):
             continue
-        if sign == "+":
+        if (sign == "+" and isinstance(tx_id, str) and 0 < len(tx_id) <= 64 and isinstance(player_id, int)
+                and isinstance(currency, str) and len(currency) == 3 and isinstance(amount, int)
+                and (round_id is None or isinstance(round_id, int))):
             debits.setdefault(tx_id, Debit(tx_id, player_id, currency, amount, round_id))
     return list(debits.values())
 
@@ -116,10 +122,23 @@ class DebitJournal:
         name = uuid.uuid4().hex
         making = self.directory / f"making-{name}"
         handle = open(making, "ab")  # noqa: SIM115 - held open (and locked) while the process lives
-        fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        path = self.directory / f"debits-{name}.journal"
-        os.replace(making, path)
+        try:
+            fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            path = self.directory / f"debits-{name}.journal"
+            os.replace(making, path)
+            self._sync_directory()  # the name, too, must outlive a power loss
+        except BaseException:
+            handle.close()
+            making.unlink(missing_ok=True)
+            raise
         return path, handle
+
+    def _sync_directory(self) -> None:
+        folder = os.open(self.directory, os.O_RDONLY)
+        try:
+            os.fsync(folder)
+        finally:
+            os.close(folder)
 
     def _journal(self) -> IO[bytes]:
         """The file, made at the process's first debit."""
@@ -157,10 +176,20 @@ class DebitJournal:
         """Carry the open debits to a new journal; the old one is emptied before it is let go, so that a recovery
         that opened it meanwhile finds nothing in it."""
         assert self._file is not None and self.path is not None
-        path, journal = self._create()
-        journal.write(b"".join(_line(debit) for debit in self._open.values()))
-        journal.flush()
-        os.fsync(journal.fileno())
+        try:
+            path, journal = self._create()
+        except OSError:
+            log.exception("the debit journal could not be carried to a new file; the old one goes on")
+            return
+        try:
+            journal.write(b"".join(_line(debit) for debit in self._open.values()))
+            journal.flush()
+            os.fsync(journal.fileno())
+        except OSError:  # a full disk: the old journal, still whole and locked, goes on
+            journal.close()
+            path.unlink(missing_ok=True)
+            log.exception("the debit journal could not be carried to a new file; the old one goes on")
+            return
         old_path, old = self.path, self._file
         old.truncate(0)
         os.fsync(old.fileno())
@@ -179,11 +208,20 @@ class DebitJournal:
             self._file = None
 
     def _dead(self) -> Iterator[tuple[Path, IO[bytes]]]:
-        """Each journal of this directory whose lock is free (its process died), opened and locked."""
+        """Each journal of this directory whose lock is free (its process died), opened and locked. A journal a
+        process died making (before any debit went into it) is deleted."""
+        for making in self.directory.glob("making-*"):
+            with contextlib.suppress(OSError), open(making, "rb") as handle:
+                if time.time() - os.fstat(handle.fileno()).st_mtime > MAKING_SECONDS:  # not one being made now
+                    fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                    making.unlink()
         for path in sorted(self.directory.glob("debits-*.journal")):
             try:
                 handle = open(path, "rb")  # noqa: SIM115 - the caller closes it
-            except OSError:  # gone meanwhile (settled by another process), or not ours to read
+            except FileNotFoundError:  # settled by another process meanwhile
+                continue
+            except OSError:
+                log.exception("the debit journal %s cannot be opened; its debits wait", path)
                 continue
             try:
                 fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
@@ -202,13 +240,18 @@ class DebitJournal:
     def abandoned(self) -> list[Abandoned]:
         """The journals of processes that died, each with its debits and locked until it is settled or released (two
         processes never recover one journal at once). One that cannot be read is left, and logged."""
-        found = []
-        for path, handle in self._dead():
-            try:
-                found.append(Abandoned(path, unresolved(handle), handle))
-            except OSError:
-                log.exception("the debit journal %s could not be read; left for a later tick", path)
-                handle.close()
+        found: list[Abandoned] = []
+        try:
+            for path, handle in self._dead():
+                try:
+                    found.append(Abandoned(path, unresolved(handle), handle))
+                except Exception:
+                    log.exception("the debit journal %s could not be read; left for a later tick", path)
+                    handle.close()
+        except BaseException:
+            for journal in found:
+                journal.release()
+            raise
         return found
 
 

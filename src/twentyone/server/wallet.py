@@ -395,8 +395,6 @@ def net_losses_since(session: Session, player_ids: Sequence[int], currency: str,
     return lost
 
 
-# An outbox call the operator refuses (not a timeout) is tried at so many ticks, then marked failed for reconciliation.
-GIVE_UP_AFTER = 20
 # An operator's wallet is asked for at most this many debits (or balances) of one close of betting at once.
 PARALLEL = 16
 RECORD_DEBIT = insert(WALLET_CALLS)  # Core: the row is never read back in its transaction
@@ -668,14 +666,12 @@ class RemoteWallet:
                 call.last_error = error.detail
                 continue
             except Exception as error:  # refused, or an error the contract does not define: this call alone waits
+                # Nothing is given up (a credit is a player's money): the call stays pending, with its last error,
+                # for the next delivery and for the operator's reconciliation; logged at its 1st, 2nd, 4th, 8th...
                 call.last_error = str(getattr(error, "detail", error))[:500]
-                if call.attempts >= GIVE_UP_AFTER:  # the operator's reconciliation settles it: kept, and logged
-                    call.status = "failed"
-                    log.error("operator wallet: %s %s refused %d times, given up: %s", call.kind, call.tx_id,
-                              call.attempts, call.last_error)
-                else:
-                    log.warning("operator wallet: %s %s refused (%s); retried at the next tick", call.kind,
-                                call.tx_id, call.last_error)
+                if call.attempts & (call.attempts - 1) == 0:
+                    log.warning("operator wallet: %s %s refused at attempt %d (%s); it stays pending", call.kind,
+                                call.tx_id, call.attempts, call.last_error)
                 continue
             call.status = "done"
             sent += 1
