@@ -22,7 +22,7 @@ from server_helpers import Client, Clock, new_guest
 from sqlalchemy import event, select
 from sqlalchemy import exc as db_errors
 from test_faults import Server
-from test_lock_order import account_id, bobs_double_to_come, joined, libpq_url
+from test_lock_order import account_id, bobs_double_to_come, joined, libpq_url, wait_for_a_lock_wait
 
 from twentyone.server.app import create_app
 from twentyone.server.cluster import OUTBOX, LocalOwnership
@@ -566,3 +566,25 @@ def test_a_debit_the_wallet_answers_with_an_error_it_does_not_define_is_rolled_b
     assert wallet.balance(owner(guest), "USD") == wallet.start - 500
     service.tick()
     assert wallet.balance(owner(guest), "USD") == wallet.start and staked(service, guest) == 0
+
+
+def test_two_processes_queueing_one_rollback_both_go_on(http: TestClient, service: GameService, settings: Settings,
+                                                        wallet: ContractWallet) -> None:
+    """A process that died carrying its journal to a new file left both files holding its open debits, and two
+    processes each recover one. The second waits for the first's row of the same rollback, then adds nothing and
+    delivers it; before, its insert failed on the unique id and its whole delivery with it (found by review)."""
+    if service.db.engine.dialect.name != "postgresql":
+        pytest.skip("SQLite has one writer: two transactions never insert at once")
+    guest = new_guest(http)
+    made = dead_process_debit(settings.data_dir / JOURNALS, wallet, guest)
+    with psycopg.connect(libpq_url(service)) as other:  # the other process, recovering the other copy
+        other.execute("INSERT INTO wallet_calls (tx_id, player_id, currency, kind, amount, round_id, status, attempts,"
+                      " created_at) VALUES (%s, %s, 'USD', 'rollback', 500, NULL, 'pending', 0, now())",
+                      [made.tx_id, guest.player_id()])
+        ticking = threading.Thread(target=service.tick)
+        ticking.start()
+        wait_for_a_lock_wait(libpq_url(service))
+        other.commit()
+    ticking.join(timeout=30)
+    assert outbox(service) == [("rollback", "done")] and made.tx_id in wallet.rollbacks()
+    assert not list((settings.data_dir / JOURNALS).glob("*"))

@@ -26,6 +26,8 @@ from typing import Protocol
 
 from sqlalchemy import BigInteger, String, bindparam, event, func, insert, select, update
 from sqlalchemy.dialects.postgresql import ARRAY
+from sqlalchemy.dialects.postgresql import insert as postgresql_insert
+from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session, SessionTransaction
 
@@ -595,11 +597,10 @@ class RemoteWallet:
         """Write the rollbacks owed to the outbox: each is owed again if this transaction does not commit."""
         with self._owed_lock:
             owed, self._owed = self._owed, []
-        for debit in owed:
-            self._queue_rollback(session, debit)
-        if owed:
+        if owed:  # noted first: a write that fails leaves them owed, not forgotten
             after_transaction(session, lambda: self._resolved([debit.tx_id for debit in owed]),
                               lambda: self._owe_again(owed))
+            self._queue_rollbacks(session, owed)
 
     def _recover_journals(self, session: Session) -> None:
         """Queue the rollbacks of the debits dead processes' journals hold that the outbox does not know; each
@@ -617,17 +618,17 @@ class RemoteWallet:
     def _queue_rollbacks(session: Session, debits: Sequence[Debit]) -> None:
         """A rollback of each debit in the outbox, unless the outbox knows it: a debit recorded done committed with
         its stake (a commit whose answer was lost with the connection, or the process), and stands; a rollback is
-        queued already. Looked up a few hundred at a time (a dead process's journal may hold thousands)."""
-        known: set[str] = set()
-        for start in range(0, len(debits), 500):
-            ids = [debit.tx_id for debit in debits[start:start + 500]]
-            known.update(session.scalars(select(WalletCall.tx_id).where(WalletCall.tx_id.in_(ids))))
-        for debit in debits:
-            if debit.tx_id not in known:
-                known.add(debit.tx_id)
-                session.add(WalletCall(tx_id=debit.tx_id, player_id=debit.player_id, currency=debit.currency,
-                                       kind="rollback", amount=debit.amount, round_id=debit.round_id,
-                                       status="pending", attempts=0, created_at=now()))
+        queued already, or is being queued by another transaction (two processes recovering the two copies a journal
+        carried to a new file left behind: on PostgreSQL this one waits for that one, then adds nothing)."""
+        if not debits:
+            return
+        dialect = session.get_bind().dialect.name
+        insert_of = postgresql_insert if dialect == "postgresql" else sqlite_insert
+        statement = insert_of(WALLET_CALLS).on_conflict_do_nothing(index_elements=["tx_id"])
+        session.execute(statement, [{"tx_id": debit.tx_id, "player_id": debit.player_id, "currency": debit.currency,
+                                     "kind": "rollback", "amount": debit.amount, "round_id": debit.round_id,
+                                     "status": "pending", "attempts": 0, "last_error": None, "created_at": now()}
+                                    for debit in debits])
 
     @staticmethod
     def queue(session: Session, player_id: int, currency: str, kind: str, amount: int, tx_id: str,
