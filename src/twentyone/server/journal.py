@@ -72,9 +72,12 @@ def unresolved(lines: Iterable[bytes]) -> list[Debit]:
     return list(debits.values())
 
 
-def _line(debit: Debit) -> bytes:
-    entry = ["+", debit.tx_id, debit.player_id, debit.currency, debit.amount, debit.round_id]
-    return json.dumps(entry).encode() + b"\n"
+def _append_synced(journal: IO[bytes], debits: Iterable[Debit]) -> None:
+    """Append a line for each debit, and sync the file to disk."""
+    journal.write(b"".join(json.dumps(["+", debit.tx_id, debit.player_id, debit.currency, debit.amount,
+                                       debit.round_id]).encode() + b"\n" for debit in debits))
+    journal.flush()
+    os.fsync(journal.fileno())
 
 
 class DebitJournal:
@@ -151,10 +154,7 @@ class DebitJournal:
     def note(self, debits: Sequence[Debit]) -> None:
         """Record ``debits`` on disk (one sync) before they are sent."""
         with self._lock:
-            journal = self._journal()
-            journal.write(b"".join(_line(debit) for debit in debits))
-            journal.flush()
-            os.fsync(journal.fileno())
+            _append_synced(self._journal(), debits)
             self._open.update((debit.tx_id, debit) for debit in debits)
 
     def resolved(self, tx_ids: Iterable[str]) -> None:
@@ -176,18 +176,14 @@ class DebitJournal:
         """Carry the open debits to a new journal; the old one is emptied before it is let go, so that a recovery
         that opened it meanwhile finds nothing in it."""
         assert self._file is not None and self.path is not None
+        made: tuple[Path, IO[bytes]] | None = None
         try:
-            path, journal = self._create()
-        except OSError:
-            log.exception("the debit journal could not be carried to a new file; the old one goes on")
-            return
-        try:
-            journal.write(b"".join(_line(debit) for debit in self._open.values()))
-            journal.flush()
-            os.fsync(journal.fileno())
+            made = path, journal = self._create()
+            _append_synced(journal, self._open.values())
         except OSError:  # a full disk: the old journal, still whole and locked, goes on
-            journal.close()
-            path.unlink(missing_ok=True)
+            if made is not None:
+                made[1].close()
+                made[0].unlink(missing_ok=True)
             log.exception("the debit journal could not be carried to a new file; the old one goes on")
             return
         old_path, old = self.path, self._file

@@ -345,8 +345,7 @@ class Rounds:
                         balance, debited = ahead.get(seat.id) or (self.wallet.balance(session, seat.player_id,
                                                                                       table.currency), None)
                         if total > balance:  # spent elsewhere since: the seat sits this round out
-                            session.delete(seat)
-                            returned.append((seat.player_id, 0, "Your balance no longer covered your bets."))
+                            self._sit_out(session, seat, returned, "Your balance no longer covered your bets.")
                             continue
                         try:  # checked at the join with nothing staked yet: losses or a self-exclusion since count
                             self.accounts.check_limits(session, cast(Player, players[seat.player_id]), table.currency,
@@ -354,8 +353,7 @@ class Rounds:
                         except ServiceError as refused:
                             if debited is not None:
                                 self.wallet.cancel_debit(session, debited)
-                            session.delete(seat)
-                            returned.append((seat.player_id, 0, f"Your bets sit this round out: {refused.detail}"))
+                            self._sit_out(session, seat, returned, f"Your bets sit this round out: {refused.detail}")
                             continue
                         seat.balance_before = balance
                         self._stake(session, table, round_row, seat, total, debited)
@@ -614,6 +612,7 @@ class Rounds:
 
     @staticmethod
     def _sit_out(session: Session, seat: RoundSeat, returned: list[tuple[int, int, str]], reason: str) -> None:
+        """The seat leaves the round being closed, its bets not staked; ``reason`` goes to its player."""
         session.delete(seat)
         returned.append((seat.player_id, 0, reason))
 

@@ -451,6 +451,12 @@ def _run_after_transaction(session: Session, transaction: SessionTransaction) ->
             log.exception("after a transaction's end")
 
 
+def _new_debit(player_id: int, currency: str, amount: int, round_id: int | None, key: str) -> Debit:
+    """A debit of ``amount`` for the stake ``key`` names, with an id of its own (``debit-{key}-{nonce}``: see
+    :meth:`RemoteWallet.debit_now`)."""
+    return Debit(f"debit-{key}-{uuid.uuid4().hex[:12]}", player_id, currency, amount, round_id)
+
+
 class RemoteWallet:
     """Drives an :class:`OperatorWallet` with retries and an outbox of calls to deliver.
 
@@ -486,7 +492,7 @@ class RemoteWallet:
         the outbox as done in the transaction of its stake: after a commit whose answer was lost, or a process's
         death, that row tells that the debit stands.
         """
-        debit = Debit(f"debit-{key}-{uuid.uuid4().hex[:12]}", player_id, currency, amount, round_id)
+        debit = _new_debit(player_id, currency, amount, round_id, key)
         if self.journal is not None:
             self.journal.note([debit])
         return self._record(session, debit, self._send(debit))
@@ -496,8 +502,7 @@ class RemoteWallet:
         """:meth:`debit_now` for each (player, amount, key) of ``wanted`` (a close of betting's seats): journaled with
         one sync, sent at most :data:`PARALLEL` at a time, recorded in order; each answer is the debit's id, or the
         wallet's refusal or silence. Any other error is raised once every debit is recorded."""
-        debits = [Debit(f"debit-{key}-{uuid.uuid4().hex[:12]}", player_id, currency, amount, round_id)
-                  for player_id, amount, key in wanted]
+        debits = [_new_debit(player_id, currency, amount, round_id, key) for player_id, amount, key in wanted]
         if not debits:
             return []
         if self.journal is not None:
@@ -572,7 +577,7 @@ class RemoteWallet:
         """A debit that may have reached the operator, its answer lost: its rollback goes to the outbox with this
         transaction if it commits (a seat that sits out of a close of betting), and is owed if it does not."""
         after_transaction(session, lambda: self._resolved([debit.tx_id]), lambda: self.owe_rollback(debit))
-        self._queue_rollback(session, debit)
+        self._queue_rollbacks(session, [debit])
 
     def _resolved(self, tx_ids: list[str]) -> None:
         if self.journal is not None:
@@ -610,9 +615,6 @@ class RemoteWallet:
         for journal in self.journal.abandoned():
             after_transaction(session, journal.settled, journal.release)
             self._queue_rollbacks(session, journal.debits)
-
-    def _queue_rollback(self, session: Session, debit: Debit) -> None:
-        self._queue_rollbacks(session, [debit])
 
     @staticmethod
     def _queue_rollbacks(session: Session, debits: Sequence[Debit]) -> None:
