@@ -12,6 +12,7 @@ same in CPU time over tens of thousands of rounds.
 
 from __future__ import annotations
 
+import os
 import threading
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -23,12 +24,25 @@ import pytest
 from alembic.autogenerate import compare_metadata
 from alembic.migration import MigrationContext
 from fastapi.testclient import TestClient
-from server_helpers import OPERATOR, Client, Clock, dealt_shared_round, new_guest, new_player, next_shoe
-from sqlalchemy import Engine, event, update
+from server_helpers import (
+    OPERATOR,
+    Client,
+    Clock,
+    dealt_shared_round,
+    fresh_postgres_database,
+    new_guest,
+    new_player,
+    next_shoe,
+)
+from sqlalchemy import Engine, create_engine, event, text, update
+from sqlalchemy.orm import Session
+from sqlalchemy.pool import NullPool
 
+from twentyone.server import db
 from twentyone.server.config import Settings
 from twentyone.server.models import Base, LedgerEntry
 from twentyone.server.service import GameService
+from twentyone.server.wallet import NET_LOSSES, net_losses_since, player_owner
 
 # One private round: the player's 19 stands, the dealer's 6 draws 10 and 8 and busts.
 CLASSIC_ROUND = ["TS", "6H", "9D", "TC", "8C"]
@@ -260,3 +274,57 @@ def test_a_bet_under_a_daily_loss_limit_costs_the_same_after_hundreds_of_rounds_
     ann.bet("classic", 500)
     refused = ann.post("/tables/classic/deal")
     assert refused.status_code == 403 and refused.json()["amounts"] == {"limit": 400, "lost": -500, "stake": 1000}
+
+
+def _plan_nodes(plan: dict[str, Any]) -> Iterator[dict[str, Any]]:
+    yield plan
+    for child in plan.get("Plans", ()):
+        yield from _plan_nodes(child)
+
+
+@pytest.mark.skipif(not os.environ.get("TWENTYONE_TEST_POSTGRES_URL"), reason="PostgreSQL's planner: set "
+                    "TWENTYONE_TEST_POSTGRES_URL")
+def test_the_day_s_losses_of_a_thousand_seats_read_their_accounts_days_not_the_ledger_on_postgresql() -> None:
+    """A close of betting at a power round sums the day's losses of every seat with a limit in one statement. Listed
+    with 1,000 of 2,000 accounts over 300,000 ledger rows of 100 days, the join and GROUP BY it was had PostgreSQL's
+    planner scan the whole ledger, a cost that grows with every round ever played. Each account's sum must be read
+    along the index on (account, time), and be right: today's stakes less returns, credits and earlier days left
+    out."""
+    accounts, days, since = 2_000, 100, datetime(2026, 11, 29, tzinfo=UTC)
+    with fresh_postgres_database(os.environ["TWENTYONE_TEST_POSTGRES_URL"], "twentyone_test") as url:
+        db.migrate(url)
+        engine = create_engine(url, poolclass=NullPool)
+        try:
+            with engine.begin() as connection:
+                connection.execute(text("INSERT INTO accounts (id, owner, currency, version, balance) "
+                                        "SELECT g, 'player:' || g, 'EUR', 0, 0 FROM generate_series(1, :n) g"),
+                                   {"n": accounts})
+                # 150 rows an account over 100 days; today's (since + 1 h) only for every other listed account (ids
+                # 1, 5, 9...); and a credit today for each.
+                connection.execute(text(
+                    "INSERT INTO ledger (transfer_id, account_id, amount, kind, created_at) "
+                    "SELECT 't' || g, 1 + g % :n, CASE WHEN g % 3 = 0 THEN 150 ELSE -100 END, "
+                    "CASE WHEN g % 3 = 0 THEN 'win' ELSE 'stake' END, "
+                    ":since - make_interval(days => g / :n % :days + (g % :n % 4 <> 0)::int) + interval '1 hour' "
+                    "FROM generate_series(0, :rows - 1) g"),
+                    {"n": accounts, "days": days, "rows": accounts * 150, "since": since})
+                connection.execute(text("INSERT INTO ledger (transfer_id, account_id, amount, kind, created_at) "
+                                        "SELECT 'c' || g, g, 5000, 'credit', :since + interval '2 hours' "
+                                        "FROM generate_series(1, :n) g"), {"n": accounts, "since": since})
+                connection.execute(text("ANALYZE"))
+                expected: dict[int, int] = dict(connection.execute(text(
+                    "SELECT account_id, -sum(amount) FROM ledger WHERE kind <> 'credit' AND created_at >= :since "
+                    "GROUP BY account_id"), {"since": since}).all())
+            listed = list(range(1, accounts + 1, 2))
+            with Session(engine) as session:
+                lost = net_losses_since(session, listed, "EUR", since)
+                statement = NET_LOSSES.params(owners=[player_owner(p) for p in listed], currency="EUR", since=since)
+                sql = str(statement.compile(dialect=engine.dialect, compile_kwargs={"literal_binds": True}))
+                [[plan]] = session.execute(text(f"EXPLAIN (FORMAT JSON) {sql}")).one()
+        finally:
+            engine.dispose()
+    assert lost == {player: int(expected.get(player, 0)) for player in listed}
+    assert any(lost.values()) and 0 in lost.values()  # some listed players played today, some did not
+    nodes = list(_plan_nodes(plan["Plan"]))
+    assert not [node for node in nodes if node.get("Relation Name") == "ledger" and "Seq Scan" in node["Node Type"]]
+    assert any(node.get("Index Name") == "ix_ledger_account_created" for node in nodes)
