@@ -6,9 +6,13 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import Any
+from unittest import mock
 
+import pytest
 from alembic import command
 from alembic.config import Config
+from alembic.operations import Operations
 from sqlalchemy import Engine, create_engine, select, text
 from sqlalchemy.orm import Session
 from sqlalchemy.pool import NullPool
@@ -121,3 +125,53 @@ def test_a_url_with_a_percent_sign_migrates(tmp_path: Path) -> None:
     db.migrate(url)
     with create_engine(url).connect() as connection:
         assert connection.execute(text("SELECT count(*) FROM rounds")).scalar() == 0
+
+
+def ledger_indexes(engine: Engine) -> dict[str, int]:
+    """The ledger's indexes by name, each with the identity of its build (PostgreSQL's oid; SQLite's root page)."""
+    with engine.connect() as connection:
+        if engine.dialect.name == "postgresql":
+            rows = connection.execute(text("SELECT indexrelid::regclass::text, indexrelid::int FROM pg_index "
+                                           "WHERE indrelid = 'ledger'::regclass AND NOT indisprimary"))
+        else:
+            rows = connection.execute(text("SELECT name, rootpage FROM sqlite_master WHERE type = 'index' "
+                                           "AND tbl_name = 'ledger' AND name NOT LIKE 'sqlite_autoindex%'"))
+        return dict(rows.tuples().all())
+
+
+def test_a_migration_that_crashed_half_way_is_finished_by_the_next_start(database_url: str) -> None:
+    """A start dies inside 0010, after its new index is built and before the index it replaces is dropped. On SQLite
+    the migration is one transaction, so nothing of it is left (its ``CREATE INDEX`` used to commit alone); on
+    PostgreSQL the build ran ``CONCURRENTLY``, outside any transaction, and stays, valid. Either way the next start
+    finishes the revision, and keeps a finished build rather than reading the whole ledger again."""
+    config = alembic_config(database_url)
+    command.upgrade(config, "0009")
+    engine = create_engine(database_url, poolclass=NullPool)
+    try:
+        before = ledger_indexes(engine)
+
+        drop_index = Operations.drop_index
+
+        def crash(self: Operations, name: str, *args: Any, **kwargs: Any) -> None:
+            if name == "ix_ledger_account_id":  # the replaced index's drop: the new one is built
+                raise RuntimeError("the process died")
+            drop_index(self, name, *args, **kwargs)
+
+        with mock.patch.object(Operations, "drop_index", crash), pytest.raises(RuntimeError, match="died"):
+            command.upgrade(config, "head")
+        crashed = ledger_indexes(engine)
+        with engine.connect() as connection:
+            assert connection.execute(text("SELECT version_num FROM alembic_version")).scalar() == "0009"
+        if engine.dialect.name == "sqlite":
+            assert crashed == before
+        else:
+            assert crashed.keys() == before.keys() | {"ix_ledger_account_created"}
+        db.migrate(database_url)
+        after = ledger_indexes(engine)
+        with engine.connect() as connection:
+            assert connection.execute(text("SELECT version_num FROM alembic_version")).scalar() == "0010"
+    finally:
+        engine.dispose()
+    assert after.keys() == before.keys() - {"ix_ledger_account_id"} | {"ix_ledger_account_created"}
+    if engine.dialect.name == "postgresql":
+        assert after["ix_ledger_account_created"] == crashed["ix_ledger_account_created"]  # the same build, kept

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from alembic import context
-from sqlalchemy import create_engine
+from sqlalchemy import Connection, Engine, create_engine, event
 
 from twentyone.server.models import Base
 
@@ -11,10 +13,31 @@ config = context.config
 target_metadata = Base.metadata
 
 
+def transactional_ddl(engine: Engine) -> None:
+    """Make each migration on SQLite one transaction, its DDL included, as it is on PostgreSQL.
+
+    Python's ``sqlite3`` opens a transaction only before an INSERT, UPDATE or DELETE, so a
+    ``CREATE INDEX`` or ``DROP INDEX`` run before one committed on its own: a start that
+    crashed half-way through a migration left part of it behind, with the revision not
+    recorded, and the next start tried it again over what was left. Here the driver opens
+    no transaction of its own and SQLAlchemy's sends ``BEGIN`` (SQLAlchemy's recipe for
+    pysqlite); Alembic begins one per migration.
+    """
+    @event.listens_for(engine, "connect")
+    def _driver_opens_none(dbapi_connection: Any, _record: Any) -> None:
+        dbapi_connection.isolation_level = None
+
+    @event.listens_for(engine, "begin")
+    def _begin(connection: Connection) -> None:
+        connection.exec_driver_sql("BEGIN")
+
+
 def run_migrations_online() -> None:
     url = config.get_main_option("sqlalchemy.url")
     assert url is not None
     engine = create_engine(url)
+    if engine.dialect.name == "sqlite":
+        transactional_ddl(engine)
     with engine.connect() as connection:
         context.configure(connection=connection, target_metadata=target_metadata,
                           render_as_batch=url.startswith("sqlite"))

@@ -11,14 +11,15 @@ leads with the status, which the report's query names (ended: settled or void), 
 SQLite's planner takes it over the index on status alone. Rounds voided at the close of
 their betting window had no end time; they get the window's close.
 
-On PostgreSQL the index is built ``CONCURRENTLY``, outside a transaction: an operator
-upgrading a live floor keeps taking bets while it builds, where a plain ``CREATE
-INDEX`` would hold every write to ``rounds`` until it finished.
+On PostgreSQL the index is built ``CONCURRENTLY`` (``concurrent_index``): an operator
+upgrading a live floor keeps taking bets while it builds.
 """
 
 from __future__ import annotations
 
 from alembic import op
+
+from twentyone.server.migrations.concurrent_index import build_concurrently
 
 revision = '0009'
 down_revision = '0008'
@@ -26,7 +27,6 @@ branch_labels = None
 depends_on = None
 
 INDEX = 'ix_rounds_status_settled_at'
-LOCK_TIMEOUT = '60s'
 
 
 def upgrade() -> None:
@@ -35,16 +35,7 @@ def upgrade() -> None:
     op.execute("UPDATE rounds SET settled_at = COALESCE(betting_closes_at, created_at) "
                "WHERE status = 'void' AND settled_at IS NULL")
     if op.get_bind().dialect.name == 'postgresql':
-        with op.get_context().autocommit_block():
-            # The drop and the build each wait for every older transaction. One that never ends (a process of the
-            # previous version waiting for the migration lock inside its statement) must fail this start, to be
-            # tried again at the next, not hang it.
-            op.execute(f"SET lock_timeout = '{LOCK_TIMEOUT}'")
-            # A concurrent build that failed (a crash mid-way) leaves an invalid index of this name behind and
-            # the revision unrecorded: drop it, so that the next start builds it again.
-            op.drop_index(INDEX, table_name='rounds', postgresql_concurrently=True, if_exists=True)
-            op.create_index(INDEX, 'rounds', ['status', 'settled_at'], postgresql_concurrently=True)
-            op.execute("RESET lock_timeout")
+        build_concurrently(INDEX, 'rounds', ['status', 'settled_at'])
     else:
         op.create_index(INDEX, 'rounds', ['status', 'settled_at'])
 

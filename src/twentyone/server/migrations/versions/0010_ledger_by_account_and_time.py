@@ -19,6 +19,8 @@ from __future__ import annotations
 
 from alembic import op
 
+from twentyone.server.migrations.concurrent_index import build_concurrently
+
 revision = '0010'
 down_revision = '0009'
 branch_labels = None
@@ -26,20 +28,14 @@ depends_on = None
 
 INDEX = 'ix_ledger_account_created'
 REPLACED = 'ix_ledger_account_id'
-LOCK_TIMEOUT = '60s'
 
 
 def upgrade() -> None:
     if op.get_bind().dialect.name == 'postgresql':
-        with op.get_context().autocommit_block():
-            # Why each step waits at most this long, and why a half-built index is dropped first: see 0009.
-            op.execute(f"SET lock_timeout = '{LOCK_TIMEOUT}'")
-            op.drop_index(INDEX, table_name='ledger', postgresql_concurrently=True, if_exists=True)
-            op.create_index(INDEX, 'ledger', ['account_id', 'created_at'], postgresql_concurrently=True)
-            op.drop_index(REPLACED, table_name='ledger', postgresql_concurrently=True, if_exists=True)
-            op.execute("RESET lock_timeout")
+        build_concurrently(INDEX, 'ledger', ['account_id', 'created_at'], replaces=REPLACED)
     else:
-        # SQLite commits each DDL statement here: after a crash between them the next start must go on, not fail.
+        # Each migration on SQLite is one transaction now (env.py); a start of an earlier version committed each DDL
+        # statement alone, and one that crashed between these two left the new index behind: go on over it.
         op.create_index(INDEX, 'ledger', ['account_id', 'created_at'], if_not_exists=True)
         op.drop_index(REPLACED, table_name='ledger', if_exists=True)
 
