@@ -31,7 +31,7 @@ from twentyone.server.context import Busy
 from twentyone.server.journal import JOURNALS, Debit, DebitJournal
 from twentyone.server.models import Account, LedgerEntry, WalletCall
 from twentyone.server.service import GameService
-from twentyone.server.wallet import RemoteWallet, unreconciled_accounts
+from twentyone.server.wallet import unreconciled_accounts
 
 # Classic: the player's 5 and 6, the dealer's 6 and 10; a double draws the 9 (20), the dealer draws the 8 and busts.
 DOUBLE_WINS = ["5S", "6H", "6D", "TC", "9C", "8C"]
@@ -523,7 +523,7 @@ def test_a_call_the_operator_refuses_waits_alone(http: TestClient, service: Game
     wallet.refuse_rollbacks = True
     made = dead_process_debit(settings.data_dir / JOURNALS, wallet, ann)
     with service.store.write() as session:
-        RemoteWallet.queue(session, bob.player_id(), "USD", "credit", 1000, "credit-1-2", None)
+        service.wallet.remote.queue(session, bob.player_id(), "USD", "credit", 1000, "credit-1-2", None)
     for _ in range(30):
         service.tick()
     assert sorted(outbox(service)) == [("credit", "done"), ("rollback", "pending")]
@@ -535,6 +535,33 @@ def test_a_call_the_operator_refuses_waits_alone(http: TestClient, service: Game
     service.tick()
     assert sorted(outbox(service)) == [("credit", "done"), ("rollback", "done")]
     assert wallet.balance(owner(ann), "USD") == wallet.start
+
+
+def test_a_request_sends_the_operator_what_it_wrote_to_the_outbox_and_nothing_else(
+        http: TestClient, service: GameService, settings: Settings, wallet: ContractWallet) -> None:
+    """After its commit a request sends the calls it wrote (a win, at once) and no other. Before, every request sent
+    the whole outbox: a call the operator refused (here a dead process's rollback, refused for as long as the
+    operator's fault lasts) was sent again by every player's every request, in every process, each request waiting
+    for the operator's answers to calls not its own. The outbox's tick alone retries it now."""
+    ann, bob = new_guest(http), new_guest(http)
+    wallet.refuse_rollbacks = True
+    dead_process_debit(settings.data_dir / JOURNALS, wallet, ann)
+    service.tick()  # the dead process's rollback is queued, sent, refused: it waits in the outbox
+
+    def refused_attempts() -> int:
+        with service.db.sessions() as session:
+            return session.scalars(select(WalletCall.attempts).where(WalletCall.kind == "rollback")).one()
+
+    assert refused_attempts() == 1
+    service.stacked.append(DOUBLE_WINS)
+    bob.bet("classic", 500)
+    round_id = bob.post("/tables/classic/deal").json()["id"]
+    assert bob.act(round_id, "double").json()["status"] == "settled"
+    assert wallet.balance(owner(bob), "USD") == wallet.start + 1000  # his win of 2,000, sent by his request
+    assert refused_attempts() == 1  # not sent again by bob's deal, nor by his double
+    service.tick()
+    assert refused_attempts() == 2
+    assert sorted(outbox(service)) == [("credit", "done"), ("debit", "done"), ("debit", "done"), ("rollback", "pending")]
 
 
 def test_a_journal_line_of_the_wrong_kinds_stops_no_recovery(http: TestClient, service: GameService,

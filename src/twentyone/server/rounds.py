@@ -170,7 +170,8 @@ class Rounds:
         self.events = events
         self.clock = clock
         self.fault: Callable[[str], None] = lambda stage: None  # tests inject malfunctions here
-        self.deliver_outbox: Callable[[], int] = self.deliver  # after each commit that may owe the operator
+        # After each commit that may owe the operator: what that commit wrote to the outbox.
+        self.deliver_outbox: Callable[[], int] = lambda: self.deliver(fresh=True)
 
     # ------------------------------------------------------------ private
     def deal(self, caller: Caller, table_id: str) -> dict[str, Any]:
@@ -701,15 +702,18 @@ class Rounds:
                     shoe.finished = True
         self.events.publish(table.id, {"type": "void", "round_id": round_id, "reason": reason})
 
-    def deliver(self, recover: bool = False, send: bool = True) -> int:
+    def deliver(self, recover: bool = False, send: bool = True, fresh: bool = False) -> int:
         """Write the rollbacks owed and send the operator wallet what the outbox holds; a failure waits for the next
         tick. ``recover`` (the tick): first queue what dead processes' journals owe (:mod:`~twentyone.server.journal`);
-        ``send=False``: only write (a process that does not deliver the outbox)."""
+        ``send=False``: only write (a process that does not deliver the outbox); ``fresh`` (after a request's
+        commit): send only what this thread's commits wrote, and open no transaction if that is nothing."""
         if self.wallet.keeps_balances:
             return 0  # the built-in ledger has no outbox
+        if fresh and not self.wallet.waiting_here():
+            return 0
         try:
             with self.store.write() as session:
-                return self.wallet.deliver(session, recover, send)
+                return self.wallet.deliver(session, recover, send, fresh)
         except Exception:
             log.exception("operator wallet delivery failed; retried at the next tick")
             return 0

@@ -194,7 +194,8 @@ class GameService:
         return done
 
     def _deliver_outbox(self, recover: bool = False) -> int:
-        return self.rounds.deliver(recover)
+        """After a request's commit, what it wrote to the outbox; at the tick (``recover``) the whole outbox."""
+        return self.rounds.deliver(recover=True) if recover else self.rounds.deliver(fresh=True)
 
 
 __all__ = ["Caller", "GameService", "ServiceError", "commitment", "verify_record"]

@@ -475,6 +475,8 @@ class RemoteWallet:
         # Rollbacks owed by transactions that did not commit, until a transaction writes them to the outbox.
         self._owed: list[Debit] = []
         self._owed_lock = threading.Lock()
+        # Per thread: the outbox rows its committed transactions wrote, for it to send at once (deliver(fresh=True)).
+        self._fresh = threading.local()
 
     def balance(self, player_id: int, currency: str) -> int:
         for attempt in range(self.attempts):
@@ -577,6 +579,25 @@ class RemoteWallet:
         assert error is not None
         raise error
 
+    def send_after_commit(self, session: Session, tx_ids: Sequence[str]) -> None:
+        """Have the thread that commits this transaction send these outbox rows at its next :meth:`deliver` with
+        ``fresh`` (right after its commit, on the request path); the outbox's tick sends what that does not."""
+        after_transaction(session, lambda: self._fresh_ids().extend(tx_ids), lambda: None)
+
+    def _fresh_ids(self) -> list[str]:
+        ids: list[str] | None = getattr(self._fresh, "ids", None)
+        if ids is None:
+            ids = self._fresh.ids = []
+        return ids
+
+    def _take_fresh(self) -> list[str]:
+        ids, self._fresh.ids = self._fresh_ids(), []
+        return ids
+
+    def waiting_here(self) -> bool:
+        """Whether this thread's commits left outbox rows for it to send, or this process owes rollbacks."""
+        return bool(getattr(self._fresh, "ids", None)) or bool(self._owed)
+
     def _unsure(self, session: Session, debit: Debit) -> None:
         """A debit that may have reached the operator, its answer lost: its rollback goes to the outbox with this
         transaction if it commits (a seat that sits out of a close of betting), and is owed if it does not."""
@@ -620,8 +641,7 @@ class RemoteWallet:
             after_transaction(session, journal.settled, journal.release)
             self._queue_rollbacks(session, journal.debits)
 
-    @staticmethod
-    def _queue_rollbacks(session: Session, debits: Sequence[Debit]) -> None:
+    def _queue_rollbacks(self, session: Session, debits: Sequence[Debit]) -> None:
         """A rollback of each debit in the outbox, unless the outbox knows it: a debit recorded done committed with
         its stake (a commit whose answer was lost with the connection, or the process), and stands; a rollback is
         queued already, or is being queued by another transaction (two processes recovering the two copies a journal
@@ -635,29 +655,39 @@ class RemoteWallet:
                                      "kind": "rollback", "amount": debit.amount, "round_id": debit.round_id,
                                      "status": "pending", "attempts": 0, "last_error": None, "created_at": now()}
                                     for debit in debits])
+        self.send_after_commit(session, [debit.tx_id for debit in debits])
 
-    @staticmethod
-    def queue(session: Session, player_id: int, currency: str, kind: str, amount: int, tx_id: str,
+    def queue(self, session: Session, player_id: int, currency: str, kind: str, amount: int, tx_id: str,
               round_id: int | None) -> None:
-        """Record a call to make after this transaction commits (the outbox)."""
+        """Record a call to make after this transaction commits (the outbox), sent by the thread that commits it."""
         if session.scalars(select(WalletCall).where(WalletCall.tx_id == tx_id)).first() is None:
             session.add(WalletCall(tx_id=tx_id, player_id=player_id, currency=currency, kind=kind, amount=amount,
                                    round_id=round_id, status="pending", attempts=0, created_at=now()))
+            self.send_after_commit(session, [tx_id])
 
     def deliver(self, session: Session, older_than: timedelta = timedelta(0), recover: bool = False,
-                send: bool = True) -> int:
+                send: bool = True, fresh: bool = False) -> int:
         """Write the rollbacks owed to the outbox, then send its pending calls; each is idempotent, so a retry after a
         crash is safe. ``recover`` (the timer's tick): first the rollbacks dead processes' journals owe. ``send``:
-        False in a process that does not deliver the outbox, which only writes what it owes."""
+        False in a process that does not deliver the outbox, which only writes what it owes. ``fresh`` (after a
+        request's commit): only the rows this thread's commits wrote (:meth:`send_after_commit`), so that a request
+        never waits on the operator for calls that are not its own (another player's credit refused for an hour:
+        the outbox's tick retries it). Rows another transaction is sending are skipped (PostgreSQL), not waited
+        for."""
+        ids = self._take_fresh()  # sent now, or by the tick: in both cases no longer this thread's to send
         self._write_owed(session)
         if recover:
             self._recover_journals(session)
-        if not send:
+        if not send or (fresh and not ids):
             return 0
         sent = 0
-        cutoff = now() - older_than
-        calls = session.scalars(select(WalletCall).where(WalletCall.status == "pending",
-                                                         WalletCall.created_at <= cutoff)).all()
+        pending = select(WalletCall).where(WalletCall.status == "pending")
+        if fresh:
+            pending = pending.where(WalletCall.tx_id.in_(ids))
+        else:
+            pending = pending.where(WalletCall.created_at <= now() - older_than)
+        calls = session.scalars(pending.order_by(WalletCall.created_at, WalletCall.tx_id)
+                                .with_for_update(skip_locked=True)).all()
         for call in calls:
             call.attempts += 1
             try:
@@ -722,9 +752,12 @@ class Wallet(Protocol):
         same at every retry."""
     def credit(self, session: Session, player_id: int, currency: str, amount: int) -> None: ...
     def balances_after(self, session: Session, player_ids: list[int], currency: str) -> dict[int, int | None]: ...
-    def deliver(self, session: Session, recover: bool = False, send: bool = True) -> int:
+    def deliver(self, session: Session, recover: bool = False, send: bool = True, fresh: bool = False) -> int:
         """Write the rollbacks owed to the outbox and send the operator's wallet what it holds (``recover``: first
-        what dead processes' journals owe; ``send=False``: write, and leave the sending to the outbox's process)."""
+        what dead processes' journals owe; ``send=False``: write, and leave the sending to the outbox's process;
+        ``fresh``: send only what this thread's commits wrote)."""
+    def waiting_here(self) -> bool:
+        """Whether this thread's commits left outbox calls for it to send, or this process owes rollbacks."""
     def close(self) -> None:
         """At a clean stop."""
     def owes(self) -> bool:
@@ -779,8 +812,11 @@ class LedgerWallet:
         """
         return dict(ledger_balances(session, player_ids, currency))
 
-    def deliver(self, session: Session, recover: bool = False, send: bool = True) -> int:
+    def deliver(self, session: Session, recover: bool = False, send: bool = True, fresh: bool = False) -> int:
         return 0
+
+    def waiting_here(self) -> bool:
+        return False
 
     def close(self) -> None:
         return None
@@ -825,13 +861,14 @@ class OperatorLedgerWallet(LedgerWallet):
         # Its row, written as done with the debit, becomes the rollback to send; the journal marks it resolved when
         # this commits (the rollback is in the outbox then), as it would the stake.
         defer(session, CANCEL_DEBIT, {"debit": tx_id})
+        self.remote.send_after_commit(session, [tx_id])
 
     def pay(self, session: Session, currency: str, amounts: Mapping[int, int], kind: str, round_id: int) -> None:
         super().pay(session, currency, amounts, kind, round_id)
         for player_id, amount in amounts.items():
             if amount:
-                RemoteWallet.queue(session, player_id, currency, "credit", amount, pay_key(kind, round_id, player_id),
-                                   round_id)
+                self.remote.queue(session, player_id, currency, "credit", amount, pay_key(kind, round_id, player_id),
+                                  round_id)
 
     def credit(self, session: Session, player_id: int, currency: str, amount: int) -> None:
         raise WalletError("Balances live in the operator's wallet on this server.")
@@ -839,8 +876,11 @@ class OperatorLedgerWallet(LedgerWallet):
     def balances_after(self, session: Session, player_ids: list[int], currency: str) -> dict[int, int | None]:
         return dict.fromkeys(player_ids)  # the operator's wallet knows; the game does not ask per round
 
-    def deliver(self, session: Session, recover: bool = False, send: bool = True) -> int:
-        return self.remote.deliver(session, recover=recover, send=send)
+    def deliver(self, session: Session, recover: bool = False, send: bool = True, fresh: bool = False) -> int:
+        return self.remote.deliver(session, recover=recover, send=send, fresh=fresh)
+
+    def waiting_here(self) -> bool:
+        return self.remote.waiting_here()
 
     def close(self) -> None:
         if self.remote.journal is not None:
