@@ -278,7 +278,7 @@ def test_output_files_into_a_missing_folder_or_of_the_wrong_kind(tmp_path: Path)
 
 
 def test_admin_with_a_database_url_that_is_not_one(tmp_path: Path) -> None:
-    for verb in (["report"], ["token"], ["credit", "ann", "100"], ["create-table", "t", "{}"]):
+    for verb in (["report"], ["wallet-calls"], ["token"], ["credit", "ann", "100"], ["create-table", "t", "{}"]):
         assert_one_line_error(run("admin", *verb, "--database", "notaurl://x", "--data-dir", str(tmp_path)),
                               "cannot open the database 'notaurl://x'")
 
@@ -287,7 +287,7 @@ def test_admin_commands_need_the_servers_database_and_never_make_a_token(tmp_pat
     from twentyone.server.db import migrate
 
     mistyped = tmp_path / "typo"
-    for verb in (["token"], ["report"], ["credit", "ann", "100"], ["create-table", "t", "{}"]):
+    for verb in (["token"], ["report"], ["wallet-calls"], ["credit", "ann", "100"], ["create-table", "t", "{}"]):
         assert_one_line_error(run("admin", *verb, "--data-dir", str(mistyped)), "no server database at")
     assert not mistyped.exists()  # no empty database, no token, not even the folder
     # A server that took its token from the environment wrote no token file: the command says so, and makes none.

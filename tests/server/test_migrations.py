@@ -13,6 +13,7 @@ import pytest
 from alembic import command
 from alembic.config import Config
 from alembic.operations import Operations
+from alembic.script import ScriptDirectory
 from sqlalchemy import Engine, create_engine, select, text
 from sqlalchemy.orm import Session
 from sqlalchemy.pool import NullPool
@@ -127,6 +128,10 @@ def test_a_url_with_a_percent_sign_migrates(tmp_path: Path) -> None:
         assert connection.execute(text("SELECT count(*) FROM rounds")).scalar() == 0
 
 
+def head(config: Config) -> str | None:
+    return ScriptDirectory.from_config(config).get_current_head()
+
+
 def ledger_indexes(engine: Engine) -> dict[str, int]:
     """The ledger's indexes by name, each with the identity of its build (PostgreSQL's oid; SQLite's root page)."""
     with engine.connect() as connection:
@@ -169,9 +174,28 @@ def test_a_migration_that_crashed_half_way_is_finished_by_the_next_start(databas
         db.migrate(database_url)
         after = ledger_indexes(engine)
         with engine.connect() as connection:
-            assert connection.execute(text("SELECT version_num FROM alembic_version")).scalar() == "0010"
+            assert connection.execute(text("SELECT version_num FROM alembic_version")).scalar() == head(config)
     finally:
         engine.dispose()
     assert after.keys() == before.keys() - {"ix_ledger_account_id"} | {"ix_ledger_account_created"}
     if engine.dialect.name == "postgresql":
         assert after["ix_ledger_account_created"] == crashed["ix_ledger_account_created"]  # the same build, kept
+
+
+def test_wallet_calls_an_earlier_version_gave_up_are_pending_again_after_0011(database_url: str) -> None:
+    """Earlier versions marked a call ``failed`` after 20 refusals and never sent it again: a player's credit could be
+    given up. Nothing is given up now, so those calls are pending again (sent at the next tick, or listed for the
+    operator); calls done or pending stay as they were."""
+    with at_revision(database_url, "0010", "classic") as engine:
+        with engine.begin() as connection:
+            for tx_id, kind, status in (("credit-1", "credit", "failed"), ("rollback-2", "rollback", "failed"),
+                                        ("credit-3", "credit", "done"), ("credit-4", "credit", "pending")):
+                connection.execute(text(
+                    "INSERT INTO wallet_calls (tx_id, player_id, currency, kind, amount, status, attempts, "
+                    "created_at) VALUES (:tx_id, 1, 'USD', :kind, 500, :status, 20, CURRENT_TIMESTAMP)"),
+                    {"tx_id": tx_id, "kind": kind, "status": status})
+        db.migrate(database_url)
+        with engine.connect() as connection:
+            rows = connection.execute(text("SELECT tx_id, status FROM wallet_calls ORDER BY tx_id")).tuples().all()
+    assert rows == [("credit-1", "pending"), ("credit-3", "done"), ("credit-4", "pending"),
+                    ("rollback-2", "pending")]

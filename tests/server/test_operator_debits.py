@@ -8,6 +8,9 @@ debit with an id it rolled back is refused.
 from __future__ import annotations
 
 import itertools
+import json
+import subprocess
+import sys
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -18,7 +21,7 @@ import psycopg
 import pytest
 from fake_operator_wallet import ContractWallet, FileWallet
 from fastapi.testclient import TestClient
-from server_helpers import Client, Clock, new_guest
+from server_helpers import OPERATOR, Client, Clock, new_guest
 from sqlalchemy import event, select
 from sqlalchemy import exc as db_errors
 from test_faults import Server
@@ -561,7 +564,55 @@ def test_a_request_sends_the_operator_what_it_wrote_to_the_outbox_and_nothing_el
     assert refused_attempts() == 1  # not sent again by bob's deal, nor by his double
     service.tick()
     assert refused_attempts() == 2
-    assert sorted(outbox(service)) == [("credit", "done"), ("debit", "done"), ("debit", "done"), ("rollback", "pending")]
+    assert sorted(outbox(service)) == [("credit", "done"), ("debit", "done"), ("debit", "done"),
+                                       ("rollback", "pending")]
+
+
+def test_the_operator_lists_the_calls_its_wallet_has_not_taken(http: TestClient, service: GameService,
+                                                                settings: Settings, wallet: ContractWallet) -> None:
+    """A call the operator refuses stays pending (nothing is given up); before, only the ``wallet_calls`` table and the
+    log showed it. ``GET /admin/wallet/calls`` lists the pending calls, oldest first, with their last error and their
+    totals by kind and currency, page by page; a player may not read it (other players' ids and amounts)."""
+    ann, bob = new_guest(http), new_guest(http)
+    operator = Client(http, OPERATOR, "operator")
+    assert operator.get("/admin/wallet/calls").json() == {"pending": {"count": 0, "by_kind": {}}, "calls": [],
+                                                          "next_after": None}
+    wallet.refuse_rollbacks = True
+    first = dead_process_debit(settings.data_dir / JOURNALS, wallet, ann)
+    service.tick()  # queued and refused once
+    second = dead_process_debit(settings.data_dir / JOURNALS, wallet, bob)
+    service.ownership = NotTheOutboxOwner()
+    service.tick()  # queued by a process that does not send the outbox: never tried yet
+    service.ownership = LocalOwnership()
+    listed = operator.get("/admin/wallet/calls").json()
+    assert listed["pending"] == {"count": 2, "by_kind": {"rollback": {"USD": {"count": 2, "amount": 1000}}}}
+    assert [(call["tx_id"], call["player_id"], call["attempts"], call["last_error"]) for call in listed["calls"]] == [
+        (first.tx_id, ann.player_id(), 1, f"Unknown transaction {first.tx_id}."),
+        (second.tx_id, bob.player_id(), 0, None)]
+    page = operator.get("/admin/wallet/calls", size=1).json()
+    assert [call["tx_id"] for call in page["calls"]] == [first.tx_id] and page["next_after"] is not None
+    rest = operator.get("/admin/wallet/calls", size=1, after=page["next_after"]).json()
+    assert [call["tx_id"] for call in rest["calls"]] == [second.tx_id] and rest["next_after"] is None
+    for refused in (ann.get("/admin/wallet/calls"), http.get("/admin/wallet/calls")):
+        assert refused.status_code in (401, 403) and "detail" in refused.json()
+    assert operator.get("/admin/wallet/calls", size=0).status_code == 422
+    wallet.refuse_rollbacks = False
+    service.tick()
+    assert operator.get("/admin/wallet/calls").json()["pending"] == {"count": 0, "by_kind": {}}
+
+
+def test_the_operator_reads_the_wallet_calls_from_the_command_line(http: TestClient, service: GameService,
+                                                                    settings: Settings, wallet: ContractWallet) -> None:
+    """``twentyone admin wallet-calls`` prints what ``GET /admin/wallet/calls`` answers, from the server's database."""
+    wallet.refuse_rollbacks = True
+    made = dead_process_debit(settings.data_dir / JOURNALS, wallet, new_guest(http))
+    service.tick()
+    printed = subprocess.run([sys.executable, "-m", "twentyone.cli.main", "admin", "wallet-calls", "--database",
+                              settings.database_url, "--data-dir", str(settings.data_dir)],
+                             capture_output=True, text=True, timeout=60, check=True)
+    listed = json.loads(printed.stdout)
+    assert listed == Client(http, OPERATOR, "operator").get("/admin/wallet/calls").json()
+    assert [call["tx_id"] for call in listed["calls"]] == [made.tx_id]
 
 
 def test_a_journal_line_of_the_wrong_kinds_stops_no_recovery(http: TestClient, service: GameService,

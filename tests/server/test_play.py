@@ -32,7 +32,8 @@ def test_openapi_schema_lists_every_resource(http: TestClient) -> None:
                  "/tables", "/tables/{table_id}", "/tables/{table_id}/bets", "/tables/{table_id}/deal",
                  "/tables/{table_id}/undo", "/tables/{table_id}/double", "/tables/{table_id}/rebet",
                  "/rounds/{round_id}", "/rounds/{round_id}/actions", "/rounds/{round_id}/replay",
-                 "/rounds/{round_id}/verify", "/admin/tables", "/admin/credit", "/admin/report"):
+                 "/rounds/{round_id}/verify", "/admin/tables", "/admin/credit", "/admin/report",
+                 "/admin/wallet/calls"):
         assert path in paths, path
 
 

@@ -675,6 +675,18 @@ def admin_report(database: DatabaseOption = None, data_dir: DataDirOption = None
     typer.echo(json.dumps(service.report(operator), indent=2))
 
 
+@admin_app.command("wallet-calls")
+def admin_wallet_calls(
+    after: Annotated[int | None, typer.Option(min=0, help="List from after this call's id (the last page's "
+                                                          "next_after).")] = None,
+    size: Annotated[int, typer.Option(min=1, max=100, help="Calls to a page.")] = 50,
+    database: DatabaseOption = None, data_dir: DataDirOption = None,
+) -> None:
+    """Calls to the operator's wallet still pending (refused or unanswered), oldest first, with their totals."""
+    service, operator, _ = _admin_service(database, data_dir)
+    typer.echo(json.dumps(service.wallet_calls(operator, after, size), indent=2))
+
+
 @app.command()
 def verify(
     record: Annotated[str, typer.Argument(help="The JSON of GET /rounds/ID/verify, a file or - for stdin.")],

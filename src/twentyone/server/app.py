@@ -415,6 +415,12 @@ def create_app(settings: Settings, operator_wallet: OperatorWallet | None = None
         """Rounds and money by table: all of them, or those that ended in [since, until) (ISO 8601 with an offset)."""
         return service.report(who, since, until)
 
+    @app.get("/admin/wallet/calls")
+    def wallet_calls(who: Me, after: Annotated[int | None, Query(ge=0, le=MAX_ID)] = None,
+                     size: Annotated[int, Query(ge=1, le=100)] = 50) -> dict[str, Any]:
+        """Calls to the operator's wallet still pending (refused or unanswered), oldest first, with their totals."""
+        return service.wallet_calls(who, after, size)
+
     # ------------------------------------------------------- websocket
     @app.websocket("/ws/tables/{table_id}")
     async def table_events(websocket: WebSocket, table_id: str, token: str = "") -> None:

@@ -78,6 +78,7 @@ class GameService:
         self.round_view, self.history, self.replay = self.views.round, self.views.history, self.views.replay
         self.verify, self.hint, self.seated, self.report = (self.views.verify, self.views.hint, self.views.seated,
                                                             self.views.report)
+        self.wallet_calls = self.views.wallet_calls
 
     # Tests and certification reach these through the façade.
     @property

@@ -28,7 +28,7 @@ from twentyone.server.config import TableSpec
 from twentyone.server.context import Caller, ServiceError, aware, iso
 from twentyone.server.direct import run
 from twentyone.server.live import FINISHED, LiveRounds, round_actions
-from twentyone.server.models import PLAYERS, ROUND_SEATS, Round, RoundSeat
+from twentyone.server.models import PLAYERS, ROUND_SEATS, Round, RoundSeat, WalletCall
 from twentyone.server.models import Shoe as ShoeRow
 from twentyone.server.store import Store
 from twentyone.server.tables import bets_total, commitment_of, revealed_of
@@ -391,3 +391,33 @@ class Views:
         for entry in rows.values():
             entry["house_result"] = entry["staked"] - entry["returned"]
         return {"period": {"since": iso(since), "until": iso(until)}, "tables": rows}
+
+    def wallet_calls(self, caller: Caller, after: int | None = None, size: int = 50) -> dict[str, Any]:
+        """The calls to the operator's wallet still waiting to go through, oldest first, for the operator to watch
+        and reconcile: a credit (a win, a refund) or a rollback the operator refused or has not answered. Each stays
+        pending, with its last error, retried at every tick of the outbox's process; nothing is given up.
+
+        ``pending`` counts them and sums their amounts by kind and currency; ``calls`` is one page, ``size`` of them
+        from the id ``after`` (the ``next_after`` of the page before), read along the index on status. A server whose
+        balances are its own ledger's makes no such call.
+        """
+        if not caller.is_operator:
+            raise ServiceError(403, "Only the operator can do this.")
+        if not 1 <= size <= 100 or (after is not None and after < 0):
+            raise ServiceError(422, "size is 1 to 100 and after is a call's id.")
+        pending = WalletCall.status == "pending"
+        with self.store.read() as session:
+            totals = session.execute(select(WalletCall.kind, WalletCall.currency, func.count(),
+                                            func.coalesce(func.sum(WalletCall.amount), 0))
+                                     .where(pending).group_by(WalletCall.kind, WalletCall.currency)).all()
+            query = select(WalletCall).where(pending).order_by(WalletCall.id).limit(size + 1)
+            rows = session.scalars(query if after is None else query.where(WalletCall.id > after)).all()
+        calls = [{"id": call.id, "tx_id": call.tx_id, "kind": call.kind, "player_id": call.player_id,
+                  "currency": call.currency, "amount": call.amount, "round_id": call.round_id,
+                  "attempts": call.attempts, "last_error": call.last_error, "created_at": iso(call.created_at)}
+                 for call in rows[:size]]
+        by_kind: dict[str, dict[str, dict[str, int]]] = {}
+        for kind, currency, count, amount in totals:
+            by_kind.setdefault(kind, {})[currency] = {"count": int(count), "amount": int(amount)}
+        return {"pending": {"count": sum(int(row[2]) for row in totals), "by_kind": by_kind},
+                "calls": calls, "next_after": calls[-1]["id"] if len(rows) > size else None}
