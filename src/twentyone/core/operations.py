@@ -84,6 +84,8 @@ class Item(StrEnum):
 # Bet multiplier of each doubling action.
 MULTIPLIER_OF = {Action.DOUBLE: 2, Action.TRIPLE: 3, Action.QUADRUPLE: 4}
 ACTION_OF_MULTIPLIER = {value: key for key, value in MULTIPLIER_OF.items()}
+# The decisions that add money to the table (``Round.cost_of``): a wallet is asked whether the player can afford them.
+COSTLY_ACTIONS = frozenset({*MULTIPLIER_OF, Action.SPLIT, Action.INSURANCE})
 
 
 @dataclass(frozen=True, slots=True)

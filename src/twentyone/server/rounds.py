@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable, Sequence
+from contextlib import AbstractContextManager, nullcontext
 from datetime import datetime, timedelta
 from typing import Any, cast
 
@@ -23,7 +24,7 @@ from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
 from twentyone.core.betting import BetSlipError
-from twentyone.core.operations import OFFER_ANSWERS, Action, DecisionKind
+from twentyone.core.operations import COSTLY_ACTIONS, OFFER_ANSWERS, Action, DecisionKind
 from twentyone.core.round import IllegalActionError, Phase
 from twentyone.core.round import Round as Engine
 from twentyone.server.accounts import Accounts
@@ -181,7 +182,8 @@ class Rounds:
             return self._join_shared(caller, table)
         round_id = None
         try:
-            with self.store.write() as session:
+            # An operator's wallet is asked for the balance before the transaction (the debit is still made in it).
+            with self.wallet.balance_known(caller.id, table.currency), self.store.write() as session:
                 # Judged when the player's row comes back: on PostgreSQL both go in the transaction's first round trip.
                 defer_read(session, OPEN_OWN_ROUND_ID, {"table_id": table.id, "player_id": caller.id}, _none_open)
                 player = _player(session, caller)
@@ -231,7 +233,7 @@ class Rounds:
 
     # ------------------------------------------------------------- shared
     def _join_shared(self, caller: Caller, table: TableSpec) -> dict[str, Any]:
-        with self.store.write() as session:
+        with self.wallet.balance_known(caller.id, table.currency), self.store.write() as session:
             player = _player(session, caller)
             # Locks in the order every writer takes them (round, accounts, slip, shoes), or two can deadlock: the
             # round forming (betting closes with it locked, then empties slips), the slip, then a new round's shoe.
@@ -400,7 +402,8 @@ class Rounds:
         the timer's auto decision applies only to the round as it judged it timed out; if a decision
         (in any process) moved the round on since, it is refused.
         """
-        with self.live.locked(round_id):
+        # An operator's balance is asked before the round's lock and the transaction: neither waits on the network.
+        with self._balance_ahead(caller, round_id, action), self.live.locked(round_id):
             legal: list[str] | None = None  # once known: sent with any refusal
             touched = False  # whether the engine in memory was changed, and must go if nothing commits
             moved_on = False  # whether the round moved on for everyone (see below)
@@ -571,6 +574,17 @@ class Rounds:
             error.extra.setdefault("legal_actions", legal)
             raise
 
+    def _balance_ahead(self, caller: Caller, round_id: int, action: str) -> AbstractContextManager[None]:
+        """A decision that may cost (a double, a split, insurance) checks the player's balance: an operator's wallet is
+        asked before the transaction (:meth:`Wallet.balance_known`), for the currency of the round's table."""
+        if self.wallet.keeps_balances or caller.is_operator or action not in COSTLY_ACTIONS:
+            return nullcontext()
+        with self.store.read() as session:
+            table_id = session.scalar(select(Round.table_id).where(Round.id == round_id))
+        if table_id is None:
+            return nullcontext()  # no such round: the decision says so
+        return self.wallet.balance_known(caller.id, self.tables.get(table_id).currency)
+
     def _afford(self, session: Session, table: TableSpec, seat: RoundSeat, action: str, cost: int, legal: list[str],
                 source: str, check_balance: bool = True) -> None:
         """Refuse (with the legal actions) a decision's added stake that the player's limits or balance forbid
@@ -712,8 +726,7 @@ class Rounds:
         if fresh and not self.wallet.waiting_here():
             return 0
         try:
-            with self.store.write() as session:
-                return self.wallet.deliver(session, recover, send, fresh)
+            return self.wallet.deliver(self.store.write, self.store.read, recover, send, fresh)
         except Exception:
             log.exception("operator wallet delivery failed; retried at the next tick")
             return 0

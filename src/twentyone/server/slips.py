@@ -31,7 +31,8 @@ class Slips:
         table = self.rounds.tables.get(table_id)
         if caller.is_operator:
             raise ServiceError(403, "Only players can bet: the operator has no seat.")
-        with self.rounds.store.write() as session:
+        # An operator's wallet is asked for the balance before the transaction: not while it holds SQLite's write lock.
+        with self.rounds.wallet.balance_known(caller.id, table.currency), self.rounds.store.write() as session:
             slip = slip_row(session, caller.id, table, self.rounds.clock)
             state = bet_slip(slip, table, self.rounds.wallet.balance(session, caller.id, table.currency))
             apply_control(slip, state, control, spot, bet_type, chip, table.currency)

@@ -19,12 +19,13 @@ from __future__ import annotations
 import logging
 import threading
 import uuid
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from datetime import UTC, datetime, timedelta
-from typing import Protocol
+from contextlib import AbstractContextManager, contextmanager, nullcontext
+from datetime import UTC, datetime
+from typing import Any, Protocol
 
-from sqlalchemy import BigInteger, String, bindparam, event, func, insert, select, update
+from sqlalchemy import BigInteger, Row, String, bindparam, event, func, insert, select, update
 from sqlalchemy.dialects.postgresql import ARRAY
 from sqlalchemy.dialects.postgresql import insert as postgresql_insert
 from sqlalchemy.dialects.sqlite import insert as sqlite_insert
@@ -38,6 +39,7 @@ from twentyone.server.models import ACCOUNTS, LEDGER, WALLET_CALLS, Account, Led
 
 HOUSE = "house"
 log = logging.getLogger("twentyone.server")
+Sessions = Callable[[], AbstractContextManager[Session]]  # opens a transaction (Store.write) or a read (Store.read)
 
 
 class WalletError(Exception):
@@ -665,54 +667,68 @@ class RemoteWallet:
                                    round_id=round_id, status="pending", attempts=0, created_at=now()))
             self.send_after_commit(session, [tx_id])
 
-    def deliver(self, session: Session, older_than: timedelta = timedelta(0), recover: bool = False,
-                send: bool = True, fresh: bool = False) -> int:
+    def deliver(self, write: Sessions, read: Sessions, recover: bool = False, send: bool = True,
+                fresh: bool = False) -> int:
         """Write the rollbacks owed to the outbox, then send its pending calls; each is idempotent, so a retry after a
-        crash is safe. ``recover`` (the timer's tick): first the rollbacks dead processes' journals owe. ``send``:
-        False in a process that does not deliver the outbox, which only writes what it owes. ``fresh`` (after a
-        request's commit): only the rows this thread's commits wrote (:meth:`send_after_commit`), so that a request
-        never waits on the operator for calls that are not its own (another player's credit refused for an hour:
-        the outbox's tick retries it). Rows another transaction is sending are skipped (PostgreSQL), not waited
-        for."""
+        crash is safe. ``write`` and ``read`` open a write transaction and a read.
+
+        ``recover`` (the timer's tick): first the rollbacks dead processes' journals owe. ``send``: False in a
+        process that does not deliver the outbox, which only writes what it owes. ``fresh`` (after a request's
+        commit): only the rows this thread's commits wrote (:meth:`send_after_commit`), so that a request never
+        waits on the operator for calls that are not its own (another player's credit refused for an hour: the
+        outbox's tick retries it).
+
+        No transaction is open while the operator is called: the pending rows are read, sent, and their outcomes
+        written by a second, short transaction. On SQLite a write transaction holds the one write lock of the whole
+        database, and a call over the network inside one held up every other player's writes for as long as the
+        operator took to answer. Two deliveries may send the same call meanwhile (the tick's and a request's): the
+        operator applies it once (the contract: idempotent by ``tx_id``).
+        """
         ids = self._take_fresh()  # sent now, or by the tick: in both cases no longer this thread's to send
-        self._write_owed(session)
-        if recover:
-            self._recover_journals(session)
+        if self._owed or recover:
+            with write() as session:
+                self._write_owed(session)
+                if recover:
+                    self._recover_journals(session)
+            ids += self._take_fresh()  # the rollbacks just written
         if not send or (fresh and not ids):
             return 0
-        sent = 0
-        pending = select(WalletCall).where(WalletCall.status == "pending")
-        if fresh:
-            pending = pending.where(WalletCall.tx_id.in_(ids))
-        else:
-            pending = pending.where(WalletCall.created_at <= now() - older_than)
-        calls = session.scalars(pending.order_by(WalletCall.created_at, WalletCall.tx_id)
-                                .with_for_update(skip_locked=True)).all()
-        for call in calls:
-            call.attempts += 1
-            try:
-                if call.kind == "credit":
-                    self.wallet.credit(player_owner(call.player_id), call.currency, call.amount, call.tx_id,
-                                       call.round_id)
-                elif call.kind == "debit":
-                    self.wallet.debit(player_owner(call.player_id), call.currency, call.amount, call.tx_id,
-                                      call.round_id)
-                else:
-                    self.wallet.rollback(call.tx_id)
-            except WalletTimeout as error:
-                call.last_error = error.detail
-                continue
-            except Exception as error:  # refused, or an error the contract does not define: this call alone waits
-                # Nothing is given up (a credit is a player's money): the call stays pending, with its last error,
-                # for the next delivery and for the operator's reconciliation; logged at its 1st, 2nd, 4th, 8th...
-                call.last_error = str(getattr(error, "detail", error))[:500]
-                if call.attempts & (call.attempts - 1) == 0:
-                    log.warning("operator wallet: %s %s refused at attempt %d (%s); it stays pending", call.kind,
-                                call.tx_id, call.attempts, call.last_error)
-                continue
-            call.status = "done"
-            sent += 1
-        return sent
+        pending = select(WALLET_CALLS).where(WALLET_CALLS.c.status == "pending")
+        pending = pending.where(WALLET_CALLS.c.tx_id.in_(ids)) if fresh else pending
+        with read() as session:
+            calls = session.execute(pending.order_by(WALLET_CALLS.c.id)).all()
+        outcomes = [(call, self._send_call(call)) for call in calls]
+        if outcomes:
+            with write() as session:
+                for call, error in outcomes:  # a call another delivery recorded done meanwhile stays done
+                    session.execute(update(WALLET_CALLS).where(WALLET_CALLS.c.tx_id == call.tx_id,
+                                                               WALLET_CALLS.c.status == "pending")
+                                    .values(attempts=WALLET_CALLS.c.attempts + 1, last_error=error,
+                                            status="pending" if error is not None else "done"))
+        return sum(1 for _, error in outcomes if error is None)
+
+    def _send_call(self, call: Row[Any]) -> str | None:
+        """Send one outbox call: None once the operator took it, else why not (it stays pending)."""
+        try:
+            if call.kind == "credit":
+                self.wallet.credit(player_owner(call.player_id), call.currency, call.amount, call.tx_id, call.round_id)
+            elif call.kind == "debit":
+                self.wallet.debit(player_owner(call.player_id), call.currency, call.amount, call.tx_id, call.round_id)
+            else:
+                self.wallet.rollback(call.tx_id)
+        except WalletTimeout as error:
+            return error.detail
+        except Exception as error:  # refused, or an error the contract does not define: this call alone waits
+            # Nothing is given up (a credit is a player's money): the call stays pending, with its last error, for the
+            # next delivery and for the operator's reconciliation (GET /admin/wallet/calls); logged at its 1st, 2nd,
+            # 4th, 8th... refusal.
+            detail = str(getattr(error, "detail", error))[:500]
+            attempt = call.attempts + 1
+            if attempt & (attempt - 1) == 0:
+                log.warning("operator wallet: %s %s refused at attempt %d (%s); it stays pending", call.kind,
+                            call.tx_id, attempt, detail)
+            return detail
+        return None
 
 
 class Wallet(Protocol):
@@ -726,6 +742,11 @@ class Wallet(Protocol):
     keeps_balances: bool  # False when balances live with an operator (no demo credits, no operator credit)
 
     def balance(self, session: Session, player_id: int, currency: str) -> int: ...
+    def balance_known(self, player_id: int, currency: str) -> AbstractContextManager[None]:
+        """Around a transaction that reads this player's balance: an operator's wallet is asked here, before it
+        begins, and :meth:`balance` answers with that inside the block (until a debit of the player's), so that no
+        transaction waits on the network; a refusal or a silence is answered as such (:func:`as_refusal`). The
+        built-in ledger reads it in the transaction, under its lock."""
     def lock(self, session: Session, player_id: int, currency: str) -> None: ...
     def lock_all(self, session: Session, player_ids: Sequence[int], currency: str) -> None:
         """:meth:`lock` for several players, in the order every transaction that holds several takes them."""
@@ -752,10 +773,12 @@ class Wallet(Protocol):
         same at every retry."""
     def credit(self, session: Session, player_id: int, currency: str, amount: int) -> None: ...
     def balances_after(self, session: Session, player_ids: list[int], currency: str) -> dict[int, int | None]: ...
-    def deliver(self, session: Session, recover: bool = False, send: bool = True, fresh: bool = False) -> int:
-        """Write the rollbacks owed to the outbox and send the operator's wallet what it holds (``recover``: first
-        what dead processes' journals owe; ``send=False``: write, and leave the sending to the outbox's process;
-        ``fresh``: send only what this thread's commits wrote)."""
+    def deliver(self, write: Sessions, read: Sessions, recover: bool = False, send: bool = True,
+                fresh: bool = False) -> int:
+        """Write the rollbacks owed to the outbox and send the operator's wallet what it holds, in transactions of its
+        own (``write``, ``read``) and none open while the operator is called (``recover``: first what dead processes'
+        journals owe; ``send=False``: write, and leave the sending to the outbox's process; ``fresh``: send only what
+        this thread's commits wrote)."""
     def waiting_here(self) -> bool:
         """Whether this thread's commits left outbox calls for it to send, or this process owes rollbacks."""
     def close(self) -> None:
@@ -774,6 +797,9 @@ class LedgerWallet:
 
     def balance(self, session: Session, player_id: int, currency: str) -> int:
         return ledger_balance(session, player_id, currency)
+
+    def balance_known(self, player_id: int, currency: str) -> AbstractContextManager[None]:
+        return nullcontext()
 
     def lock(self, session: Session, player_id: int, currency: str) -> None:
         lock_player(session, player_id, currency, self.ids)
@@ -812,7 +838,8 @@ class LedgerWallet:
         """
         return dict(ledger_balances(session, player_ids, currency))
 
-    def deliver(self, session: Session, recover: bool = False, send: bool = True, fresh: bool = False) -> int:
+    def deliver(self, write: Sessions, read: Sessions, recover: bool = False, send: bool = True,
+                fresh: bool = False) -> int:
         return 0
 
     def waiting_here(self) -> bool:
@@ -836,17 +863,41 @@ class OperatorLedgerWallet(LedgerWallet):
     def __init__(self, wallet: OperatorWallet, journal: DebitJournal | None = None) -> None:
         super().__init__()
         self.remote = RemoteWallet(wallet, journal=journal)
+        self._known = threading.local()  # .balance: (player, currency, balance) asked ahead by this thread
 
     def balance(self, session: Session, player_id: int, currency: str) -> int:
+        known: tuple[int, str, int] | None = getattr(self._known, "balance", None)
+        if known is not None and known[:2] == (player_id, currency):
+            return known[2]
         return self.remote.balance(player_id, currency)
+
+    @contextmanager
+    def balance_known(self, player_id: int, currency: str) -> Iterator[None]:
+        try:
+            balance = self.remote.balance(player_id, currency)
+        except WalletError as error:
+            raise as_refusal(error) from None
+        self._known.balance = (player_id, currency, balance)
+        try:
+            yield
+        finally:
+            self._known.balance = None
+
+    def _debited(self, player_id: int) -> None:
+        """The balance asked ahead is the operator's no longer."""
+        known = getattr(self._known, "balance", None)
+        if known is not None and known[0] == player_id:
+            self._known.balance = None
 
     def debit_ahead(self, session: Session, player_id: int, currency: str, amount: int, round_id: int,
                     key: str) -> str | None:
+        self._debited(player_id)
         return self.remote.debit_now(session, player_id, currency, amount, round_id, key)
 
     def stake(self, session: Session, player_id: int, currency: str, amount: int, round_id: int, key: str,
               debited: str | None = None) -> None:
         if debited is None:
+            self._debited(player_id)
             self.remote.debit_now(session, player_id, currency, amount, round_id, key)
         super().stake(session, player_id, currency, amount, round_id, key)
 
@@ -876,8 +927,9 @@ class OperatorLedgerWallet(LedgerWallet):
     def balances_after(self, session: Session, player_ids: list[int], currency: str) -> dict[int, int | None]:
         return dict.fromkeys(player_ids)  # the operator's wallet knows; the game does not ask per round
 
-    def deliver(self, session: Session, recover: bool = False, send: bool = True, fresh: bool = False) -> int:
-        return self.remote.deliver(session, recover=recover, send=send, fresh=fresh)
+    def deliver(self, write: Sessions, read: Sessions, recover: bool = False, send: bool = True,
+                fresh: bool = False) -> int:
+        return self.remote.deliver(write, read, recover=recover, send=send, fresh=fresh)
 
     def waiting_here(self) -> bool:
         return self.remote.waiting_here()
