@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import sqlite3
+import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 from datetime import UTC, datetime
@@ -182,20 +184,30 @@ def test_a_migration_that_crashed_half_way_is_finished_by_the_next_start(databas
         assert after["ix_ledger_account_created"] == crashed["ix_ledger_account_created"]  # the same build, kept
 
 
-def test_wallet_calls_an_earlier_version_gave_up_are_pending_again_after_0011(database_url: str) -> None:
-    """Earlier versions marked a call ``failed`` after 20 refusals and never sent it again: a player's credit could be
-    given up. Nothing is given up now, so those calls are pending again (sent at the next tick, or listed for the
-    operator); calls done or pending stay as they were."""
-    with at_revision(database_url, "0010", "classic") as engine:
-        with engine.begin() as connection:
-            for tx_id, kind, status in (("credit-1", "credit", "failed"), ("rollback-2", "rollback", "failed"),
-                                        ("credit-3", "credit", "done"), ("credit-4", "credit", "pending")):
-                connection.execute(text(
-                    "INSERT INTO wallet_calls (tx_id, player_id, currency, kind, amount, status, attempts, "
-                    "created_at) VALUES (:tx_id, 1, 'USD', :kind, 500, :status, 20, CURRENT_TIMESTAMP)"),
-                    {"tx_id": tx_id, "kind": kind, "status": status})
-        db.migrate(database_url)
-        with engine.connect() as connection:
-            rows = connection.execute(text("SELECT tx_id, status FROM wallet_calls ORDER BY tx_id")).tuples().all()
-    assert rows == [("credit-1", "pending"), ("credit-3", "done"), ("credit-4", "pending"),
-                    ("rollback-2", "pending")]
+
+def test_a_migration_on_sqlite_waits_for_a_writer_beside_it_instead_of_failing(tmp_path: Path) -> None:
+    """A migration's transaction reads before it writes (Alembic's version, a batch migration's table). Begun deferred,
+    it failed at its first write ("database is locked", without waiting) if another connection committed in between:
+    an admin command of a new version beside a server of the old one still writing. It takes the write lock at its
+    start, as the server's writers do: the other writer waits for it, and both go through."""
+    url = f"sqlite:///{tmp_path / 'server.db'}"
+    command.upgrade(alembic_config(url), "0009")
+    other = sqlite3.connect(tmp_path / "server.db", timeout=30, check_same_thread=False)
+    other.execute("CREATE TABLE beside (x INTEGER)")
+    other.commit()
+    writer = threading.Thread(target=lambda: (other.execute("INSERT INTO beside VALUES (1)"), other.commit()))
+    create_index = Operations.create_index
+
+    def after_another_commit(self: Operations, *args: Any, **kwargs: Any) -> Any:
+        writer.start()
+        writer.join(timeout=1)  # a deferred migration lets it commit here; an immediate one holds it until its end
+        return create_index(self, *args, **kwargs)
+
+    with mock.patch.object(Operations, "create_index", after_another_commit):
+        db.migrate(url)
+    writer.join(timeout=30)
+    assert not writer.is_alive() and other.execute("SELECT count(*) FROM beside").fetchone() == (1,)
+    other.close()
+    with create_engine(url).connect() as connection:
+        assert connection.execute(text("SELECT version_num FROM alembic_version")).scalar() == head(
+            alembic_config(url))

@@ -198,7 +198,7 @@ class WalletCall(Base):
     kind: Mapped[str] = mapped_column(String(16))
     amount: Mapped[int] = mapped_column(BigInteger)
     round_id: Mapped[int | None] = mapped_column(Integer, nullable=True)
-    # pending (until the operator answers: never given up), done; "failed" was an earlier version's (migration 0011)
+    # pending (until the operator answers: never given up), done
     status: Mapped[str] = mapped_column(String(16), default="pending", index=True)
     attempts: Mapped[int] = mapped_column(Integer, default=0)
     last_error: Mapped[str | None] = mapped_column(Text, nullable=True)

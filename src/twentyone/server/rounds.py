@@ -387,6 +387,7 @@ class Rounds:
                 raise
             log.exception("round %s malfunctioned during the deal", round_id)
             self.void(round_id, VOID_AT_DEAL)
+        self.deliver_outbox()  # at an operator's wallet, the rollbacks of debits whose seats sat out
         for player_id, total, reason in returned:
             self.events.publish(table.id, {"type": "bets-returned", "player_id": player_id, "total": total,
                                            "reason": reason})
@@ -714,6 +715,7 @@ class Rounds:
                 if shoe is not None:
                     # Finished; the next is shuffled at the next bet control or deal, not here: a void must not fail.
                     shoe.finished = True
+        self.deliver_outbox()  # the refunds, at an operator's wallet
         self.events.publish(table.id, {"type": "void", "round_id": round_id, "reason": reason})
 
     def deliver(self, recover: bool = False, send: bool = True, fresh: bool = False) -> int:

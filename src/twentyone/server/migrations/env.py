@@ -20,8 +20,11 @@ def transactional_ddl(engine: Engine) -> None:
     ``CREATE INDEX`` or ``DROP INDEX`` run before one committed on its own: a start that
     crashed half-way through a migration left part of it behind, with the revision not
     recorded, and the next start tried it again over what was left. Here the driver opens
-    no transaction of its own and SQLAlchemy's sends ``BEGIN`` (SQLAlchemy's recipe for
-    pysqlite); Alembic begins one per migration.
+    no transaction of its own and SQLAlchemy's sends ``BEGIN IMMEDIATE`` (SQLAlchemy's
+    recipe for pysqlite); Alembic begins one per migration. IMMEDIATE, as the server's
+    writers do: a deferred transaction that read the schema and then met another
+    connection's commit failed at its first write ("database is locked") without waiting
+    for the busy timeout (an admin command of a new version beside a running server).
     """
     @event.listens_for(engine, "connect")
     def _driver_opens_none(dbapi_connection: Any, _record: Any) -> None:
@@ -29,7 +32,7 @@ def transactional_ddl(engine: Engine) -> None:
 
     @event.listens_for(engine, "begin")
     def _begin(connection: Connection) -> None:
-        connection.exec_driver_sql("BEGIN")
+        connection.exec_driver_sql("BEGIN IMMEDIATE")
 
 
 def run_migrations_online() -> None:
