@@ -16,6 +16,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable, Sequence
 from contextlib import AbstractContextManager, nullcontext
+from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Any, cast
 
@@ -50,7 +51,7 @@ from twentyone.server.tables import (
     take_bets,
 )
 from twentyone.server.views import OTHERS_SHOWN, round_json, round_json_held, seat_json, seat_of
-from twentyone.server.wallet import Wallet, WalletError, as_refusal
+from twentyone.server.wallet import SentDebit, Wallet, WalletError, as_refusal
 
 log = logging.getLogger("twentyone.server")
 OPEN = ("betting", "playing")
@@ -311,14 +312,18 @@ class Rounds:
         table = self.tables.get(table_id)
         round_id = None
         returned: list[tuple[int, int, str]] = []  # (player, amount given back, why)
+        # An operator's wallet is asked for every seat's balance and debit before the transaction begins: a
+        # transaction open meanwhile held the forming round's row (a join waited), and on SQLite the whole database's
+        # write lock (every player's writes waited), for as long as the operator took: seconds at a power round.
+        asked = None if self.wallet.keeps_balances else self._ask_seats_ahead(table, due)
         try:
             with self.store.write() as session:
                 round_row = session.scalars(select(Round).where(Round.table_id == table.id, Round.status == "betting")
                                             .with_for_update()).first()
-                if round_row is None:
-                    return None
-                closes = aware(round_row.betting_closes_at)
-                if due is not None and closes is not None and closes > due:
+                closes = aware(round_row.betting_closes_at) if round_row is not None else None
+                if round_row is None or (due is not None and closes is not None and closes > due):
+                    if asked is not None:  # closed meanwhile by another, or a new round formed: nothing to stake
+                        self._release_asked(session, asked, list(asked.seats.values()))
                     return None
                 round_id = round_row.id
                 dealt: list[RoundSeat] = []
@@ -328,9 +333,8 @@ class Rounds:
                 players = {row.id: row for row in session.execute(
                     select(PLAYERS.c.id, PLAYERS.c.limits, PLAYERS.c.session_started_at)
                     .where(PLAYERS.c.id.in_([seat.player_id for seat in seats])))}
-                # An operator's wallet is asked over the network, seat after seat: before any account is locked.
-                ahead = {} if self.wallet.keeps_balances else self._debit_seats_ahead(session, table, round_row, seats,
-                                                                                   returned)
+                ahead = {} if self.wallet.keeps_balances else self._take_asked(session, table, round_row, seats, asked,
+                                                                            returned)
                 if not self.wallet.keeps_balances:  # the seats debited: the others sit out
                     seats = [seat for seat in seats if seat.id in ahead]
                 # Every seat's account at once, in the order of their ids, as a settlement locks them: a player at two
@@ -387,7 +391,10 @@ class Rounds:
                 raise
             log.exception("round %s malfunctioned during the deal", round_id)
             self.void(round_id, VOID_AT_DEAL)
-        self.deliver_outbox()  # at an operator's wallet, the rollbacks of debits whose seats sat out
+        finally:
+            if asked is not None:  # debits no transaction recorded nor released (it failed first): owed rollbacks
+                self.wallet.owe_debits(asked.untaken())
+            self.deliver_outbox()  # at an operator's wallet, the rollbacks of debits whose seats sat out
         for player_id, total, reason in returned:
             self.events.publish(table.id, {"type": "bets-returned", "player_id": player_id, "total": total,
                                            "reason": reason})
@@ -599,6 +606,80 @@ class Rounds:
             raise refusal(BetSlipError(f"{action.capitalize()} needs {{cost}} more and the balance is {{balance}}.",
                                        cost=cost, balance=balance), table.currency, legal_actions=legal)
 
+    def _ask_seats_ahead(self, table: TableSpec, due: datetime | None) -> AskedSeats | None:
+        """Ask an operator's wallet for the balance of every seat of the round forming at ``table`` and debit those it
+        covers, several at once and with no transaction open (the seats read first): None if no round is due."""
+        with self.store.read() as session:
+            forming = session.execute(select(ROUNDS.c.id, ROUNDS.c.betting_closes_at)
+                                      .where(ROUNDS.c.table_id == table.id, ROUNDS.c.status == "betting")).first()
+            closes = aware(forming.betting_closes_at) if forming is not None else None
+            if forming is None or (due is not None and closes is not None and closes > due):
+                return None
+            seats = session.execute(select(ROUND_SEATS.c.id, ROUND_SEATS.c.player_id, ROUND_SEATS.c.bets,
+                                           ROUND_SEATS.c.staked).where(ROUND_SEATS.c.round_id == forming.id)).all()
+        asked = AskedSeats(forming.id, {seat.id: AskedSeat(seat.player_id, bets_total(seat.bets), balance)
+                                        for seat, balance in zip(seats, self.wallet.balances_ahead(
+                                            [seat.player_id for seat in seats], table.currency), strict=True)})
+        covered = [(seat, asked.seats[seat.id]) for seat in seats
+                   if not isinstance(asked.seats[seat.id].balance, WalletError)
+                   and asked.seats[seat.id].total <= cast(int, asked.seats[seat.id].balance)]
+        sent = self.wallet.send_debits(table.currency, forming.id, [
+            (seat.player_id, entry.total, _stake_key_of(forming.id, seat.player_id, seat.staked))
+            for seat, entry in covered])
+        for (_seat, entry), debit in zip(covered, sent, strict=True):
+            entry.sent = debit
+        return asked
+
+    def _take_asked(self, session: Session, table: TableSpec, round_row: Round, seats: Sequence[RoundSeat],
+                    asked: AskedSeats | None, returned: list[tuple[int, int, str]]) -> dict[int, tuple[int, str]]:
+        """Match what :meth:`_ask_seats_ahead` asked with the seats as the transaction finds them: the seats debited,
+        by id, with the balance before and the debit's id; a seat the operator refused, or did not answer for, sits
+        out (deleted, and told why in ``returned``). A seat that joined since, or changed its bets, is asked now
+        (:meth:`_debit_seats_ahead`: rare, a join in the moments between); a debit whose seat left, or whose bets
+        changed, is rolled back with this transaction."""
+        entries: dict[int, AskedSeat] = {}
+        if asked is not None:
+            if asked.round_id == round_row.id:
+                entries = dict(asked.seats)
+            else:  # asked for a round closed since: none of it stakes here
+                self._release_asked(session, asked, list(asked.seats.values()))
+        matched: list[tuple[RoundSeat, AskedSeat]] = []
+        late: list[RoundSeat] = []
+        stale: list[AskedSeat] = []
+        for seat in seats:
+            entry = entries.pop(seat.id, None)
+            if entry is not None and entry.player_id == seat.player_id and entry.total == bets_total(seat.bets):
+                matched.append((seat, entry))
+            else:
+                late.append(seat)
+                stale += [entry] if entry is not None else []
+        if asked is not None:
+            self._release_asked(session, asked, [*stale, *entries.values()])  # bets changed; seats that left
+        debited = [(seat, entry) for seat, entry in matched if entry.sent is not None]
+        answers = self.wallet.record_debits(session, [cast(SentDebit, entry.sent) for _, entry in debited])
+        if asked is not None:
+            asked.take([entry for _, entry in debited])
+        taken: dict[int, tuple[int, str]] = {}
+        for (seat, entry), answer in zip(debited, answers, strict=True):
+            if isinstance(answer, WalletError):
+                self._sit_out(session, seat, returned, f"Your bets sit this round out: {answer.detail}")
+            else:
+                taken[seat.id] = (cast(int, entry.balance), answer)
+        for seat, entry in matched:
+            if entry.sent is None:  # the balance was not given, or did not cover the bets
+                reason = (f"Your bets sit this round out: {entry.balance.detail}"
+                          if isinstance(entry.balance, WalletError) else "Your balance no longer covered your bets.")
+                self._sit_out(session, seat, returned, reason)
+        if late:
+            taken.update(self._debit_seats_ahead(session, table, round_row, late, returned))
+        return taken
+
+    def _release_asked(self, session: Session, asked: AskedSeats, entries: Sequence[AskedSeat]) -> None:
+        """Roll back, with this transaction, the debits of ``entries`` that no seat will stake."""
+        released = [entry for entry in entries if entry.sent is not None]
+        self.wallet.release_debits(session, [cast(SentDebit, entry.sent) for entry in released])
+        asked.take(released)
+
     def _debit_seats_ahead(self, session: Session, table: TableSpec, round_row: Round, seats: Sequence[RoundSeat],
                            returned: list[tuple[int, int, str]]) -> dict[int, tuple[int, str]]:
         """An operator's balance and debit for each seat of a close of betting, before any account is locked, several
@@ -736,7 +817,38 @@ class Rounds:
 
 def _stake_key(round_row: Round, seat: RoundSeat) -> str:
     """What names a seat's next stake in the operator's wallet (with a nonce there: ``RemoteWallet.debit_now``)."""
-    return f"{round_row.id}-{seat.player_id}-{seat.staked}"
+    return _stake_key_of(round_row.id, seat.player_id, seat.staked)
+
+
+def _stake_key_of(round_id: int, player_id: int, staked: int) -> str:
+    return f"{round_id}-{player_id}-{staked}"
+
+
+@dataclass
+class AskedSeat:
+    """A close's seat as an operator's wallet answered for it, before the close's transaction: its player, the total
+    of its bets, the balance (or the wallet's error), and the debit sent if the balance covered the bets."""
+
+    player_id: int
+    total: int
+    balance: int | WalletError
+    sent: SentDebit | None = None
+
+
+@dataclass
+class AskedSeats:
+    """What :meth:`Rounds._ask_seats_ahead` asked for the round ``round_id``, by seat id; the debits taken (recorded
+    or released in the close's transaction) are no longer owed by the close (:meth:`untaken`)."""
+
+    round_id: int
+    seats: dict[int, AskedSeat]
+    taken: set[int] = field(default_factory=set)  # ids of the AskedSeat objects taken
+
+    def take(self, entries: Sequence[AskedSeat]) -> None:
+        self.taken.update(id(entry) for entry in entries)
+
+    def untaken(self) -> list[SentDebit]:
+        return [entry.sent for entry in self.seats.values() if entry.sent is not None and id(entry) not in self.taken]
 
 
 def _paid(engine: Engine) -> list[int]:

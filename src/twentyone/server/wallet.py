@@ -457,6 +457,10 @@ def _run_after_transaction(session: Session, transaction: SessionTransaction) ->
             log.exception("after a transaction's end")
 
 
+# A debit sent (RemoteWallet.send_all) and what the operator answered: ("done" | "refused" | "unsure", error or None).
+SentDebit = tuple[Debit, tuple[str, Exception | None]]
+
+
 def _new_debit(player_id: int, currency: str, amount: int, round_id: int | None, key: str) -> Debit:
     """A debit of ``amount`` for the stake ``key`` names, with an id of its own (``debit-{key}-{nonce}``: see
     :meth:`RemoteWallet.debit_now`)."""
@@ -507,19 +511,29 @@ class RemoteWallet:
 
     def debit_all(self, session: Session, currency: str, round_id: int,
                   wanted: Sequence[tuple[int, int, str]]) -> list[str | WalletError]:
-        """:meth:`debit_now` for each (player, amount, key) of ``wanted`` (a close of betting's seats): journaled with
-        one sync, sent at most :data:`PARALLEL` at a time, recorded in order; each answer is the debit's id, or the
-        wallet's refusal or silence. Any other error is raised once every debit is recorded."""
+        """:meth:`debit_now` for each (player, amount, key) of ``wanted`` (a close's seats that joined late):
+        :meth:`send_all`, then :meth:`record_all` in ``session``'s transaction."""
+        return self.record_all(session, self.send_all(currency, round_id, wanted))
+
+    def send_all(self, currency: str, round_id: int, wanted: Sequence[tuple[int, int, str]]) -> list[SentDebit]:
+        """Debit each (player, amount, key) of ``wanted``, outside any transaction: journaled with one sync, sent at
+        most :data:`PARALLEL` at a time. Each debit sent must then be recorded (:meth:`record_all`) or released
+        (:meth:`release`) in a transaction, or owed a rollback (:meth:`owe_all`) if none comes."""
         debits = [_new_debit(player_id, currency, amount, round_id, key) for player_id, amount, key in wanted]
         if not debits:
             return []
         if self.journal is not None:
             self.journal.note(debits)
         with ThreadPoolExecutor(max_workers=min(PARALLEL, len(debits))) as pool:
-            outcomes = list(pool.map(self._send, debits))
+            return list(zip(debits, pool.map(self._send, debits), strict=True))
+
+    def record_all(self, session: Session, sent: Sequence[SentDebit]) -> list[str | WalletError]:
+        """Record what :meth:`send_all` answered in ``session``'s transaction, in order: each the debit's id, or the
+        wallet's refusal or silence (a debit that may have applied has its rollback in the outbox). Any other error
+        is raised once every debit is recorded."""
         answers: list[str | WalletError] = []
         failure: Exception | None = None
-        for debit, outcome in zip(debits, outcomes, strict=True):
+        for debit, outcome in sent:
             try:
                 answers.append(self._record(session, debit, outcome))
             except WalletError as error:
@@ -529,6 +543,23 @@ class RemoteWallet:
         if failure is not None:
             raise failure
         return answers
+
+    def release(self, session: Session, sent: Sequence[SentDebit]) -> None:
+        """Debits :meth:`send_all` made whose stakes ``session``'s transaction will not record (the seat left, or the
+        round closed elsewhere): their rollbacks go to the outbox with it, and are owed if it does not commit."""
+        for debit, (verdict, _error) in sent:
+            if verdict == "refused":
+                self._resolved([debit.tx_id])  # nothing was taken
+            else:
+                self._unsure(session, debit)
+
+    def owe_all(self, sent: Sequence[SentDebit]) -> None:
+        """Debits :meth:`send_all` made that no transaction recorded nor released: each is owed a rollback."""
+        for debit, (verdict, _error) in sent:
+            if verdict == "refused":
+                self._resolved([debit.tx_id])
+            else:
+                self.owe_rollback(debit)
 
     def balances(self, player_ids: Sequence[int], currency: str) -> list[int | WalletError]:
         """:meth:`balance` of each player, at most :data:`PARALLEL` asked at a time: each a balance, or the error."""
@@ -764,6 +795,17 @@ class Wallet(Protocol):
     def debit_all_ahead(self, session: Session, currency: str, round_id: int,
                         wanted: Sequence[tuple[int, int, str]]) -> list[str | WalletError]:
         """:meth:`debit_ahead` for each (player, amount, key), several at once: each the debit's id or the error."""
+    def send_debits(self, currency: str, round_id: int, wanted: Sequence[tuple[int, int, str]]) -> list[SentDebit]:
+        """Debit each (player, amount, key) at an operator's wallet with no transaction open, several at once; each
+        must then be recorded (:meth:`record_debits`) or released (:meth:`release_debits`) by a transaction, or owed
+        a rollback (:meth:`owe_debits`). Not the built-in ledger's, whose stakes are its rows."""
+    def record_debits(self, session: Session, sent: Sequence[SentDebit]) -> list[str | WalletError]:
+        """Record debits :meth:`send_debits` made, for stakes this transaction records: each the debit's id, or the
+        wallet's refusal or silence."""
+    def release_debits(self, session: Session, sent: Sequence[SentDebit]) -> None:
+        """Roll back, with this transaction, debits :meth:`send_debits` made whose stakes it will not record."""
+    def owe_debits(self, sent: Sequence[SentDebit]) -> None:
+        """Debits :meth:`send_debits` made that no transaction recorded nor released: owed a rollback."""
     def cancel_debit(self, session: Session, tx_id: str) -> None:
         """Roll back a debit :meth:`debit_ahead` made whose stake this transaction will not record (a seat its limits
         refuse once its account is locked): with this transaction's commit, through the outbox."""
@@ -820,6 +862,18 @@ class LedgerWallet:
 
     def debit_all_ahead(self, session: Session, currency: str, round_id: int,
                         wanted: Sequence[tuple[int, int, str]]) -> list[str | WalletError]:
+        raise AssertionError("the built-in ledger debits nothing ahead")  # pragma: no cover
+
+    def send_debits(self, currency: str, round_id: int, wanted: Sequence[tuple[int, int, str]]) -> list[SentDebit]:
+        raise AssertionError("the built-in ledger debits nothing ahead")  # pragma: no cover
+
+    def record_debits(self, session: Session, sent: Sequence[SentDebit]) -> list[str | WalletError]:
+        raise AssertionError("the built-in ledger debits nothing ahead")  # pragma: no cover
+
+    def release_debits(self, session: Session, sent: Sequence[SentDebit]) -> None:
+        raise AssertionError("the built-in ledger debits nothing ahead")  # pragma: no cover
+
+    def owe_debits(self, sent: Sequence[SentDebit]) -> None:
         raise AssertionError("the built-in ledger debits nothing ahead")  # pragma: no cover
 
     def cancel_debit(self, session: Session, tx_id: str) -> None:
@@ -907,6 +961,18 @@ class OperatorLedgerWallet(LedgerWallet):
     def debit_all_ahead(self, session: Session, currency: str, round_id: int,
                         wanted: Sequence[tuple[int, int, str]]) -> list[str | WalletError]:
         return self.remote.debit_all(session, currency, round_id, wanted)
+
+    def send_debits(self, currency: str, round_id: int, wanted: Sequence[tuple[int, int, str]]) -> list[SentDebit]:
+        return self.remote.send_all(currency, round_id, wanted)
+
+    def record_debits(self, session: Session, sent: Sequence[SentDebit]) -> list[str | WalletError]:
+        return self.remote.record_all(session, sent)
+
+    def release_debits(self, session: Session, sent: Sequence[SentDebit]) -> None:
+        self.remote.release(session, sent)
+
+    def owe_debits(self, sent: Sequence[SentDebit]) -> None:
+        self.remote.owe_all(sent)
 
     def cancel_debit(self, session: Session, tx_id: str) -> None:
         # Its row, written as done with the debit, becomes the rollback to send; the journal marks it resolved when
