@@ -143,7 +143,7 @@ def ledger_indexes(engine: Engine) -> dict[str, int]:
         else:
             rows = connection.execute(text("SELECT name, rootpage FROM sqlite_master WHERE type = 'index' "
                                            "AND tbl_name = 'ledger' AND name NOT LIKE 'sqlite_autoindex%'"))
-        return dict(rows.tuples().all())
+        return {name: identity for name, identity in rows}
 
 
 def test_a_migration_that_crashed_half_way_is_finished_by_the_next_start(database_url: str) -> None:

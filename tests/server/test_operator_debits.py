@@ -14,7 +14,9 @@ import subprocess
 import sys
 import threading
 import time
+import uuid
 from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -28,12 +30,14 @@ from sqlalchemy import exc as db_errors
 from test_faults import Server
 from test_lock_order import account_id, bobs_double_to_come, joined, libpq_url, wait_for_a_lock_wait
 
+from twentyone.server import rounds
 from twentyone.server.app import create_app
 from twentyone.server.cluster import OUTBOX, LocalOwnership
 from twentyone.server.config import Settings
 from twentyone.server.context import Busy
 from twentyone.server.journal import JOURNALS, Debit, DebitJournal
 from twentyone.server.models import Account, LedgerEntry, WalletCall
+from twentyone.server.rounds import ASK_PASSES
 from twentyone.server.service import GameService
 from twentyone.server.wallet import WalletTimeout, unreconciled_accounts
 
@@ -499,34 +503,41 @@ def test_a_close_of_betting_asks_the_operator_with_no_transaction_open(
         "returned"]
 
 
+@pytest.mark.parametrize("passes", [ASK_PASSES, 1])
 def test_a_seat_that_joins_while_the_operator_is_asked_is_dealt_too(
-        http: TestClient, service: GameService, clock: Clock, wallet: ContractWallet) -> None:
-    """Carol's join commits while the close asks the operator for the others' debits (in the moment between the
-    window's end the join saw and the close's transaction): her seat, unknown to what was asked, is asked for and
-    debited in the close's transaction, and dealt with the others. Before, her join waited for the close and found
-    the round dealt."""
+        http: TestClient, service: GameService, clock: Clock, wallet: ContractWallet, passes: int,
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """Carol's join commits while the close asks the operator for the others' debits: her seat, unknown to what was
+    asked, is asked for in the next pass, still with no transaction open; past the last pass (one here, with
+    ``passes`` 1), in the close's transaction. Either way she is dealt with the others. Before, her join waited for
+    the close and found the round dealt."""
+    monkeypatch.setattr(rounds, "ASK_PASSES", passes)
     ann, bob, carol = new_guest(http), new_guest(http), new_guest(http)
     joined(service, clock, [ann, bob])
     round_id = ann.get("/tables/multiplayer").json()["round"]["id"]
     carol.bet("multiplayer", 500)
-    window = service.table("multiplayer").betting_window + 1
     answers: list[int] = []
-    once = threading.Lock()  # the debits are sent side by side: the first one's call has her join
+    free: list[bool] = []
+    once, one_probe, she_joined = threading.Lock(), threading.Lock(), threading.Event()  # debits go side by side
 
     def carol_joins() -> None:
-        if not once.acquire(blocking=False):
+        if once.acquire(blocking=False):  # the first debit's call: she joins meanwhile
+            joining = threading.Thread(
+                target=lambda: answers.append(carol.post("/tables/multiplayer/deal").status_code))
+            joining.start()
+            joining.join(timeout=5)
+            she_joined.set()
             return
-        clock.advance(-window)  # the moment her join was checked against the window
-        joining = threading.Thread(target=lambda: answers.append(carol.post("/tables/multiplayer/deal").status_code))
-        joining.start()
-        joining.join(timeout=5)
-        clock.advance(window)
-        answers.append(0) if not answers else None
+        she_joined.wait(timeout=5)  # the other seat's debit, sent at the same time: probed once her join is done
+        with one_probe:
+            free.append(forming_round_free(service, round_id))
 
     wallet.on_debit = carol_joins
     assert service.close_betting("multiplayer") == round_id
     wallet.on_debit = lambda: None
     assert answers == [200]
+    # The other seat's debit, and carol's: hers before the transaction with passes to spare, else in it.
+    assert sorted(free) == ([True, True] if passes > 1 else [False, True])
     seats = {seat["player_id"] for seat in operator_view(http, round_id)["seats"]}
     assert {ann.player_id(), bob.player_id(), carol.player_id()} <= seats
     carols = carol.get(f"/rounds/{round_id}").json()["me"]
@@ -534,33 +545,132 @@ def test_a_seat_that_joins_while_the_operator_is_asked_is_dealt_too(
         "returned"]
 
 
-def test_debits_asked_for_a_round_another_close_dealt_are_rolled_back(
-        http: TestClient, service: GameService, clock: Clock, wallet: ContractWallet) -> None:
-    """Two closes of one round at once (the operator's button and the timer): each asks the operator for the seats'
-    debits before its transaction; the one that commits first deals, the other finds the round dealt and rolls back
-    the debits it made. Each player pays one stake."""
+def test_debits_asked_for_a_round_another_process_dealt_are_rolled_back(
+        http: TestClient, service: GameService, settings: Settings, clock: Clock, wallet: ContractWallet) -> None:
+    """Two processes close one round at once (the timer in one, the operator's button in the other): each asks the
+    operator for the seats' debits before its transaction; the one that commits first deals, the other finds the
+    round dealt and rolls back the debits it made. Each player pays one stake."""
     ann, bob = new_guest(http), new_guest(http)
     joined(service, clock, [ann, bob])
     round_id = ann.get("/tables/multiplayer").json()["round"]["id"]
+    elsewhere = create_app(Settings(settings.database_url, settings.data_dir / "elsewhere", OPERATOR),
+                           operator_wallet=wallet, clock=clock, timers=False)
     once = threading.Lock()
     other: list[int | None] = []
+    with TestClient(elsewhere):
+        def another_close() -> None:
+            if not once.acquire(blocking=False):
+                return
+            closing = threading.Thread(target=lambda: other.append(elsewhere.state.service.close_betting(
+                "multiplayer")))
+            closing.start()
+            closing.join(timeout=10)
 
-    def another_close() -> None:
-        if not once.acquire(blocking=False):
-            return
-        closing = threading.Thread(target=lambda: other.append(service.close_betting("multiplayer")))
-        closing.start()
-        closing.join(timeout=5)
-
-    wallet.on_debit = another_close
-    assert service.close_betting("multiplayer") is None  # the other dealt it while this one asked
-    wallet.on_debit = lambda: None
+        wallet.on_debit = another_close
+        assert service.close_betting("multiplayer") is None  # the other dealt it while this one asked
+        wallet.on_debit = lambda: None
     assert other == [round_id]
     assert len(wallet.rollbacks()) == 2 and ("rollback", "done") in outbox(service)
     for player in (ann, bob):
         me = player.get(f"/rounds/{round_id}").json()["me"]
         assert staked(service, player) == 500
         assert wallet.balance(owner(player), "USD") == wallet.start - 500 + me["returned"]
+
+
+def test_two_closes_in_one_process_take_turns(http: TestClient, service: GameService, clock: Clock,
+                                              wallet: ContractWallet) -> None:
+    """The timer's close and the operator's button in one process: the second waits for the first, and finds the
+    round dealt. Before, both asked the operator at once: Ann, whose balance covers one stake (700 for 500), was
+    refused by the second debit, and sat out if that was the close that committed (found by review)."""
+    ann, bob = new_guest(http), new_guest(http)
+    joined(service, clock, [ann, bob])
+    wallet.balances[owner(ann)] = 700
+    round_id = ann.get("/tables/multiplayer").json()["round"]["id"]
+    once = threading.Lock()
+    other: list[int | None] = []
+    closing = threading.Thread(target=lambda: other.append(service.close_betting("multiplayer")))
+
+    def another_close() -> None:
+        if once.acquire(blocking=False):
+            closing.start()
+            closing.join(timeout=1)  # it waits for this close
+
+    wallet.after_debit = another_close
+    assert service.close_betting("multiplayer") == round_id
+    wallet.after_debit = lambda: None
+    closing.join(timeout=10)
+    assert other == [None] and staked(service, ann) == 500 and staked(service, bob) == 500
+    assert [kind for kind, _ in wallet.calls].count("debit") == 2 and not wallet.rollbacks()
+
+
+def test_a_retried_close_of_betting_debits_nobody(http: TestClient, service: GameService, clock: Clock,
+                                                  wallet: ContractWallet) -> None:
+    """The operator's close-betting request, retried with its key once its round settled and a new one is forming,
+    gets its first answer and debits nobody. Before, it asked the operator for the new round's debits first, and
+    found the key only at its first write (found by review)."""
+    operator = Client(http, OPERATOR, "operator")
+    ann, bob = new_guest(http), new_guest(http)
+    joined(service, clock, [ann, bob])
+    key = uuid.uuid4().hex
+    first = operator.post("/admin/tables/multiplayer/close-betting", key=key)
+    round_id = first.json()["round_id"]
+    for _ in range(20):
+        if ann.get(f"/rounds/{round_id}").json()["status"] != "playing":
+            break
+        service.rounds.auto_decide(round_id)
+    joined(service, clock, [ann, bob])
+    made = len(wallet.calls)
+    again = operator.post("/admin/tables/multiplayer/close-betting", key=key)
+    assert again.status_code == 200 and again.json() == first.json()
+    assert wallet.calls[made:] == [] and not service.wallet.owes()
+
+
+def test_a_close_whose_transaction_cannot_begin_rolls_back_the_debits_it_asked(
+        http: TestClient, service: GameService, clock: Clock, wallet: ContractWallet) -> None:
+    """The operator debits both seats, then the close's transaction cannot begin (storage trouble): no transaction
+    recorded or released those debits, and both are rolled back."""
+    ann, bob = new_guest(http), new_guest(http)
+    joined(service, clock, [ann, bob])
+    real = service.store.write
+    failed: list[bool] = []
+
+    @contextmanager
+    def busy_once() -> Iterator[Any]:
+        if not failed:
+            failed.append(True)
+            raise Busy()
+        with real() as session:
+            yield session
+
+    service.store.write = busy_once  # type: ignore[method-assign]
+    try:
+        with pytest.raises(Busy):
+            service.close_betting("multiplayer")
+    finally:
+        service.store.write = real  # type: ignore[method-assign]
+    # Owed, then written and sent by the close's delivery after it (a transaction of its own), no tick needed.
+    assert len(wallet.rollbacks()) == 2 and not service.wallet.owes()
+    for player in (ann, bob):
+        assert wallet.balance(owner(player), "USD") == wallet.start and staked(service, player) == 0
+
+
+def test_a_costly_decision_during_an_operator_outage_is_judged_first(http: TestClient, service: GameService,
+                                                                     wallet: ContractWallet) -> None:
+    """The operator's wallet gives no balance: an illegal split is answered 409 with the legal actions, as before the
+    balance was asked ahead of the transaction; a legal double is a 503 that carries them too (found by review)."""
+    guest = new_guest(http)
+    service.stacked.append(DOUBLE_WINS)  # 5 and 6: a double, no split
+    guest.bet("classic", 500)
+    round_id = guest.post("/tables/classic/deal").json()["id"]
+
+    def silent(player: str, currency: str) -> int:
+        raise WalletTimeout()
+
+    wallet.balance = silent  # type: ignore[method-assign]
+    split = guest.act(round_id, "split")
+    assert split.status_code == 409 and "double" in split.json()["legal_actions"]
+    double = guest.act(round_id, "double")
+    assert double.status_code == 503 and "double" in double.json()["legal_actions"]
 
 
 def operator_view(http: TestClient, round_id: int) -> Any:

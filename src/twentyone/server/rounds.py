@@ -14,13 +14,14 @@ the same round lock, transaction and engine hand-over, and reads best side by si
 from __future__ import annotations
 
 import logging
+import threading
 from collections.abc import Callable, Sequence
 from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Any, cast
 
-from sqlalchemy import bindparam, func, insert, literal_column, select
+from sqlalchemy import Row, bindparam, func, insert, literal_column, select
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
@@ -55,6 +56,9 @@ from twentyone.server.wallet import SentDebit, Wallet, WalletError, as_refusal
 
 log = logging.getLogger("twentyone.server")
 OPEN = ("betting", "playing")
+# A close of betting asks an operator's wallet for the seats it has not asked for yet at most this many times before
+# its transaction (seats join while it asks: a power round's thousand take seconds); later joiners are asked inside.
+ASK_PASSES = 3
 ALONE_WINDOW = 3  # seconds a player alone at a shared table waits for others before the deal
 NOBODY = 0  # a player id no account has: a round as seen by someone without a seat in it
 
@@ -174,6 +178,8 @@ class Rounds:
         self.fault: Callable[[str], None] = lambda stage: None  # tests inject malfunctions here
         # After each commit that may owe the operator: what that commit wrote to the outbox.
         self.deliver_outbox: Callable[[], int] = lambda: self.deliver(fresh=True)
+        self._closings: dict[str, threading.Lock] = {}  # one close of betting of a table at a time (close_betting)
+        self._closing_guard = threading.Lock()
 
     # ------------------------------------------------------------ private
     def deal(self, caller: Caller, table_id: str) -> dict[str, Any]:
@@ -262,7 +268,10 @@ class Rounds:
             if table.seats and taken >= table.seats:
                 raise ServiceError(409, f"The table is full: {table.seats} players at most.")
             self.accounts.check_may_play(player)  # an excluded player is told so, bets or none
-            _, state, hand_bets = ready_bets(session, slip, table, self.wallet, caller.id)
+            try:
+                _, state, hand_bets = ready_bets(session, slip, table, self.wallet, caller.id)
+            except WalletError as error:  # the operator's refusal or silence: a 409 or a 503, nothing changed
+                raise as_refusal(error) from None
             self.accounts.check_limits(session, player, table.currency, state.total)
             seat = inserted(session, RoundSeat(
                 round_id=round_row.id, player_id=caller.id, position=last + 1,
@@ -310,12 +319,27 @@ class Rounds:
         the timer judged the table due) is left to its own window.
         """
         table = self.tables.get(table_id)
-        round_id = None
-        returned: list[tuple[int, int, str]] = []  # (player, amount given back, why)
+        if self.wallet.keeps_balances:
+            return self._close_betting(table, due, None)
         # An operator's wallet is asked for every seat's balance and debit before the transaction begins: a
         # transaction open meanwhile held the forming round's row (a join waited), and on SQLite the whole database's
         # write lock (every player's writes waited), for as long as the operator took: seconds at a power round.
-        asked = None if self.wallet.keeps_balances else self._ask_seats_ahead(table, due)
+        # A retry of the operator's request is answered from its key before anyone is debited again.
+        self.store.applied_before()
+        # One close of a table at a time in this process (the timer's and the operator's button; joins at a table with
+        # no window): two asking at once debit every seat twice, and a player whose balance covers one stake is
+        # refused by the second debit, which may be the one whose close commits. (Two processes on PostgreSQL may
+        # still meet so, the timer in one and the button in the other: that player sits out, told why.)
+        with self._closing(table.id):
+            return self._close_betting(table, due, self._ask_seats_ahead(table, due))
+
+    def _closing(self, table_id: str) -> threading.Lock:
+        with self._closing_guard:
+            return self._closings.setdefault(table_id, threading.Lock())
+
+    def _close_betting(self, table: TableSpec, due: datetime | None, asked: AskedSeats | None) -> int | None:
+        round_id = None
+        returned: list[tuple[int, int, str]] = []  # (player, amount given back, why)
         try:
             with self.store.write() as session:
                 round_row = session.scalars(select(Round).where(Round.table_id == table.id, Round.status == "betting")
@@ -608,27 +632,39 @@ class Rounds:
 
     def _ask_seats_ahead(self, table: TableSpec, due: datetime | None) -> AskedSeats | None:
         """Ask an operator's wallet for the balance of every seat of the round forming at ``table`` and debit those it
-        covers, several at once and with no transaction open (the seats read first): None if no round is due."""
-        with self.store.read() as session:
-            forming = session.execute(select(ROUNDS.c.id, ROUNDS.c.betting_closes_at)
-                                      .where(ROUNDS.c.table_id == table.id, ROUNDS.c.status == "betting")).first()
-            closes = aware(forming.betting_closes_at) if forming is not None else None
-            if forming is None or (due is not None and closes is not None and closes > due):
-                return None
-            seats = session.execute(select(ROUND_SEATS.c.id, ROUND_SEATS.c.player_id, ROUND_SEATS.c.bets,
-                                           ROUND_SEATS.c.staked).where(ROUND_SEATS.c.round_id == forming.id)).all()
-        asked = AskedSeats(forming.id, {seat.id: AskedSeat(seat.player_id, bets_total(seat.bets), balance)
-                                        for seat, balance in zip(seats, self.wallet.balances_ahead(
-                                            [seat.player_id for seat in seats], table.currency), strict=True)})
-        covered = [(seat, asked.seats[seat.id]) for seat in seats
-                   if not isinstance(asked.seats[seat.id].balance, WalletError)
+        covers, several at once and with no transaction open (the seats read first): None if no round is due. Seats
+        that joined while the operator was asked are asked for in a next pass, up to :data:`ASK_PASSES`; those that
+        join after are asked for in the close's transaction."""
+        asked: AskedSeats | None = None
+        for _ in range(ASK_PASSES):
+            with self.store.read() as session:
+                forming = session.execute(select(ROUNDS.c.id, ROUNDS.c.betting_closes_at)
+                                          .where(ROUNDS.c.table_id == table.id, ROUNDS.c.status == "betting")).first()
+                closes = aware(forming.betting_closes_at) if forming is not None else None
+                if forming is None or (due is not None and closes is not None and closes > due) or (
+                        asked is not None and asked.round_id != forming.id):
+                    return asked  # none due; or the round asked for was closed meanwhile (its transaction says so)
+                seats = session.execute(select(ROUND_SEATS.c.id, ROUND_SEATS.c.player_id, ROUND_SEATS.c.bets,
+                                               ROUND_SEATS.c.staked).where(ROUND_SEATS.c.round_id == forming.id)).all()
+            asked = asked or AskedSeats(forming.id, {})
+            new = [seat for seat in seats if seat.id not in asked.seats]
+            if not new:
+                break
+            self._ask_for(table, asked, new)
+        return asked
+
+    def _ask_for(self, table: TableSpec, asked: AskedSeats, seats: Sequence[Row[Any, Any, Any, Any]]) -> None:
+        """Each seat's balance, then a debit of those it covers, several at once: added to ``asked``."""
+        for seat, balance in zip(seats, self.wallet.balances_ahead([seat.player_id for seat in seats], table.currency),
+                                 strict=True):
+            asked.seats[seat.id] = AskedSeat(seat.player_id, bets_total(seat.bets), balance)
+        covered = [(seat, asked.seats[seat.id]) for seat in seats if isinstance(asked.seats[seat.id].balance, int)
                    and asked.seats[seat.id].total <= cast(int, asked.seats[seat.id].balance)]
-        sent = self.wallet.send_debits(table.currency, forming.id, [
-            (seat.player_id, entry.total, _stake_key_of(forming.id, seat.player_id, seat.staked))
+        sent = self.wallet.send_debits(table.currency, asked.round_id, [
+            (seat.player_id, entry.total, _stake_key_of(asked.round_id, seat.player_id, seat.staked))
             for seat, entry in covered])
         for (_seat, entry), debit in zip(covered, sent, strict=True):
             entry.sent = debit
-        return asked
 
     def _take_asked(self, session: Session, table: TableSpec, round_row: Round, seats: Sequence[RoundSeat],
                     asked: AskedSeats | None, returned: list[tuple[int, int, str]]) -> dict[int, tuple[int, str]]:
@@ -809,7 +845,7 @@ class Rounds:
         if fresh and not self.wallet.waiting_here():
             return 0
         try:
-            return self.wallet.deliver(self.store.write, self.store.read, recover, send, fresh)
+            return self.wallet.deliver(self.store.write_apart, self.store.read, recover, send, fresh)
         except Exception:
             log.exception("operator wallet delivery failed; retried at the next tick")
             return 0

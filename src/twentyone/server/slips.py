@@ -13,6 +13,7 @@ from twentyone.server.context import Caller, ServiceError, aware
 from twentyone.server.rounds import Rounds, current_round, last_finished_round
 from twentyone.server.tables import apply_control, bet_slip, find_slip, save_slip, slip_row, slip_view, table_json
 from twentyone.server.views import round_json_held, seat_of
+from twentyone.server.wallet import WalletError, as_refusal
 
 # How long after it settles a shared round is shown to those who watched it: the table's next refresh, which its
 # settled event prompts, comes within a second or two; a page opened later sees the table as it is.
@@ -34,7 +35,11 @@ class Slips:
         # An operator's wallet is asked for the balance before the transaction: not while it holds SQLite's write lock.
         with self.rounds.wallet.balance_known(caller.id, table.currency), self.rounds.store.write() as session:
             slip = slip_row(session, caller.id, table, self.rounds.clock)
-            state = bet_slip(slip, table, self.rounds.wallet.balance(session, caller.id, table.currency))
+            try:
+                balance = self.rounds.wallet.balance(session, caller.id, table.currency)
+            except WalletError as error:  # the operator's refusal or silence: a 409 or a 503, nothing changed
+                raise as_refusal(error) from None
+            state = bet_slip(slip, table, balance)
             apply_control(slip, state, control, spot, bet_type, chip, table.currency)
             slip.updated_at = self.rounds.clock()
             save_slip(session, slip)

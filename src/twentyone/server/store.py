@@ -207,6 +207,25 @@ class Store:
                 _check_key(session, pending, self.strict_twins)
             yield session
 
+    @contextmanager
+    def write_apart(self) -> Iterator[Session]:
+        """A write transaction of the server's own beside the request being served (the outbox's delivery after its
+        commit): its key is neither checked nor recorded there."""
+        with storage_trouble_as_busy(), self.db.transaction() as session:
+            yield session
+
+    def applied_before(self) -> None:
+        """Raise :class:`AlreadyApplied` if the request being served was applied already (its key has an answer): a
+        look-up ahead of work that acts outside the database before its first write (a close of betting's debits at
+        an operator's wallet), so that a retry does not act again. Nothing once this request's answer is recorded."""
+        pending: _Pending | None = getattr(self._local, "pending", None)
+        if pending is not None and not pending.recorded:
+            with storage_trouble_as_busy(), self.db.reading.connect() as connection:
+                seen = connection.execute(STORED, {"player_id": pending.player_id, "key": pending.key}).first()
+                connection.commit()  # not a ROLLBACK: see end_read
+            if seen is not None:
+                raise AlreadyApplied()
+
     def answer(self, session: Session, body: dict[str, Any]) -> dict[str, Any]:
         """Record ``body`` as the answer of the idempotent request being served, in ``session``'s transaction."""
         pending: _Pending | None = getattr(self._local, "pending", None)

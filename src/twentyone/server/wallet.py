@@ -776,8 +776,9 @@ class Wallet(Protocol):
     def balance_known(self, player_id: int, currency: str) -> AbstractContextManager[None]:
         """Around a transaction that reads this player's balance: an operator's wallet is asked here, before it
         begins, and :meth:`balance` answers with that inside the block (until a debit of the player's), so that no
-        transaction waits on the network; a refusal or a silence is answered as such (:func:`as_refusal`). The
-        built-in ledger reads it in the transaction, under its lock."""
+        transaction waits on the network; a refusal or a silence is raised there, where the balance is read, as if
+        it were asked then (a decision's refusal carries its legal actions). The built-in ledger reads it in the
+        transaction, under its lock."""
     def lock(self, session: Session, player_id: int, currency: str) -> None: ...
     def lock_all(self, session: Session, player_ids: Sequence[int], currency: str) -> None:
         """:meth:`lock` for several players, in the order every transaction that holds several takes them."""
@@ -917,20 +918,24 @@ class OperatorLedgerWallet(LedgerWallet):
     def __init__(self, wallet: OperatorWallet, journal: DebitJournal | None = None) -> None:
         super().__init__()
         self.remote = RemoteWallet(wallet, journal=journal)
-        self._known = threading.local()  # .balance: (player, currency, balance) asked ahead by this thread
+        # .balance: (player, currency, balance or the wallet's error) asked ahead by this thread
+        self._known = threading.local()
 
     def balance(self, session: Session, player_id: int, currency: str) -> int:
-        known: tuple[int, str, int] | None = getattr(self._known, "balance", None)
+        known: tuple[int, str, int | WalletError] | None = getattr(self._known, "balance", None)
         if known is not None and known[:2] == (player_id, currency):
+            if isinstance(known[2], WalletError):
+                raise known[2]
             return known[2]
         return self.remote.balance(player_id, currency)
 
     @contextmanager
     def balance_known(self, player_id: int, currency: str) -> Iterator[None]:
+        balance: int | WalletError
         try:
             balance = self.remote.balance(player_id, currency)
         except WalletError as error:
-            raise as_refusal(error) from None
+            balance = error
         self._known.balance = (player_id, currency, balance)
         try:
             yield
