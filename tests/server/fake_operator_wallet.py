@@ -1,10 +1,13 @@
 """Operator wallets for the tests: one for the `serve --wallet` test, which keeps balances in memory; one that keeps
-the contract strictly and misbehaves on demand; and that one kept in a file, for server processes a test kills."""
+the contract strictly and misbehaves on demand; that one kept in a file, for server processes a test kills; and the
+one in memory answering after a network's latency, for benchmarks."""
 
 from __future__ import annotations
 
 import json
 import os
+import threading
+import time
 from collections.abc import Callable
 from pathlib import Path
 
@@ -137,3 +140,32 @@ class FileWallet(ContractWallet):
         self._load()
         super().rollback(tx_id)
         self._save()
+
+
+class LatentWallet:
+    """An operator's wallet over a network, kept in memory: every call answers after ``TWENTYONE_TEST_WALLET_LATENCY``
+    seconds (0.02 if unset), as one in another data centre would; calls from several threads at once. For ``serve
+    --wallet`` (benchmarks)."""
+
+    def __init__(self) -> None:
+        self.latency = float(os.environ.get("TWENTYONE_TEST_WALLET_LATENCY", "0.02"))
+        self.balances: dict[str, int] = {}
+        self.lock = threading.Lock()
+
+    def _move(self, player: str, amount: int) -> int:
+        time.sleep(self.latency)
+        with self.lock:
+            self.balances[player] = self.balances.get(player, 10**9) + amount
+            return self.balances[player]
+
+    def balance(self, player: str, currency: str) -> int:
+        return self._move(player, 0)
+
+    def debit(self, player: str, currency: str, amount: int, tx_id: str, round_id: int | None) -> None:
+        self._move(player, -amount)
+
+    def credit(self, player: str, currency: str, amount: int, tx_id: str, round_id: int | None) -> None:
+        self._move(player, amount)
+
+    def rollback(self, tx_id: str) -> None:
+        time.sleep(self.latency)

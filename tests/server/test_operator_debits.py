@@ -654,6 +654,36 @@ def test_a_close_whose_transaction_cannot_begin_rolls_back_the_debits_it_asked(
         assert wallet.balance(owner(player), "USD") == wallet.start and staked(service, player) == 0
 
 
+def test_a_close_whose_next_pass_fails_rolls_back_the_debits_of_the_first(
+        http: TestClient, service: GameService, clock: Clock, wallet: ContractWallet) -> None:
+    """The close's first pass debits both seats; the read that starts its next pass fails (storage trouble): the close
+    fails, and both debits are rolled back. Before, they were owed by nobody (found by review)."""
+    ann, bob = new_guest(http), new_guest(http)
+    joined(service, clock, [ann, bob])
+    real = service.store.read
+    debited, failed = threading.Event(), threading.Event()
+    wallet.after_debit = debited.set
+
+    @contextmanager
+    def busy_after_a_debit() -> Iterator[Any]:
+        if debited.is_set() and not failed.is_set():
+            failed.set()
+            raise Busy()
+        with real() as session:
+            yield session
+
+    service.store.read = busy_after_a_debit  # type: ignore[method-assign]
+    try:
+        with pytest.raises(Busy):
+            service.close_betting("multiplayer")
+    finally:
+        service.store.read = real  # type: ignore[method-assign]
+        wallet.after_debit = lambda: None
+    assert failed.is_set() and len(wallet.rollbacks()) == 2 and not service.wallet.owes()
+    for player in (ann, bob):
+        assert wallet.balance(owner(player), "USD") == wallet.start and staked(service, player) == 0
+
+
 def test_a_costly_decision_during_an_operator_outage_is_judged_first(http: TestClient, service: GameService,
                                                                      wallet: ContractWallet) -> None:
     """The operator's wallet gives no balance: an illegal split is answered 409 with the legal actions, as before the
@@ -863,21 +893,22 @@ class WriteLockWatch(ContractWallet):
         self._note("balance")
         return super().balance(player, currency)
 
-    def debit(self, player: str, currency: str, amount: int, tx_id: str, round_id: int | None) -> None:
-        self._note("debit")
+    def _watched(self, kind: str, call: Callable[[], None]) -> None:
+        self._note(kind)
         self.inside = True
         try:
-            super().debit(player, currency, amount, tx_id, round_id)
+            call()
         finally:
             self.inside = False
 
+    def debit(self, player: str, currency: str, amount: int, tx_id: str, round_id: int | None) -> None:
+        self._watched("debit", lambda: ContractWallet.debit(self, player, currency, amount, tx_id, round_id))
+
     def credit(self, player: str, currency: str, amount: int, tx_id: str, round_id: int | None) -> None:
-        self._note("credit")
-        self.inside = True
-        try:
-            super().credit(player, currency, amount, tx_id, round_id)
-        finally:
-            self.inside = False
+        self._watched("credit", lambda: ContractWallet.credit(self, player, currency, amount, tx_id, round_id))
+
+    def rollback(self, tx_id: str) -> None:
+        self._watched("rollback", lambda: ContractWallet.rollback(self, tx_id))
 
 
 def test_no_write_transaction_waits_on_the_operator_for_a_balance_or_a_credit(tmp_path: Path) -> None:
@@ -908,8 +939,9 @@ def test_no_write_transaction_waits_on_the_operator_for_a_balance_or_a_credit(tm
 
 
 def test_a_balance_the_operator_does_not_give_is_a_503_at_a_bet_control(tmp_path: Path, database_url: str) -> None:
-    """The operator's wallet does not answer a balance: a bet control (which checks the chip against the balance) is
-    answered 503 with ``Retry-After``, nothing changed; before, the error left the request as a 500."""
+    """The operator's wallet does not answer a balance: a bet control (which checks the chip against the balance), a
+    deal, the table's page and the player's profile are answered 503 with ``Retry-After``, nothing changed; before,
+    the error left a bet control, the table and the profile as a 500."""
     class Silent(ContractWallet):
         def balance(self, player: str, currency: str) -> int:
             raise WalletTimeout()
@@ -920,6 +952,9 @@ def test_a_balance_the_operator_does_not_give_is_a_503_at_a_bet_control(tmp_path
         guest = new_guest(http)
         for path, body in (("/tables/classic/bets", {"spot": 1, "chip": 500}), ("/tables/classic/deal", None)):
             answer = guest.post(path, body)
+            assert answer.status_code == 503 and answer.headers["Retry-After"] and answer.json()["detail"], path
+        for path in ("/tables/classic", "/me"):
+            answer = guest.get(path)
             assert answer.status_code == 503 and answer.headers["Retry-After"] and answer.json()["detail"], path
 
 

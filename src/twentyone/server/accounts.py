@@ -23,7 +23,7 @@ from twentyone.server.context import Caller, ServiceError, aware
 from twentyone.server.models import GuestArrival, Player, Round, RoundSeat, Slip, Token
 from twentyone.server.money import refusal
 from twentyone.server.store import Store
-from twentyone.server.wallet import Wallet, net_losses_since
+from twentyone.server.wallet import Wallet, WalletError, as_refusal, net_losses_since
 
 NAME = re.compile(r"^[A-Za-z0-9_.-]{3,32}$")
 GUEST_PREFIX = "guest-"  # guests' names; no registered name begins with it
@@ -179,7 +179,10 @@ class Accounts:
             player = session.get(Player, caller.id)
             if player is None:
                 raise ServiceError(404, "The operator has no player profile.")
-            balances = {currency: self.wallet.balance(session, player.id, currency) for currency in CURRENCIES}
+            try:
+                balances = {currency: self.wallet.balance(session, player.id, currency) for currency in CURRENCIES}
+            except WalletError as error:  # the operator's wallet refused or did not answer: 409 or 503, not a 500
+                raise as_refusal(error) from None
             return {"id": player.id, "name": player.name, "guest": player.guest, "role": player.role,
                     "settings": {**SETTINGS_DEFAULTS, **player.settings},
                     "limits": limits_in_force(player.limits, self.clock()), "balances": balances}

@@ -331,7 +331,14 @@ class Rounds:
         # refused by the second debit, which may be the one whose close commits. (Two processes on PostgreSQL may
         # still meet so, the timer in one and the button in the other: that player sits out, told why.)
         with self._closing(table.id):
-            return self._close_betting(table, due, self._ask_seats_ahead(table, due))
+            asked = AskedSeats(0, {})
+            try:
+                self._ask_seats_ahead(table, due, asked)
+            except BaseException:  # a pass failed after an earlier one debited: those debits are owed rollbacks
+                self.wallet.owe_debits(asked.untaken())
+                self.deliver_outbox()
+                raise
+            return self._close_betting(table, due, asked)
 
     def _closing(self, table_id: str) -> threading.Lock:
         with self._closing_guard:
@@ -630,28 +637,26 @@ class Rounds:
             raise refusal(BetSlipError(f"{action.capitalize()} needs {{cost}} more and the balance is {{balance}}.",
                                        cost=cost, balance=balance), table.currency, legal_actions=legal)
 
-    def _ask_seats_ahead(self, table: TableSpec, due: datetime | None) -> AskedSeats | None:
+    def _ask_seats_ahead(self, table: TableSpec, due: datetime | None, asked: AskedSeats) -> None:
         """Ask an operator's wallet for the balance of every seat of the round forming at ``table`` and debit those it
-        covers, several at once and with no transaction open (the seats read first): None if no round is due. Seats
-        that joined while the operator was asked are asked for in a next pass, up to :data:`ASK_PASSES`; those that
-        join after are asked for in the close's transaction."""
-        asked: AskedSeats | None = None
+        covers, several at once and with no transaction open (the seats read first), into ``asked`` (left empty if
+        no round is due). Seats that joined while the operator was asked are asked for in a next pass, up to
+        :data:`ASK_PASSES`; those that join after are asked for in the close's transaction."""
         for _ in range(ASK_PASSES):
             with self.store.read() as session:
                 forming = session.execute(select(ROUNDS.c.id, ROUNDS.c.betting_closes_at)
                                           .where(ROUNDS.c.table_id == table.id, ROUNDS.c.status == "betting")).first()
                 closes = aware(forming.betting_closes_at) if forming is not None else None
                 if forming is None or (due is not None and closes is not None and closes > due) or (
-                        asked is not None and asked.round_id != forming.id):
-                    return asked  # none due; or the round asked for was closed meanwhile (its transaction says so)
+                        asked.round_id and asked.round_id != forming.id):
+                    return  # none due; or the round asked for was closed meanwhile (its transaction says so)
                 seats = session.execute(select(ROUND_SEATS.c.id, ROUND_SEATS.c.player_id, ROUND_SEATS.c.bets,
                                                ROUND_SEATS.c.staked).where(ROUND_SEATS.c.round_id == forming.id)).all()
-            asked = asked or AskedSeats(forming.id, {})
+            asked.round_id = forming.id
             new = [seat for seat in seats if seat.id not in asked.seats]
             if not new:
-                break
+                return
             self._ask_for(table, asked, new)
-        return asked
 
     def _ask_for(self, table: TableSpec, asked: AskedSeats, seats: Sequence[Row[Any, Any, Any, Any]]) -> None:
         """Each seat's balance, then a debit of those it covers, several at once: added to ``asked``."""
@@ -873,8 +878,8 @@ class AskedSeat:
 
 @dataclass
 class AskedSeats:
-    """What :meth:`Rounds._ask_seats_ahead` asked for the round ``round_id``, by seat id; the debits taken (recorded
-    or released in the close's transaction) are no longer owed by the close (:meth:`untaken`)."""
+    """What :meth:`Rounds._ask_seats_ahead` asked for the round ``round_id`` (0 before it found one), by seat id; the
+    debits taken (recorded or released in the close's transaction) are no longer owed by the close (:meth:`untaken`)."""
 
     round_id: int
     seats: dict[int, AskedSeat]

@@ -57,7 +57,10 @@ class Slips:
             # None before a table's first bet control (a private table's: its player's), and after a void.
             shoe = self.rounds.shoes.next_published(session, table, caller.id)
             slip = find_slip(session, caller.id, table.id)
-            balance = self.rounds.wallet.balance(session, caller.id, table.currency) if not caller.is_operator else 0
+            try:
+                balance = 0 if caller.is_operator else self.rounds.wallet.balance(session, caller.id, table.currency)
+            except WalletError as error:  # the operator's wallet refused or did not answer: 409 or 503, not a 500
+                raise as_refusal(error) from None
             current = current_round(session, table, caller.id)
             view = None
             if current is not None:
