@@ -57,11 +57,13 @@ def query(url: str, sql: str, **params: Any) -> list[Any]:
 
 
 def lock_holders(url: str, name: str) -> list[str]:
-    """The application names of the sessions holding ``name``'s advisory lock (``twentyone-timers PID``)."""
+    """The application names of the sessions holding ``name``'s advisory lock (``twentyone-timers PID``) in this
+    database: pg_locks lists every database's, and tests on other databases of the server hold the same keys."""
     key = lock_key(name)
     return [row[0] for row in query(
         url, "SELECT a.application_name FROM pg_locks l JOIN pg_stat_activity a ON a.pid = l.pid "
              "WHERE l.locktype = 'advisory' AND l.granted AND l.objsubid = 1 "
+             "AND l.database = (SELECT oid FROM pg_database WHERE datname = current_database()) "
              "AND l.classid::bigint = :high AND l.objid::bigint = :low",
         high=(key >> 32) & 0xFFFFFFFF, low=key & 0xFFFFFFFF)]
 
