@@ -625,29 +625,36 @@ def test_a_retried_close_of_betting_debits_nobody(http: TestClient, service: Gam
     assert wallet.calls[made:] == [] and not service.wallet.owes()
 
 
+def close_meets_storage_trouble(service: GameService, opening: str, once: Callable[[], bool] = lambda: True) -> None:
+    """Close the multiplayer table's betting while the store's ``opening`` (``write`` or ``read``) fails once with
+    storage trouble, at its first call after ``once()`` holds: the close fails with it."""
+    real = getattr(service.store, opening)
+    failed = threading.Event()
+
+    @contextmanager
+    def busy_once() -> Iterator[Any]:
+        if once() and not failed.is_set():
+            failed.set()
+            raise Busy()
+        with real() as session:
+            yield session
+
+    setattr(service.store, opening, busy_once)
+    try:
+        with pytest.raises(Busy):
+            service.close_betting("multiplayer")
+    finally:
+        setattr(service.store, opening, real)
+    assert failed.is_set()
+
+
 def test_a_close_whose_transaction_cannot_begin_rolls_back_the_debits_it_asked(
         http: TestClient, service: GameService, clock: Clock, wallet: ContractWallet) -> None:
     """The operator debits both seats, then the close's transaction cannot begin (storage trouble): no transaction
     recorded or released those debits, and both are rolled back."""
     ann, bob = new_guest(http), new_guest(http)
     joined(service, clock, [ann, bob])
-    real = service.store.write
-    failed: list[bool] = []
-
-    @contextmanager
-    def busy_once() -> Iterator[Any]:
-        if not failed:
-            failed.append(True)
-            raise Busy()
-        with real() as session:
-            yield session
-
-    service.store.write = busy_once  # type: ignore[method-assign]
-    try:
-        with pytest.raises(Busy):
-            service.close_betting("multiplayer")
-    finally:
-        service.store.write = real  # type: ignore[method-assign]
+    close_meets_storage_trouble(service, "write")
     # Owed, then written and sent by the close's delivery after it (a transaction of its own), no tick needed.
     assert len(wallet.rollbacks()) == 2 and not service.wallet.owes()
     for player in (ann, bob):
@@ -660,26 +667,13 @@ def test_a_close_whose_next_pass_fails_rolls_back_the_debits_of_the_first(
     fails, and both debits are rolled back. Before, they were owed by nobody (found by review)."""
     ann, bob = new_guest(http), new_guest(http)
     joined(service, clock, [ann, bob])
-    real = service.store.read
-    debited, failed = threading.Event(), threading.Event()
+    debited = threading.Event()
     wallet.after_debit = debited.set
-
-    @contextmanager
-    def busy_after_a_debit() -> Iterator[Any]:
-        if debited.is_set() and not failed.is_set():
-            failed.set()
-            raise Busy()
-        with real() as session:
-            yield session
-
-    service.store.read = busy_after_a_debit  # type: ignore[method-assign]
     try:
-        with pytest.raises(Busy):
-            service.close_betting("multiplayer")
+        close_meets_storage_trouble(service, "read", once=debited.is_set)
     finally:
-        service.store.read = real  # type: ignore[method-assign]
         wallet.after_debit = lambda: None
-    assert failed.is_set() and len(wallet.rollbacks()) == 2 and not service.wallet.owes()
+    assert len(wallet.rollbacks()) == 2 and not service.wallet.owes()
     for player in (ann, bob):
         assert wallet.balance(owner(player), "USD") == wallet.start and staked(service, player) == 0
 

@@ -364,9 +364,8 @@ class Rounds:
                 players = {row.id: row for row in session.execute(
                     select(PLAYERS.c.id, PLAYERS.c.limits, PLAYERS.c.session_started_at)
                     .where(PLAYERS.c.id.in_([seat.player_id for seat in seats])))}
-                ahead = {} if self.wallet.keeps_balances else self._take_asked(session, table, round_row, seats, asked,
-                                                                            returned)
-                if not self.wallet.keeps_balances:  # the seats debited: the others sit out
+                ahead = {} if asked is None else self._take_asked(session, table, round_row, seats, asked, returned)
+                if asked is not None:  # an operator's wallet: the seats debited; the others sit out
                     seats = [seat for seat in seats if seat.id in ahead]
                 # Every seat's account at once, in the order of their ids, as a settlement locks them: a player at two
                 # tables must not leave this close and that table's settlement each holding what the other waits for.
@@ -660,11 +659,12 @@ class Rounds:
 
     def _ask_for(self, table: TableSpec, asked: AskedSeats, seats: Sequence[Row[Any, Any, Any, Any]]) -> None:
         """Each seat's balance, then a debit of those it covers, several at once: added to ``asked``."""
-        for seat, balance in zip(seats, self.wallet.balances_ahead([seat.player_id for seat in seats], table.currency),
-                                 strict=True):
-            asked.seats[seat.id] = AskedSeat(seat.player_id, bets_total(seat.bets), balance)
-        covered = [(seat, asked.seats[seat.id]) for seat in seats if isinstance(asked.seats[seat.id].balance, int)
-                   and asked.seats[seat.id].total <= cast(int, asked.seats[seat.id].balance)]
+        balances = self.wallet.balances_ahead([seat.player_id for seat in seats], table.currency)
+        entries = [AskedSeat(seat.player_id, bets_total(seat.bets), balance)
+                   for seat, balance in zip(seats, balances, strict=True)]
+        asked.seats.update((seat.id, entry) for seat, entry in zip(seats, entries, strict=True))
+        covered = [(seat, entry) for seat, entry in zip(seats, entries, strict=True)
+                   if isinstance(entry.balance, int) and entry.total <= entry.balance]
         sent = self.wallet.send_debits(table.currency, asked.round_id, [
             (seat.player_id, entry.total, _stake_key_of(asked.round_id, seat.player_id, seat.staked))
             for seat, entry in covered])
@@ -672,18 +672,17 @@ class Rounds:
             entry.sent = debit
 
     def _take_asked(self, session: Session, table: TableSpec, round_row: Round, seats: Sequence[RoundSeat],
-                    asked: AskedSeats | None, returned: list[tuple[int, int, str]]) -> dict[int, tuple[int, str]]:
+                    asked: AskedSeats, returned: list[tuple[int, int, str]]) -> dict[int, tuple[int, str]]:
         """Match what :meth:`_ask_seats_ahead` asked with the seats as the transaction finds them: the seats debited,
         by id, with the balance before and the debit's id; a seat the operator refused, or did not answer for, sits
         out (deleted, and told why in ``returned``). A seat that joined since, or changed its bets, is asked now
         (:meth:`_debit_seats_ahead`: rare, a join in the moments between); a debit whose seat left, or whose bets
         changed, is rolled back with this transaction."""
         entries: dict[int, AskedSeat] = {}
-        if asked is not None:
-            if asked.round_id == round_row.id:
-                entries = dict(asked.seats)
-            else:  # asked for a round closed since: none of it stakes here
-                self._release_asked(session, asked, list(asked.seats.values()))
+        if asked.round_id == round_row.id:
+            entries = dict(asked.seats)
+        else:  # asked for a round closed since: none of it stakes here
+            self._release_asked(session, asked, list(asked.seats.values()))
         matched: list[tuple[RoundSeat, AskedSeat]] = []
         late: list[RoundSeat] = []
         stale: list[AskedSeat] = []
@@ -694,12 +693,10 @@ class Rounds:
             else:
                 late.append(seat)
                 stale += [entry] if entry is not None else []
-        if asked is not None:
-            self._release_asked(session, asked, [*stale, *entries.values()])  # bets changed; seats that left
+        self._release_asked(session, asked, [*stale, *entries.values()])  # bets changed; seats that left
         debited = [(seat, entry) for seat, entry in matched if entry.sent is not None]
         answers = self.wallet.record_debits(session, [cast(SentDebit, entry.sent) for _, entry in debited])
-        if asked is not None:
-            asked.take([entry for _, entry in debited])
+        asked.take([entry for _, entry in debited])
         taken: dict[int, tuple[int, str]] = {}
         for (seat, entry), answer in zip(debited, answers, strict=True):
             if isinstance(answer, WalletError):

@@ -219,12 +219,9 @@ class Store:
         look-up ahead of work that acts outside the database before its first write (a close of betting's debits at
         an operator's wallet), so that a retry does not act again. Nothing once this request's answer is recorded."""
         pending: _Pending | None = getattr(self._local, "pending", None)
-        if pending is not None and not pending.recorded:
-            with storage_trouble_as_busy(), self.db.reading.connect() as connection:
-                seen = connection.execute(STORED, {"player_id": pending.player_id, "key": pending.key}).first()
-                connection.commit()  # not a ROLLBACK: see end_read
-            if seen is not None:
-                raise AlreadyApplied()
+        if pending is not None and not pending.recorded and \
+                self._stored(pending.player_id, pending.key, pending.request) is not None:
+            raise AlreadyApplied()
 
     def answer(self, session: Session, body: dict[str, Any]) -> dict[str, Any]:
         """Record ``body`` as the answer of the idempotent request being served, in ``session``'s transaction."""
