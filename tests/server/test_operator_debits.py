@@ -547,14 +547,15 @@ def test_a_seat_that_joins_while_the_operator_is_asked_is_dealt_too(
 
 def test_debits_asked_for_a_round_another_process_dealt_are_rolled_back(
         http: TestClient, service: GameService, settings: Settings, clock: Clock, wallet: ContractWallet) -> None:
-    """Two processes close one round at once (the timer in one, the operator's button in the other): each asks the
-    operator for the seats' debits before its transaction; the one that commits first deals, the other finds the
-    round dealt and rolls back the debits it made. Each player pays one stake."""
+    """Two processes close one round at once, the other not taking its turn (as one that lost the connection its
+    advisory locks were on: ``cluster=False`` here): each asks the operator for the seats' debits before its
+    transaction; the one that commits first deals, the other finds the round dealt and rolls back the debits it made.
+    Each player pays one stake."""
     ann, bob = new_guest(http), new_guest(http)
     joined(service, clock, [ann, bob])
     round_id = ann.get("/tables/multiplayer").json()["round"]["id"]
     elsewhere = create_app(Settings(settings.database_url, settings.data_dir / "elsewhere", OPERATOR),
-                           operator_wallet=wallet, clock=clock, timers=False)
+                           operator_wallet=wallet, clock=clock, timers=False, cluster=False)
     once = threading.Lock()
     other: list[int | None] = []
     with TestClient(elsewhere):
@@ -575,6 +576,139 @@ def test_debits_asked_for_a_round_another_process_dealt_are_rolled_back(
         me = player.get(f"/rounds/{round_id}").json()["me"]
         assert staked(service, player) == 500
         assert wallet.balance(owner(player), "USD") == wallet.start - 500 + me["returned"]
+
+
+@contextmanager
+def another_process(settings: Settings, clock: Clock, wallet: ContractWallet) -> Iterator[TestClient]:
+    """A second server process on the same PostgreSQL database and operator's wallet (its own data directory)."""
+    if not settings.database_url.startswith("postgresql"):
+        pytest.skip("several server processes share PostgreSQL only: SQLite is one process")
+    app = create_app(Settings(settings.database_url, settings.data_dir / "elsewhere", OPERATOR),
+                     operator_wallet=wallet, clock=clock, timers=False)
+    with TestClient(app) as client:
+        yield client
+
+
+def refused_a_turn(service: GameService) -> threading.Event:
+    """Set once ``service``'s process is refused a turn another process holds (``TimerOwnership.hold``)."""
+    refused, hold = threading.Event(), service.ownership.hold
+
+    def watched(name: str) -> bool:
+        taken = hold(name)
+        if not taken:
+            refused.set()
+        return taken
+
+    service.ownership.hold = watched  # type: ignore[method-assign]
+    return refused
+
+
+def when_debited(wallet: ContractWallet, player: Client, then: Callable[[], None]) -> None:
+    """Run ``then`` once, from the operator's wallet, just after the first debit of ``player`` applied."""
+    once, before = threading.Lock(), wallet.balance(owner(player), "USD")
+
+    def check() -> None:
+        if wallet.balance(owner(player), "USD") < before and once.acquire(blocking=False):
+            then()
+
+    wallet.after_debit = check
+
+
+def test_two_processes_close_one_round_in_turn(http: TestClient, service: GameService, settings: Settings,
+                                               clock: Clock, wallet: ContractWallet) -> None:
+    """The operator's button in one process while the timer's close asks in another (PostgreSQL): the button waits
+    for the other close's turn, then finds the round dealt. Ann, whose balance covers one stake (700 for 500), is
+    dealt. Before, the second close asked the operator at once: the first had debited Ann, so hers was refused, and
+    when the second committed first she sat out."""
+    ann, bob = new_guest(http), new_guest(http)
+    joined(service, clock, [ann, bob])
+    wallet.balances[owner(ann)] = 700
+    round_id = ann.get("/tables/multiplayer").json()["round"]["id"]
+    with another_process(settings, clock, wallet) as elsewhere:
+        other_service: GameService = elsewhere.app.state.service  # type: ignore[attr-defined]
+        refused = refused_a_turn(other_service)
+        other: list[int | None] = []
+        button = threading.Thread(target=lambda: other.append(other_service.close_betting("multiplayer")))
+
+        def press_the_button() -> None:  # and wait until it is refused its turn (before, until it dealt)
+            button.start()
+            for _ in range(100):
+                if refused.is_set() or not button.is_alive():
+                    return
+                time.sleep(0.02)
+
+        when_debited(wallet, ann, press_the_button)
+        assert service.close_betting("multiplayer", due=clock()) == round_id
+        wallet.after_debit = lambda: None
+        button.join(timeout=10)
+    assert refused.is_set() and other == [None]
+    assert staked(service, ann) == 500 and staked(service, bob) == 500
+    assert [kind for kind, _ in wallet.calls].count("debit") == 2 and not wallet.rollbacks()
+    assert {seat["player_id"] for seat in operator_view(http, round_id)["seats"]} == {ann.player_id(), bob.player_id()}
+
+
+def test_a_timer_finds_another_process_closing_and_leaves_it_that_round(
+        http: TestClient, service: GameService, settings: Settings, clock: Clock, wallet: ContractWallet) -> None:
+    """Another process's timer, due while this process closes the table's betting (a former owner's late tick): it
+    leaves the round to this close at once, asking the operator nothing."""
+    ann, bob = new_guest(http), new_guest(http)
+    joined(service, clock, [ann, bob])
+    round_id = ann.get("/tables/multiplayer").json()["round"]["id"]
+    with another_process(settings, clock, wallet) as elsewhere:
+        other_service: GameService = elsewhere.app.state.service  # type: ignore[attr-defined]
+        timer: list[int | None] = []
+        calls: list[int] = []
+
+        def late_tick() -> None:
+            made = len(wallet.calls)
+            timer.append(other_service.close_betting("multiplayer", due=clock()))
+            calls.append(len(wallet.calls) - made)
+
+        when_debited(wallet, ann, late_tick)
+        assert service.close_betting("multiplayer") == round_id
+        wallet.after_debit = lambda: None
+    assert timer == [None] and calls == [0]
+    assert staked(service, ann) == 500 and staked(service, bob) == 500 and not wallet.rollbacks()
+
+
+def test_a_close_of_betting_retried_at_another_process_gets_the_first_answer(
+        http: TestClient, service: GameService, settings: Settings, clock: Clock, wallet: ContractWallet) -> None:
+    """The operator's close-betting request, retried with its key at another process while the first still asks the
+    operator (a load balancer's retry): the retry waits for the first's turn, and answers with its round, which the
+    first recorded with its deal. Before, it asked the operator for every seat's debit too; and, the first's answer
+    recorded only after its close, a retry between the two answered (and recorded) that no round was forming."""
+    ann, bob = new_guest(http), new_guest(http)
+    joined(service, clock, [ann, bob])
+    round_id = ann.get("/tables/multiplayer").json()["round"]["id"]
+    key = uuid.uuid4().hex
+    with another_process(settings, clock, wallet) as elsewhere:
+        refused = refused_a_turn(elsewhere.app.state.service)  # type: ignore[attr-defined]
+        answers: list[Any] = []
+        retry = threading.Thread(target=lambda: answers.append(
+            Client(elsewhere, OPERATOR, "operator").post("/admin/tables/multiplayer/close-betting", key=key)))
+
+        def retried() -> None:
+            retry.start()
+            for _ in range(100):
+                if refused.is_set() or not retry.is_alive():
+                    return
+                time.sleep(0.02)
+
+        when_debited(wallet, ann, retried)
+        close = service.close_betting
+
+        def slow_on_its_way_out(table_id: str) -> int | None:  # the retry has its turn before the first answers
+            closed = close(table_id)
+            time.sleep(0.3)
+            return closed
+
+        service.close_betting = slow_on_its_way_out  # type: ignore[method-assign]
+        first = Client(http, OPERATOR, "operator").post("/admin/tables/multiplayer/close-betting", key=key)
+        wallet.after_debit = lambda: None
+        retry.join(timeout=10)
+    assert first.status_code == 200 and first.json() == {"round_id": round_id}
+    assert [(again.status_code, again.json()) for again in answers] == [(200, {"round_id": round_id})]
+    assert [kind for kind, _ in wallet.calls].count("debit") == 2 and not wallet.rollbacks()
 
 
 def test_two_closes_in_one_process_take_turns(http: TestClient, service: GameService, clock: Clock,

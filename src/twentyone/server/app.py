@@ -38,6 +38,7 @@ from twentyone.server.context import Busy, Caller, ServiceError
 from twentyone.server.db import Database, migrate, worker_threads
 from twentyone.server.events import DROPPED_CODE
 from twentyone.server.guards import BodyLimit, RateLimiter, document_errors
+from twentyone.server.rounds import close_answer
 from twentyone.server.service import GameService
 from twentyone.server.tables import table_json
 from twentyone.server.wallet import OperatorWallet
@@ -400,7 +401,7 @@ def create_app(settings: Settings, operator_wallet: OperatorWallet | None = None
                 raise ServiceError(403, "Only the operator can do this.")
             if not service.table(table_id).shared:
                 raise ServiceError(409, f"{table_id!r} is a private table: it deals at once, with no betting window.")
-            return {"round_id": service.close_betting(table_id)}  # None: no round is forming there
+            return close_answer(service.close_betting(table_id))  # None: no round is forming there
 
         return await once(who, key, request, {}, work)
 

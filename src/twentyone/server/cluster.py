@@ -9,7 +9,9 @@ Two things cannot be shared that way, and this module handles them:
   ``pg_try_advisory_lock(key of the table)`` on a dedicated connection. The lock
   lives as long as that connection: when the process dies, PostgreSQL ends the
   session, frees the lock, and another process takes the table at its next tick.
-  A process that loses its connection owns nothing until it reconnects.
+  A process that loses its connection owns nothing until it reconnects. The same
+  connection holds, for its duration, a close of betting that asks an operator's
+  wallet for debits (:func:`betting_close`): one such close of a table at a time.
 - **Events** published in one process must reach WebSocket clients of every
   process. :class:`PostgresBroadcaster` delivers locally at once and sends the
   event to the others with ``NOTIFY``; a listener thread per process (its own
@@ -38,6 +40,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 from sqlalchemy import BigInteger, bindparam, func, select
 from sqlalchemy.engine import make_url
 
+from twentyone.server.context import Busy
 from twentyone.server.direct import READING, WriteInRead, defer
 from twentyone.server.events import QUEUE_LIMIT, Broadcaster
 
@@ -80,6 +83,12 @@ def table_timers(table_id: str) -> str:
     return f"table:{table_id}"
 
 
+def betting_close(table_id: str) -> str:
+    """The name a close of a table's betting holds while it asks an operator's wallet for the seats' debits and deals:
+    one such close at a time among every process (the timer's in one, the operator's button in another)."""
+    return f"closing:{table_id}"
+
+
 OUTBOX = "outbox"  # the operator-wallet retries: one process delivers them
 
 
@@ -106,6 +115,15 @@ class TimerOwnership(Protocol):
         """Of ``names``, those whose timers run in this process now (taking free ones)."""
         ...
 
+    def hold(self, name: str) -> bool:
+        """Take ``name`` for this process if no other process holds it (True), until :meth:`let_go`. Within one
+        process the caller takes turns by its own lock: this excludes the other processes."""
+        ...
+
+    def let_go(self, name: str) -> None:
+        """Give back what :meth:`hold` took."""
+        ...
+
     def close(self) -> None: ...
 
 
@@ -114,6 +132,12 @@ class LocalOwnership:
 
     def owned(self, names: Iterable[str]) -> set[str]:
         return set(names)
+
+    def hold(self, name: str) -> bool:
+        return True  # no other process
+
+    def let_go(self, name: str) -> None:
+        pass
 
     def close(self) -> None:
         pass
@@ -153,6 +177,33 @@ class AdvisoryOwnership:
                 self._reset()
                 return set()
             return names & self._held
+
+    def hold(self, name: str) -> bool:
+        """``pg_try_advisory_lock`` of ``name`` on the timers' connection: a lock that ends with this process, as its
+        tables' do. Storage trouble is :class:`~twentyone.server.context.Busy` (and, as at a tick, the connection and
+        every lock on it are let go)."""
+        import psycopg
+
+        with self._lock:
+            try:
+                row = self._connect().execute("SELECT pg_try_advisory_lock(%s)", [lock_key(name)]).fetchone()
+            except psycopg.Error as error:
+                log.warning("advisory lock %s not taken (%s); timer ownership let go", name, error)
+                self._reset()
+                raise Busy() from error
+            return bool(row and row[0])
+
+    def let_go(self, name: str) -> None:
+        import psycopg
+
+        with self._lock:
+            if self._connection is None:  # lost with its connection (and so let go by PostgreSQL)
+                return
+            try:
+                self._connection.execute("SELECT pg_advisory_unlock(%s)", [lock_key(name)])
+            except psycopg.Error as error:  # the connection's end lets go of it, and of the tables' locks
+                log.warning("advisory lock %s not let go (%s); timer ownership let go", name, error)
+                self._reset()
 
     def _connect(self) -> psycopg.Connection[Any]:
         import psycopg

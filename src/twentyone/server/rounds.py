@@ -15,8 +15,9 @@ from __future__ import annotations
 
 import logging
 import threading
-from collections.abc import Callable, Sequence
-from contextlib import AbstractContextManager, nullcontext
+import time
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import AbstractContextManager, contextmanager, nullcontext
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Any, cast
@@ -30,9 +31,9 @@ from twentyone.core.operations import COSTLY_ACTIONS, OFFER_ANSWERS, Action, Dec
 from twentyone.core.round import IllegalActionError, Phase
 from twentyone.core.round import Round as Engine
 from twentyone.server.accounts import Accounts
-from twentyone.server.cluster import lock_in_transaction
+from twentyone.server.cluster import LocalOwnership, TimerOwnership, betting_close, lock_in_transaction
 from twentyone.server.config import TableSpec
-from twentyone.server.context import Caller, ServiceError, aware
+from twentyone.server.context import Busy, Caller, ServiceError, aware
 from twentyone.server.direct import Record, Result, defer, defer_read, read_record, run, save
 from twentyone.server.events import Broadcaster
 from twentyone.server.live import FINISHED, LiveRounds, dealt_engine
@@ -59,6 +60,9 @@ OPEN = ("betting", "playing")
 # A close of betting asks an operator's wallet for the seats it has not asked for yet at most this many times before
 # its transaction (seats join while it asks: a power round's thousand take seconds); later joiners are asked inside.
 ASK_PASSES = 3
+# A close of betting waits this long (seconds) for another process's close of the table, asking every seat's debit
+# (1,000 seats at an operator answering in 20 ms: about 3 s), looking every CLOSE_POLL seconds whether it is done.
+CLOSE_WAIT, CLOSE_POLL = 30.0, 0.05
 ALONE_WINDOW = 3  # seconds a player alone at a shared table waits for others before the deal
 NOBODY = 0  # a player id no account has: a round as seen by someone without a seat in it
 
@@ -179,6 +183,8 @@ class Rounds:
         # After each commit that may owe the operator: what that commit wrote to the outbox.
         self.deliver_outbox: Callable[[], int] = lambda: self.deliver(fresh=True)
         self._closings: dict[str, threading.Lock] = {}  # one close of betting of a table at a time (close_betting)
+        # Which process's turn a close of betting is, among several on PostgreSQL (late-bound: the service's).
+        self.ownership: Callable[[], TimerOwnership] = LocalOwnership
         self._closing_guard = threading.Lock()
 
     # ------------------------------------------------------------ private
@@ -324,13 +330,16 @@ class Rounds:
         # An operator's wallet is asked for every seat's balance and debit before the transaction begins: a
         # transaction open meanwhile held the forming round's row (a join waited), and on SQLite the whole database's
         # write lock (every player's writes waited), for as long as the operator took: seconds at a power round.
-        # A retry of the operator's request is answered from its key before anyone is debited again.
-        self.store.applied_before()
-        # One close of a table at a time in this process (the timer's and the operator's button; joins at a table with
-        # no window): two asking at once debit every seat twice, and a player whose balance covers one stake is
-        # refused by the second debit, which may be the one whose close commits. (Two processes on PostgreSQL may
-        # still meet so, the timer in one and the button in the other: that player sits out, told why.)
-        with self._closing(table.id):
+        # One close of a table at a time, in this process (the timer's and the operator's button; joins at a table
+        # with no window) and among processes (the timer in one, the button in another): two asking at once debit
+        # every seat twice, and a player whose balance covers one stake is refused by the second debit, which may be
+        # the one whose close commits.
+        with self._closing(table.id), self._closing_everywhere(table.id, wait=due is None) as turn:
+            if not turn:  # the timer's: another process closes this table's betting now
+                return None
+            # A retry of the operator's request is answered from its key before anyone is debited again (the first,
+            # which recorded it with its deal, has had its turn: above).
+            self.store.applied_before()
             asked = AskedSeats(0, {})
             try:
                 self._ask_seats_ahead(table, due, asked)
@@ -343,6 +352,27 @@ class Rounds:
     def _closing(self, table_id: str) -> threading.Lock:
         with self._closing_guard:
             return self._closings.setdefault(table_id, threading.Lock())
+
+    @contextmanager
+    def _closing_everywhere(self, table_id: str, wait: bool) -> Iterator[bool]:
+        """This process's turn, among every process on the database, to close ``table_id``'s betting (True), held
+        for the block (``TimerOwnership.hold``: an advisory lock on PostgreSQL, nothing to take on SQLite). Another
+        process's close holding it: False at once (the timer's close, ``wait`` off: that close deals the round), or
+        waited for, polling, up to :data:`CLOSE_WAIT` seconds (the operator's button), then 503."""
+        ownership, name = self.ownership(), betting_close(table_id)
+        deadline = time.monotonic() + CLOSE_WAIT
+        while not ownership.hold(name):
+            if not wait:
+                yield False
+                return
+            if time.monotonic() > deadline:
+                raise Busy("Another server process is closing this table's betting: send the same request again in "
+                           "a moment.")
+            time.sleep(CLOSE_POLL)
+        try:
+            yield True
+        finally:
+            ownership.let_go(name)
 
     def _close_betting(self, table: TableSpec, due: datetime | None, asked: AskedSeats | None) -> int | None:
         round_id = None
@@ -406,6 +436,7 @@ class Rounds:
                     round_row.status = "void"
                     round_row.void_reason = "no seat could cover its bets"
                     round_row.settled_at = self.clock()  # when it ended: the operator's report by period counts it
+                    self.store.answer(session, close_answer(round_id))
                     return round_id
                 round_row.status = "playing"
                 round_row.decision_since = self.clock()
@@ -413,6 +444,9 @@ class Rounds:
                 assert shoe is not None
                 engine = self._deal_engine(round_row, shoe, dealt)
                 self._after_change(session, round_row, engine, table, dealt)
+                # The operator's close-betting request's answer, with its deal: a retry of it that waited for this
+                # close's turn finds it (close_betting), whichever process it reached.
+                self.store.answer(session, close_answer(round_id))
             self._remember(round_row, engine)
         except (ServiceError, AlreadyApplied, IntegrityError):
             raise
@@ -851,6 +885,15 @@ class Rounds:
         except Exception:
             log.exception("operator wallet delivery failed; retried at the next tick")
             return 0
+
+
+def close_answer(round_id: int | None) -> dict[str, Any]:
+    """The answer to the operator's close-betting request: the round it closed, or ``None`` when none was forming.
+
+    >>> close_answer(7)
+    {'round_id': 7}
+    """
+    return {"round_id": round_id}
 
 
 def _stake_key(round_row: Round, seat: RoundSeat) -> str:

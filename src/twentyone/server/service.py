@@ -66,6 +66,7 @@ class GameService:
         self.rounds = Rounds(self.store, self.registry, self.shoes, self.wallet, self.accounts, self.live,
                              self.events, clock)
         self.rounds.deliver_outbox = lambda: self._deliver_outbox()  # late-bound: tests stop delivery here
+        self.rounds.ownership = lambda: self.ownership
         self.slips = Slips(self.rounds)
         self.views = Views(self.store, self.live, self.registry.get)
         # The façade's verbs: each belongs to one part.
