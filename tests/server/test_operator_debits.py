@@ -948,6 +948,33 @@ def test_a_request_sends_the_operator_what_it_wrote_to_the_outbox_and_nothing_el
                                        ("rollback", "pending")]
 
 
+def test_the_tick_leaves_a_call_a_request_is_sending_to_it(http: TestClient, service: GameService,
+                                                            wallet: ContractWallet) -> None:
+    """Bob's win is sent by his request after its commit; the outbox's tick, running while the operator has not yet
+    answered it, leaves that call to the request. Before, the tick sent it too: the operator had it twice, and two
+    attempts could be counted for one (the listing of calls overstated them)."""
+    bob = new_guest(http)
+    service.stacked.append(DOUBLE_WINS)
+    bob.bet("classic", 500)
+    round_id = bob.post("/tables/classic/deal").json()["id"]
+    credit, once, ticked = wallet.credit, threading.Lock(), threading.Event()
+
+    def tick_meanwhile(player: str, currency: str, amount: int, tx_id: str, round_id: int | None) -> None:
+        if once.acquire(blocking=False):  # the request's send: the tick runs before the operator answers it
+            tick = threading.Thread(target=lambda: (service.tick(), ticked.set()))
+            tick.start()
+            tick.join(timeout=10)
+        credit(player, currency, amount, tx_id, round_id)
+
+    wallet.credit = tick_meanwhile  # type: ignore[method-assign]
+    assert bob.act(round_id, "double").json()["status"] == "settled"
+    assert ticked.is_set() and [kind for kind, _ in wallet.calls].count("credit") == 1
+    assert wallet.balance(owner(bob), "USD") == wallet.start + 1000
+    with service.db.sessions() as session:
+        assert session.execute(select(WalletCall.status, WalletCall.attempts)
+                               .where(WalletCall.kind == "credit")).all() == [("done", 1)]
+
+
 def test_the_operator_lists_the_calls_its_wallet_has_not_taken(http: TestClient, service: GameService,
                                                                 settings: Settings, wallet: ContractWallet) -> None:
     """A call the operator refuses stays pending (nothing is given up); before, only the ``wallet_calls`` table and the

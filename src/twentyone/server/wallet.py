@@ -483,6 +483,9 @@ class RemoteWallet:
         self._owed_lock = threading.Lock()
         # Per thread: the outbox rows its committed transactions wrote, for it to send at once (deliver(fresh=True)).
         self._fresh = threading.local()
+        # The outbox calls a delivery of this process is sending now (by tx id): another delivery leaves them to it.
+        self._sending: set[str] = set()
+        self._sending_lock = threading.Lock()
 
     def balance(self, player_id: int, currency: str) -> int:
         for attempt in range(self.attempts):
@@ -712,8 +715,11 @@ class RemoteWallet:
         No transaction is open while the operator is called: the pending rows are read, sent, and their outcomes
         written by a second, short transaction. On SQLite a write transaction holds the one write lock of the whole
         database, and a call over the network inside one held up every other player's writes for as long as the
-        operator took to answer. Two deliveries may send the same call meanwhile (the tick's and a request's): the
-        operator applies it once (the contract: idempotent by ``tx_id``).
+        operator took to answer. Two deliveries of this process never send one call at once (the tick's and a
+        request's: the second leaves it to the first, :meth:`_claim`). Two of different processes may, and one may send
+        a call again that another has just recorded done: the operator applies it once (the contract: idempotent by
+        ``tx_id``), and an outcome written after it was recorded done counts no attempt (its row is pending no
+        longer).
         """
         ids = self._take_fresh()  # sent now, or by the tick: in both cases no longer this thread's to send
         if self._owed or recover:
@@ -727,16 +733,29 @@ class RemoteWallet:
         pending = select(WALLET_CALLS).where(WALLET_CALLS.c.status == "pending")
         pending = pending.where(WALLET_CALLS.c.tx_id.in_(ids)) if fresh else pending
         with read() as session:
-            calls = session.execute(pending.order_by(WALLET_CALLS.c.id)).all()
-        outcomes = [(call, self._send_call(call)) for call in calls]
-        if outcomes:
-            with write() as session:
-                for call, error in outcomes:  # a call another delivery recorded done meanwhile stays done
-                    session.execute(update(WALLET_CALLS).where(WALLET_CALLS.c.tx_id == call.tx_id,
-                                                               WALLET_CALLS.c.status == "pending")
-                                    .values(attempts=WALLET_CALLS.c.attempts + 1, last_error=error,
-                                            status="pending" if error is not None else "done"))
+            calls = self._claim(session.execute(pending.order_by(WALLET_CALLS.c.id)).all())
+        try:
+            outcomes = [(call, self._send_call(call)) for call in calls]
+            if outcomes:
+                with write() as session:
+                    for call, error in outcomes:  # a call another delivery recorded done meanwhile stays done
+                        session.execute(update(WALLET_CALLS).where(WALLET_CALLS.c.tx_id == call.tx_id,
+                                                                   WALLET_CALLS.c.status == "pending")
+                                        .values(attempts=WALLET_CALLS.c.attempts + 1, last_error=error,
+                                                status="pending" if error is not None else "done"))
+        finally:  # after its outcome is written: a delivery that reads the row later reads it done
+            with self._sending_lock:
+                self._sending.difference_update(call.tx_id for call in calls)
         return sum(1 for _, error in outcomes if error is None)
+
+    def _claim(self, calls: Sequence[Row[Any]]) -> list[Row[Any]]:
+        """Of ``calls``, those no other delivery of this process is sending: this one's to send, until it lets go.
+        Before, the tick and a request sent one call at once, each counting an attempt (and the listing of calls,
+        ``GET /admin/wallet/calls``, overstated them)."""
+        with self._sending_lock:
+            mine = [call for call in calls if call.tx_id not in self._sending]
+            self._sending.update(call.tx_id for call in mine)
+        return mine
 
     def _send_call(self, call: Row[Any]) -> str | None:
         """Send one outbox call: None once the operator took it, else why not (it stays pending)."""
