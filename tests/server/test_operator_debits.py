@@ -603,6 +603,19 @@ def refused_a_turn(service: GameService) -> threading.Event:
     return refused
 
 
+def started_until_refused(close: threading.Thread, refused: threading.Event) -> Callable[[], None]:
+    """What starts ``close`` (in another process) and waits until that process is refused its turn, or the close ends
+    (as it did before closes took turns among processes, having asked the operator and dealt), 2 s at most."""
+    def start() -> None:
+        close.start()
+        for _ in range(100):
+            if refused.is_set() or not close.is_alive():
+                return
+            time.sleep(0.02)
+
+    return start
+
+
 def when_debited(wallet: ContractWallet, player: Client, then: Callable[[], None]) -> None:
     """Run ``then`` once, from the operator's wallet, just after the first debit of ``player`` applied."""
     once, before = threading.Lock(), wallet.balance(owner(player), "USD")
@@ -630,14 +643,7 @@ def test_two_processes_close_one_round_in_turn(http: TestClient, service: GameSe
         other: list[int | None] = []
         button = threading.Thread(target=lambda: other.append(other_service.close_betting("multiplayer")))
 
-        def press_the_button() -> None:  # and wait until it is refused its turn (before, until it dealt)
-            button.start()
-            for _ in range(100):
-                if refused.is_set() or not button.is_alive():
-                    return
-                time.sleep(0.02)
-
-        when_debited(wallet, ann, press_the_button)
+        when_debited(wallet, ann, started_until_refused(button, refused))
         assert service.close_betting("multiplayer", due=clock()) == round_id
         wallet.after_debit = lambda: None
         button.join(timeout=10)
@@ -687,14 +693,7 @@ def test_a_close_of_betting_retried_at_another_process_gets_the_first_answer(
         retry = threading.Thread(target=lambda: answers.append(
             Client(elsewhere, OPERATOR, "operator").post("/admin/tables/multiplayer/close-betting", key=key)))
 
-        def retried() -> None:
-            retry.start()
-            for _ in range(100):
-                if refused.is_set() or not retry.is_alive():
-                    return
-                time.sleep(0.02)
-
-        when_debited(wallet, ann, retried)
+        when_debited(wallet, ann, started_until_refused(retry, refused))
         close = service.close_betting
 
         def slow_on_its_way_out(table_id: str) -> int | None:  # the retry has its turn before the first answers
