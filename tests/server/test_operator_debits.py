@@ -30,9 +30,9 @@ from sqlalchemy import exc as db_errors
 from test_faults import Server
 from test_lock_order import account_id, bobs_double_to_come, joined, libpq_url, wait_for_a_lock_wait
 
-from twentyone.server import rounds
+from twentyone.server import cluster, db, rounds
 from twentyone.server.app import create_app
-from twentyone.server.cluster import OUTBOX, LocalOwnership
+from twentyone.server.cluster import OUTBOX, LocalOwnership, betting_close
 from twentyone.server.config import Settings
 from twentyone.server.context import Busy
 from twentyone.server.journal import JOURNALS, Debit, DebitJournal
@@ -349,14 +349,11 @@ def test_a_seat_whose_debit_timed_out_at_the_close_has_its_rollback_in_the_outbo
     assert anns["staked"] == 500 and wallet.balance(owner(ann), "USD") == wallet.start - 500 + anns["returned"]
 
 
-class NotTheOutboxOwner:
+class NotTheOutboxOwner(LocalOwnership):
     """Timer ownership of a process that holds every table's timers but not the outbox's (another process has it)."""
 
     def owned(self, names: Any) -> set[str]:
         return {name for name in names if name != OUTBOX}
-
-    def close(self) -> None:
-        return None
 
 
 def test_a_process_that_does_not_deliver_the_outbox_writes_its_rollbacks_owed_at_its_tick(
@@ -379,8 +376,9 @@ def test_a_commit_whose_answer_is_lost_keeps_or_rolls_back_its_debit_as_it_went(
         committed: bool, http: TestClient, service: GameService, wallet: ContractWallet,
         monkeypatch: pytest.MonkeyPatch) -> None:
     """PostgreSQL: the deal's held writes go with its COMMIT, and the connection is lost after the COMMIT applied (its
-    answer lost) or before. Both look alike to the process (a 503); the debit's row in the outbox tells them apart:
-    kept where the stake committed, rolled back where it did not."""
+    answer lost) or before. Both look alike to the process; the debit's row in the outbox tells them apart: kept
+    where the stake committed, rolled back where it did not. The request's key tells them apart too: committed, the
+    deal is answered with the round its COMMIT recorded, as a retry would be; not, with a 503."""
     if service.db.engine.dialect.name != "postgresql":
         pytest.skip("held writes, sent with the COMMIT, are PostgreSQL's")
     from twentyone.server import direct
@@ -401,7 +399,9 @@ def test_a_commit_whose_answer_is_lost_keeps_or_rolls_back_its_debit_as_it_went(
     guest.bet("classic", 500)
     armed["on"] = True
     answer = guest.post("/tables/classic/deal")
-    assert answer.status_code == 503 and not armed["on"], answer.json()
+    assert answer.status_code == (200 if committed else 503) and not armed["on"], answer.json()
+    if committed:
+        assert answer.json()["status"] == "playing" and answer.json()["me"]["staked"] == 500
     service.tick()
     assert not service.wallet.owes()
     assert staked(service, guest) == (500 if committed else 0)
@@ -708,6 +708,198 @@ def test_a_close_of_betting_retried_at_another_process_gets_the_first_answer(
     assert first.status_code == 200 and first.json() == {"round_id": round_id}
     assert [(again.status_code, again.json()) for again in answers] == [(200, {"round_id": round_id})]
     assert [kind for kind, _ in wallet.calls].count("debit") == 2 and not wallet.rollbacks()
+
+
+def test_a_close_longer_than_the_idle_session_timeout_keeps_its_turn(
+        http: TestClient, service: GameService, settings: Settings, clock: Clock, wallet: ContractWallet,
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """The timers' connection, whose advisory lock holds a close's turn, ends after ``idle_session_timeout`` of
+    silence (30 s; 1 s here). A close that asks the operator longer than that (1,000 seats at a slow operator) keeps
+    the connection alive, and its turn with it: the other process's button still waits. Before, PostgreSQL ended the
+    session mid-close, the button got in, and Ann (700 for a stake of 500) sat out (found by review)."""
+    monkeypatch.setattr(cluster, "IDLE_SESSION_TIMEOUT_MS", 1000)
+    ann, bob = new_guest(http), new_guest(http)
+    joined(service, clock, [ann, bob])
+    wallet.balances[owner(ann)] = 700
+    round_id = ann.get("/tables/multiplayer").json()["round"]["id"]
+    with another_process(settings, clock, wallet) as elsewhere:
+        other_service: GameService = elsewhere.app.state.service  # type: ignore[attr-defined]
+        refused = refused_a_turn(other_service)
+        other: list[int | None] = []
+        button = threading.Thread(target=lambda: other.append(other_service.close_betting("multiplayer")))
+        press = started_until_refused(button, refused)
+
+        def slow_operator() -> None:  # silent on the timers' connection longer than its idle timeout
+            time.sleep(1.5)
+            press()
+
+        when_debited(wallet, ann, slow_operator)
+        assert service.close_betting("multiplayer", due=clock()) == round_id
+        wallet.after_debit = lambda: None
+        button.join(timeout=10)
+    assert other == [None] and staked(service, ann) == 500 and staked(service, bob) == 500
+    assert [kind for kind, _ in wallet.calls].count("debit") == 2 and not wallet.rollbacks()
+
+
+def test_a_button_waiting_for_another_process_holds_up_no_timer(
+        http: TestClient, service: GameService, settings: Settings, clock: Clock, wallet: ContractWallet,
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """The operator's button in this process waits while another process closes the table: this process's tick,
+    the table due, leaves it to them and goes on (decision time-outs, other tables, the outbox). Before, the tick
+    waited at this process's lock for as long as the button waited (found by review)."""
+    monkeypatch.setattr(rounds, "CLOSE_WAIT", 5.0)
+    ann, bob = new_guest(http), new_guest(http)
+    joined(service, clock, [ann, bob])
+    with another_process(settings, clock, wallet) as elsewhere:
+        other_service: GameService = elsewhere.app.state.service  # type: ignore[attr-defined]
+        assert other_service.ownership.hold(betting_close("multiplayer"))  # the other process's close, under way
+        refused = refused_a_turn(service)
+        waited: list[Exception] = []
+
+        def button() -> None:
+            try:
+                service.close_betting("multiplayer")
+            except Busy as error:
+                waited.append(error)
+
+        pressed = threading.Thread(target=button)
+        started_until_refused(pressed, refused)()
+        assert service.tick()["dealt"] == 0
+        assert pressed.is_alive()  # the tick came back while the button still waits
+        other_service.ownership.let_go(betting_close("multiplayer"))
+        pressed.join(timeout=10)
+    assert not waited and ann.get("/tables/multiplayer").json()["round"]["status"] == "playing"
+
+
+def test_a_retry_whose_turn_comes_once_a_new_round_forms_debits_nobody(
+        http: TestClient, service: GameService, settings: Settings, clock: Clock, wallet: ContractWallet) -> None:
+    """The operator's close-betting request, retried at another process, has its turn only once the first's round
+    has settled and a new one is forming: it is looked up after its turn, so it answers with the first's round and
+    asks the operator nothing for the new one. (Looked up before its turn, it asked for every new seat's debit, and
+    rolled them back at its key.)"""
+    ann, bob = new_guest(http), new_guest(http)
+    joined(service, clock, [ann, bob])
+    key = uuid.uuid4().hex
+    operator = Client(http, OPERATOR, "operator")
+    with another_process(settings, clock, wallet) as elsewhere:
+        other_service: GameService = elsewhere.app.state.service  # type: ignore[attr-defined]
+        hold, formed, refused = other_service.ownership.hold, threading.Event(), threading.Event()
+
+        def held_back(name: str) -> bool:  # no turn until a new round forms
+            if not formed.is_set():
+                refused.set()
+                return False
+            return hold(name)
+
+        other_service.ownership.hold = held_back  # type: ignore[method-assign]
+        answers: list[Any] = []
+        retry = threading.Thread(target=lambda: answers.append(
+            Client(elsewhere, OPERATOR, "operator").post("/admin/tables/multiplayer/close-betting", key=key)))
+        when_debited(wallet, ann, started_until_refused(retry, refused))
+        first = operator.post("/admin/tables/multiplayer/close-betting", key=key)
+        wallet.after_debit = lambda: None
+        round_id = first.json()["round_id"]
+        for _ in range(20):
+            if ann.get(f"/rounds/{round_id}").json()["status"] != "playing":
+                break
+            service.rounds.auto_decide(round_id)
+        joined(service, clock, [ann, bob])
+        made = len(wallet.calls)
+        formed.set()
+        retry.join(timeout=10)
+    assert [(again.status_code, again.json()) for again in answers] == [(200, first.json())]
+    assert wallet.calls[made:] == [] and not wallet.rollbacks()
+
+
+def test_a_retry_of_a_close_that_found_no_round_closes_none_formed_since(
+        http: TestClient, service: GameService, clock: Clock, wallet: ContractWallet) -> None:
+    """The operator's close-betting request finds no round forming; its retry comes once a round has formed, before
+    the first has answered: it gets the first's answer (none) and leaves the new round to its window. Before, that
+    answer was recorded only after the close's turn ended, and the retry closed the new round early (found by
+    review)."""
+    ann, bob = new_guest(http), new_guest(http)
+    operator, key = Client(http, OPERATOR, "operator"), uuid.uuid4().hex
+    close, closed, go_on = service.close_betting, threading.Event(), threading.Event()
+
+    def slow_on_its_way_out(table_id: str) -> int | None:
+        found = close(table_id)
+        closed.set()
+        go_on.wait(timeout=10)
+        return found
+
+    service.close_betting = slow_on_its_way_out  # type: ignore[method-assign]
+    answers: list[Any] = []
+    first = threading.Thread(target=lambda: answers.append(
+        operator.post("/admin/tables/multiplayer/close-betting", key=key)))
+    first.start()
+    assert closed.wait(timeout=10)
+    service.close_betting = close  # type: ignore[method-assign]
+    for player in (ann, bob):
+        player.bet("multiplayer", 500)
+        assert player.post("/tables/multiplayer/deal").status_code == 200
+    again = operator.post("/admin/tables/multiplayer/close-betting", key=key)
+    go_on.set()
+    first.join(timeout=10)
+    assert (again.status_code, again.json()) == (200, {"round_id": None})
+    assert [(answer.status_code, answer.json()) for answer in answers] == [(200, {"round_id": None})]
+    assert ann.get("/tables/multiplayer").json()["round"]["status"] == "betting" and not wallet.calls
+
+
+def test_a_join_at_a_table_with_no_window_whose_close_is_busy_is_answered_joined(
+        http: TestClient, service: GameService, clock: Clock, wallet: ContractWallet) -> None:
+    """At a shared table with no betting window each join closes the betting at once. When that close cannot be
+    made now (another process's close of the table held it past its wait; storage trouble), the join, committed, is
+    answered with its round, which the timer's next tick deals. Before, it was a 503 that said nothing had changed."""
+    operator = Client(http, OPERATOR, "operator")
+    assert operator.post("/admin/tables", {
+        "id": "at-once", "name": "No window", "variant": "multiplayer", "currency": "USD", "chips": [100, 500],
+        "limits": {"main": [100, 100000]}, "seats": 7, "decision_timeout": 600,
+        "betting_window": 0}).status_code == 201
+    ann = new_guest(http)
+
+    def busy(table_id: str, due: Any = None) -> int | None:
+        raise Busy()
+
+    close, service.rounds.close_betting = service.rounds.close_betting, busy  # type: ignore[method-assign]
+    ann.bet("at-once", 500)
+    joined_at = ann.post("/tables/at-once/deal")
+    service.rounds.close_betting = close  # type: ignore[method-assign]
+    assert joined_at.status_code == 200 and joined_at.json()["status"] == "betting"
+    assert service.tick()["dealt"] == 1
+    assert ann.get(f"/rounds/{joined_at.json()['id']}").json()["status"] in ("playing", "settled")
+    assert staked(service, ann) == 500
+
+
+def test_a_close_voided_at_its_commit_keeps_its_answer_for_a_retry(
+        http: TestClient, service: GameService, clock: Clock, wallet: ContractWallet,
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """The close's deal fails at its COMMIT (an error storage does not call trouble): the round is voided and the
+    request answers with it; a retry with its key gets that answer. Before, the answer counted as recorded by the
+    transaction that rolled back, so none was kept, and the retry ran the close again (found by review)."""
+    ann, bob = new_guest(http), new_guest(http)
+    joined(service, clock, [ann, bob])
+    round_id = ann.get("/tables/multiplayer").json()["round"]["id"]
+    after_change, commit = service.rounds._after_change, db.commit_held
+    dealt = threading.Event()
+
+    def deal_then_mark(*args: Any, **kwargs: Any) -> None:
+        after_change(*args, **kwargs)
+        dealt.set()
+
+    def commit_fails_once_dealt(session: Any) -> None:
+        if dealt.is_set():
+            dealt.clear()
+            raise db_errors.InternalError("COMMIT", {}, Exception("could not commit"))
+        commit(session)
+
+    monkeypatch.setattr(service.rounds, "_after_change", deal_then_mark)
+    monkeypatch.setattr(db, "commit_held", commit_fails_once_dealt)
+    operator, key = Client(http, OPERATOR, "operator"), uuid.uuid4().hex
+    first = operator.post("/admin/tables/multiplayer/close-betting", key=key)
+    assert (first.status_code, first.json()) == (200, {"round_id": round_id})
+    assert ann.get(f"/rounds/{round_id}").json()["status"] == "void"
+    again = operator.post("/admin/tables/multiplayer/close-betting", key=key)
+    assert (again.status_code, again.json()) == (200, first.json())
 
 
 def test_two_closes_in_one_process_take_turns(http: TestClient, service: GameService, clock: Clock,

@@ -149,13 +149,21 @@ class AdvisoryOwnership:
     A lock once taken is kept until the process ends (or loses the connection):
     ownership does not move while its owner is alive, so a table's timers never
     run in two processes at once, and a dead owner's tables are free at once.
+    The locks :meth:`hold` takes are held until :meth:`let_go`; while any is,
+    a thread keeps the connection from falling silent for as long as
+    ``idle_session_timeout``, which would end it and its locks (a close that
+    asks the operator for a thousand debits may take longer than the ticks'
+    gap, and the timer's close runs on the tick's own thread).
     """
 
     def __init__(self, url: str) -> None:
         self.url = url
         self._connection: psycopg.Connection[Any] | None = None
         self._held: set[str] = set()
+        self._holding: set[str] = set()  # hold's, until let go
         self._lock = threading.Lock()
+        self._beats: threading.Thread | None = None
+        self._closed = threading.Event()
 
     def owned(self, names: Iterable[str]) -> set[str]:
         import psycopg
@@ -191,14 +199,22 @@ class AdvisoryOwnership:
                 log.warning("advisory lock %s not taken (%s); timer ownership let go", name, error)
                 self._reset()
                 raise Busy() from error
-            return bool(row and row[0])
+            taken = bool(row and row[0])
+            if taken:
+                self._holding.add(name)
+                if self._beats is None:
+                    self._beats = threading.Thread(target=self._keep_alive, name="twentyone-advisory-beats",
+                                                   daemon=True)
+                    self._beats.start()
+            return taken
 
     def let_go(self, name: str) -> None:
         import psycopg
 
         with self._lock:
-            if self._connection is None:  # lost with its connection (and so let go by PostgreSQL)
+            if name not in self._holding or self._connection is None:  # lost with its connection (so let go)
                 return
+            self._holding.discard(name)
             try:
                 self._connection.execute("SELECT pg_advisory_unlock(%s)", [lock_key(name)])
             except psycopg.Error as error:  # the connection's end lets go of it, and of the tables' locks
@@ -209,7 +225,7 @@ class AdvisoryOwnership:
         import psycopg
 
         if self._connection is None or self._connection.closed:
-            self._held = set()
+            self._held, self._holding = set(), set()
             self._connection = _connect(self.url, "timers")
             # PostgreSQL 14+: a frozen owner's session (and its locks) ends after this much silence.
             with contextlib.suppress(psycopg.Error):
@@ -217,8 +233,24 @@ class AdvisoryOwnership:
                                          [str(IDLE_SESSION_TIMEOUT_MS)])
         return self._connection
 
+    def _keep_alive(self) -> None:
+        """While a lock :meth:`hold` took is held: a statement every third of ``idle_session_timeout``. (A frozen
+        process's thread is frozen too: its session still ends, and its locks with it.)"""
+        import psycopg
+
+        while not self._closed.wait(IDLE_SESSION_TIMEOUT_MS / 3000):
+            with self._lock:
+                if not self._holding or self._connection is None:
+                    continue
+                try:
+                    self._connection.execute("SELECT 1")
+                except psycopg.Error as error:
+                    log.warning("advisory locks %s lost (%s); timer ownership let go", sorted(self._holding), error)
+                    self._reset()
+
     def _reset(self) -> None:
         self._held = set()
+        self._holding = set()
         if self._connection is not None:
             with contextlib.suppress(Exception):  # closing a broken connection
                 self._connection.close()
@@ -226,6 +258,7 @@ class AdvisoryOwnership:
 
     def close(self) -> None:
         """Give every table back (a clean shutdown): other processes take them at their next tick."""
+        self._closed.set()
         with self._lock:
             self._reset()
 

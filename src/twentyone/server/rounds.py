@@ -301,7 +301,11 @@ class Rounds:
                 news["round"] = opening
             self.events.publish(table.id, news)
         if table.betting_window <= 0:
-            self.close_betting(table.id)
+            try:
+                self.close_betting(table.id)
+            except Busy:  # the join committed: its round is dealt by the timer's next tick instead (it is due)
+                log.warning("the close of %s's betting after a join was busy; left to the timer", table.id)
+                return body
             return self.view_of(caller, round_id)
         return body
 
@@ -334,8 +338,8 @@ class Rounds:
         # with no window) and among processes (the timer in one, the button in another): two asking at once debit
         # every seat twice, and a player whose balance covers one stake is refused by the second debit, which may be
         # the one whose close commits.
-        with self._closing(table.id), self._closing_everywhere(table.id, wait=due is None) as turn:
-            if not turn:  # the timer's: another process closes this table's betting now
+        with self._turn_to_close(table.id, wait=due is None) as turn:
+            if not turn:  # the timer's: another close of this table's betting is under way
                 return None
             # A retry of the operator's request is answered from its key before anyone is debited again (the first,
             # which recorded it with its deal, has had its turn: above).
@@ -354,25 +358,34 @@ class Rounds:
             return self._closings.setdefault(table_id, threading.Lock())
 
     @contextmanager
-    def _closing_everywhere(self, table_id: str, wait: bool) -> Iterator[bool]:
-        """This process's turn, among every process on the database, to close ``table_id``'s betting (True), held
-        for the block (``TimerOwnership.hold``: an advisory lock on PostgreSQL, nothing to take on SQLite). Another
-        process's close holding it: False at once (the timer's close, ``wait`` off: that close deals the round), or
-        waited for, polling, up to :data:`CLOSE_WAIT` seconds (the operator's button), then 503."""
-        ownership, name = self.ownership(), betting_close(table_id)
-        deadline = time.monotonic() + CLOSE_WAIT
-        while not ownership.hold(name):
-            if not wait:
-                yield False
-                return
-            if time.monotonic() > deadline:
-                raise Busy("Another server process is closing this table's betting: send the same request again in "
-                           "a moment.")
-            time.sleep(CLOSE_POLL)
+    def _turn_to_close(self, table_id: str, wait: bool) -> Iterator[bool]:
+        """The turn to close ``table_id``'s betting (True), held for the block: in this process (a lock of the
+        table's), then among every process on the database (``TimerOwnership.hold``: an advisory lock on PostgreSQL,
+        nothing more to take on SQLite). Another close holding it: False at once for the timer's close (``wait``
+        off: that close deals the round, and the tick goes on to its other tables), or waited for by the operator's
+        button and a join at a table with no window, in this process as long as it takes, from another process
+        polling for up to :data:`CLOSE_WAIT` seconds, then 503."""
+        here = self._closing(table_id)
+        if not here.acquire(blocking=wait):
+            yield False
+            return
         try:
-            yield True
+            ownership, name = self.ownership(), betting_close(table_id)
+            deadline = time.monotonic() + CLOSE_WAIT
+            while not ownership.hold(name):
+                if not wait:
+                    yield False
+                    return
+                if time.monotonic() > deadline:
+                    raise Busy("Another server process is closing this table's betting: send the same request again "
+                               "in a moment.")
+                time.sleep(CLOSE_POLL)
+            try:
+                yield True
+            finally:
+                ownership.let_go(name)
         finally:
-            ownership.let_go(name)
+            here.release()
 
     def _close_betting(self, table: TableSpec, due: datetime | None, asked: AskedSeats | None) -> int | None:
         round_id = None
@@ -385,6 +398,8 @@ class Rounds:
                 if round_row is None or (due is not None and closes is not None and closes > due):
                     if asked is not None:  # closed meanwhile by another, or a new round formed: nothing to stake
                         self._release_asked(session, asked, list(asked.seats.values()))
+                    # Recorded before the turn ends, as a round's is: a retry waiting for the turn finds it.
+                    self.store.answer(session, close_answer(None))
                     return None
                 round_id = round_row.id
                 dealt: list[RoundSeat] = []

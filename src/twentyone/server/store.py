@@ -200,12 +200,22 @@ class Store:
 
     @contextmanager
     def write(self) -> Iterator[Session]:
-        """One write transaction; the request's key, if any, is checked first and recorded with the answer."""
+        """One write transaction; the request's key, if any, is checked first and recorded with the answer.
+
+        An answer recorded in a transaction that does not commit is not recorded: the request's answer is then kept
+        after its work (:meth:`idempotent`), as if none had been (a close of betting whose deal fails at its commit
+        voids the round, and answers with it; before, a retry with its key ran the close again)."""
         pending: _Pending | None = getattr(self._local, "pending", None)
-        with storage_trouble_as_busy(), self.db.transaction() as session:
-            if pending is not None and not pending.recorded:
-                _check_key(session, pending, self.strict_twins)
-            yield session
+        answered = pending is None or pending.recorded
+        try:
+            with storage_trouble_as_busy(), self.db.transaction() as session:
+                if pending is not None and not pending.recorded:
+                    _check_key(session, pending, self.strict_twins)
+                yield session
+        except BaseException:
+            if pending is not None and not answered:
+                pending.recorded = False
+            raise
 
     @contextmanager
     def write_apart(self) -> Iterator[Session]:
