@@ -633,6 +633,14 @@ def test_two_processes_close_one_round_in_turn(http: TestClient, service: GameSe
     for the other close's turn, then finds the round dealt. Ann, whose balance covers one stake (700 for 500), is
     dealt. Before, the second close asked the operator at once: the first had debited Ann, so hers was refused, and
     when the second committed first she sat out."""
+    one_stake_dealt_while_another_process_presses(http, service, settings, clock, wallet, operator_silent=0)
+
+
+def one_stake_dealt_while_another_process_presses(http: TestClient, service: GameService, settings: Settings,
+                                                  clock: Clock, wallet: ContractWallet, operator_silent: float) -> None:
+    """This process's timer closes Ann's and Bob's round (Ann's balance covers one stake); just after Ann's debit, and
+    ``operator_silent`` seconds of the operator's, another process's button is pressed. It waits for the turn and
+    finds the round dealt: Ann and Bob dealt, each debited once."""
     ann, bob = new_guest(http), new_guest(http)
     joined(service, clock, [ann, bob])
     wallet.balances[owner(ann)] = 700
@@ -642,8 +650,13 @@ def test_two_processes_close_one_round_in_turn(http: TestClient, service: GameSe
         refused = refused_a_turn(other_service)
         other: list[int | None] = []
         button = threading.Thread(target=lambda: other.append(other_service.close_betting("multiplayer")))
+        press = started_until_refused(button, refused)
 
-        when_debited(wallet, ann, started_until_refused(button, refused))
+        def slow_operator() -> None:
+            time.sleep(operator_silent)
+            press()
+
+        when_debited(wallet, ann, slow_operator)
         assert service.close_betting("multiplayer", due=clock()) == round_id
         wallet.after_debit = lambda: None
         button.join(timeout=10)
@@ -718,27 +731,8 @@ def test_a_close_longer_than_the_idle_session_timeout_keeps_its_turn(
     the connection alive, and its turn with it: the other process's button still waits. Before, PostgreSQL ended the
     session mid-close, the button got in, and Ann (700 for a stake of 500) sat out (found by review)."""
     monkeypatch.setattr(cluster, "IDLE_SESSION_TIMEOUT_MS", 1000)
-    ann, bob = new_guest(http), new_guest(http)
-    joined(service, clock, [ann, bob])
-    wallet.balances[owner(ann)] = 700
-    round_id = ann.get("/tables/multiplayer").json()["round"]["id"]
-    with another_process(settings, clock, wallet) as elsewhere:
-        other_service: GameService = elsewhere.app.state.service  # type: ignore[attr-defined]
-        refused = refused_a_turn(other_service)
-        other: list[int | None] = []
-        button = threading.Thread(target=lambda: other.append(other_service.close_betting("multiplayer")))
-        press = started_until_refused(button, refused)
-
-        def slow_operator() -> None:  # silent on the timers' connection longer than its idle timeout
-            time.sleep(1.5)
-            press()
-
-        when_debited(wallet, ann, slow_operator)
-        assert service.close_betting("multiplayer", due=clock()) == round_id
-        wallet.after_debit = lambda: None
-        button.join(timeout=10)
-    assert other == [None] and staked(service, ann) == 500 and staked(service, bob) == 500
-    assert [kind for kind, _ in wallet.calls].count("debit") == 2 and not wallet.rollbacks()
+    # The operator silent on the timers' connection longer than its idle timeout.
+    one_stake_dealt_while_another_process_presses(http, service, settings, clock, wallet, operator_silent=1.5)
 
 
 def test_a_button_waiting_for_another_process_holds_up_no_timer(
@@ -750,6 +744,7 @@ def test_a_button_waiting_for_another_process_holds_up_no_timer(
     monkeypatch.setattr(rounds, "CLOSE_WAIT", 5.0)
     ann, bob = new_guest(http), new_guest(http)
     joined(service, clock, [ann, bob])
+    round_id = ann.get("/tables/multiplayer").json()["round"]["id"]
     with another_process(settings, clock, wallet) as elsewhere:
         other_service: GameService = elsewhere.app.state.service  # type: ignore[attr-defined]
         assert other_service.ownership.hold(betting_close("multiplayer"))  # the other process's close, under way
@@ -768,7 +763,33 @@ def test_a_button_waiting_for_another_process_holds_up_no_timer(
         assert pressed.is_alive()  # the tick came back while the button still waits
         other_service.ownership.let_go(betting_close("multiplayer"))
         pressed.join(timeout=10)
-    assert not waited and ann.get("/tables/multiplayer").json()["round"]["status"] == "playing"
+    # Dealt by the button (a dealer's blackjack settles it at the deal).
+    assert not waited and ann.get(f"/rounds/{round_id}").json()["status"] in ("playing", "settled")
+
+
+def test_a_button_waits_for_a_close_in_its_own_process_no_longer_than_close_wait(
+        http: TestClient, service: GameService, clock: Clock, wallet: ContractWallet,
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """A close of the table under way in this process (here: its lock held) for longer than ``CLOSE_WAIT``: the
+    button answers 503, as when it waits for another process. Before, it waited on this process's lock for as long as
+    that took, then up to ``CLOSE_WAIT`` more, a request thread held all the while (found by review)."""
+    monkeypatch.setattr(rounds, "CLOSE_WAIT", 0.3)
+    ann, bob = new_guest(http), new_guest(http)
+    joined(service, clock, [ann, bob])
+    outcome: list[Any] = []
+
+    def press() -> None:
+        try:
+            outcome.append(service.close_betting("multiplayer"))
+        except Busy as error:
+            outcome.append(error)
+
+    with service.rounds._closing("multiplayer"):
+        button = threading.Thread(target=press, daemon=True)
+        button.start()
+        button.join(timeout=5)
+        assert not button.is_alive() and len(outcome) == 1 and isinstance(outcome[0], Busy)
+    assert not wallet.calls and ann.get("/tables/multiplayer").json()["round"]["status"] == "betting"
 
 
 def test_a_retry_whose_turn_comes_once_a_new_round_forms_debits_nobody(
@@ -798,12 +819,7 @@ def test_a_retry_whose_turn_comes_once_a_new_round_forms_debits_nobody(
         when_debited(wallet, ann, started_until_refused(retry, refused))
         first = operator.post("/admin/tables/multiplayer/close-betting", key=key)
         wallet.after_debit = lambda: None
-        round_id = first.json()["round_id"]
-        for _ in range(20):
-            if ann.get(f"/rounds/{round_id}").json()["status"] != "playing":
-                break
-            service.rounds.auto_decide(round_id)
-        joined(service, clock, [ann, bob])
+        next_round_forming(service, clock, first.json()["round_id"], [ann, bob])
         made = len(wallet.calls)
         formed.set()
         retry.join(timeout=10)
@@ -818,6 +834,46 @@ def test_a_retry_of_a_close_that_found_no_round_closes_none_formed_since(
     answer was recorded only after the close's turn ended, and the retry closed the new round early (found by
     review)."""
     ann, bob = new_guest(http), new_guest(http)
+    assert retried_once_a_round_forms(http, service, [ann, bob]) == [(200, {"round_id": None})] * 2
+    assert ann.get("/tables/multiplayer").json()["round"]["status"] == "betting" and not wallet.calls
+
+
+def test_a_retry_of_a_close_voided_at_its_deal_closes_no_round_formed_since(
+        http: TestClient, service: GameService, clock: Clock, wallet: ContractWallet) -> None:
+    """The close's deal malfunctions and the round is voided (by a transaction of its own); a retry with the
+    request's key, once a new round has formed and before the first has answered, gets the first's answer (the voided
+    round) and leaves the new round to its window. Before, that answer was kept only after the turn ended, and the
+    retry dealt the new round early: both requests answered with it (found by review)."""
+    retry_of_a_close_voided_at_its_deal(http, service, clock)
+
+
+def test_a_retry_of_a_close_voided_at_its_deal_closes_no_round_formed_since_at_the_built_in_ledger(
+        settings: Settings, clock: Clock) -> None:
+    """The same with the built-in ledger, whose close takes no turn: its answer is kept as soon as it ends."""
+    app = create_app(settings, clock=clock, timers=False)
+    with TestClient(app) as http:
+        retry_of_a_close_voided_at_its_deal(http, app.state.service, clock)
+
+
+def retry_of_a_close_voided_at_its_deal(http: TestClient, service: GameService, clock: Clock) -> None:
+    ann, bob = new_guest(http), new_guest(http)
+    joined(service, clock, [ann, bob])
+    voided = ann.get("/tables/multiplayer").json()["round"]["id"]
+
+    def deal_fails(stage: str) -> None:
+        if stage == "deal":
+            raise RuntimeError("the shuffler jammed")
+
+    assert retried_once_a_round_forms(http, service, [ann, bob], deal_fails) == [(200, {"round_id": voided})] * 2
+    assert ann.get(f"/rounds/{voided}").json()["status"] == "void"
+    assert ann.get("/tables/multiplayer").json()["round"]["status"] == "betting"
+
+
+def retried_once_a_round_forms(http: TestClient, service: GameService, players: list[Client],
+                               fault: Callable[[str], None] = lambda stage: None) -> list[tuple[int, Any]]:
+    """The operator's close-betting request (``fault`` injected into its close), its answer held back once its close
+    is done; meanwhile ``players`` join a new round at the table and the request is retried with its key. The
+    retry's answer, then the first's: (status, body) each."""
     operator, key = Client(http, OPERATOR, "operator"), uuid.uuid4().hex
     close, closed, go_on = service.close_betting, threading.Event(), threading.Event()
 
@@ -827,47 +883,62 @@ def test_a_retry_of_a_close_that_found_no_round_closes_none_formed_since(
         go_on.wait(timeout=10)
         return found
 
+    service.fault = fault
     service.close_betting = slow_on_its_way_out  # type: ignore[method-assign]
     answers: list[Any] = []
     first = threading.Thread(target=lambda: answers.append(
         operator.post("/admin/tables/multiplayer/close-betting", key=key)))
     first.start()
     assert closed.wait(timeout=10)
+    service.fault = lambda stage: None
     service.close_betting = close  # type: ignore[method-assign]
-    for player in (ann, bob):
+    for player in players:
         player.bet("multiplayer", 500)
         assert player.post("/tables/multiplayer/deal").status_code == 200
     again = operator.post("/admin/tables/multiplayer/close-betting", key=key)
     go_on.set()
     first.join(timeout=10)
-    assert (again.status_code, again.json()) == (200, {"round_id": None})
-    assert [(answer.status_code, answer.json()) for answer in answers] == [(200, {"round_id": None})]
-    assert ann.get("/tables/multiplayer").json()["round"]["status"] == "betting" and not wallet.calls
+    return [(answer.status_code, answer.json()) for answer in (again, *answers)]
 
 
-def test_a_join_at_a_table_with_no_window_whose_close_is_busy_is_answered_joined(
-        http: TestClient, service: GameService, clock: Clock, wallet: ContractWallet) -> None:
-    """At a shared table with no betting window each join closes the betting at once. When that close cannot be
-    made now (another process's close of the table held it past its wait; storage trouble), the join, committed, is
-    answered with its round, which the timer's next tick deals. Before, it was a 503 that said nothing had changed."""
-    operator = Client(http, OPERATOR, "operator")
-    assert operator.post("/admin/tables", {
-        "id": "at-once", "name": "No window", "variant": "multiplayer", "currency": "USD", "chips": [100, 500],
-        "limits": {"main": [100, 100000]}, "seats": 7, "decision_timeout": 600,
-        "betting_window": 0}).status_code == 201
+def test_a_delivery_whose_read_fails_at_its_end_leaves_no_call_claimed(
+        http: TestClient, service: GameService, settings: Settings, wallet: ContractWallet) -> None:
+    """A delivery whose read of the pending calls fails as it ends (storage trouble at its COMMIT) claims none of
+    them: the next tick sends them. Before, they stayed claimed by nobody for as long as the process lived, and a
+    refund waited in the outbox unsent (found by review)."""
     ann = new_guest(http)
+    wallet.refuse_rollbacks = True
+    dead_process_debit(settings.data_dir / JOURNALS, wallet, ann)
+    service.tick()  # the dead process's rollback is queued, sent, refused: pending
 
-    def busy(table_id: str, due: Any = None) -> int | None:
+    @contextmanager
+    def read_failing_at_its_end() -> Iterator[Any]:
+        with service.store.read() as session:
+            yield session
         raise Busy()
 
-    close, service.rounds.close_betting = service.rounds.close_betting, busy  # type: ignore[method-assign]
-    ann.bet("at-once", 500)
-    joined_at = ann.post("/tables/at-once/deal")
-    service.rounds.close_betting = close  # type: ignore[method-assign]
-    assert joined_at.status_code == 200 and joined_at.json()["status"] == "betting"
-    assert service.tick()["dealt"] == 1
-    assert ann.get(f"/rounds/{joined_at.json()['id']}").json()["status"] in ("playing", "settled")
-    assert staked(service, ann) == 500
+    with pytest.raises(Busy):
+        service.wallet.deliver(service.store.write_apart, read_failing_at_its_end)
+    wallet.refuse_rollbacks = False
+    service.tick()
+    assert outbox(service) == [("rollback", "done")]
+
+
+def test_a_close_after_the_timers_connection_fell_silent_takes_its_turn(
+        http: TestClient, service: GameService, clock: Clock, wallet: ContractWallet,
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """The timers' connection, silent with no turn held (its idle timeout, 1 s here), was ended by PostgreSQL: a close
+    takes its turn on a new one. Before, it answered 503 (found by review)."""
+    if not service.db.url.startswith("postgresql"):
+        pytest.skip("advisory locks are PostgreSQL's")
+    monkeypatch.setattr(cluster, "IDLE_SESSION_TIMEOUT_MS", 1000)
+    assert service.ownership.hold("probe")  # the connection, made with the short timeout
+    service.ownership.let_go("probe")
+    ann, bob = new_guest(http), new_guest(http)
+    joined(service, clock, [ann, bob])
+    round_id = ann.get("/tables/multiplayer").json()["round"]["id"]
+    time.sleep(2.5)
+    assert service.close_betting("multiplayer") == round_id
 
 
 def test_a_close_voided_at_its_commit_keeps_its_answer_for_a_retry(
@@ -928,6 +999,15 @@ def test_two_closes_in_one_process_take_turns(http: TestClient, service: GameSer
     assert [kind for kind, _ in wallet.calls].count("debit") == 2 and not wallet.rollbacks()
 
 
+def next_round_forming(service: GameService, clock: Clock, round_id: int, players: list[Client]) -> None:
+    """The round played out by the timer's decisions, then ``players`` joining the next one, whose window runs out."""
+    for _ in range(20):
+        if players[0].get(f"/rounds/{round_id}").json()["status"] != "playing":
+            break
+        service.rounds.auto_decide(round_id)
+    joined(service, clock, players)
+
+
 def test_a_retried_close_of_betting_debits_nobody(http: TestClient, service: GameService, clock: Clock,
                                                   wallet: ContractWallet) -> None:
     """The operator's close-betting request, retried with its key once its round settled and a new one is forming,
@@ -938,12 +1018,7 @@ def test_a_retried_close_of_betting_debits_nobody(http: TestClient, service: Gam
     joined(service, clock, [ann, bob])
     key = uuid.uuid4().hex
     first = operator.post("/admin/tables/multiplayer/close-betting", key=key)
-    round_id = first.json()["round_id"]
-    for _ in range(20):
-        if ann.get(f"/rounds/{round_id}").json()["status"] != "playing":
-            break
-        service.rounds.auto_decide(round_id)
-    joined(service, clock, [ann, bob])
+    next_round_forming(service, clock, first.json()["round_id"], [ann, bob])
     made = len(wallet.calls)
     again = operator.post("/admin/tables/multiplayer/close-betting", key=key)
     assert again.status_code == 200 and again.json() == first.json()

@@ -193,16 +193,19 @@ class AdvisoryOwnership:
         import psycopg
 
         with self._lock:
-            try:
-                row = self._connect().execute("SELECT pg_try_advisory_lock(%s)", [lock_key(name)]).fetchone()
-            except psycopg.Error as error:
-                log.warning("advisory lock %s not taken (%s); timer ownership let go", name, error)
-                self._reset()
-                raise Busy() from error
+            for attempt in (1, 2):  # a connection PostgreSQL ended (its idle timeout, a restart): once more, anew
+                try:
+                    row = self._connect().execute("SELECT pg_try_advisory_lock(%s)", [lock_key(name)]).fetchone()
+                    break
+                except psycopg.Error as error:
+                    log.warning("advisory lock %s not taken (%s); timer ownership let go", name, error)
+                    self._reset()
+                    if attempt == 2:
+                        raise Busy() from error
             taken = bool(row and row[0])
             if taken:
                 self._holding.add(name)
-                if self._beats is None:
+                if self._beats is None or not self._beats.is_alive():
                     self._beats = threading.Thread(target=self._keep_alive, name="twentyone-advisory-beats",
                                                    daemon=True)
                     self._beats.start()
@@ -244,7 +247,7 @@ class AdvisoryOwnership:
                     continue
                 try:
                     self._connection.execute("SELECT 1")
-                except psycopg.Error as error:
+                except (psycopg.Error, OSError) as error:
                     log.warning("advisory locks %s lost (%s); timer ownership let go", sorted(self._holding), error)
                     self._reset()
 

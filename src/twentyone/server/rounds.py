@@ -330,7 +330,9 @@ class Rounds:
         """
         table = self.tables.get(table_id)
         if self.wallet.keeps_balances:
-            return self._close_betting(table, due, None)
+            closed = self._close_betting(table, due, None)
+            self.store.keep_answer(close_answer(closed))  # as below (the request's, at a deal that malfunctioned)
+            return closed
         # An operator's wallet is asked for every seat's balance and debit before the transaction begins: a
         # transaction open meanwhile held the forming round's row (a join waited), and on SQLite the whole database's
         # write lock (every player's writes waited), for as long as the operator took: seconds at a power round.
@@ -351,7 +353,11 @@ class Rounds:
                 self.wallet.owe_debits(asked.untaken())
                 self.deliver_outbox()
                 raise
-            return self._close_betting(table, due, asked)
+            closed = self._close_betting(table, due, asked)
+            # Kept before the turn ends where the close's transaction did not keep it (its deal malfunctioned, and
+            # the round was voided by a transaction of its own): a retry waiting for the turn finds it.
+            self.store.keep_answer(close_answer(closed))
+            return closed
 
     def _closing(self, table_id: str) -> threading.Lock:
         with self._closing_guard:
@@ -363,22 +369,23 @@ class Rounds:
         table's), then among every process on the database (``TimerOwnership.hold``: an advisory lock on PostgreSQL,
         nothing more to take on SQLite). Another close holding it: False at once for the timer's close (``wait``
         off: that close deals the round, and the tick goes on to its other tables), or waited for by the operator's
-        button and a join at a table with no window, in this process as long as it takes, from another process
-        polling for up to :data:`CLOSE_WAIT` seconds, then 503."""
-        here = self._closing(table_id)
-        if not here.acquire(blocking=wait):
+        button and a join at a table with no window, both waits together (another process's polled) for up to
+        :data:`CLOSE_WAIT` seconds, then 503."""
+        here, deadline = self._closing(table_id), time.monotonic() + CLOSE_WAIT
+        busy = "Another close of this table's betting is under way: send the same request again in a moment."
+        if not (here.acquire(timeout=CLOSE_WAIT) if wait else here.acquire(blocking=False)):
+            if wait:
+                raise Busy(busy)
             yield False
             return
         try:
             ownership, name = self.ownership(), betting_close(table_id)
-            deadline = time.monotonic() + CLOSE_WAIT
             while not ownership.hold(name):
                 if not wait:
                     yield False
                     return
                 if time.monotonic() > deadline:
-                    raise Busy("Another server process is closing this table's betting: send the same request again "
-                               "in a moment.")
+                    raise Busy(busy)
                 time.sleep(CLOSE_POLL)
             try:
                 yield True

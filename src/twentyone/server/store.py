@@ -242,6 +242,15 @@ class Store:
             pending.recorded = True
         return body
 
+    def keep_answer(self, body: dict[str, Any]) -> None:
+        """Record ``body`` as the answer of the idempotent request being served, in a transaction of its own, unless
+        one of its transactions did: for work whose answer must be kept before it lets others in (a close of betting,
+        before its turn ends), and for work that wrote nothing. A twin that recorded first: :class:`AlreadyApplied`."""
+        pending: _Pending | None = getattr(self._local, "pending", None)
+        if pending is not None and not pending.recorded:
+            with self.write() as session:
+                self.answer(session, body)
+
     def idempotent(self, caller: Caller, key: str | None, request: str, status: int,
                    work: Callable[[], dict[str, Any]]) -> tuple[int, dict[str, Any]]:
         """Run ``work`` once per (caller, key): a retry, or a concurrent twin, gets the first answer back."""
@@ -259,8 +268,7 @@ class Store:
                 stored = self._stored(caller.id, key, request)
                 if stored is not None:
                     return stored
-                with self.write() as session:
-                    self.answer(session, body)
+                self.keep_answer(body)
         except (AlreadyApplied, db_errors.IntegrityError) as error:  # a twin's, or a retry's: the first answer
             stored = self._stored(caller.id, key, request)
             if stored is None:

@@ -733,7 +733,8 @@ class RemoteWallet:
         pending = select(WALLET_CALLS).where(WALLET_CALLS.c.status == "pending")
         pending = pending.where(WALLET_CALLS.c.tx_id.in_(ids)) if fresh else pending
         with read() as session:
-            calls = self._claim(session.execute(pending.order_by(WALLET_CALLS.c.id)).all())
+            rows = session.execute(pending.order_by(WALLET_CALLS.c.id)).all()
+        calls = self._claim(rows)  # once the read ended: a read that fails at its end claims nothing
         try:
             outcomes = [(call, self._send_call(call)) for call in calls]
             if outcomes:
