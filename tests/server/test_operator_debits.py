@@ -901,6 +901,32 @@ def retried_once_a_round_forms(http: TestClient, service: GameService, players: 
     return [(answer.status_code, answer.json()) for answer in (again, *answers)]
 
 
+def test_a_join_at_a_table_with_no_window_whose_close_is_busy_is_answered_joined(
+        http: TestClient, service: GameService, clock: Clock, wallet: ContractWallet) -> None:
+    """At a shared table with no betting window each join closes the betting at once. When that close cannot be
+    made now (another process's close of the table held it past its wait; storage trouble), the join, committed, is
+    answered with its round, which the timer's next tick deals. Before, it was a 503 that said nothing had changed."""
+    operator = Client(http, OPERATOR, "operator")
+    assert operator.post("/admin/tables", {
+        "id": "at-once", "name": "No window", "variant": "multiplayer", "currency": "USD", "chips": [100, 500],
+        "limits": {"main": [100, 100000]}, "seats": 7, "decision_timeout": 600,
+        "betting_window": 0}).status_code == 201
+    ann = new_guest(http)
+
+    def busy(table_id: str, due: Any = None) -> int | None:
+        raise Busy()
+
+    close, service.rounds.close_betting = service.rounds.close_betting, busy  # type: ignore[method-assign]
+    ann.bet("at-once", 500)
+    joined_at = ann.post("/tables/at-once/deal")
+    service.rounds.close_betting = close  # type: ignore[method-assign]
+    assert joined_at.status_code == 200 and joined_at.json()["status"] == "betting"
+    assert service.tick()["dealt"] == 1
+    assert ann.get(f"/rounds/{joined_at.json()['id']}").json()["status"] in ("playing", "settled")
+    assert staked(service, ann) == 500
+
+
+
 def test_a_delivery_whose_read_fails_at_its_end_leaves_no_call_claimed(
         http: TestClient, service: GameService, settings: Settings, wallet: ContractWallet) -> None:
     """A delivery whose read of the pending calls fails as it ends (storage trouble at its COMMIT) claims none of

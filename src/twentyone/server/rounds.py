@@ -60,8 +60,9 @@ OPEN = ("betting", "playing")
 # A close of betting asks an operator's wallet for the seats it has not asked for yet at most this many times before
 # its transaction (seats join while it asks: a power round's thousand take seconds); later joiners are asked inside.
 ASK_PASSES = 3
-# A close of betting waits this long (seconds) for another process's close of the table, asking every seat's debit
-# (1,000 seats at an operator answering in 20 ms: about 3 s), looking every CLOSE_POLL seconds whether it is done.
+# The operator's button waits this long (seconds) for another close of the table, in this process or another, that
+# asks every seat's debit (1,000 seats at an operator answering in 20 ms: about 3 s); another process's close is
+# looked at every CLOSE_POLL seconds.
 CLOSE_WAIT, CLOSE_POLL = 30.0, 0.05
 ALONE_WINDOW = 3  # seconds a player alone at a shared table waits for others before the deal
 NOBODY = 0  # a player id no account has: a round as seen by someone without a seat in it
