@@ -331,9 +331,7 @@ class Rounds:
         """
         table = self.tables.get(table_id)
         if self.wallet.keeps_balances:
-            closed = self._close_betting(table, due, None)
-            self.store.keep_answer(close_answer(closed))  # as below (the request's, at a deal that malfunctioned)
-            return closed
+            return self._close_betting(table, due, None)
         # An operator's wallet is asked for every seat's balance and debit before the transaction begins: a
         # transaction open meanwhile held the forming round's row (a join waited), and on SQLite the whole database's
         # write lock (every player's writes waited), for as long as the operator took: seconds at a power round.
@@ -354,11 +352,7 @@ class Rounds:
                 self.wallet.owe_debits(asked.untaken())
                 self.deliver_outbox()
                 raise
-            closed = self._close_betting(table, due, asked)
-            # Kept before the turn ends where the close's transaction did not keep it (its deal malfunctioned, and
-            # the round was voided by a transaction of its own): a retry waiting for the turn finds it.
-            self.store.keep_answer(close_answer(closed))
-            return closed
+            return self._close_betting(table, due, asked)
 
     def _closing(self, table_id: str) -> threading.Lock:
         with self._closing_guard:
@@ -478,6 +472,9 @@ class Rounds:
                 raise
             log.exception("round %s malfunctioned during the deal", round_id)
             self.void(round_id, VOID_AT_DEAL)
+            # The void's transaction is its own and records no answer: the request's is kept now, before the turn
+            # ends, so that a retry waiting for the turn finds it (and deals no round formed since).
+            self.store.keep_answer(close_answer(round_id))
         finally:
             if asked is not None:  # debits no transaction recorded nor released (it failed first): owed rollbacks
                 self.wallet.owe_debits(asked.untaken())

@@ -550,19 +550,19 @@ class RemoteWallet:
     def release(self, session: Session, sent: Sequence[SentDebit]) -> None:
         """Debits :meth:`send_all` made whose stakes ``session``'s transaction will not record (the seat left, or the
         round closed elsewhere): their rollbacks go to the outbox with it, and are owed if it does not commit."""
-        for debit, (verdict, _error) in sent:
-            if verdict == "refused":
-                self._resolved([debit.tx_id])  # nothing was taken
-            else:
-                self._unsure(session, debit)
+        self._undo(sent, lambda debit: self._unsure(session, debit))
 
     def owe_all(self, sent: Sequence[SentDebit]) -> None:
         """Debits :meth:`send_all` made that no transaction recorded nor released: each is owed a rollback."""
+        self._undo(sent, self.owe_rollback)
+
+    def _undo(self, sent: Sequence[SentDebit], roll_back: Callable[[Debit], object]) -> None:
+        """``roll_back`` each debit of ``sent`` that may have been taken; one the operator refused took nothing."""
         for debit, (verdict, _error) in sent:
             if verdict == "refused":
                 self._resolved([debit.tx_id])
             else:
-                self.owe_rollback(debit)
+                roll_back(debit)
 
     def balances(self, player_ids: Sequence[int], currency: str) -> list[int | WalletError]:
         """:meth:`balance` of each player, at most :data:`PARALLEL` asked at a time: each a balance, or the error."""
