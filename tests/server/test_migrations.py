@@ -21,7 +21,10 @@ from sqlalchemy.orm import Session
 from sqlalchemy.pool import NullPool
 
 import twentyone.server.db as db
+from twentyone.server.db import Database
 from twentyone.server.models import Round
+from twentyone.server.round_ids import RoundIds
+from twentyone.server.store import Store
 
 
 def alembic_config(url: str) -> Config:
@@ -211,3 +214,47 @@ def test_a_migration_on_sqlite_waits_for_a_writer_beside_it_instead_of_failing(t
     with create_engine(url).connect() as connection:
         assert connection.execute(text("SELECT version_num FROM alembic_version")).scalar() == head(
             alembic_config(url))
+
+
+def test_round_numbers_taken_ahead_are_never_given_again_after_0011(database_url: str) -> None:
+    """A deal at an operator's wallet takes its round's number before it writes the round (its debit names it). On
+    SQLite before 0011 a new row took one above the largest in the table, so a row written without a number took the
+    one a deal had taken and not yet written. After the upgrade the rows keep their numbers and what refers to them,
+    and rows written without a number skip those taken ahead (PostgreSQL's sequence already behaved so)."""
+    with at_revision(database_url, "0010", "classic") as engine:
+        with engine.begin() as connection:
+            connection.execute(text(
+                "INSERT INTO players (id, name, role, guest, settings, limits, created_at) "
+                "VALUES (1, 'ann', 'player', false, '{}', '{}', CURRENT_TIMESTAMP)"))
+            for round_id in (1, 7):
+                connection.execute(text(
+                    "INSERT INTO rounds (id, table_id, variant, status, shoe_id, shoe_start, actions, version, "
+                    f"created_at) VALUES ({round_id}, 'classic', 'classic', 'settled', 1, 0, '[]', 0, "
+                    "CURRENT_TIMESTAMP)"))
+            connection.execute(text(
+                "INSERT INTO round_seats (round_id, player_id, position, bets, confirmed, staked, returned) "
+                "VALUES (7, 1, 1, '[]', true, 100, 0)"))
+        db.migrate(database_url)
+        if engine.dialect.name == "postgresql":  # rows given their numbers by hand: the sequence goes past them
+            with engine.begin() as connection:
+                connection.execute(text("SELECT setval(pg_get_serial_sequence('rounds', 'id'), 7)"))
+        ids = RoundIds(Store(Database(database_url), lambda: datetime.now(UTC)), block=2)
+        try:
+            taken = ids.take()
+            with Session(engine) as session, session.begin():
+                row = Round(table_id="classic", variant="classic", status="settled", shoe_id=1, shoe_start=0,
+                            actions=[], version=0, created_at=datetime.now(UTC))
+                session.add(row)
+                session.flush()
+                written = row.id
+            assert ids.take() == taken + 1  # the rest of its block
+        finally:
+            ids.store.db.close()
+        assert (taken, written) == (8, 10)
+        with engine.connect() as connection:
+            assert connection.execute(text("SELECT id FROM rounds ORDER BY id")).scalars().all() == [1, 7, 10]
+            assert connection.execute(text("SELECT round_id FROM round_seats")).scalars().all() == [7]
+            if engine.dialect.name == "sqlite":
+                assert connection.execute(text("PRAGMA foreign_key_check")).all() == []
+                indexes = {row[1] for row in connection.execute(text("PRAGMA index_list('rounds')"))}
+                assert {"ix_rounds_table_status_id", "ix_rounds_status_settled_at", "ix_rounds_status"} <= indexes

@@ -108,8 +108,10 @@ class Round(Base):
     # A table's open rounds without reading its settled ones, which grow with every round (migration 0004), and
     # its newest round of a status from the end of the index (id in it: PostgreSQL's index has no row id; 0006).
     # The rounds that ended in a period, for the operator's report, without reading the others (0009).
+    # On SQLite, a number once taken is never given again (AUTOINCREMENT, migration 0011: server/round_ids.py).
     __table_args__ = (Index("ix_rounds_table_status_id", "table_id", "status", "id"),
-                      Index("ix_rounds_status_settled_at", "status", "settled_at"))
+                      Index("ix_rounds_status_settled_at", "status", "settled_at"),
+                      {"sqlite_autoincrement": True})
     id: Mapped[int] = mapped_column(Integer, primary_key=True)
     table_id: Mapped[str] = mapped_column(String(64))
     variant: Mapped[str] = mapped_column(String(32))

@@ -527,6 +527,8 @@ class RemoteWallet:
             return []
         if self.journal is not None:
             self.journal.note(debits)
+        if len(debits) == 1:  # a private deal's or a decision's: no pool of threads to start for it
+            return [(debits[0], self._send(debits[0]))]
         with ThreadPoolExecutor(max_workers=min(PARALLEL, len(debits))) as pool:
             return list(zip(debits, pool.map(self._send, debits), strict=True))
 
