@@ -24,7 +24,7 @@ import psycopg
 import pytest
 from fake_operator_wallet import ContractWallet, FileWallet
 from fastapi.testclient import TestClient
-from server_helpers import OPERATOR, Client, Clock, new_guest
+from server_helpers import OPERATOR, Client, Clock, joined_shared_round, new_guest
 from sqlalchemy import event, select
 from sqlalchemy import exc as db_errors
 from test_faults import Server
@@ -188,6 +188,31 @@ def test_a_deal_that_fails_after_its_debit_leaves_its_round_number_to_no_other_r
     assert dealt.status_code == 200, dealt.json()
     assert failed.startswith("debit-") and int(failed.split("-")[1]) != dealt.json()["id"]
     assert staked(service, guest) == 500
+
+
+def test_rounds_are_numbered_in_the_order_they_are_made_private_deals_and_shared_rounds_alike(
+        http: TestClient, service: GameService, clock: Clock, wallet: ContractWallet) -> None:
+    """A private round, then a shared round, then a private round: their numbers rise in that order, as history
+    (newest first) and the sign-in's look-up of the last round played read them. With numbers taken ahead a block at a
+    time (found by review), the shared round was numbered above the block and the private round after it below: 1,
+    17, 2, and a player whose last round was the private one was seen as back from a break, past a session limit."""
+    guest, ann = new_guest(http), new_guest(http)
+    numbers = []
+    for table in ("classic", "power", "classic"):
+        if table == "power":
+            (joined_power,) = joined_shared_round(service, clock, [ann], "power")
+            service.tick()  # its window closed: dealt
+            numbers.append(joined_power.json()["id"])
+            continue
+        guest.bet(table, 500)
+        view = guest.post(f"/tables/{table}/deal").json()
+        numbers.append(view["id"])
+        while view["status"] == "playing":  # declines any offer, then stands
+            view = guest.act(view["id"], "no-insurance" if "no-insurance" in view["legal_actions"] else
+                             "no-even-money" if "no-even-money" in view["legal_actions"] else "stand").json()
+    assert numbers == sorted(numbers), numbers
+    history = [row["id"] for row in guest.get("/me/history").json()["rounds"]]
+    assert history == [numbers[2], numbers[0]], history
 
 
 def test_bets_changed_while_the_deals_debit_is_sent_are_dealt_as_they_stand(

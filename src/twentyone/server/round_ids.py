@@ -4,32 +4,32 @@ whole database, which a call over the network must not hold).
 
 A number taken is never given to another round, even when its deal does not commit (its debit rolled back names a
 round that never was, not some later one). On SQLite the rounds table counts with ``AUTOINCREMENT`` (migration 0011),
-so a row inserted without a number gets one above every number taken; a block is taken by moving that count on, in
-a short transaction of its own. On PostgreSQL the numbers would come from the rounds' own sequence, which never gives
-one twice; the server sends its debits ahead on SQLite alone (``Rounds.debits_ahead`` says why).
+so a row inserted without a number gets one above every number taken; a number is taken by moving that count on, in
+a short transaction of its own. On PostgreSQL it would come from the rounds' own sequence, which never gives one
+twice; the server sends its debits ahead on SQLite alone (``Rounds.debits_ahead`` says why).
+
+Numbers are taken one at a time, so they follow the order rounds are made in, as the numbers the database gives
+itself do: history lists a player's rounds newest first, and signing in finds the last round played, by their
+numbers. Blocks taken ahead broke that: a shared round made meanwhile was numbered above the whole block, and the
+private rounds dealt after it below (found by review: a player's session time limit could be passed that way).
 """
 
 from __future__ import annotations
-
-import os
-import threading
-from collections import deque
 
 from sqlalchemy import text
 
 from twentyone.server.store import Store
 
-BLOCK = 16  # numbers taken at once: one short transaction (SQLite: one sync to disk) per this many deals
 # SQLite: the count starts at the largest number in use (a row inserted with one of its own counts too).
 _SQLITE_COUNT = text("INSERT INTO sqlite_sequence (name, seq) SELECT 'rounds', 0 "
                      "WHERE NOT EXISTS (SELECT 1 FROM sqlite_sequence WHERE name = 'rounds')")
-_SQLITE_TAKE = text("UPDATE sqlite_sequence SET seq = max(seq, (SELECT coalesce(max(id), 0) FROM rounds)) + :n "
+_SQLITE_TAKE = text("UPDATE sqlite_sequence SET seq = max(seq, (SELECT coalesce(max(id), 0) FROM rounds)) + 1 "
                     "WHERE name = 'rounds' RETURNING seq")
-_POSTGRES_TAKE = text("SELECT nextval(pg_get_serial_sequence('rounds', 'id')) FROM generate_series(1, :n)")
+_POSTGRES_TAKE = text("SELECT nextval(pg_get_serial_sequence('rounds', 'id'))")
 
 
 class RoundIds:
-    """Round numbers for this process, taken from the database a block at a time.
+    """Round numbers for rounds not yet written, each taken from the database when asked for.
 
     >>> from pathlib import Path
     >>> from tempfile import TemporaryDirectory
@@ -39,35 +39,21 @@ class RoundIds:
     ...     url = f"sqlite:///{Path(folder) / 'ids.db'}"
     ...     migrate(url)
     ...     db = Database(url)
-    ...     ids = RoundIds(Store(db, lambda: datetime.now(UTC)), block=2)
+    ...     ids = RoundIds(Store(db, lambda: datetime.now(UTC)))
     ...     taken = [ids.take() for _ in range(3)]
     ...     db.close()
     >>> taken
     [1, 2, 3]
     """
 
-    def __init__(self, store: Store, block: int = BLOCK) -> None:
+    def __init__(self, store: Store) -> None:
         self.store = store
-        self.block = block
-        self._ready: deque[int] = deque()
-        self._lock = threading.Lock()
-        self._pid = os.getpid()  # a forked child has a copy of its parent's block: its numbers are the parent's
 
     def take(self) -> int:
         """A round number no round has, nor will be given by anyone else. Never called inside a transaction: on
-        SQLite taking a block writes, and would wait for the write lock that transaction holds."""
-        with self._lock:
-            if self._pid != os.getpid():
-                self._ready.clear()
-                self._pid = os.getpid()
-            if not self._ready:
-                self._ready.extend(self._take_block())
-            return self._ready.popleft()
-
-    def _take_block(self) -> list[int]:
+        SQLite taking one writes, and would wait for the write lock that transaction holds."""
         with self.store.write_apart() as session:
             if self.store.db.is_sqlite:
                 session.execute(_SQLITE_COUNT)
-                last = session.execute(_SQLITE_TAKE, {"n": self.block}).scalar_one()
-                return list(range(last - self.block + 1, last + 1))
-            return list(session.execute(_POSTGRES_TAKE, {"n": self.block}).scalars())
+                return int(session.execute(_SQLITE_TAKE).scalar_one())
+            return int(session.execute(_POSTGRES_TAKE).scalar_one())
