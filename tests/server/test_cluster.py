@@ -8,6 +8,7 @@ from __future__ import annotations
 import contextlib
 import os
 import signal
+import socket
 import subprocess
 import sys
 import time
@@ -25,9 +26,9 @@ from sqlalchemy import create_engine, text
 from starlette.websockets import WebSocketDisconnect
 
 from twentyone.server.app import create_app
-from twentyone.server.cluster import OUTBOX, lock_key, table_timers
+from twentyone.server.cluster import OUTBOX, AdvisoryOwnership, lock_key, table_timers
 from twentyone.server.config import Settings
-from twentyone.server.db import MIGRATIONS
+from twentyone.server.db import MIGRATIONS, Database
 from twentyone.server.events import DROPPED_CODE
 from twentyone.server.service import GameService
 
@@ -173,6 +174,39 @@ def test_processes_that_start_together_on_a_new_database_all_find_it_migrated(po
     for index in ("ix_rounds_status_settled_at", "ix_ledger_account_created"):  # 0009's and 0010's
         assert query(postgres_url, "SELECT i.indisvalid FROM pg_index i JOIN pg_class c ON c.oid = i.indexrelid "
                                    "WHERE c.relname = :name", name=index) == [(True,)], index
+
+
+def tcp_settings(fd: int) -> tuple[int, int, int, int, int]:
+    """What a connected socket asks of TCP: keepalive on, its idle seconds, interval, count, and user timeout (ms)."""
+    with socket.socket(fileno=os.dup(fd)) as sock:
+        return (sock.getsockopt(socket.SOL_SOCKET, socket.SO_KEEPALIVE) and 1,
+                sock.getsockopt(socket.IPPROTO_TCP, socket.TCP_KEEPIDLE),
+                sock.getsockopt(socket.IPPROTO_TCP, socket.TCP_KEEPINTVL),
+                sock.getsockopt(socket.IPPROTO_TCP, socket.TCP_KEEPCNT),
+                sock.getsockopt(socket.IPPROTO_TCP, socket.TCP_USER_TIMEOUT))
+
+
+def test_connections_to_postgresql_find_out_a_peer_gone_silent(postgres_url: str) -> None:
+    """The pool's connections and the timers' dedicated one ask TCP to probe after 10 s of silence, every 5 s, giving
+    up after 3, and to end a connection whose data stays unacknowledged 30 s. With Linux's defaults a peer gone
+    without a word (its host lost, a network cut) stalled the timers' connection, and with it every table's timers
+    and closes of betting, about two hours idle, or about 15 minutes with a statement sent; an operator's own
+    settings in the URL's query are kept."""
+    wanted = (1, 10, 5, 3, 30_000)
+    database = Database(postgres_url)
+    ownership = AdvisoryOwnership(postgres_url)
+    chosen = Database(f"{postgres_url}?keepalives_idle=60")
+    try:
+        with database.engine.connect() as connection:
+            assert tcp_settings(connection.connection.driver_connection.fileno()) == wanted  # type: ignore[union-attr]
+        with chosen.engine.connect() as connection:
+            assert tcp_settings(connection.connection.driver_connection.fileno())[1] == 60  # type: ignore[union-attr]
+        assert ownership.owned(["keepalives"]) == {"keepalives"}
+        assert ownership._connection is not None and tcp_settings(ownership._connection.fileno()) == wanted
+    finally:
+        ownership.close()
+        database.close()
+        chosen.close()
 
 
 def test_a_tables_timers_run_in_exactly_one_process_and_move_when_it_dies(tmp_path: Path, postgres_url: str) -> None:

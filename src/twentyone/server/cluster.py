@@ -41,6 +41,7 @@ from sqlalchemy import BigInteger, bindparam, func, select
 from sqlalchemy.engine import make_url
 
 from twentyone.server.context import Busy
+from twentyone.server.db import tcp_keepalives
 from twentyone.server.direct import READING, WriteInRead, defer
 from twentyone.server.events import QUEUE_LIMIT, Broadcaster
 
@@ -104,9 +105,10 @@ def libpq_url(url: str) -> str:
 def _connect(url: str, purpose: str) -> psycopg.Connection[Any]:
     import psycopg
 
-    # The application name says which process holds the connection (and its locks): see pg_stat_activity.
+    # The application name says which process holds the connection (and its locks): see pg_stat_activity. TCP finds
+    # out a peer gone silent (db.TCP_KEEPALIVES): a half-open timers' connection stalled the ticks and the closes.
     return psycopg.connect(libpq_url(url), autocommit=True, connect_timeout=5,
-                           application_name=f"twentyone-{purpose} {os.getpid()}")
+                           application_name=f"twentyone-{purpose} {os.getpid()}", **tcp_keepalives(url))
 
 
 # ----------------------------------------------------------------- timers
