@@ -16,6 +16,7 @@ import threading
 import time
 import uuid
 from collections.abc import Callable, Iterator
+from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
@@ -213,6 +214,23 @@ def test_rounds_are_numbered_in_the_order_they_are_made_private_deals_and_shared
     assert numbers == sorted(numbers), numbers
     history = [row["id"] for row in guest.get("/me/history").json()["rounds"]]
     assert history == [numbers[2], numbers[0]], history
+
+
+def test_twins_of_a_deal_send_one_debit(http: TestClient, service: GameService, wallet: ContractWallet) -> None:
+    """Two deals with one key at once (a double click): one debit, and both get the round. Before, each twin sent its
+    debit ahead of its transaction, before the first's answer was recorded, and the second's was rolled back."""
+    guest = new_guest(http)
+    service.stacked.append(DOUBLE_WINS)  # the round stays in play
+    guest.bet("classic", 500)
+    wallet.on_debit = lambda: time.sleep(0.3)  # the first twin's debit is in flight when the second comes
+    with ThreadPoolExecutor(max_workers=2) as pool:
+        answers = list(pool.map(lambda _: guest.post("/tables/classic/deal", key="twins"), range(2)))
+    wallet.on_debit = lambda: None
+    assert [answer.status_code for answer in answers] == [200, 200], [answer.json() for answer in answers]
+    assert answers[0].json()["id"] == answers[1].json()["id"]
+    service.tick()
+    assert [kind for kind, _ in wallet.calls] == ["debit"], wallet.calls
+    assert wallet.balance(owner(guest), "USD") == wallet.start - 500 and staked(service, guest) == 500
 
 
 def test_bets_changed_while_the_deals_debit_is_sent_are_dealt_as_they_stand(

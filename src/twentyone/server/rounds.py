@@ -67,6 +67,7 @@ ASK_PASSES = 3
 # looked at every CLOSE_POLL seconds.
 CLOSE_WAIT, CLOSE_POLL = 30.0, 0.05
 ALONE_WINDOW = 3  # seconds a player alone at a shared table waits for others before the deal
+DEALING_STRIPES = 1024  # locks of players' private deals (Rounds._deal_turn)
 NOBODY = 0  # a player id no account has: a round as seen by someone without a seat in it
 
 
@@ -191,6 +192,11 @@ class Rounds:
         # PostgreSQL it holds only the player's own rows, and the look-ahead's reads cost more than they free
         # (55 and 49 rounds/s ahead against 61 and 59 inside): the debit stays in the transaction there.
         self.debits_ahead = store.db.is_sqlite
+        # A player's private deals whose debits go ahead take turns in this process (striped: nothing left behind), so
+        # that a twin (a double click, a retry while the first is in flight) finds the first's answer before it sends
+        # a debit of its own: before, both were sent, and the twin's rolled back; where the balance covered one stake,
+        # the twin was refused meanwhile.
+        self._dealing = [threading.Lock() for _ in range(DEALING_STRIPES)]
         self.fault: Callable[[str], None] = lambda stage: None  # tests inject malfunctions here
         # After each commit that may owe the operator: what that commit wrote to the outbox.
         self.deliver_outbox: Callable[[], int] = lambda: self.deliver(fresh=True)
@@ -209,7 +215,7 @@ class Rounds:
         try:
             # An operator's wallet is asked for the balance, and debited, before the transaction (no write lock, no
             # row, is held while it answers).
-            with self.wallet.balance_known(caller.id, table.currency):
+            with self.wallet.balance_known(caller.id, table.currency), self._deal_turn(caller.id):
                 ahead = self._deal_ahead(caller, table)
                 with self._owed_unless_taken(ahead), self.store.write() as session:
                     # Judged when the player's row comes back: on PostgreSQL both go in the transaction's first
@@ -253,6 +259,12 @@ class Rounds:
         self.deliver_outbox()
         self.events.publish(table.id, {"type": "round", "round_id": body["id"], "status": body["status"]})
         return body
+
+    def _deal_turn(self, player_id: int) -> AbstractContextManager[object]:
+        """The player's turn to deal in this process, where debits go ahead of the deal's transaction."""
+        if self.wallet.keeps_balances or not self.debits_ahead:
+            return nullcontext()
+        return self._dealing[player_id % DEALING_STRIPES]
 
     def _deal_ahead(self, caller: Caller, table: TableSpec) -> StakeAhead | None:
         """An operator's debit for the private deal the caller asks for, sent before its transaction with the round's
