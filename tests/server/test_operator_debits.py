@@ -31,6 +31,7 @@ from sqlalchemy import exc as db_errors
 from test_faults import Server
 from test_lock_order import account_id, bobs_double_to_come, joined, libpq_url, wait_for_a_lock_wait
 
+import twentyone.server.rounds as rounds_module
 from twentyone.server import cluster, db, rounds
 from twentyone.server.app import create_app
 from twentyone.server.cluster import OUTBOX, LocalOwnership, betting_close
@@ -231,6 +232,34 @@ def test_twins_of_a_deal_send_one_debit(http: TestClient, service: GameService, 
     service.tick()
     assert [kind for kind, _ in wallet.calls] == ["debit"], wallet.calls
     assert wallet.balance(owner(guest), "USD") == wallet.start - 500 and staked(service, guest) == 500
+
+
+def test_a_twin_waits_a_bounded_time_for_the_deal_under_way(http: TestClient, service: GameService,
+                                                            wallet: ContractWallet,
+                                                            monkeypatch: pytest.MonkeyPatch) -> None:
+    """The operator holds the first deal's debit past the wait: its twin is answered 503 with ``Retry-After``, nothing
+    sent for it, and sent again once the first is done it gets the first's answer. Before, a twin waited as long as
+    the first took, holding a request thread, and a slow operator's retries piled up (found by review)."""
+    if not service.rounds.debits_ahead:
+        pytest.skip("PostgreSQL debits inside the deal's transaction: twins queue on the key's lock there")
+    monkeypatch.setattr(rounds_module, "DEAL_WAIT", 0.2)
+    guest = new_guest(http)
+    service.stacked.append(DOUBLE_WINS)  # the round stays in play
+    guest.bet("classic", 500)
+    sent, answer = threading.Event(), threading.Event()
+    wallet.on_debit = lambda: (sent.set(), answer.wait(5))  # type: ignore[func-returns-value]
+    with ThreadPoolExecutor(max_workers=1) as pool:
+        first = pool.submit(guest.post, "/tables/classic/deal", None, "twins")
+        assert sent.wait(5)
+        twin = guest.post("/tables/classic/deal", key="twins")
+        answer.set()
+        dealt = first.result()
+    wallet.on_debit = lambda: None
+    assert twin.status_code == 503 and twin.headers["Retry-After"], twin.json()
+    assert dealt.status_code == 200, dealt.json()
+    again = guest.post("/tables/classic/deal", key="twins")
+    assert again.status_code == 200 and again.json()["id"] == dealt.json()["id"]
+    assert [kind for kind, _ in wallet.calls] == ["debit"], wallet.calls
 
 
 def test_bets_changed_while_the_deals_debit_is_sent_are_dealt_as_they_stand(

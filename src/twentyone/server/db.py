@@ -145,10 +145,11 @@ def make_engine(url: str, threads: int | None = None, durable: bool = False) -> 
 
 
 # A connection to PostgreSQL whose other end is gone without a word (its host lost, a network cut, a failover's
-# old address) is found out by TCP itself: probes after 10 s of silence, every 5 s, given up after 3 unanswered;
-# and data unacknowledged for 30 s ends it. Without these Linux waits about two hours for an idle connection, and
-# about 15 minutes for one whose statement went out: the timers' connection stalled every table's timers and
-# closes of betting so long, and a pooled one its request. (Ignored for a Unix socket, which cannot half-close.)
+# old address) is found out by TCP itself: probes after 10 s of silence, every 5 s, and the connection ended once
+# probes or data stay unanswered 30 s (Linux: the user timeout, where set, stands for the probes' count). Without
+# these Linux waits about two hours for an idle connection, and about 15 minutes for one whose statement went out:
+# the timers' connection stalled every table's timers and closes of betting so long, and a pooled one its request.
+# (Ignored for a Unix socket, which cannot half-close; nothing for SQLite.)
 TCP_KEEPALIVES = {"keepalives": 1, "keepalives_idle": 10, "keepalives_interval": 5, "keepalives_count": 3,
                   "tcp_user_timeout": 30_000}
 
@@ -160,9 +161,13 @@ def tcp_keepalives(url: str) -> dict[str, Any]:
     30000
     >>> sorted(tcp_keepalives("postgresql+psycopg://db/twentyone?keepalives_idle=60&tcp_user_timeout=0"))
     ['keepalives', 'keepalives_count', 'keepalives_interval']
+    >>> tcp_keepalives("sqlite:///twentyone.db")
+    {}
     """
-    chosen = make_url(url).query
-    return {name: value for name, value in TCP_KEEPALIVES.items() if name not in chosen}
+    parsed = make_url(url)
+    if parsed.get_backend_name() != "postgresql":
+        return {}
+    return {name: value for name, value in TCP_KEEPALIVES.items() if name not in parsed.query}
 
 
 MIGRATION_LOCK = 0x7477656E74796F6E  # advisory lock key ("twentyon"): one process migrates at a time
@@ -193,7 +198,7 @@ def migrate(url: str) -> None:
     # So the lock is held and waited for outside any transaction: AUTOCOMMIT, and a try every MIGRATION_POLL
     # seconds rather than pg_advisory_lock, whose wait is a statement that keeps its snapshot: the process
     # migrating would wait for the waiters, and they for it, for ever.
-    engine = create_engine(url, poolclass=NullPool, isolation_level="AUTOCOMMIT")
+    engine = create_engine(url, poolclass=NullPool, isolation_level="AUTOCOMMIT", connect_args=tcp_keepalives(url))
     try:
         with engine.connect() as connection:
             while not connection.execute(text("SELECT pg_try_advisory_lock(:key)"), {"key": MIGRATION_LOCK}).scalar():

@@ -68,6 +68,7 @@ ASK_PASSES = 3
 CLOSE_WAIT, CLOSE_POLL = 30.0, 0.05
 ALONE_WINDOW = 3  # seconds a player alone at a shared table waits for others before the deal
 DEALING_STRIPES = 1024  # locks of players' private deals (Rounds._deal_turn)
+DEAL_WAIT = 3.0  # seconds a deal waits for the player's deal under way in this process, then 503 (Rounds._deal_turn)
 NOBODY = 0  # a player id no account has: a round as seen by someone without a seat in it
 
 
@@ -215,7 +216,8 @@ class Rounds:
         try:
             # An operator's wallet is asked for the balance, and debited, before the transaction (no write lock, no
             # row, is held while it answers).
-            with self.wallet.balance_known(caller.id, table.currency), self._deal_turn(caller.id):
+            # The turn first: a twin that waited for it asks the balance as the first's debit left it.
+            with self._deal_turn(caller.id), self.wallet.balance_known(caller.id, table.currency):
                 ahead = self._deal_ahead(caller, table)
                 with self._owed_unless_taken(ahead), self.store.write() as session:
                     # Judged when the player's row comes back: on PostgreSQL both go in the transaction's first
@@ -260,11 +262,21 @@ class Rounds:
         self.events.publish(table.id, {"type": "round", "round_id": body["id"], "status": body["status"]})
         return body
 
-    def _deal_turn(self, player_id: int) -> AbstractContextManager[object]:
-        """The player's turn to deal in this process, where debits go ahead of the deal's transaction."""
+    @contextmanager
+    def _deal_turn(self, player_id: int) -> Iterator[None]:
+        """The player's turn to deal in this process, where debits go ahead of the deal's transaction: waited for
+        at most :data:`DEAL_WAIT` seconds, then 503 (a slow operator's deal held every twin and retry behind it, each
+        holding a request thread: found by review)."""
         if self.wallet.keeps_balances or not self.debits_ahead:
-            return nullcontext()
-        return self._dealing[player_id % DEALING_STRIPES]
+            yield
+            return
+        turn = self._dealing[player_id % DEALING_STRIPES]
+        if not turn.acquire(timeout=DEAL_WAIT):
+            raise Busy("A deal of yours is under way: send the same request again in a moment.")
+        try:
+            yield
+        finally:
+            turn.release()
 
     def _deal_ahead(self, caller: Caller, table: TableSpec) -> StakeAhead | None:
         """An operator's debit for the private deal the caller asks for, sent before its transaction with the round's

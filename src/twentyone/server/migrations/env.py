@@ -7,6 +7,7 @@ from typing import Any
 from alembic import context
 from sqlalchemy import Connection, Engine, create_engine, event
 
+from twentyone.server.db import tcp_keepalives
 from twentyone.server.models import Base
 
 config = context.config
@@ -38,7 +39,7 @@ def transactional_ddl(engine: Engine) -> None:
 def run_migrations_online() -> None:
     url = config.get_main_option("sqlalchemy.url")
     assert url is not None
-    engine = create_engine(url)
+    engine = create_engine(url, connect_args=tcp_keepalives(url))  # a silent database ends the start, not hangs it
     if engine.dialect.name == "sqlite":
         transactional_ddl(engine)
     with engine.connect() as connection:
