@@ -214,9 +214,9 @@ class Rounds:
             return self._join_shared(caller, table)
         round_id = None
         try:
-            # An operator's wallet is asked for the balance, and debited, before the transaction (no write lock, no
-            # row, is held while it answers).
-            # The turn first: a twin that waited for it asks the balance as the first's debit left it.
+            # An operator's wallet is asked for the balance before the transaction, and on SQLite debited before it
+            # too (_deal_ahead: no write lock is held while it answers). The turn first: a twin that waited for it
+            # asks the balance as the first's debit left it.
             with self._deal_turn(caller.id), self.wallet.balance_known(caller.id, table.currency):
                 ahead = self._deal_ahead(caller, table)
                 with self._owed_unless_taken(ahead), self.store.write() as session:
@@ -311,7 +311,7 @@ class Rounds:
         verdict, error = sent[1]
         if verdict == "done":
             return StakeAhead(round_id, key, amount, sent)
-        self.wallet.owe_debits([sent])  # refused: nothing to roll back, the journal lets go of it
+        self.wallet.owe_debits([sent])  # unanswered: owed its rollback; refused: nothing taken, the journal lets go
         if isinstance(error, WalletError):
             raise error
         # An answer the contract does not define (a bug, a broken connection's own exception): the debit may have
@@ -603,7 +603,7 @@ class Rounds:
         (in any process) moved the round on since, it is refused.
         """
         # An operator's balance is asked before the round's lock and the transaction: neither waits on the network.
-        # So is its debit, judged and sent under the round's lock, before the transaction (_decision_ahead).
+        # On SQLite so is its debit, judged and sent under the round's lock, before the transaction (_decision_ahead).
         with self._balance_ahead(caller, round_id, action), self.live.locked(round_id):
             legal: list[str] | None = None  # once known: sent with any refusal
             touched = False  # whether the engine in memory was changed, and must go if nothing commits
