@@ -286,8 +286,7 @@ class Rounds:
             return None
         try:
             with self.store.read() as session:
-                if run(session, OPEN_OWN_ROUND_ID, {"table_id": table.id, "player_id": caller.id}).first():
-                    return None
+                _none_open(run(session, OPEN_OWN_ROUND_ID, {"table_id": table.id, "player_id": caller.id}))
                 player = _player(session, caller)
                 slip = find_slip(session, caller.id, table.id)
                 if slip is None:
@@ -729,12 +728,9 @@ class Rounds:
             return None
         try:
             with self.store.read() as session:
-                round_row = session.get(Round, round_id)
-                if round_row is None or round_row.status != "playing":
-                    return None
-                seat = session.scalars(select(RoundSeat).where(RoundSeat.round_id == round_id,
-                                                               RoundSeat.player_id == caller.id)).first()
-                if seat is None:
+                # The decision's own read, in one statement (its FOR UPDATE is not sent to SQLite, where this runs).
+                round_row, seat = _round_and_seat_records(session, round_id, caller.id)
+                if round_row is None or seat is None or round_row.status != "playing":
                     return None
                 table = self.tables.get(round_row.table_id)
                 engine = self.live.engine(session, round_row)
