@@ -285,6 +285,54 @@ def test_bets_changed_while_the_deals_debit_is_sent_are_dealt_as_they_stand(
     assert wallet.balance(owner(guest), "USD") == wallet.start - 1000 and staked(service, guest) == 1000
 
 
+def test_a_chip_taken_off_while_the_deals_debit_is_sent_is_dealt_on_a_balance_that_covers_only_one_debit(
+        http: TestClient, service: GameService, wallet: ContractWallet) -> None:
+    """The player, 1,200 at the operator, takes a chip off bets of 1,000 while the deal's debit for them is sent
+    ahead: the deal stakes the 500 left. The debit sent ahead is rolled back before the 500 is debited, and recorded
+    as rolled back. Before, its rollback waited for the commit: the operator, 200 left, refused the 500."""
+    if not service.rounds.debits_ahead:
+        pytest.skip("PostgreSQL debits inside the deal's transaction, which holds the player's slip: the undo waits")
+    guest = new_guest(http)
+    wallet.balances[owner(guest)] = 1200
+    service.stacked.append(DOUBLE_WINS)  # the round stays in play: no credit yet
+    guest.bet("classic", 500)
+    guest.bet("classic", 500)
+    undone: list[int] = []
+    wallet.after_debit = lambda: undone.append(guest.post("/tables/classic/undo").status_code) if not undone else None
+    dealt = guest.post("/tables/classic/deal")
+    wallet.after_debit = lambda: None
+    assert undone == [200] and dealt.status_code == 200, dealt.json()
+    assert dealt.json()["me"]["staked"] == 500
+    debits = [tx_id for kind, tx_id in wallet.calls if kind == "debit"]
+    assert len(debits) == 2 and wallet.rollbacks() == {debits[0]}
+    assert wallet.balance(owner(guest), "USD") == 700 and staked(service, guest) == 500
+    assert outbox(service) == [("rollback", "done"), ("debit", "done")]
+
+
+def test_a_debit_sent_ahead_whose_rollback_is_not_confirmed_at_once_is_rolled_back_through_the_outbox(
+        http: TestClient, service: GameService, wallet: ContractWallet) -> None:
+    """As above, but the operator does not answer the rollback sent at once: the debit of the 500 left is refused
+    (the balance covers one debit, not both), nothing is dealt, and the outbox rolls the first debit back."""
+    if not service.rounds.debits_ahead:
+        pytest.skip("PostgreSQL debits inside the deal's transaction, which holds the player's slip: the undo waits")
+    guest = new_guest(http)
+    wallet.balances[owner(guest)] = 1200
+    guest.bet("classic", 500)
+    guest.bet("classic", 500)
+    wallet.rollback_timeouts = 1
+    undone: list[int] = []
+    wallet.after_debit = lambda: undone.append(guest.post("/tables/classic/undo").status_code) if not undone else None
+    dealt = guest.post("/tables/classic/deal")
+    wallet.after_debit = lambda: None
+    assert undone == [200] and 400 <= dealt.status_code < 500, dealt.json()
+    assert wallet.balance(owner(guest), "USD") == 200  # the first debit, its rollback unanswered
+    service.tick()
+    debits = [tx_id for kind, tx_id in wallet.calls if kind == "debit"]
+    assert len(debits) == 2 and wallet.rollbacks() == {debits[0]}
+    assert wallet.balance(owner(guest), "USD") == 1200 and staked(service, guest) == 0
+    assert outbox(service) == [("rollback", "done")]
+
+
 def test_a_retried_deal_that_applied_debits_nothing(http: TestClient, service: GameService,
                                                     wallet: ContractWallet) -> None:
     """A deal is retried with its key once it has applied, its round settled and new bets on the slip: the first
@@ -292,9 +340,9 @@ def test_a_retried_deal_that_applied_debits_nothing(http: TestClient, service: G
     sent before its transaction, was sent and then rolled back."""
     guest = new_guest(http)
     guest.bet("classic", 500)
+    service.stacked.append(DOUBLE_WINS)  # no insurance to decline first, whatever the tests before dealt
     first = guest.post("/tables/classic/deal", key="deal-once").json()
-    if first["status"] == "playing":
-        assert guest.act(first["id"], "stand").json()["status"] == "settled"
+    assert guest.act(first["id"], "stand").json()["status"] == "settled"
     guest.bet("classic", 500)
     calls = len(wallet.calls)
     retried = guest.post("/tables/classic/deal", key="deal-once")

@@ -322,12 +322,13 @@ class Rounds:
     def _take_ahead(self, session: Session, ahead: StakeAhead | None, key: str, amount: int) -> str | None:
         """The debit sent ahead, recorded by ``session``'s transaction for the stake ``key`` names: its id (for
         :meth:`_stake`), or None where none was sent for this stake. One sent for another (the bets or the round
-        changed meanwhile) is rolled back with the transaction, and the stake is debited in it as before."""
+        changed meanwhile) is rolled back at once, before the stake is debited in the transaction as before: the
+        balance need not cover both."""
         if ahead is None or ahead.taken:
             return None
         ahead.taken = True  # from here the transaction's end settles it (wallet.after_transaction)
         if (ahead.key, ahead.amount) != (key, amount):
-            self.wallet.release_debits(session, [ahead.sent])
+            self.wallet.release_debits_now(session, [ahead.sent])
             return None
         answer = self.wallet.record_debits(session, [ahead.sent])[0]
         if isinstance(answer, WalletError):  # pragma: no cover - a debit sent ahead was answered "done"

@@ -558,6 +558,29 @@ class RemoteWallet:
         """Debits :meth:`send_all` made that no transaction recorded nor released: each is owed a rollback."""
         self._undo(sent, self.owe_rollback)
 
+    def release_now(self, session: Session, sent: Sequence[SentDebit]) -> None:
+        """:meth:`release`, each rollback sent at once rather than after the commit: before a debit of the same
+        transaction that the player's balance must cover without these (a deal's bets changed while its debit was
+        sent ahead: the debit for the bets as they stand was refused where the balance covered either debit but not
+        both, found by review). A rollback the operator confirms is written to the outbox as done; one it does not
+        goes there pending, as :meth:`release` sends it."""
+        unconfirmed: list[SentDebit] = []
+        for debit, outcome in sent:
+            if outcome[0] == "refused":
+                self._resolved([debit.tx_id])
+                continue
+            try:
+                self.wallet.rollback(debit.tx_id)
+            except Exception:  # refused, silent or not understood: the outbox retries it after the commit
+                unconfirmed.append((debit, outcome))
+                continue
+            self._resolved([debit.tx_id])  # rolled back for good, whatever becomes of the transaction
+            defer(session, RECORD_DEBIT, {"tx_id": debit.tx_id, "player_id": debit.player_id,
+                                          "currency": debit.currency, "kind": "rollback", "amount": debit.amount,
+                                          "round_id": debit.round_id, "status": "done", "attempts": 1,
+                                          "last_error": None, "created_at": now()})
+        self.release(session, unconfirmed)
+
     def _undo(self, sent: Sequence[SentDebit], roll_back: Callable[[Debit], object]) -> None:
         """``roll_back`` each debit of ``sent`` that may have been taken; one the operator refused took nothing."""
         for debit, (verdict, _error) in sent:
@@ -827,6 +850,8 @@ class Wallet(Protocol):
         wallet's refusal or silence."""
     def release_debits(self, session: Session, sent: Sequence[SentDebit]) -> None:
         """Roll back, with this transaction, debits :meth:`send_debits` made whose stakes it will not record."""
+    def release_debits_now(self, session: Session, sent: Sequence[SentDebit]) -> None:
+        """:meth:`release_debits`, the rollbacks sent at once: before a debit the balance must cover without them."""
     def owe_debits(self, sent: Sequence[SentDebit]) -> None:
         """Debits :meth:`send_debits` made that no transaction recorded nor released: owed a rollback."""
     def cancel_debit(self, session: Session, tx_id: str) -> None:
@@ -894,6 +919,9 @@ class LedgerWallet:
         raise AssertionError("the built-in ledger debits nothing ahead")  # pragma: no cover
 
     def release_debits(self, session: Session, sent: Sequence[SentDebit]) -> None:
+        raise AssertionError("the built-in ledger debits nothing ahead")  # pragma: no cover
+
+    def release_debits_now(self, session: Session, sent: Sequence[SentDebit]) -> None:
         raise AssertionError("the built-in ledger debits nothing ahead")  # pragma: no cover
 
     def owe_debits(self, sent: Sequence[SentDebit]) -> None:
@@ -997,6 +1025,9 @@ class OperatorLedgerWallet(LedgerWallet):
 
     def release_debits(self, session: Session, sent: Sequence[SentDebit]) -> None:
         self.remote.release(session, sent)
+
+    def release_debits_now(self, session: Session, sent: Sequence[SentDebit]) -> None:
+        self.remote.release_now(session, sent)
 
     def owe_debits(self, sent: Sequence[SentDebit]) -> None:
         self.remote.owe_all(sent)
