@@ -220,3 +220,18 @@ def test_the_hole_card_is_not_on_the_screen_until_it_is_turned(variant: str) -> 
     assert "Q♥" not in shown and "QH" not in shown
     press(game, "s")
     assert "Q♥" in screen(game)  # turned over once the player is done
+
+
+def test_a_hole_card_dealt_first_turns_over_in_place() -> None:
+    """Multiplayer deals the dealer's hole card before the up card: the back is drawn left of the up card, where the
+    card turns over, so the up card stays where it was (drawn after it, the hole card took its place)."""
+    game = table("multiplayer", ["2S", "QH", "3D", "7C", "5C", "4S"])
+    press(game, "bd")
+    assert dealer_line(game).index("7♣") > dealer_line(game).index("▒")
+    press(game, "s")
+    assert dealer_line(game).index("Q♥") < dealer_line(game).index("7♣")
+
+
+def dealer_line(game: TerminalTable) -> str:
+    """The dealer's cards as the screen shows them now (the console records every screen: the last one's)."""
+    return [line for line in screen(game).splitlines() if "Dealer  " in line][-1]

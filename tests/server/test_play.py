@@ -128,7 +128,8 @@ def test_deal_debits_the_stake_and_hides_the_hole_card(guest: Client, service: G
     guest.bet("classic", 500)
     round_view = guest.post("/tables/classic/deal").json()
     assert guest.balance() == before - 500
-    assert round_view["dealer"] == {"cards": ["6H"], "total": 6, "soft": False, "hidden": 1, "blackjack": False}
+    assert round_view["dealer"] == {"cards": ["6H"], "total": 6, "soft": False, "hidden": 1, "hidden_at": 1,
+                                   "blackjack": False}
     assert round_view["legal_actions"] == ["hit", "stand", "double"]
     settled = guest.act(round_view["id"], "stand").json()
     assert settled["status"] == "settled" and settled["hands"][0]["outcome"] == "win"

@@ -176,6 +176,12 @@ def test_multiplayer_shows_other_players_and_whose_turn(page: Any, live_server: 
     page.reload()
     expect(page.locator(".others [data-player='bob']")).to_contain_text("$5.00")
     expect(page.locator("#timer")).to_contain_text("Decision:")
+    # Multiplayer deals the dealer's 7 face down, then the 8 face up: the back lies left of the 8, where the 7 turns
+    # over at the end (drawn after the 8, the 7 took the 8's place and the up card seemed to change).
+    dealer_cards = page.locator(".dealer .card")
+    expect(dealer_cards).to_have_count(2)
+    expect(dealer_cards.nth(0)).to_have_class(re.compile(r"\bback\b"))
+    expect(dealer_cards.nth(1)).to_have_attribute("data-card", "8D")
     before = balance(page)
     page.locator("button[data-action='stand']").click()
     expect(page.locator(".others .seat.active[data-player='bob']")).to_contain_text("deciding…")
@@ -189,6 +195,7 @@ def test_multiplayer_shows_other_players_and_whose_turn(page: Any, live_server: 
     expect(page.locator(".others [data-player='bob'] .outcome")).to_have_text("Push")
     expect(page.locator("#next-round")).to_be_visible()
     assert balance(page) == before
+    assert [card.get_attribute("data-card") for card in dealer_cards.all()] == ["7H", "8D", "2C"]
 
 
 def test_power_common_draw_and_quadruple(page: Any, live_server: LiveServer) -> None:

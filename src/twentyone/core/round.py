@@ -446,6 +446,7 @@ class Round:
             offers["insurance"] = self.cost_of(Action.INSURANCE, player)
         dealer = self.dealer_cards
         hidden = len(self._dealer) - len(dealer)
+        hidden_at = 1 - self._dealer_up_index() if hidden else None
         listed = None if among is None else {*among, *(() if player is None else (player,))}
         if not withheld:
             settlements = self.settlements
@@ -453,7 +454,7 @@ class Round:
                 settlements = tuple(op for op in settlements if op.player in listed)
             return RoundView(player, str(self.phase), dealer, hidden, self.dealer_blackjack, self._hands_of(listed),
                              settlements, mask_operations(self.operations), decision, legal, offers,
-                             self.staked, self.returned)
+                             self.staked, self.returned, dealer_hidden_at=hidden_at)
         assert player is not None
         seen_log, own_play = self._log_by_player.seen_by(self.operations, player, self._spots)
         operations = mask_operations(seen_log)
@@ -462,7 +463,7 @@ class Round:
         return RoundView(player, str(self.phase), dealer, hidden, self.dealer_blackjack, hands, settlements,
                          operations, decision, legal, offers, _staked_in(operations),
                          sum(op.returned for op in settlements), others_withheld=True,
-                         drawing=bool(self._awaiting.get(player)))
+                         drawing=bool(self._awaiting.get(player)), dealer_hidden_at=hidden_at)
 
     def _withholds_others(self, player: str | None) -> bool:
         """Whether ``player`` must not see the other players' play yet.

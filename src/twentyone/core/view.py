@@ -17,8 +17,8 @@ player may see is decided here once.
 >>> game.place_bets("ann", [HandBet(1000)])
 >>> _ = game.deal()
 >>> view = game.view("ann")
->>> [str(card) for card in view.dealer_cards], view.dealer_hidden
-(['6H'], 1)
+>>> [str(card) for card in view.dealer_cards], view.dealer_hidden, view.dealer_hidden_at  # the hole card 2nd
+(['6H'], 1, 1)
 >>> [type(op).__name__ for op in view.operations][-1]   # the hole card, masked in the log
 'FaceDownCard'
 >>> "JC" in repr(view)   # nowhere in the view: not the dealer's cards, not the log
@@ -117,6 +117,10 @@ class RoundView:
     others_withheld: bool = False
     # Lockstep: the viewer chose a card (hit, double, split) and waits for the step to complete.
     drawing: bool = False
+    # Where the face-down card lies among the dealer's cards as dealt (None: none is face down). A table that deals
+    # the hole card first (multiplayer) has it left of the up card: drawn there, it turns over in place, and the up
+    # card does not move when it does.
+    dealer_hidden_at: int | None = None
 
     @property
     def dealer_value(self) -> HandValue:
@@ -188,14 +192,32 @@ def operation_json(op: VisibleOperation, names: Mapping[str, str] | None = None)
             "hand": op.hand, "stake": op.stake, "result": op.result, "returned": op.returned}
 
 
+def dealer_json(view: RoundView) -> dict[str, Any]:
+    """The dealer's cards as the viewer sees them: those face up in the order dealt, and how many lie face down where.
+
+    >>> from twentyone.core.round import HandBet, Round
+    >>> from twentyone.core.shoe import Shoe
+    >>> from twentyone.variants import builtin_rules
+    >>> game = Round(builtin_rules("multiplayer"), Shoe.stacked(["TS", "7H", "9D", "8S", "9C"]))
+    >>> game.place_bets("ann", [HandBet(100)])
+    >>> _ = game.deal()  # Ann's 10, the dealer's 7 face down, Ann's 9, the dealer's 8 face up
+    >>> dealer_json(game.view("ann"))
+    {'cards': ['8S'], 'total': 8, 'soft': False, 'hidden': 1, 'hidden_at': 0, 'blackjack': False}
+    >>> game.stand()
+    >>> dealer_json(game.view("ann"))["cards"]  # turned over in place, left of the 8
+    ['7H', '8S', '9C']
+    """
+    return {"cards": [str(card) for card in view.dealer_cards], "total": view.dealer_value.total,
+            "soft": view.dealer_value.soft, "hidden": view.dealer_hidden, "hidden_at": view.dealer_hidden_at,
+            "blackjack": view.dealer_blackjack}
+
+
 def view_json(view: RoundView, names: Mapping[str, str] | None = None) -> dict[str, Any]:
     """The whole view as JSON: the one serialiser behind the server's round view, replay and events."""
     decision = view.decision
     return {
         "phase": view.phase,
-        "dealer": {"cards": [str(card) for card in view.dealer_cards], "total": view.dealer_value.total,
-                   "soft": view.dealer_value.soft, "hidden": view.dealer_hidden,
-                   "blackjack": view.dealer_blackjack},
+        "dealer": dealer_json(view),
         "hands": [hand_json(hand, names) for hand in view.hands],
         "settlements": [operation_json(op, names) for op in view.settlements],
         "operations": [operation_json(op, names) for op in view.operations],
@@ -213,6 +235,7 @@ __all__ = [
     "FaceDownCard",
     "HandState",
     "RoundView",
+    "dealer_json",
     "mask_operations",
     "operation_json",
     "view_json",

@@ -23,7 +23,7 @@ from twentyone.core.cards import Card, parse_card
 from twentyone.core.commitment import verify_record
 from twentyone.core.operations import CardDealt
 from twentyone.core.round import Round as Engine
-from twentyone.core.view import RoundView, hand_json, operation_json
+from twentyone.core.view import RoundView, dealer_json, hand_json, operation_json
 from twentyone.server.config import TableSpec
 from twentyone.server.context import Caller, ServiceError, aware, iso
 from twentyone.server.direct import run
@@ -104,7 +104,8 @@ def round_json(session: Session, round_row: Round, table: TableSpec, player_id: 
         "players": [{"player_id": seat.player_id, "name": name} for seat, name in shown],
         "seat_count": seat_count,
         "seats": [seat_json(seat, name) for seat, name in shown],
-        "dealer": {"cards": [], "total": 0, "hidden": 0}, "hands": [], "side_bets": [], "insurance": [],
+        "dealer": {"cards": [], "total": 0, "hidden": 0, "hidden_at": None},
+        "hands": [], "side_bets": [], "insurance": [],
         "decision": None, "legal_actions": [], "offers": {}, "deciding": [], "others_withheld": False,
         "drawing": False, "deadline": None,
     }
@@ -160,11 +161,9 @@ def round_json_held(session: Session, round_row: Round, table: TableSpec, player
 
 
 def _cards_json(seen: RoundView, names: dict[str, str], viewer: str) -> dict[str, Any]:
-    dealer = seen.dealer_value
     hands = [h for h in seen.hands if h.player in names or h.player == viewer]
     result: dict[str, Any] = {
-        "dealer": {"cards": [str(card) for card in seen.dealer_cards], "total": dealer.total, "soft": dealer.soft,
-                   "hidden": seen.dealer_hidden, "blackjack": seen.dealer_blackjack},
+        "dealer": dealer_json(seen),
         "hands": [{**hand_json(h, names), "player_id": int(h.player), "name": names.get(h.player, h.player)}
                   for h in hands],
         "side_bets": [], "insurance": [],

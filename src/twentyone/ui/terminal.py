@@ -355,7 +355,10 @@ class TerminalTable:
 
     def _render_round(self, game: Round) -> list[RenderableType]:
         seen = game.view(PLAYER)  # what the player may see: the hole card stays face down until turned
-        shown: tuple[Card | None, ...] = (*seen.dealer_cards, *[None] * seen.dealer_hidden)
+        # The face-down card where it lies (multiplayer deals it first): it turns over in place.
+        at = len(seen.dealer_cards) if seen.dealer_hidden_at is None else seen.dealer_hidden_at
+        shown: tuple[Card | None, ...] = (*seen.dealer_cards[:at], *[None] * seen.dealer_hidden,
+                                          *seen.dealer_cards[at:])
         dealer = Text("Dealer  ")
         dealer.append_text(cards_text(shown))
         dealer_value = seen.dealer_value

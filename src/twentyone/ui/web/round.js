@@ -29,9 +29,13 @@ function sideLine(name, result) {
 // (a negative delay), and a card already in place is not dealt again.
 const MOTION_MS = 900;
 
-function cards(round, key, codes, hidden = 0) {
+// A face-down card is drawn where it lies (``hiddenAt``, the dealer's: a table that deals the hole card first has it
+// left of the up card), so that it turns over in place and the cards beside it do not move.
+function cards(round, key, codes, hidden = 0, hiddenAt = null) {
   const now = performance.now();
-  const all = [...codes, ...Array.from({ length: hidden }, () => null)];
+  const backs = Array.from({ length: hidden }, () => null);
+  const at = hiddenAt === null || hiddenAt === undefined ? codes.length : Math.min(hiddenAt, codes.length);
+  const all = [...codes.slice(0, at), ...backs, ...codes.slice(at)];
   let fresh = 0;
   const nodes = all.map((code, index) => {
     const id = `${round.id}|${key}|${index}|${code ? "up" : "down"}`;
@@ -55,7 +59,8 @@ export function dealerArea(round) {
       : totalText(dealer.total, dealer.soft, dealer.cards.length)) : null;
   return el("div", { class: "dealer", "aria-label": "Dealer" },
     el("div", { class: "hand dealer-hand" }, el("div", { class: "owner" }, "Dealer"),
-      round ? cards(round, "dealer", dealer.cards, dealer.hidden) : el("div", { class: "cards" }), total));
+      round ? cards(round, "dealer", dealer.cards, dealer.hidden, dealer.hidden_at)
+        : el("div", { class: "cards" }), total));
 }
 
 function handLabel(hand, index, mine, shared) {
