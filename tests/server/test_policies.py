@@ -27,6 +27,30 @@ def test_a_bet_placed_but_not_dealt_is_returned_on_reconnection(http: TestClient
     assert ann.balance() == balance  # it was held, never debited
 
 
+def test_bets_returned_on_reconnection_are_told_to_the_players_own_pages_at_that_table(http: TestClient) -> None:
+    """Ann's page at classic holds her bet; she opens another table (a new connection): the bet is returned, and her
+    page at classic is told so, to re-read its slip. Bob, at classic too, is told nothing of Ann's bets. Before,
+    only the new connection heard, and the page at classic showed the bet until DEAL found none (found by a
+    trial)."""
+    ann, bob = new_player(http, "ann"), new_player(http, "bob")
+    with http.websocket_connect(f"/ws/tables/classic?token={ann.token}") as anns, \
+            http.websocket_connect(f"/ws/tables/classic?token={bob.token}") as bobs:
+        assert anns.receive_json()["type"] == "hello" and bobs.receive_json()["type"] == "hello"
+        ann.bet("classic", 500)
+        with http.websocket_connect(f"/ws/tables/power?token={ann.token}") as elsewhere:
+            assert elsewhere.receive_json()["returned_bets"] == [{"table_id": "classic", "bets": {"1|main": 500},
+                                                                   "total": 500}]
+        bob.bet("classic", 500)
+        dealt = bob.post("/tables/classic/deal").json()  # an event for everyone at classic, to read up to
+        bobs_round = {"type": "round", "table_id": "classic", "round_id": dealt["id"], "status": dealt["status"]}
+        assert anns.receive_json() == {"type": "bets-returned", "table_id": "classic", "player_id": ann.player_id(),
+                                       "total": 500, "reason": "You connected again before they were dealt.",
+                                       "private": True}
+        assert anns.receive_json() == bobs_round
+        assert bobs.receive_json() == bobs_round  # the first event Bob hears: nothing of Ann's bets
+    assert ann.get("/tables/classic").json()["slip"]["total"] == 0
+
+
 def test_a_dealt_round_waits_and_resumes_where_it_was(guest: Client, service: GameService) -> None:
     service.stacked.append(["TS", "6H", "9D", "TC", "8C"])
     guest.bet("classic", 500)

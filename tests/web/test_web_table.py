@@ -424,6 +424,30 @@ def test_bets_returned_on_arrival_are_told_in_their_own_tables_currency(browser:
         context.close()
 
 
+def test_a_bet_returned_when_another_tab_connects_leaves_the_first_tab_too(browser: Any,
+                                                                          live_server: LiveServer) -> None:
+    """A player's tab at power holds a bet; a second tab of theirs opens multiplayer, a new connection, and the
+    bet is returned (the sheets' disconnection policy). The first tab says so and shows the bet gone: before, it
+    kept showing the bet and the balance without it until DEAL answered that there was none (found by a trial)."""
+    context = browser.new_context()
+    try:
+        first = context.new_page()
+        guest_at(first, live_server, "power")
+        before = balance(first)
+        bet(first, 1, chip="500")
+        assert balance(first) != before
+        second = context.new_page()
+        second.goto(live_server.url + "/#/table/multiplayer")
+        expect(second.locator("#announce")).to_have_text("Your undealt bets were returned: €5.00.")
+        expect(first.locator("#announce")).to_have_text("Bets of €5.00 returned. You connected again before they "
+                                                        "were dealt.")
+        expect(first.locator("#total-bet")).to_have_text("TOTAL BET €0.00")
+        expect(first.locator("#balance strong")).to_have_text(before)
+        shot(first, "bet-returned-by-another-tab")
+    finally:
+        context.close()
+
+
 def test_d_pressed_right_after_a_spot_deals_once_the_bet_is_in(page: Any, live_server: LiveServer) -> None:
     """The keys a regular uses without waiting for the page: a spot, then D before the bet's answer is back."""
     live_server.service.stacked.append(["TS", "6H", "9D", "TC", "8C"])

@@ -104,6 +104,8 @@ class Broadcaster:
         with self._lock:
             targets = list(self._subscribers.get(table_id, ()))
         message = {"table_id": table_id, **event}
+        if event.get("private"):  # one player's own news: to that player's clients and the operator's alone
+            targets = [s for s in targets if s.player_id in (None, event.get("player_id"))]
         # One hand-over per event loop (one per process in practice), not one per subscriber: each is a wake-up of the
         # loop (a write to its self-pipe), a thousand of them per event at a crowded power table.
         by_loop: dict[asyncio.AbstractEventLoop, list[Subscription]] = {}

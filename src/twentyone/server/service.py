@@ -42,6 +42,9 @@ from twentyone.server.tables import Shoes, TableRegistry
 from twentyone.server.views import Views
 from twentyone.server.wallet import LedgerWallet, OperatorLedgerWallet, OperatorWallet, Wallet, WalletError
 
+# Why a player's undealt bets were returned when they connected again (the disconnection policy of the sheets).
+RETURNED_ON_RECONNECTION = "You connected again before they were dealt."
+
 log = logging.getLogger("twentyone.server")
 
 
@@ -70,8 +73,8 @@ class GameService:
         self.slips = Slips(self.rounds)
         self.views = Views(self.store, self.live, self.registry.get)
         # The façade's verbs: each belongs to one part.
-        self.register, self.guest, self.login = self.accounts.register, self.accounts.guest, self.accounts.login
-        self.authenticate, self.reconnect = self.accounts.authenticate, self.accounts.reconnect
+        self.register, self.guest = self.accounts.register, self.accounts.guest
+        self.authenticate = self.accounts.authenticate
         self.profile, self.update_settings = self.accounts.profile, self.accounts.update_settings
         self.update_limits = self.accounts.update_limits
         self.bet_control, self.table_state = self.slips.bet_control, self.slips.table_state
@@ -80,6 +83,28 @@ class GameService:
         self.verify, self.hint, self.seated, self.report = (self.views.verify, self.views.hint, self.views.seated,
                                                             self.views.report)
         self.wallet_calls = self.views.wallet_calls
+
+    def login(self, name: str, password: str) -> tuple[Caller, str, list[dict[str, Any]]]:
+        """Sign in (:meth:`Accounts.login`): a new connection, whose undealt bets are returned and told
+        (:meth:`reconnect`)."""
+        who, token, returned = self.accounts.login(name, password)
+        self._tell_returned(who.id, returned)
+        return who, token, returned
+
+    def reconnect(self, caller: Caller) -> list[dict[str, Any]]:
+        """A player is back on a new connection (a WebSocket, ``POST /me/reconnect``): their bets never dealt are
+        returned, the sheet's disconnection policy (:meth:`Accounts.reconnect`), and each table they lay on is told,
+        so that a page still open there shows them gone. Before, only the new connection heard of it, and a page
+        open at the other table showed the bets until DEAL answered that there were none (found by a trial)."""
+        returned = self.accounts.reconnect(caller)
+        self._tell_returned(caller.id, returned)
+        return returned
+
+    def _tell_returned(self, player_id: int, returned: list[dict[str, Any]]) -> None:
+        for slip in returned:  # to the player alone: at a private table no one else saw these bets
+            self.events.publish(slip["table_id"], {"type": "bets-returned", "player_id": player_id,
+                                                   "total": slip["total"], "reason": RETURNED_ON_RECONNECTION,
+                                                   "private": True})
 
     # Tests and certification reach these through the façade.
     @property
