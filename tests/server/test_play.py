@@ -333,6 +333,26 @@ def test_a_hint_ranks_the_legal_actions_of_my_decision(guest: Client, service: G
     assert evs == sorted(evs, reverse=True)
 
 
+def test_a_hint_at_an_offer_ranks_both_answers(guest: Client, service: GameService) -> None:
+    """At insurance's decision the hint ranks taking it against declining it (declining first: insurance costs the
+    player in a fresh shoe); at even money's, taking it against playing the blackjack on. Before, it listed the offer
+    alone (found by a trial)."""
+    service.stacked.append(["TS", "AH", "6D", "9C", "8C"])  # 16 against an Ace
+    guest.bet("classic", 500)
+    round_id = guest.post("/tables/classic/deal").json()["id"]
+    hint = guest.get(f"/rounds/{round_id}/hint").json()["actions"]
+    assert [entry["action"] for entry in hint] == ["no-insurance", "insurance"]
+    assert hint[0]["ev"] == 0.0 and hint[1]["ev"] < 0
+    guest.act(round_id, "no-insurance")
+    assert guest.act(round_id, "stand").json()["status"] == "settled"  # the dealer's Ace and 9: 20
+    service.stacked.append(["AS", "AH", "KD", "9C"])  # a blackjack against an Ace
+    guest.bet("classic", 500)
+    round_id = guest.post("/tables/classic/deal").json()["id"]
+    hint = guest.get(f"/rounds/{round_id}/hint").json()["actions"]
+    assert {entry["action"] for entry in hint} == {"even-money", "no-even-money"}
+    assert dict((entry["action"], entry["ev"]) for entry in hint)["even-money"] == 1.0
+
+
 def test_a_request_that_wrote_nothing_keeps_its_answer_for_a_retry(service: GameService, guest: Client) -> None:
     """A keyed request whose work wrote nothing still records its answer: a retry gets it back, not a new one."""
     caller = service.authenticate(guest.token)

@@ -73,6 +73,11 @@ def hint(rules: Rules, cards: Sequence[Card], up: Card, legal: Iterable[str] | N
     >>> low = parse_cards(["2S"] * 30 + ["3S"] * 30 + ["TS"] * 5)   # a live shoe left rich in low cards
     >>> hint(rules, hand, up)[0][0], hint(rules, hand, up, unseen=low)[0][0]
     ('stand', 'hit')
+
+    At an offer's decision both answers are ranked: insurance, valued as its own bet, against declining it (0).
+
+    >>> [(action, round(ev, 3)) for action, ev in hint(rules, hand, parse_card("AH"), ["insurance", "no-insurance"])]
+    [('no-insurance', 0.0), ('insurance', -0.039)]
     """
     if analysis is None:
         counts = None if unseen is None else live_counts(unseen, [*cards, up])
@@ -91,5 +96,30 @@ def hint(rules: Rules, cards: Sequence[Card], up: Card, legal: Iterable[str] | N
         actions["cash-out"] = float(Fraction(str(factor))) - 1.0
     if legal is not None:
         allowed = set(legal)
+        actions.update({name: ev for name, ev in _declines(actions).items() if name in allowed})
         actions = {name: ev for name, ev in actions.items() if name in allowed}
     return sorted(actions.items(), key=lambda item: -item[1])
+
+
+# The actions that play a hand on: what declining an offer leads to.
+_PLAYS = frozenset({"hit", "stand", "double", "triple", "quadruple", "split"})
+
+
+def _declines(actions: dict[str, float]) -> dict[str, float]:
+    """The EV of declining each offer ``actions`` values, on the offer's own footing, for an offer's decision (whose
+    legal actions are its two answers: before, the hint listed the offer alone). Insurance is valued as its own
+    bet (what it adds to the hand), so declining it is 0; even money against playing the blackjack on; an early
+    surrender against the best play.
+
+    >>> _declines({"stand": 1.04, "even-money": 1.0, "insurance": -0.04})
+    {'no-insurance': 0.0, 'no-even-money': 1.04}
+    """
+    declines: dict[str, float] = {}
+    if "insurance" in actions:
+        declines["no-insurance"] = 0.0
+    if "even-money" in actions and "stand" in actions:
+        declines["no-even-money"] = actions["stand"]
+    plays = [ev for name, ev in actions.items() if name in _PLAYS]
+    if "surrender" in actions and plays:
+        declines["no-surrender"] = max(plays)
+    return declines
