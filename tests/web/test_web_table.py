@@ -198,6 +198,28 @@ def test_multiplayer_shows_other_players_and_whose_turn(page: Any, live_server: 
     assert [card.get_attribute("data-card") for card in dealer_cards.all()] == ["7H", "8D", "2C"]
 
 
+def test_another_players_blackjack_is_named_as_it_is_dealt(page: Any, live_server: LiveServer) -> None:
+    """Bob is dealt a blackjack at multiplayer: his seat reads "Blackjack" while the round is played, as the player's
+    own hand does. Before, it read "21" until the round settled (found by a trial)."""
+    import httpx
+
+    live_server.service.stacked.append(["TS", "AS", "7H", "6S", "KD", "8D", "2C"])  # your 16; bob's Ace and King
+    guest_at(page, live_server, "multiplayer")
+    bob = httpx.post(live_server.url + "/auth/register", json={"name": "bob", "password": "correct horse"}).json()
+    headers = {"Authorization": f"Bearer {bob['token']}"}
+    bet(page, 1, chip="100")
+    page.locator("#deal").click()
+    expect(page.locator("#bet-status")).to_contain_text("Your bets are in")
+    httpx.post(live_server.url + "/tables/multiplayer/bets", json={"spot": 1, "chip": 500},
+               headers={**headers, "Idempotency-Key": "b1"})
+    httpx.post(live_server.url + "/tables/multiplayer/deal", headers={**headers, "Idempotency-Key": "b2"})
+    live_server.service.close_betting("multiplayer")
+    page.reload()
+    expect(page.locator("#timer")).to_contain_text("Decision:")
+    expect(page.locator(".others [data-player='bob'] .total")).to_have_text("Blackjack")
+    expect(page.locator(".hands.mine .total")).to_have_text("16")
+
+
 def test_power_common_draw_and_quadruple(page: Any, live_server: LiveServer) -> None:
     service = live_server.service
     service.stacked.append(["5S", "7H", "6D", "8C", "KC", "QS"])

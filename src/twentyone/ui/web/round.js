@@ -87,8 +87,7 @@ export function myHands(round, decisionNode) {
         "data-seat": hand.seat, "data-hand": hand.hand },
       el("div", { class: "owner" }, label),
       cards(round, `${hand.seat}.${hand.hand}`, hand.cards),
-      el("div", { class: "total" }, hand.status === "blackjack" || hand.outcome === "blackjack" ? "Blackjack"
-        : totalText(hand.total, hand.soft, hand.cards.length)),
+      el("div", { class: "total" }, handTotal(hand)),
       el("div", { class: "bet-circle" },
         el("div", { class: "stacks" },
           chipStack(hand.stake, table.chips, table.currency, finished && won < 0 ? (settle ? "collected" : "gone") : ""),
@@ -99,6 +98,13 @@ export function myHands(round, decisionNode) {
       active && decisionNode ? decisionNode : null);
     }));
   }));
+}
+
+// A hand's total as the table reads it: a blackjack is named as soon as it is dealt, the player's own and the others'
+// alike (the others' read "21" until the round settled).
+function handTotal(hand) {
+  return hand.status === "blackjack" || hand.outcome === "blackjack" ? "Blackjack"
+    : totalText(hand.total, hand.soft, hand.cards.length);
 }
 
 /**
@@ -123,7 +129,7 @@ export function othersStrip(round) {
       el("div", { class: "seat-bet" }, chipStack(total, table.chips, table.currency, "mini"), money(total, table.currency)),
       ...hands.map((hand) => el("div", { class: "mini-hand" },
         cards(round, `${hand.seat}.${hand.hand}`, hand.cards),
-        el("span", { class: "total" }, totalText(hand.total, hand.soft, hand.cards.length)),
+        el("span", { class: "total" }, handTotal(hand)),
         hand.outcome ? el("span", { class: `outcome ${hand.outcome}` }, OUTCOMES[hand.outcome] || hand.outcome) : null)),
       turn ? el("div", { class: "turn" }, "deciding…") : null);
   }));
