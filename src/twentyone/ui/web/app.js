@@ -137,14 +137,17 @@ async function showReplay(roundId, currency) {
   const target = document.getElementById("replay");
   try {
     const replay = await api("GET", `/rounds/${roundId}/replay`);
+    // Seats and hands named as the cards' lines name them ("seat 2 hand 1"): the seat is the round's, not the
+    // player's own count of hands, and "hand 2.1" read as the player's second hand.
     const lines = replay.operations.map((op) => {
+      const where = `seat ${op.seat} hand ${op.hand}`;
       if (op.type === "card") return `card ${op.card} → ${op.to}${op.face_up ? "" : " (face down)"}`;
-      if (op.type === "action") return `${op.player}: ${op.action} on hand ${op.seat}.${op.hand}`;
+      if (op.type === "action") return `${op.player}: ${op.action}, ${where}`;
       if (op.type === "settled") {
-        const what = op.item === "hand" ? `hand ${op.seat}.${op.hand}` : `${op.item} on hand ${op.seat}.${op.hand}`;
+        const what = op.item === "hand" ? where : `${op.item}, ${where}`;
         return `${what}: ${op.result}, returned ${money(op.returned, currency)}`;
       }
-      if (op.type === "bets") return `${op.player} bets ${money(op.bet, currency)} on hand ${op.seat}`;
+      if (op.type === "bets") return `${op.player} bets ${money(op.bet, currency)} at seat ${op.seat}`;
       if (op.type === "peek") return `dealer checks for blackjack: ${op.blackjack ? "blackjack" : "none"}`;
       if (op.type === "hole") return `dealer turns over ${op.card}`;
       return op.type;
