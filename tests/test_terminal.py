@@ -58,7 +58,7 @@ def test_insurance_offer_answered_with_y() -> None:
     press(game, "bd")
     assert "Insurance for $0.50 on hand 1? [y]es [n]o" in screen(game)
     press(game, "?")
-    assert game.message.startswith("Hint (EV per unit bet): insurance ")
+    assert game.message.startswith("Hint (EV per unit bet): no-insurance +0.000  insurance -")  # both answers
     press(game, "y")
     assert game.game is not None and game.game.dealer_blackjack
     assert game.balance == 100000  # lost 1.00, insurance paid 1.50 back on 0.50

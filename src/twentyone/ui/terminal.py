@@ -431,7 +431,7 @@ class TerminalTable:
             cost = game.cost_of(OFFER_KEYS[decision.kind]["y"])
             price = f" for {self.money(cost)}" if cost else ""
             offer = decision.kind.replace("-", " ").title()
-            return Text(f"{offer}{price} on hand {decision.seat}? [y]es [n]o  [?] hint", style="bold")
+            return Text(f"{offer}{price} on hand {decision.seat}? [y]es [n]o  [?] hint  [q] quit", style="bold")
         labels = []
         for key, action in PLAY_KEYS.items():
             if action in game.legal_actions():
@@ -439,7 +439,8 @@ class TerminalTable:
                 if action is Action.CASH_OUT:
                     label += f" {self.money(game.offer_amount(Action.CASH_OUT))}"
                 labels.append(label)
-        return Text("  ".join(labels) + "  [?] hint", style="bold")
+        # Quitting mid-round is a key too (it stands every hand, as the server does for a player who leaves).
+        return Text("  ".join(labels) + "  [?] hint  [q] quit", style="bold")
 
 
 class _Setting(TypedDict, total=False):
