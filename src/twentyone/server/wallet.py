@@ -23,6 +23,7 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import AbstractContextManager, contextmanager, nullcontext
 from datetime import UTC, datetime
+from functools import partial
 from typing import Any, Protocol
 
 from sqlalchemy import BigInteger, Row, String, bindparam, event, func, insert, select, update
@@ -562,24 +563,35 @@ class RemoteWallet:
         """:meth:`release`, each rollback sent at once rather than after the commit: before a debit of the same
         transaction that the player's balance must cover without these (a deal's bets changed while its debit was
         sent ahead: the debit for the bets as they stand was refused where the balance covered either debit but not
-        both, found by review). A rollback the operator confirms is written to the outbox as done; one it does not
-        goes there pending, as :meth:`release` sends it."""
+        both, found by review). A rollback the operator confirms (a timeout retried, as a debit's is) is written to the
+        outbox as done with this transaction, and owed again if it does not commit: the operator applies a rollback
+        once, and the outbox names every debit the operator saw either way (found by review). One it does
+        not confirm goes there pending, as :meth:`release` sends it."""
         unconfirmed: list[SentDebit] = []
         for debit, outcome in sent:
             if outcome[0] == "refused":
                 self._resolved([debit.tx_id])
-                continue
-            try:
-                self.wallet.rollback(debit.tx_id)
-            except Exception:  # refused, silent or not understood: the outbox retries it after the commit
+            elif not self._roll_back_now(debit.tx_id):  # the outbox retries it after the commit
                 unconfirmed.append((debit, outcome))
-                continue
-            self._resolved([debit.tx_id])  # rolled back for good, whatever becomes of the transaction
-            defer(session, RECORD_DEBIT, {"tx_id": debit.tx_id, "player_id": debit.player_id,
-                                          "currency": debit.currency, "kind": "rollback", "amount": debit.amount,
-                                          "round_id": debit.round_id, "status": "done", "attempts": 1,
-                                          "last_error": None, "created_at": now()})
+            else:
+                after_transaction(session, partial(self._resolved, [debit.tx_id]), partial(self.owe_rollback, debit))
+                defer(session, RECORD_DEBIT, {"tx_id": debit.tx_id, "player_id": debit.player_id,
+                                              "currency": debit.currency, "kind": "rollback", "amount": debit.amount,
+                                              "round_id": debit.round_id, "status": "done", "attempts": 1,
+                                              "last_error": None, "created_at": now()})
         self.release(session, unconfirmed)
+
+    def _roll_back_now(self, tx_id: str) -> bool:
+        """Send a debit's rollback now, a timeout retried with the same id: whether the operator confirmed it."""
+        for _ in range(self.attempts):
+            try:
+                self.wallet.rollback(tx_id)
+            except WalletTimeout:
+                continue
+            except Exception:  # refused, or an answer the contract does not define
+                return False
+            return True
+        return False
 
     def _undo(self, sent: Sequence[SentDebit], roll_back: Callable[[Debit], object]) -> None:
         """``roll_back`` each debit of ``sent`` that may have been taken; one the operator refused took nothing."""
