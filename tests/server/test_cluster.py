@@ -5,6 +5,7 @@ The PostgreSQL tests are skipped without ``TWENTYONE_TEST_POSTGRES_URL`` (CI set
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import os
 import signal
@@ -437,3 +438,35 @@ def test_serve_workers_starts_several_processes_on_postgresql(tmp_path: Path, po
         except subprocess.TimeoutExpired:
             os.killpg(server.pid, signal.SIGKILL)
             server.wait()
+
+
+def test_a_private_event_reaches_its_player_alone_in_another_process_cut_to_fit_or_not(postgres_url: str) -> None:
+    """Two processes' broadcasters on one PostgreSQL: a private event published in one reaches, in the other, its
+    player's subscription and the operator's, and not another player's, also when it is too big for ``NOTIFY`` and
+    is cut. Cut, it used to lose whom it was for and go to everyone at the table (found by review)."""
+    from twentyone.server.cluster import PostgresBroadcaster
+
+    async def heard() -> dict[str, list[dict[str, Any]]]:
+        here, there = PostgresBroadcaster(postgres_url), PostgresBroadcaster(postgres_url)
+        here.start()
+        there.start()
+        try:
+            listeners = {"ann": there.subscribe("classic", 1), "bob": there.subscribe("classic", 2),
+                         "operator": there.subscribe("classic", None)}
+            for reason in ("short", "long " * 3000):
+                here.publish("classic", {"type": "bets-returned", "player_id": 1, "total": 500, "reason": reason,
+                                         "private": True})
+            here.publish("classic", {"type": "round", "round_id": 7})  # everyone's: the last to arrive
+            deadline = time.monotonic() + 10
+            while len(listeners["bob"]._pending) < 1 and time.monotonic() < deadline:
+                await asyncio.sleep(0.05)
+            return {name: list(subscription._pending) for name, subscription in listeners.items()}
+        finally:
+            here.stop()
+            there.stop()
+
+    events = asyncio.run(heard())
+    kinds = {name: [event["type"] for event in heard_by] for name, heard_by in events.items()}
+    assert kinds == {"ann": ["bets-returned", "bets-returned", "round"], "bob": ["round"],
+                     "operator": ["bets-returned", "bets-returned", "round"]}
+    assert "reason" not in events["ann"][1] and events["ann"][1]["player_id"] == 1  # the long one, cut

@@ -269,6 +269,10 @@ class AdvisoryOwnership:
 
 
 # ----------------------------------------------------------------- events
+# What an event cut to fit NOTIFY's payload keeps.
+CUT_KEEPS = ("type", "round_id", "private", "player_id")
+
+
 class PostgresBroadcaster(Broadcaster):
     """The in-process fan-out plus a bridge: events reach the clients of every process by LISTEN/NOTIFY.
 
@@ -294,8 +298,9 @@ class PostgresBroadcaster(Broadcaster):
     def publish(self, table_id: str, event: dict[str, Any]) -> None:
         self.deliver(table_id, event)
         payload = self._payload({"t": table_id, "e": event})
-        if len(payload.encode()) > MAX_PAYLOAD:  # keep what a client needs to re-read: the kind and the round
-            payload = self._payload({"t": table_id, "e": {k: event[k] for k in ("type", "round_id") if k in event}})
+        if len(payload.encode()) > MAX_PAYLOAD:  # keep what a client needs to re-read (the kind and the round) and
+            # whom a private event is for: cut without them, it went to everyone at the table (found by review)
+            payload = self._payload({"t": table_id, "e": {k: event[k] for k in CUT_KEEPS if k in event}})
         self._outbox.put((EVENTS_CHANNEL, payload))
 
     def _payload(self, body: dict[str, Any]) -> str:
