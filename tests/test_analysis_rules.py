@@ -157,3 +157,21 @@ def test_the_dealer_finals_follow_the_core_drawing_rule() -> None:
 def test_unused_imports_are_the_rules_types() -> None:
     # The section types are imported so a new field in any of them shows up in field_paths() above.
     assert {DealRules, DoubleRules, InsuranceRules, ShoeRules} <= {type(getattr(BASE, s)) for s in SECTIONS}
+
+
+@pytest.mark.parametrize(("hand", "up", "best"), [(("TS", "5D"), "AH", "surrender"), (("TS", "6D"), "KH", "surrender"),
+                                                 (("9S", "2D"), "AH", "no-surrender"),
+                                                 (("TS", "7D"), "KH", "no-surrender")])
+def test_an_early_surrender_hint_ranks_declining_on_surrenders_footing(hand: tuple[str, str], up: str,
+                                                                       best: str) -> None:
+    """Early surrender is offered before the dealer peeks; declining is worth the best play when the dealer has no
+    blackjack, and the bet lost when they have one. The hint follows the early-surrender strategy (15 against an Ace
+    and 16 against a ten surrender; 11 against an Ace and 17 against a ten play on). Before, declining was valued
+    as if the dealer had no blackjack, and 15 against an Ace was told to play on (found by review)."""
+    from twentyone.analysis.hints import hint
+    from twentyone.core.cards import parse_card, parse_cards
+
+    rules = rules_from_toml('id = "es"\nname = "ES"\n[shoe]\ndecks = 6\n[dealer]\npeek = "ace-ten"\n'
+                            '[player]\nsurrender = "early"\n')
+    ranked = hint(rules, parse_cards(list(hand)), parse_card(up), ["surrender", "no-surrender"])
+    assert ranked[0][0] == best and dict(ranked)["surrender"] == -0.5

@@ -15,7 +15,7 @@ from fractions import Fraction
 
 import numpy as np
 
-from twentyone.analysis.game import GameAnalysis
+from twentyone.analysis.game import GameAnalysis, HandEV
 from twentyone.core.cards import Card
 from twentyone.core.hand import hand_value
 from twentyone.core.rules import Rules
@@ -96,7 +96,7 @@ def hint(rules: Rules, cards: Sequence[Card], up: Card, legal: Iterable[str] | N
         actions["cash-out"] = float(Fraction(str(factor))) - 1.0
     if legal is not None:
         allowed = set(legal)
-        actions.update({name: ev for name, ev in _declines(actions).items() if name in allowed})
+        actions.update({name: value for name, value in _declines(actions, ev).items() if name in allowed})
         actions = {name: ev for name, ev in actions.items() if name in allowed}
     return sorted(actions.items(), key=lambda item: -item[1])
 
@@ -105,21 +105,32 @@ def hint(rules: Rules, cards: Sequence[Card], up: Card, legal: Iterable[str] | N
 _PLAYS = frozenset({"hit", "stand", "double", "triple", "quadruple", "split"})
 
 
-def _declines(actions: dict[str, float]) -> dict[str, float]:
+def _declines(actions: dict[str, float], ev: HandEV) -> dict[str, float]:
     """The EV of declining each offer ``actions`` values, on the offer's own footing, for an offer's decision (whose
     legal actions are its two answers: before, the hint listed the offer alone). Insurance is valued as its own
-    bet (what it adds to the hand), so declining it is 0; even money against playing the blackjack on; an early
-    surrender against the best play.
+    bet (what it adds to the hand), so declining it is 0; even money against playing the blackjack on, both before
+    the peek; an early surrender, before the peek too, against the best play then, and insurance if it pays.
 
-    >>> _declines({"stand": 1.04, "even-money": 1.0, "insurance": -0.04})
+    Where the dealer peeks, the plays' values are the dealer's no-blackjack case (``ev``): declining surrender is
+    worth that with chance 1 - P(blackjack), and the lost bet otherwise (found by review: the plays' own values made
+    declining look better than surrender where it was worse).
+
+    >>> from twentyone.analysis.game import HandEV
+    >>> _declines({"stand": 1.04, "even-money": 1.0, "insurance": -0.04}, HandEV({}, 0.31, True))
     {'no-insurance': 0.0, 'no-even-money': 1.04}
+    >>> declined = _declines({"hit": -0.4, "stand": -0.5, "surrender": -0.5}, HandEV({}, 0.3, True))
+    >>> round(declined["no-surrender"], 9)  # 0.7 * -0.4 - 0.3: worse than surrender's -0.5
+    -0.58
     """
     declines: dict[str, float] = {}
     if "insurance" in actions:
         declines["no-insurance"] = 0.0
     if "even-money" in actions and "stand" in actions:
         declines["no-even-money"] = actions["stand"]
-    plays = [ev for name, ev in actions.items() if name in _PLAYS]
+    plays = [value for name, value in actions.items() if name in _PLAYS]
     if "surrender" in actions and plays:
-        declines["no-surrender"] = max(plays)
+        best = max(plays)
+        if ev.peeked:
+            best = (1.0 - ev.dealer_blackjack) * best - ev.dealer_blackjack
+        declines["no-surrender"] = best + max(0.0, actions.get("insurance", 0.0))
     return declines
