@@ -332,6 +332,17 @@ def test_operator_creates_tables_credits_and_reads_reports(operator: Client, gue
     assert "high-roller" in [t["id"] for t in guest.get("/tables").json()["tables"]]
     misspelt = operator.post("/admin/tables", {**table, "id": "misspelt", "decision_timout": 30})
     assert misspelt.status_code == 422 and "decision_timout" in misspelt.json()["detail"]
+    # Tables no one could play are refused (found by a trial: each was made, and stayed in the lobby).
+    for name, change, why in (("over", {"chips": [2000000]}, "no main bet could be placed"),
+                              ("twin", {"chips": [10000, 10000]}, "each chip once"),
+                              ("blank", {"name": " "}, "not a blank one")):
+        refused = operator.post("/admin/tables", {**table, "id": f"unplayable-{name}", **change})
+        assert refused.status_code == 422 and why in refused.json()["detail"], refused.json()
+    side = operator.post("/admin/tables", {**table, "id": "side-capped", "variant": "multiplayer",
+                                           "limits": {"main": [10000, 1000000], "21+3": [100, 5000]}})
+    assert side.status_code == 422 and side.json()["detail"].startswith("side-capped.limits.21+3: a maximum of 5000")
+    same_bet = operator.post("/admin/tables", {**table, "id": "same-bet", "same_bet_deals": True})
+    assert same_bet.status_code == 201 and same_bet.json()["same_bet_deals"] is True  # a setting tables.toml has
     bad = operator.post("/admin/tables", {**table, "id": "bad-table", "variant": "poker"})
     assert bad.status_code == 422 and bad.json()["detail"].startswith("variant: Input should be 'first-person'")
     credited = operator.post("/admin/credit", {"player": guest.name, "currency": "USD", "amount": 5000})

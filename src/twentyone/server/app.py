@@ -166,6 +166,7 @@ class TableCreate(BaseModel):
     decision_timeout: TimeoutSeconds | None = None
     betting_window: WindowSeconds | None = None
     theme: str | None = Field(default=None, max_length=32)
+    same_bet_deals: StrictBool | None = None  # REBET also deals (single-deck's Same Bet): tables.toml's setting too
 
 
 class Credit(BaseModel):

@@ -33,6 +33,7 @@ from twentyone.server.config import (
     TableConfigError,
     TableSpec,
     require_held_currency,
+    require_playable,
     shipped_tables,
     table_from_mapping,
 )
@@ -103,6 +104,7 @@ class TableRegistry:
         try:
             table = table_from_mapping(table_id, spec)
             require_held_currency(table)
+            require_playable(table, spec)
         except TableConfigError as error:
             raise ServiceError(422, str(error)) from None
         if table_id in self._load():
