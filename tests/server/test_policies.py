@@ -341,6 +341,9 @@ def test_operator_creates_tables_credits_and_reads_reports(operator: Client, gue
     side = operator.post("/admin/tables", {**table, "id": "side-capped", "variant": "multiplayer",
                                            "limits": {"main": [10000, 1000000], "21+3": [100, 5000]}})
     assert side.status_code == 422 and side.json()["detail"].startswith("side-capped.limits.21+3: a maximum of 5000")
+    # A shared table made without timers takes its game's (found by a trial: 20 minutes to decide, no window).
+    crowd = operator.post("/admin/tables", {**table, "id": "crowd", "variant": "power"}).json()
+    assert (crowd["decision_timeout"], crowd["betting_window"]) == (15, 15)
     same_bet = operator.post("/admin/tables", {**table, "id": "same-bet", "same_bet_deals": True})
     assert same_bet.status_code == 201 and same_bet.json()["same_bet_deals"] is True  # a setting tables.toml has
     bad = operator.post("/admin/tables", {**table, "id": "bad-table", "variant": "poker"})

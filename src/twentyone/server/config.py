@@ -168,6 +168,23 @@ def require_playable(table: TableSpec, data: Mapping[str, Any]) -> None:
                                    f"chip, {smallest}: no {bet_type} bet could be placed.")
 
 
+def with_game_timers(data: Mapping[str, Any]) -> dict[str, Any]:
+    """A new table's definition with the timers it leaves out taken from the shipped table of its game (the sheet's:
+    multiplayer and power decide and bet in 15 s, the others decide in 20 minutes). Before, a shared table made
+    without timers got 20 minutes to decide and no betting window, so each join dealt at once, alone, and one idle
+    player held a round for 20 minutes (found by a trial).
+
+    >>> with_game_timers({"variant": "power", "betting_window": 30})
+    {'variant': 'power', 'betting_window': 30, 'decision_timeout': 15}
+    >>> with_game_timers({"variant": "classic"})
+    {'variant': 'classic', 'decision_timeout': 1200, 'betting_window': 0}
+    """
+    game = next((table for table in shipped_tables().values() if table.variant == data.get("variant")), None)
+    if game is None:  # an unknown game: table_from_mapping says so
+        return dict(data)
+    return {**data, **{key: getattr(game, key) for key in ("decision_timeout", "betting_window") if key not in data}}
+
+
 def table_from_mapping(table_id: str, data: Mapping[str, Any]) -> TableSpec:
     """Validate one table definition (from tables.toml or an operator's request)."""
     def need(key: str, kind: type | tuple[type, ...]) -> Any:

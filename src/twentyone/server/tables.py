@@ -36,6 +36,7 @@ from twentyone.server.config import (
     require_playable,
     shipped_tables,
     table_from_mapping,
+    with_game_timers,
 )
 from twentyone.server.context import Caller, ServiceError
 from twentyone.server.direct import defer, run, transaction_notes
@@ -101,6 +102,7 @@ class TableRegistry:
             raise ServiceError(403, "Only the operator can do this.")
         if not re.match(TABLE_ID_PATTERN, table_id):
             raise ServiceError(422, "A table id is 3 to 32 letters, digits, dots, dashes or underscores.")
+        spec = with_game_timers(spec)  # stored with them: a later change to tables.toml leaves this table as it is
         try:
             table = table_from_mapping(table_id, spec)
             require_held_currency(table)
