@@ -462,6 +462,14 @@ def _run_after_transaction(session: Session, transaction: SessionTransaction) ->
 SentDebit = tuple[Debit, tuple[str, Exception | None]]
 
 
+def _outbox_row(debit: Debit, kind: str, status: str) -> dict[str, Any]:
+    """The outbox's row (``wallet_calls``) for a call about ``debit``: the debit itself or its rollback, done (one
+    attempt, made) or pending (none yet)."""
+    return {"tx_id": debit.tx_id, "player_id": debit.player_id, "currency": debit.currency, "kind": kind,
+            "amount": debit.amount, "round_id": debit.round_id, "status": status,
+            "attempts": 1 if status == "done" else 0, "last_error": None, "created_at": now()}
+
+
 def _new_debit(player_id: int, currency: str, amount: int, round_id: int | None, key: str) -> Debit:
     """A debit of ``amount`` for the stake ``key`` names, with an id of its own (``debit-{key}-{nonce}``: see
     :meth:`RemoteWallet.debit_now`)."""
@@ -575,10 +583,7 @@ class RemoteWallet:
                 unconfirmed.append((debit, outcome))
             else:
                 after_transaction(session, partial(self._resolved, [debit.tx_id]), partial(self.owe_rollback, debit))
-                defer(session, RECORD_DEBIT, {"tx_id": debit.tx_id, "player_id": debit.player_id,
-                                              "currency": debit.currency, "kind": "rollback", "amount": debit.amount,
-                                              "round_id": debit.round_id, "status": "done", "attempts": 1,
-                                              "last_error": None, "created_at": now()})
+                defer(session, RECORD_DEBIT, _outbox_row(debit, "rollback", "done"))
         self.release(session, unconfirmed)
 
     def _roll_back_now(self, tx_id: str) -> bool:
@@ -640,10 +645,7 @@ class RemoteWallet:
         if verdict == "done":
             # Noted before the row is written: a write that fails leaves the debit owed, not forgotten.
             after_transaction(session, lambda: self._resolved([debit.tx_id]), lambda: self.owe_rollback(debit))
-            defer(session, RECORD_DEBIT, {"tx_id": debit.tx_id, "player_id": debit.player_id,
-                                          "currency": debit.currency, "kind": "debit", "amount": debit.amount,
-                                          "round_id": debit.round_id, "status": "done", "attempts": 1,
-                                          "last_error": None, "created_at": now()})
+            defer(session, RECORD_DEBIT, _outbox_row(debit, "debit", "done"))
             return debit.tx_id
         if verdict == "refused":
             self._resolved([debit.tx_id])
@@ -724,10 +726,7 @@ class RemoteWallet:
         dialect = session.get_bind().dialect.name
         insert_of = postgresql_insert if dialect == "postgresql" else sqlite_insert
         statement = insert_of(WALLET_CALLS).on_conflict_do_nothing(index_elements=["tx_id"])
-        session.execute(statement, [{"tx_id": debit.tx_id, "player_id": debit.player_id, "currency": debit.currency,
-                                     "kind": "rollback", "amount": debit.amount, "round_id": debit.round_id,
-                                     "status": "pending", "attempts": 0, "last_error": None, "created_at": now()}
-                                    for debit in debits])
+        session.execute(statement, [_outbox_row(debit, "rollback", "pending") for debit in debits])
         self.send_after_commit(session, [debit.tx_id for debit in debits])
 
     def queue(self, session: Session, player_id: int, currency: str, kind: str, amount: int, tx_id: str,
