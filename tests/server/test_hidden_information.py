@@ -64,8 +64,13 @@ class Probe:
         self.hidden_seen = 0  # checks made while a face-down card was secret: proves the check was armed
         original = service.events.publish
 
+        ids = {client.player_id(): name for name, client in players.items()}
+
         def counting(table_id: str, event: dict[str, Any]) -> None:
-            self.published[table_id] += 1
+            if table_id == table:  # what each player's connection at the table receives: a private event, theirs alone
+                for name in ([ids[event["player_id"]]] if event["player_id"] in ids else []) \
+                        if event.get("private") else players:
+                    self.published[name] += 1
             original(table_id, event)
 
         service.events.publish = counting  # type: ignore[method-assign]
@@ -114,7 +119,7 @@ class Probe:
                     refused = client.post(f"/rounds/{round_id}/actions", {"action": "stand"})
                     assert refused.status_code == 404, refused.json()
             socket = self.sockets.get(name)
-            while socket is not None and self.received[name] < self.published[self.table]:
+            while socket is not None and self.received[name] < self.published[name]:
                 answers.append((f"{name} WebSocket event", socket.receive_json()))
                 self.received[name] += 1
         after = self.secrets()

@@ -9,7 +9,7 @@ from datetime import datetime, timedelta
 
 import pytest
 from fastapi.testclient import TestClient
-from server_helpers import Client, Clock, dealt_shared_round, new_player, next_shoe
+from server_helpers import OPERATOR, Client, Clock, dealt_shared_round, new_player, next_shoe
 from starlette.websockets import WebSocketDisconnect
 
 from twentyone.server.config import Settings
@@ -40,15 +40,39 @@ def test_bets_returned_on_reconnection_are_told_to_the_players_own_pages_at_that
         with http.websocket_connect(f"/ws/tables/power?token={ann.token}") as elsewhere:
             assert elsewhere.receive_json()["returned_bets"] == [{"table_id": "classic", "bets": {"1|main": 500},
                                                                    "total": 500}]
-        bob.bet("classic", 500)
-        dealt = bob.post("/tables/classic/deal").json()  # an event for everyone at classic, to read up to
-        bobs_round = {"type": "round", "table_id": "classic", "round_id": dealt["id"], "status": dealt["status"]}
         assert anns.receive_json() == {"type": "bets-returned", "table_id": "classic", "player_id": ann.player_id(),
                                        "total": 500, "reason": "You connected again before they were dealt.",
                                        "private": True}
-        assert anns.receive_json() == bobs_round
-        assert bobs.receive_json() == bobs_round  # the first event Bob hears: nothing of Ann's bets
+        bob.bet("classic", 500)
+        dealt = bob.post("/tables/classic/deal").json()  # Bob's own news, to read up to
+        assert bobs.receive_json() == {"type": "round", "table_id": "classic", "round_id": dealt["id"],
+                                       "status": dealt["status"], "private": True, "player_id": bob.player_id()}
     assert ann.get("/tables/classic").json()["slip"]["total"] == 0
+
+
+def test_a_private_tables_rounds_are_news_to_their_player_and_the_operator_alone(http: TestClient,
+                                                                               service: GameService) -> None:
+    """At classic each player has a round of their own: Bob hears nothing of Ann's, neither its deal nor its
+    settlement; the operator hears both. Before, everyone at a private table heard when each other player dealt and
+    settled, and each of their pages re-read the table on it: hundreds of reads for each round at a crowded table
+    (found by a trial)."""
+    ann, bob = new_player(http, "ann"), new_player(http, "bob")
+    with http.websocket_connect(f"/ws/tables/classic?token={ann.token}") as anns, \
+            http.websocket_connect(f"/ws/tables/classic?token={bob.token}") as bobs, \
+            http.websocket_connect(f"/ws/tables/classic?token={OPERATOR}") as operators:
+        for socket in (anns, bobs, operators):
+            assert socket.receive_json()["type"] == "hello"
+        service.stacked.append(["TS", "6H", "9D", "TC", "8C"])  # Ann's 19 stands; the dealer's 16 draws the 8
+        ann.bet("classic", 500)
+        round_id = ann.post("/tables/classic/deal").json()["id"]
+        assert ann.act(round_id, "stand").json()["status"] == "settled"
+        news = [{"type": "round", "table_id": "classic", "round_id": round_id, "status": status, "private": True,
+                 "player_id": ann.player_id()} for status in ("playing", "settled")]
+        assert [anns.receive_json(), anns.receive_json()] == news
+        assert [operators.receive_json(), operators.receive_json()] == news
+        bob.bet("classic", 500)
+        bobs_round = bob.post("/tables/classic/deal").json()["id"]
+        assert bobs.receive_json()["round_id"] == bobs_round  # the first Bob hears is his own round, not Ann's
 
 
 def test_a_dealt_round_waits_and_resumes_where_it_was(guest: Client, service: GameService) -> None:
@@ -139,7 +163,8 @@ def test_a_malfunction_voids_the_round_and_refunds_every_stake(guest: Client, se
     # Players read that the round is void and why in general; the error's own text (the program's,
     # which could name a card never shown) goes only to the server's log, with the round's id.
     assert view["status"] == "void" and view["void_reason"] == "malfunction in play"
-    assert event == {"type": "void", "table_id": "classic", "round_id": round_id, "reason": "malfunction in play"}
+    assert event == {"type": "void", "table_id": "classic", "round_id": round_id, "reason": "malfunction in play",
+                     "private": True, "player_id": guest.player_id()}
     assert "card reader failure" not in str(guest.get(f"/rounds/{round_id}/replay").json())
     assert f"round {round_id} malfunctioned" in caplog.text and "card reader failure" in caplog.text
     assert guest.balance() == before

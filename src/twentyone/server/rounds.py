@@ -259,7 +259,8 @@ class Rounds:
             log.exception("round %s malfunctioned during the deal", round_id)
             raise ServiceError(500, "The round could not be dealt and nothing was staked.") from None
         self.deliver_outbox()
-        self.events.publish(table.id, {"type": "round", "round_id": body["id"], "status": body["status"]})
+        self.events.publish(table.id, round_news(table, {"type": "round", "round_id": body["id"],
+                                                          "status": body["status"]}, caller.id))
         return body
 
     @contextmanager
@@ -642,6 +643,7 @@ class Rounds:
                     seat = own if own is not None and own.player_id == int(decision.player) else \
                         _seat_record(session, round_id, int(decision.player))
                     assert seat is not None
+                    decider = seat.player_id
                     # A private round has the one seat: no need to read the round's seats again.
                     alone = [seat] if not table.shared else None
                     # A private round's one player: lock, check and stake before the engine moves. At a shared
@@ -717,7 +719,7 @@ class Rounds:
             news = {"type": "round", "round_id": round_id, "status": body["status"]}
             if body["status"] == "playing":  # the step's clock, which everyone shares: all a finished player's
                 news["deadline"] = body["deadline"]  # page needs of a step, without reading the table
-            self.events.publish(table.id, news)
+            self.events.publish(table.id, round_news(table, news, decider))
         return body
 
     def _decision_ahead(self, caller: Caller, round_id: int, action: str, source: str) -> StakeAhead | None:
@@ -1019,6 +1021,7 @@ class Rounds:
                     return
                 table = self.tables.get(round_row.table_id)
                 seats = session.scalars(select(RoundSeat).where(RoundSeat.round_id == round_id)).all()
+                players = [seat.player_id for seat in seats]
                 self.wallet.pay(session, table.currency, {seat.player_id: seat.staked for seat in seats}, "void",
                                 round_id)
                 for seat in seats:
@@ -1034,7 +1037,10 @@ class Rounds:
                     # Finished; the next is shuffled at the next bet control or deal, not here: a void must not fail.
                     shoe.finished = True
         self.deliver_outbox()  # the refunds, at an operator's wallet
-        self.events.publish(table.id, {"type": "void", "round_id": round_id, "reason": reason})
+        news = {"type": "void", "round_id": round_id, "reason": reason}
+        owners: list[int | None] = [None] if table.shared else list(players)  # a private round's: its one player
+        for player_id in owners:
+            self.events.publish(table.id, round_news(table, news, player_id))
 
     def deliver(self, recover: bool = False, send: bool = True, fresh: bool = False) -> int:
         """Write the rollbacks owed and send the operator wallet what the outbox holds; a failure waits for the next
@@ -1050,6 +1056,25 @@ class Rounds:
         except Exception:
             log.exception("operator wallet delivery failed; retried at the next tick")
             return 0
+
+
+def round_news(table: TableSpec, event: dict[str, Any], player_id: int | None) -> dict[str, Any]:
+    """An event of a round at ``table``: everyone's at a shared table; at a private table the round is its player's
+    alone, and so is its news (``private``: to that player's connections and the operator's). Before, everyone at a
+    private table heard when each other player dealt, and when each round settled or was voided, and each of their
+    pages re-read the table on it: at a table of hundreds, hundreds of reads for every round dealt (found by a
+    trial).
+
+    >>> from twentyone.server.config import shipped_tables
+    >>> tables = shipped_tables()
+    >>> round_news(tables["classic"], {"type": "round", "round_id": 7}, 3)
+    {'type': 'round', 'round_id': 7, 'private': True, 'player_id': 3}
+    >>> round_news(tables["multiplayer"], {"type": "round", "round_id": 8}, 3)
+    {'type': 'round', 'round_id': 8}
+    """
+    if table.shared:
+        return event
+    return {**event, "private": True, "player_id": player_id}
 
 
 def close_answer(round_id: int | None) -> dict[str, Any]:
