@@ -69,7 +69,61 @@ from twentyone.core.view import Decision, HandState, RoundView, VisibleOperation
 
 
 class IllegalActionError(ValueError):
-    """An action that the round does not allow now; the message says what is allowed."""
+    """An action that the round does not allow now. The message says where, whose and what is allowed (for a log or
+    a scenario's author); :attr:`plain` says the same to the player who tried it, in words (a server's or a
+    terminal's refusal), without the engine's names for actions and players.
+
+    >>> error = IllegalActionError("Cannot split at seat 1 hand 1 (player '52'): ...", "You cannot split now.")
+    >>> str(error), error.plain
+    ("Cannot split at seat 1 hand 1 (player '52'): ...", 'You cannot split now.')
+    >>> IllegalActionError("Cannot deal: no bets have been placed.").plain
+    'Cannot deal: no bets have been placed.'
+    """
+
+    def __init__(self, message: str, plain: str | None = None) -> None:
+        super().__init__(message)
+        self.plain = plain if plain is not None else message
+
+
+# Each action as a player would say it: "You cannot take insurance now", not "Cannot insurance".
+ACTION_WORDS = {
+    Action.HIT: "hit", Action.STAND: "stand", Action.DOUBLE: "double down", Action.TRIPLE: "triple down",
+    Action.QUADRUPLE: "quadruple down", Action.SPLIT: "split", Action.SURRENDER: "surrender",
+    Action.CASH_OUT: "cash out", Action.INSURANCE: "take insurance", Action.NO_INSURANCE: "decline insurance",
+    Action.EVEN_MONEY: "take even money", Action.NO_EVEN_MONEY: "decline even money",
+    Action.NO_SURRENDER: "decline surrender",
+}
+
+
+# Each offer as a player would name it.
+OFFER_NAMES = {DecisionKind.INSURANCE: "insurance", DecisionKind.EVEN_MONEY: "even money",
+               DecisionKind.SURRENDER: "early surrender"}
+OFFER_OF = {answer: kind for kind, answers in OFFER_ANSWERS.items() for answer in answers}
+
+
+def plain_refusal(action: Action, reason: str, legal: Sequence[Action]) -> str:
+    """A refused action, said to the player who tried it: what, why, and what they can do instead.
+
+    >>> plain_refusal(Action.INSURANCE, "no insurance offer is pending", [Action.HIT, Action.STAND, Action.DOUBLE])
+    'You cannot take insurance now: no insurance offer is pending. You can hit, stand or double down.'
+    >>> plain_refusal(Action.HIT, "no decision of yours is pending", [])
+    'You cannot hit now: no decision of yours is pending.'
+    """
+    return f"You cannot {ACTION_WORDS[action]} now: {reason}.{you_can(legal)}"
+
+
+def you_can(legal: Sequence[Action]) -> str:
+    """What a player can do now, as a sentence to follow another ("" when nothing is asked of them).
+
+    >>> you_can([Action.INSURANCE, Action.NO_INSURANCE])
+    ' You can take insurance or decline insurance.'
+    >>> you_can([Action.STAND]), you_can([])
+    (' You can stand.', '')
+    """
+    options = [ACTION_WORDS[choice] for choice in legal]
+    if not options:
+        return ""
+    return f" You can {', '.join(options[:-1])} or {options[-1]}." if len(options) > 1 else f" You can {options[0]}."
 
 
 class BetError(ValueError):
@@ -589,24 +643,29 @@ class Round:
             action = Action(action)
         except ValueError:
             raise IllegalActionError(
-                f"Unknown action {action!r}; legal actions: {self._legal_text(player)}."
+                f"Unknown action {action!r}; legal actions: {self._legal_text(player)}.",
+                f"There is no action {str(action)[:40]!r}.{you_can(self.legal_actions(player))}",
             ) from None
         decision = self.decision(player)
         if decision is None:
             whose = f" for player {player!r}" if player is not None else ""
-            raise IllegalActionError(f"Cannot {action}: no decision is pending{whose} (phase {self.phase}).")
+            raise IllegalActionError(f"Cannot {action}: no decision is pending{whose} (phase {self.phase}).",
+                                     plain_refusal(action, "no decision of yours is pending", ()))
         where = f"seat {decision.seat} hand {decision.hand} (player {decision.player!r})"
         if decision.kind != DecisionKind.PLAY:
             if action not in OFFER_ANSWERS[decision.kind]:
                 raise IllegalActionError(
                     f"Cannot {action} at {where}: the {decision.kind} offer must be answered first; "
-                    f"legal actions: {self._legal_text(player)}."
+                    f"legal actions: {self._legal_text(player)}.",
+                    plain_refusal(action, f"the {OFFER_NAMES[decision.kind]} offer must be answered first",
+                                  self.legal_actions(player)),
                 )
             return
         reason = self._play_refusal(self._hand_at(decision), action)
         if reason is not None:
             raise IllegalActionError(
-                f"Cannot {action} at {where}: {reason}; legal actions: {self._legal_text(player)}."
+                f"Cannot {action} at {where}: {reason}; legal actions: {self._legal_text(player)}.",
+                plain_refusal(action, reason, self.legal_actions(player)),
             )
 
     def can(self, action: Action | str, player: str | None = None) -> bool:
@@ -686,7 +745,7 @@ class Round:
             if self._cash_out_amount(hand) is None:
                 return "the cash-out table has no offer for this hand"
             return None
-        return f"{action} answers an offer, and no offer is pending"
+        return f"no {OFFER_NAMES[OFFER_OF[action]]} offer is pending"
 
     # ------------------------------------------------------------ offers
     def _initial_offers(self) -> list[tuple[DecisionKind, _Hand]]:

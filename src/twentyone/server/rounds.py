@@ -637,7 +637,7 @@ class Rounds:
                     try:
                         engine.verify(action, decision.player)
                     except IllegalActionError as error:
-                        raise ServiceError(409, str(error), legal_actions=legal) from None
+                        raise ServiceError(409, error.plain, legal_actions=legal) from None
                     cost = engine.cost_of(action, decision.player)
                     step = engine.step
                     seat = own if own is not None and own.player_id == int(decision.player) else \

@@ -27,7 +27,7 @@ from twentyone.core.cards import Card
 from twentyone.core.hand import format_total
 from twentyone.core.money import format_money
 from twentyone.core.operations import OFFER_ANSWERS, Action
-from twentyone.core.round import IllegalActionError, Phase, Round
+from twentyone.core.round import ACTION_WORDS, IllegalActionError, Phase, Round
 from twentyone.core.rules import Rules
 from twentyone.core.shoe import RandomBits, Shoe, system_rng
 from twentyone.core.sidebets import SIDE_BETS
@@ -218,7 +218,7 @@ class TerminalTable:
         except BetSlipError as error:
             self.message = amounts_in_currency(str(error), self.currency)
         except IllegalActionError as error:
-            self.message = str(error)
+            self.message = error.plain
         return True
 
     def _betting_key(self, key: str) -> bool:
@@ -282,8 +282,8 @@ class TerminalTable:
         game.verify(action)
         cost = game.cost_of(action)
         if cost > self.balance:
-            self.message = (f"Cannot {action}: it needs {self.money(cost)} and the balance is "
-                            f"{self.money(self.balance)}.")
+            self.message = (f"You cannot {ACTION_WORDS[Action(action)]} now: it needs {self.money(cost)} and the "
+                            f"balance is {self.money(self.balance)}.")
             return
         self.balance -= cost
         game.act(action)
