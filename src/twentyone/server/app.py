@@ -169,6 +169,28 @@ class TableCreate(BaseModel):
     same_bet_deals: StrictBool | None = None  # REBET also deals (single-deck's Same Bet): tables.toml's setting too
 
 
+class HistoryQuery(BaseModel):
+    model_config = FORBID_EXTRA  # a misspelt parameter (?befor=) is a 422, not the first page in silence
+
+    page: int = Field(default=1, ge=1, le=MAX_ID)
+    size: int = Field(default=10, ge=1, le=100)
+    before: int | None = Field(default=None, ge=1, le=MAX_ID)
+
+
+class ReportQuery(BaseModel):
+    model_config = FORBID_EXTRA  # ?sinse=… must not answer with every round the server played (found by a trial)
+
+    since: AwareDatetime | None = None
+    until: AwareDatetime | None = None
+
+
+class WalletCallsQuery(BaseModel):
+    model_config = FORBID_EXTRA
+
+    after: int | None = Field(default=None, ge=0, le=MAX_ID)
+    size: int = Field(default=50, ge=1, le=100)
+
+
 class Credit(BaseModel):
     model_config = FORBID_EXTRA
 
@@ -320,11 +342,9 @@ def create_app(settings: Settings, operator_wallet: OperatorWallet | None = None
             who, body.daily_loss_limit, body.session_minutes, body.exclude_days))
 
     @app.get("/me/history")
-    def history(who: Me, page: Annotated[int, Query(ge=1, le=MAX_ID)] = 1,
-                size: Annotated[int, Query(ge=1, le=100)] = 10,
-                before: Annotated[int | None, Query(ge=1, le=MAX_ID)] = None) -> dict[str, Any]:
+    def history(who: Me, query: Annotated[HistoryQuery, Query()]) -> dict[str, Any]:
         """Newest first; page with ``before`` (the last page's ``next_before``): constant cost, no shifts."""
-        return service.history(who, page, size, before)
+        return service.history(who, query.page, query.size, query.before)
 
     @app.post("/me/reconnect")
     def reconnect(who: Me) -> dict[str, Any]:
@@ -412,16 +432,15 @@ def create_app(settings: Settings, operator_wallet: OperatorWallet | None = None
                           lambda: service.credit(who, body.player, body.currency, body.amount))
 
     @app.get("/admin/report")
-    def report(who: Me, since: Annotated[AwareDatetime | None, Query()] = None,
-               until: Annotated[AwareDatetime | None, Query()] = None) -> dict[str, Any]:
-        """Rounds and money by table: all of them, or those that ended in [since, until) (ISO 8601 with an offset)."""
-        return service.report(who, since, until)
+    def report(who: Me, query: Annotated[ReportQuery, Query()]) -> dict[str, Any]:
+        """Rounds and money by table and by currency: all of them, or those that ended in [since, until) (ISO 8601
+        with an offset)."""
+        return service.report(who, query.since, query.until)
 
     @app.get("/admin/wallet/calls")
-    def wallet_calls(who: Me, after: Annotated[int | None, Query(ge=0, le=MAX_ID)] = None,
-                     size: Annotated[int, Query(ge=1, le=100)] = 50) -> dict[str, Any]:
+    def wallet_calls(who: Me, query: Annotated[WalletCallsQuery, Query()]) -> dict[str, Any]:
         """Calls to the operator's wallet still pending (refused or unanswered), oldest first, with their totals."""
-        return service.wallet_calls(who, after, size)
+        return service.wallet_calls(who, query.after, query.size)
 
     # ------------------------------------------------------- websocket
     @app.websocket("/ws/tables/{table_id}")

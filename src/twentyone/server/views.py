@@ -355,7 +355,8 @@ class Views:
         return {table_id: int(count) for table_id, count in rows}
 
     def report(self, caller: Caller, since: datetime | None = None, until: datetime | None = None) -> dict[str, Any]:
-        """Operator report: rounds and money by table (house result = staked - returned).
+        """Operator report: rounds and money by table, each in its table's ``currency``, and ``totals`` by currency
+        (house result = staked - returned).
 
         Without a period: every round the server has played, open ones included in
         ``rounds``. With ``since`` and/or ``until`` (aware datetimes): the rounds that
@@ -387,9 +388,19 @@ class Views:
                 entry["void"] += int(count) if status == "void" else 0
                 if status == "settled":  # a void round returned every stake; an open one has no result yet
                     entry["staked"], entry["returned"] = int(staked), int(returned)
-        for entry in rows.values():
+        tables: dict[str, dict[str, Any]] = {}
+        totals: dict[str, dict[str, int]] = {}  # by currency: money of two currencies is never added
+        for table_id, entry in sorted(rows.items()):
             entry["house_result"] = entry["staked"] - entry["returned"]
-        return {"period": {"since": iso(since), "until": iso(until)}, "tables": rows}
+            try:
+                currency = self.table(table_id).currency
+            except ServiceError:  # a table no longer configured (tables.toml changed): its rounds still count
+                currency = "unknown"
+            tables[table_id] = {"currency": currency, **entry}
+            total = totals.setdefault(currency, dict.fromkeys(entry, 0))
+            for field, amount in entry.items():
+                total[field] += amount
+        return {"period": {"since": iso(since), "until": iso(until)}, "tables": tables, "totals": totals}
 
     def wallet_calls(self, caller: Caller, after: int | None = None, size: int = 50) -> dict[str, Any]:
         """The calls to the operator's wallet still waiting to go through, oldest first, for the operator to watch
