@@ -136,6 +136,7 @@ def test_play_sits_at_the_games_table_in_its_currency() -> None:
     power = run("play", "power", "--seed", "2", "--currency", "chf", stdin="q")
     assert "Balance 1,000.00 CHF" in power.stdout
     assert_one_line_error(run("play", "--currency", "12"), "three-letter code")
+    assert_one_line_error(run("play", "--currency", ""), "three-letter code")  # not the default in silence
 
 
 def test_unknown_verb_is_a_usage_error() -> None:

@@ -1,6 +1,7 @@
 """Terminal play driven key by key, and its screens measured against an 80x24 terminal."""
 
 import random
+import re
 
 import pytest
 from rich.console import Console
@@ -45,6 +46,15 @@ def test_illegal_key_is_refused_with_the_reason_and_changes_nothing() -> None:
     press(game, "p")
     assert game.message.startswith("You cannot split now:") and "You can hit, stand or double down." in game.message
     assert game.balance == 100000 - 100
+
+
+def test_every_bets_limits_are_shown_under_its_column() -> None:
+    """The side bets' limits too, not the main bet's alone (found by a trial)."""
+    game = table("multiplayer", limits=BetLimits({"main": (100, 100000), "21+3": (100, 10000),
+                                                  "perfect_pairs": (500, 20000)}))
+    betting = screen(game)
+    assert re.search(r"Spot +Main +21\+3 +Perfect Pairs", betting)
+    assert re.search(r"Limits +\$1–\$1,000 +\$1–\$100 +\$5–\$200 ", betting), betting
 
 
 def test_soft_totals_shown_as_two_numbers() -> None:
@@ -180,7 +190,7 @@ def test_every_amount_is_in_the_tables_currency() -> None:
                  limits=BetLimits({"main": (2500, 5000)}))
     betting = screen(game)
     assert "Balance £1,000.00" in betting and "£25 " in betting and "£100 " in betting
-    assert "BET LIMITS main £25.00–£50.00" in betting
+    assert re.search(r"Limits +£25–£50 ", betting)
     press(game, "bb")
     press(game, "b")
     assert game.message == "The maximum bet is £50.00 on this spot."

@@ -212,7 +212,8 @@ def play(
         from twentyone.server.config import shipped_tables
 
         table = shipped_tables().get(variant)
-    code = (currency or (table.currency if table else "USD")).upper()
+    # An empty --currency '' is a mistake to name, not a request for the default (found by a trial).
+    code = (currency if currency is not None else (table.currency if table else "USD")).upper()
     if not (len(code) == 3 and code.isascii() and code.isalpha()):
         fail(f"--currency must be a three-letter code like USD or GBP, got {currency!r}.")
     play_terminal(rules, balance * 100, seed, currency=code, chips=table.chips if table else None,

@@ -407,15 +407,20 @@ class TerminalTable:
                    self.money(slip.bets.get((spot, MAIN), 0))]
             row += [self.money(slip.bets.get((spot, name), 0)) for name in self.rules.side_bets]
             table.add_row(*row)
+        # Every bet's limits under its column, as the web table lists them: the side bets' too (only the main's were
+        # shown, found by a trial).
+        table.add_row("Limits", *(self._limits_text(name) for name in (MAIN, *self.rules.side_bets)), style="dim")
         chips = Text("Chips: ")
         for chip in slip.chips:
             style = "bold reverse" if chip == slip.chip else ("" if chip in slip.enabled_chips() else "dim")
             chips.append(f" {self.money(chip).removesuffix('.00')} ", style=style)
         chips.append(f"   TOTAL BET {self.money(slip.total)}", style="bold")
-        low, high = self.limits.of(MAIN)
-        limits = Text(f"BET LIMITS main {self.money(low)}–{self.money(high)}", style="dim")
         summary = Text(self.rules.summary, style="dim")
-        return [Panel(table, title="Place your bets", border_style="green"), chips, limits, summary]
+        return [Panel(table, title="Place your bets", border_style="green"), chips, summary]
+
+    def _limits_text(self, bet_type: str) -> str:
+        low, high = self.limits.of(bet_type)
+        return f"{self.money(low).removesuffix('.00')}–{self.money(high).removesuffix('.00')}"
 
     def _render_keys(self) -> Text:
         game = self.game
