@@ -694,7 +694,7 @@ def audit(database: str, url: str, token: str) -> dict[str, Any]:
                 "SELECT account_id, kind, round_id, SUM(amount) FROM ledger GROUP BY account_id, kind, round_id")):
             amount = int(amount)
             balance[account_id] += amount
-            if kind == "credit":
+            if kind in ("credit", "debit"):  # the operator's credits and debits (signed)
                 credits[account_id] += amount
             if round_id is not None and accounts[account_id][0] != "house":
                 entry = per_round_ledger.setdefault(round_id, [0, 0])

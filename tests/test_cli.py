@@ -305,6 +305,26 @@ def test_admin_commands_need_the_servers_database_and_never_make_a_token(tmp_pat
                           "USD, GBP, EUR only")
 
 
+def test_the_operator_credits_and_debits_a_balance_from_the_command_line(tmp_path: Path) -> None:
+    from fastapi.testclient import TestClient
+
+    from twentyone.server.app import create_app
+    from twentyone.server.config import Settings
+    from twentyone.server.db import migrate
+
+    database = ["--database", f"sqlite:///{tmp_path / 'ledger.db'}", "--data-dir", str(tmp_path)]
+    migrate(f"sqlite:///{tmp_path / 'ledger.db'}")
+    assert_one_line_error(run("admin", "debit", "ann", "100", *database), "There is no player 'ann'.")
+    with TestClient(create_app(Settings(database[1], tmp_path, "op"), timers=False)) as http:
+        assert http.post("/auth/register", json={"name": "ann", "password": "correct horse"}).status_code == 201
+    credited = run("admin", "credit", "ann", "500", *database)
+    assert credited.returncode == 0 and credited.stdout.strip() == "ann: USD balance 100500"
+    debited = run("admin", "debit", "ann", "100400", *database)
+    assert debited.returncode == 0 and debited.stdout.strip() == "ann: USD balance 100"
+    assert_one_line_error(run("admin", "debit", "ann", "101", *database),
+                          "The balance is 100 minor units: a debit takes at most that.")
+
+
 def test_amounts_beyond_the_cap_are_refused_before_anything_changes(tmp_path: Path) -> None:
     database = f"sqlite:///{tmp_path / 'ledger.db'}"
     assert_one_line_error(run("admin", "credit", "ann", str(10**23), "--database", database,

@@ -10,10 +10,13 @@ from datetime import datetime, timedelta
 import pytest
 from fastapi.testclient import TestClient
 from server_helpers import OPERATOR, Client, Clock, dealt_shared_round, new_player, next_shoe
+from sqlalchemy import func, select
 from starlette.websockets import WebSocketDisconnect
 
+from twentyone.server.app import create_app
 from twentyone.server.config import Settings
 from twentyone.server.context import Caller, ServiceError
+from twentyone.server.models import Account, LedgerEntry, Player
 from twentyone.server.service import GameService
 
 
@@ -242,14 +245,43 @@ def test_a_double_that_could_take_losses_past_the_daily_limit_is_refused(guest: 
 
 def test_self_exclusion_blocks_play_and_sign_in(http: TestClient) -> None:
     ann = new_player(http, "ann")
-    ann.put("/me/limits", {"exclude_days": 7})
+    balance = ann.balance()
+    with http.websocket_connect(f"/ws/tables/classic?token={ann.token}") as page:
+        assert page.receive_json()["type"] == "hello"  # a connection: it returns bets placed before it
+        ann.bet("classic", 500)
+        excluded = ann.put("/me/limits", {"exclude_days": 7}).json()
+        # The bet on her slip is returned at once, and her page at the table is told (noted by a trial: bets were
+        # taken until DEAL refused them).
+        assert excluded["returned_bets"] == [{"table_id": "classic", "bets": {"1|main": 500}, "total": 500}]
+        assert page.receive_json() == {"type": "bets-returned", "table_id": "classic", "player_id": ann.player_id(),
+                                       "total": 500, "reason": "You excluded yourself from play.", "private": True}
     for table in ("classic", "power"):  # with no bet at all, the refusal is still the exclusion, not the slip
         refused = ann.post(f"/tables/{table}/deal")
         assert refused.status_code == 403 and "excluded yourself" in refused.json()["detail"], refused.json()
-    ann.bet("classic", 500)
-    assert ann.post("/tables/classic/deal").status_code == 403
+    for control, body in (("bets", {"spot": 1, "type": "main", "chip": 500}), ("chip", {"chip": 500}),
+                          ("rebet", {})):
+        refused = ann.post(f"/tables/classic/{control}", body)
+        assert refused.status_code == 403, (control, refused.json())
+        assert refused.json()["detail"].startswith("You have excluded yourself from play until ")
+    assert ann.get("/tables/classic").json()["slip"]["total"] == 0 and ann.balance() == balance
     login = http.post("/auth/login", json={"name": "ann", "password": "correct horse"})
     assert login.status_code == 403 and "excluded yourself" in login.json()["detail"]
+
+
+def test_a_self_exclusion_made_through_another_process_stops_bets_here_within_a_minute(
+        http: TestClient, service: GameService, clock: Clock) -> None:
+    """Each process knows a signed-in caller from memory; an exclusion another process wrote (several processes on
+    one PostgreSQL) is read here once that memory is a minute old."""
+    ann = new_player(http, "ann")
+    ann.bet("classic", 100)  # this process now knows ann
+    with service.db.sessions() as session, session.begin():  # as another process's PUT /me/limits leaves it
+        player = session.get(Player, ann.player_id())
+        assert player is not None
+        player.limits = {"excluded_until": (clock.now + timedelta(days=7)).isoformat()}
+    ann.bet("classic", 100)  # known from memory still
+    clock.advance(61)
+    refused = ann.post("/tables/classic/bets", {"spot": 1, "type": "main", "chip": 100})
+    assert refused.status_code == 403 and "excluded yourself" in refused.json()["detail"]
 
 
 def test_a_looser_limit_waits_a_day_a_stricter_one_applies_at_once(guest: Client, service: GameService,
@@ -382,6 +414,47 @@ def test_operator_creates_tables_credits_and_reads_reports(operator: Client, gue
     report = operator.get("/admin/report").json()["tables"]["high-roller"]
     assert report["rounds"] == 1 and report["house_result"] == report["staked"] - report["returned"]
     assert guest.get("/admin/report").status_code == 403
+
+
+def test_the_operator_debits_a_balance_once_up_to_what_it_holds(operator: Client, guest: Client, http: TestClient,
+                                                                service: GameService) -> None:
+    """A correction the other way: the operator takes an amount from a player's balance, once for one key, never past
+    the balance, and the house's account receives it (the ledger balances). Before, the operator could credit only
+    (noted by a trial)."""
+    start = guest.balance()
+    debit = {"player": guest.name, "currency": "USD", "amount": 2500}
+    taken = operator.post("/admin/debit", debit, key="correction-1")
+    assert taken.status_code == 200 and taken.json() == {"player": guest.name, "currency": "USD",
+                                                          "balance": start - 2500}
+    assert operator.post("/admin/debit", debit, key="correction-1").json()["balance"] == start - 2500  # a retry
+    assert guest.balance() == start - 2500
+    for body, status, detail in (
+            ({**debit, "amount": start}, 409,
+             f"The balance is {start - 2500} minor units: a debit takes at most that."),
+            ({**debit, "amount": 0}, 422, "amount: Input should be greater than 0."),
+            ({**debit, "player": "nobody"}, 404, "There is no player 'nobody'.")):
+        refused = operator.post("/admin/debit", body)
+        assert (refused.status_code, refused.json()["detail"]) == (status, detail), refused.json()
+    assert guest.post("/admin/debit", debit).status_code == 403
+    assert operator.post("/admin/debit", {**debit, "amount": start - 2500}).json()["balance"] == 0  # all of it
+    assert guest.balance() == 0
+    with service.db.sessions() as session:  # double entry: the house holds what the player no longer does
+        moved = dict(session.execute(select(Account.owner, func.sum(LedgerEntry.amount))
+                                     .join(Account, Account.id == LedgerEntry.account_id)
+                                     .where(LedgerEntry.kind == "debit").group_by(Account.owner)).all())
+    assert moved == {f"player:{guest.player_id()}": -start, "house": start}
+
+
+def test_the_operator_cannot_debit_a_balance_an_operators_wallet_keeps(settings: Settings) -> None:
+    from fake_operator_wallet import ContractWallet
+
+    app = create_app(settings, operator_wallet=ContractWallet(), clock=Clock(), timers=False)
+    with TestClient(app) as http:
+        guest = Client(http, http.post("/auth/guest").json()["token"])
+        name = guest.get("/me").json()["name"]
+        refused = Client(http, OPERATOR).post("/admin/debit", {"player": name, "currency": "USD", "amount": 100})
+        assert refused.status_code == 409
+        assert refused.json()["detail"] == "Balances live in the operator's wallet on this server."
 
 
 def test_credits_and_tables_only_in_the_currencies_players_hold(operator: Client, guest: Client,

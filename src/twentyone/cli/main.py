@@ -629,12 +629,28 @@ def admin_credit(
     database: DatabaseOption = None, data_dir: DataDirOption = None,
 ) -> None:
     """Credit a demo balance to a player."""
+    _change_balance("credit", player, amount, currency, database, data_dir)
+
+
+@admin_app.command("debit")
+def admin_debit(
+    player: Annotated[str, typer.Argument(help="Player name.")],
+    amount: Annotated[int, typer.Argument(help="Amount in minor units, at most the balance.")],
+    currency: Annotated[str, typer.Option(help="Currency code.")] = "USD",
+    database: DatabaseOption = None, data_dir: DataDirOption = None,
+) -> None:
+    """Take an amount from a player's balance (a correction)."""
+    _change_balance("debit", player, amount, currency, database, data_dir)
+
+
+def _change_balance(kind: str, player: str, amount: int, currency: str, database: str | None,
+                    data_dir: Path | None) -> None:
     from twentyone.server.service import ServiceError
 
     check_amount(amount, "the amount")
     service, operator, _ = _admin_service(database, data_dir)
     try:
-        result = service.credit(operator, player, currency, amount)
+        result = (service.credit if kind == "credit" else service.debit)(operator, player, currency, amount)
     except ServiceError as error:
         fail(error.detail)
     typer.echo(f"{result['player']}: {currency} balance {result['balance']}")

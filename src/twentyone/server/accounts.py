@@ -8,6 +8,7 @@ import secrets
 import threading
 from collections import OrderedDict
 from collections.abc import Callable, Sequence
+from dataclasses import replace
 from datetime import datetime, timedelta
 from typing import Any
 
@@ -29,6 +30,10 @@ NAME = re.compile(r"^[A-Za-z0-9_.-]{3,32}$")
 GUEST_PREFIX = "guest-"  # guests' names; no registered name begins with it
 SETTINGS_DEFAULTS = {"cash_out_visible": True, "sound": True, "hints": False}
 TOKEN_CACHE = 10_000  # signed-in callers kept in memory, so a request needs no query to know who it is
+# How long a caller stays known from memory: a self-exclusion set through another process is known here within this,
+# at the cost of one read per signed-in caller per period.
+TOKEN_TTL = timedelta(seconds=60)
+SELF_EXCLUDED = "You excluded yourself from play."
 
 
 def token_hash(token: str) -> str:
@@ -67,7 +72,7 @@ class Accounts:
         self.wallet = wallet
         self.clock = clock
         self.hasher = PasswordHasher()
-        self._callers: OrderedDict[str, Caller] = OrderedDict()
+        self._callers: OrderedDict[str, tuple[Caller, datetime]] = OrderedDict()  # by token hash: who, known until
         self._callers_lock = threading.Lock()
 
     # ------------------------------------------------------------ sign-in
@@ -140,8 +145,13 @@ class Accounts:
             return None
         if secrets.compare_digest(token, self.settings.operator_token):
             return Caller(0, "operator", "operator")
+        digest = token_hash(token)
         with self._callers_lock:
-            return self._callers.get(token_hash(token))
+            known = self._callers.get(digest)
+            if known is None or known[1] > self.clock():
+                return known[0] if known is not None else None
+            del self._callers[digest]  # read again: the player's limits may have changed in another process
+            return None
 
     def authenticate(self, token: str | None) -> Caller:
         if not token:
@@ -158,9 +168,9 @@ class Accounts:
                 raise ServiceError(401, "The token is not valid: sign in again.")
             player = session.get(Player, row.player_id)
             assert player is not None
-            caller = Caller(player.id, player.name, player.role, player.guest)
+            caller = Caller(player.id, player.name, player.role, player.guest, excluded_until(player.limits))
         with self._callers_lock:
-            self._callers[digest] = caller
+            self._callers[digest] = (caller, self.clock() + TOKEN_TTL)
             while len(self._callers) > TOKEN_CACHE:
                 self._callers.popitem(last=False)
         return caller
@@ -195,11 +205,25 @@ class Accounts:
 
     def update_limits(self, caller: Caller, daily_loss_limit: int | None, session_minutes: int | None,
                       exclude_days: int | None) -> dict[str, Any]:
+        """Change the player's limits (:func:`changed_limits`). A self-exclusion takes effect at once: the player's
+        undealt bets are returned (``returned_bets``), and their bet controls are refused from now on in this
+        process, and in any other within :data:`TOKEN_TTL`; a round in play goes on. Before, an excluded player's
+        bets were taken until DEAL refused them (noted by a trial)."""
         with self.store.write() as session:
             player = self._player(session, caller)
             player.limits = limits = changed_limits(player.limits, self.clock(), daily_loss_limit, session_minutes,
                                                     exclude_days)
-            return self.store.answer(session, {"limits": limits})
+            body: dict[str, Any] = {"limits": limits}
+            if exclude_days is not None:
+                body["returned_bets"] = return_undealt_bets(session, player.id)
+            answer = self.store.answer(session, body)
+        if exclude_days is not None:  # this process knows it now (before the answer); any other, within TOKEN_TTL
+            until = excluded_until(limits)
+            with self._callers_lock:
+                for digest, (known, expires) in list(self._callers.items()):
+                    if known.id == caller.id:
+                        self._callers[digest] = (replace(known, excluded_until=until), expires)
+        return answer
 
     @staticmethod
     def _player(session: Session, caller: Caller) -> Player:
@@ -337,9 +361,19 @@ def changed_limits(limits: dict[str, Any], now: datetime, daily_loss_limit: int 
 
 
 def check_exclusion(limits: dict[str, Any], now: datetime) -> None:
+    Caller(0, "", "player", excluded_until=excluded_until(limits)).refuse_if_excluded(now)
+
+
+def excluded_until(limits: dict[str, Any]) -> datetime | None:
+    """When a player's self-exclusion ends (None if they never set one).
+
+    >>> excluded_until({"excluded_until": "2026-12-09T09:00:00+00:00"})
+    datetime.datetime(2026, 12, 9, 9, 0, tzinfo=datetime.timezone.utc)
+    >>> excluded_until({"daily_loss_limit": 500}) is None
+    True
+    """
     until = limits.get("excluded_until")
-    if until and datetime.fromisoformat(until) > now:
-        raise ServiceError(403, f"You have excluded yourself from play until {until[:16]} UTC.")
+    return datetime.fromisoformat(until) if until else None
 
 
 def return_undealt_bets(session: Session, player_id: int) -> list[dict[str, Any]]:

@@ -191,7 +191,9 @@ class WalletCallsQuery(BaseModel):
     size: int = Field(default=50, ge=1, le=100)
 
 
-class Credit(BaseModel):
+class BalanceChange(BaseModel):
+    """An operator's credit or debit of a player's balance."""
+
     model_config = FORBID_EXTRA
 
     player: str = Field(max_length=64)
@@ -427,9 +429,15 @@ def create_app(settings: Settings, operator_wallet: OperatorWallet | None = None
         return await once(who, key, request, {}, work)
 
     @app.post("/admin/credit")
-    async def credit(who: Me, body: Credit, request: Request, key: Key = None) -> JSONResponse:
+    async def credit(who: Me, body: BalanceChange, request: Request, key: Key = None) -> JSONResponse:
         return await once(who, key, request, body.model_dump(),
                           lambda: service.credit(who, body.player, body.currency, body.amount))
+
+    @app.post("/admin/debit")
+    async def debit(who: Me, body: BalanceChange, request: Request, key: Key = None) -> JSONResponse:
+        """Take an amount from a player's balance (a correction), up to the balance: the built-in ledger's only."""
+        return await once(who, key, request, body.model_dump(),
+                          lambda: service.debit(who, body.player, body.currency, body.amount))
 
     @app.get("/admin/report")
     def report(who: Me, query: Annotated[ReportQuery, Query()]) -> dict[str, Any]:

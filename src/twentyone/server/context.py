@@ -35,14 +35,32 @@ class Busy(ServiceError):
 
 @dataclass(frozen=True)
 class Caller:
+    """Who makes a request. ``excluded_until``: the end of a self-exclusion, as the player's limits held when the
+    caller was known (a bet control refuses it without reading the player)."""
+
     id: int
     name: str
     role: str
     guest: bool = False
+    excluded_until: datetime | None = None
 
     @property
     def is_operator(self) -> bool:
         return self.role == "operator"
+
+    def refuse_if_excluded(self, now: datetime) -> None:
+        """Refuse (403) a player who excluded themselves from play until after ``now``.
+
+        >>> Caller(7, "ann", "player", excluded_until=datetime(2026, 12, 9, 9, tzinfo=UTC)).refuse_if_excluded(
+        ...     datetime(2026, 12, 2, tzinfo=UTC))
+        Traceback (most recent call last):
+        ...
+        twentyone.server.context.ServiceError: You have excluded yourself from play until 2026-12-09 09:00 UTC.
+        >>> Caller(7, "ann", "player").refuse_if_excluded(datetime(2026, 12, 2, tzinfo=UTC))
+        """
+        if self.excluded_until is not None and self.excluded_until > now:
+            raise ServiceError(403, f"You have excluded yourself from play until "
+                                    f"{self.excluded_until.strftime('%Y-%m-%d %H:%M')} UTC.")
 
 
 def utcnow() -> datetime:

@@ -26,7 +26,7 @@ from sqlalchemy import func, select
 from twentyone.core.commitment import commitment, verify_record
 from twentyone.core.money import MAX_AMOUNT
 from twentyone.core.shoe import RandomBits, system_rng
-from twentyone.server.accounts import Accounts
+from twentyone.server.accounts import SELF_EXCLUDED, Accounts
 from twentyone.server.cluster import OUTBOX, TABLES_CHANNEL, LocalOwnership, TimerOwnership, table_timers
 from twentyone.server.config import CURRENCIES, Settings, TableSpec
 from twentyone.server.context import Caller, ServiceError, aware, utcnow
@@ -76,7 +76,6 @@ class GameService:
         self.register, self.guest = self.accounts.register, self.accounts.guest
         self.authenticate = self.accounts.authenticate
         self.profile, self.update_settings = self.accounts.profile, self.accounts.update_settings
-        self.update_limits = self.accounts.update_limits
         self.bet_control, self.table_state = self.slips.bet_control, self.slips.table_state
         self.deal, self.act, self.close_betting = self.rounds.deal, self.rounds.act, self.rounds.close_betting
         self.round_view, self.history, self.replay = self.views.round, self.views.history, self.views.replay
@@ -100,11 +99,19 @@ class GameService:
         self._tell_returned(caller.id, returned)
         return returned
 
-    def _tell_returned(self, player_id: int, returned: list[dict[str, Any]]) -> None:
+    def update_limits(self, caller: Caller, daily_loss_limit: int | None, session_minutes: int | None,
+                      exclude_days: int | None) -> dict[str, Any]:
+        """Change the player's limits (:meth:`Accounts.update_limits`); the bets a self-exclusion returned are told
+        to the tables they lay on, so that a page open there shows them gone."""
+        body = self.accounts.update_limits(caller, daily_loss_limit, session_minutes, exclude_days)
+        self._tell_returned(caller.id, body.get("returned_bets", []), SELF_EXCLUDED)
+        return body
+
+    def _tell_returned(self, player_id: int, returned: list[dict[str, Any]],
+                       reason: str = RETURNED_ON_RECONNECTION) -> None:
         for slip in returned:  # to the player alone: at a private table no one else saw these bets
             self.events.publish(slip["table_id"], {"type": "bets-returned", "player_id": player_id,
-                                                   "total": slip["total"], "reason": RETURNED_ON_RECONNECTION,
-                                                   "private": True})
+                                                   "total": slip["total"], "reason": reason, "private": True})
 
     # Tests and certification reach these through the façade.
     @property
@@ -154,10 +161,21 @@ class GameService:
         self.registry._load()
 
     def credit(self, caller: Caller, player_name: str, currency: str, amount: int) -> dict[str, Any]:
+        """The operator adds ``amount`` (minor units) to a player's balance in the built-in ledger (a demo balance)."""
+        return self._change_balance(caller, player_name, currency, amount, "credit")
+
+    def debit(self, caller: Caller, player_name: str, currency: str, amount: int) -> dict[str, Any]:
+        """The operator takes ``amount`` (minor units) from a player's balance in the built-in ledger: a correction
+        (a credit made in error, a balance set back), up to the balance and never below zero. Before, the operator
+        could only credit (noted by a trial). Money in play is not the balance's: a stake is taken at the deal."""
+        return self._change_balance(caller, player_name, currency, amount, "debit")
+
+    def _change_balance(self, caller: Caller, player_name: str, currency: str, amount: int,
+                        kind: str) -> dict[str, Any]:
         if not caller.is_operator:
             raise ServiceError(403, "Only the operator can do this.")
         if amount <= 0:
-            raise ServiceError(422, "A credit is a positive amount in minor units.")
+            raise ServiceError(422, f"A {kind} is a positive amount in minor units.")
         if currency not in CURRENCIES:
             raise ServiceError(422, f"Players hold balances in {', '.join(CURRENCIES)} only, not {currency!r}.")
         with self.store.write() as session:
@@ -167,11 +185,14 @@ class GameService:
             if self.wallet.keeps_balances:
                 # Every amount stays far inside 64 bits (core.money), a balance too: many large credits could pass it.
                 self.wallet.lock(session, player.id, currency)
-                if self.wallet.balance(session, player.id, currency) + amount > MAX_AMOUNT:
+                before = self.wallet.balance(session, player.id, currency)
+                if kind == "credit" and before + amount > MAX_AMOUNT:
                     raise ServiceError(409, f"This credit would take the balance past {MAX_AMOUNT} minor units, the "
                                             "most an operator may credit up to.")
+                if kind == "debit" and amount > before:
+                    raise ServiceError(409, f"The balance is {before} minor units: a debit takes at most that.")
             try:
-                self.wallet.credit(session, player.id, currency, amount)
+                self.wallet.credit(session, player.id, currency, amount if kind == "credit" else -amount)
             except WalletError as error:
                 raise ServiceError(409, error.detail) from None
             balance = self.wallet.balance(session, player.id, currency)

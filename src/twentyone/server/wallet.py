@@ -872,7 +872,9 @@ class Wallet(Protocol):
         """Pay each player ``amounts[player_id]`` (a round's wins or refunds); the call to an operator's wallet
         carries the id :func:`pay_key` gives (``credit-{round}-{player}`` for a win, ``void-...`` for a refund), the
         same at every retry."""
-    def credit(self, session: Session, player_id: int, currency: str, amount: int) -> None: ...
+    def credit(self, session: Session, player_id: int, currency: str, amount: int) -> None:
+        """Add ``amount`` to the player's balance (a demo credit, an operator's credit) or, negative, take it away (an
+        operator's debit): the built-in ledger's, a transfer with the house; an operator's wallet refuses."""
     def balances_after(self, session: Session, player_ids: list[int], currency: str) -> dict[int, int | None]: ...
     def deliver(self, write: Sessions, read: Sessions, recover: bool = False, send: bool = True,
                 fresh: bool = False) -> int:
@@ -945,7 +947,7 @@ class LedgerWallet:
         transfers(session, currency, amounts, kind, round_id, self.ids)
 
     def credit(self, session: Session, player_id: int, currency: str, amount: int) -> None:
-        transfer(session, player_id, currency, amount, "credit", None, self.ids)
+        transfer(session, player_id, currency, amount, "credit" if amount > 0 else "debit", None, self.ids)
 
     def balances_after(self, session: Session, player_ids: list[int], currency: str) -> dict[int, int | None]:
         """Balances once this transaction's transfers count (for the round's record).
