@@ -9,6 +9,7 @@ shoes) comes from the database and the engine's own log, never from a view.
 from __future__ import annotations
 
 import contextlib
+import threading
 import time
 from collections import Counter
 from typing import Any
@@ -378,3 +379,55 @@ def test_a_common_draw_shows_nobody_the_cards_another_player_drew_until_it_settl
     assert anns["cards"] == ["2D", "3S", *drawn_cards(service, round_id)[ids["ann"]]] and anns["outcome"]
     assert {a["player"] for a in bob.get(f"/rounds/{round_id}/replay").json()["actions"]} == {ids["ann"], ids["bob"]}
     assert checked > 60
+
+
+@pytest.mark.parametrize(("action", "commits"), [("stand", False), ("stand", True), ("hit", False)],
+                         ids=["a stand not committed", "a stand committed", "a hit not committed"])
+def test_a_read_never_shows_a_decision_that_changed_the_engine_after_its_snapshot_began(
+        action: str, commits: bool, http: TestClient, service: GameService, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A read fetches the round's engine, then leaves the round free while it reads the database; the stand that
+    settles the round changes that engine in place meanwhile. If the stand does not commit (its log entry fails to
+    be written), the read must not show the hole card it turned; if it commits, the read must not show the dealer's
+    cards and the result beside the round in play and no money paid (both seen in crowded play: a trial's reads
+    answered "playing" with the hole card turned, 3 in 5,288). A hit that does not commit must not show the card it
+    drew. The read is made again in a new snapshot."""
+    from test_operator_debits import FailStatement
+
+    import twentyone.server.views as views
+
+    client = guest(http)
+    # 19 against the 6 and the hole card TC, the 8 to bust the dealer; or 11 against them, the 8 a hit's card.
+    service.stacked.append(["TS", "6H", "9D", "TC", "8C"] if action == "stand" else ["5S", "6H", "6D", "TC", "8C"])
+    client.bet("classic", 500)
+    round_id = client.post("/tables/classic/deal").json()["id"]
+    caller = service.authenticate(client.token)
+    fetched, stood = threading.Event(), threading.Event()
+    reads: list[int] = []
+    original = views.round_json
+
+    def paused(*args: Any, **kwargs: Any) -> Any:  # between fetching the engine and reading it
+        if threading.current_thread().name == "reader":
+            reads.append(1)
+            if len(reads) == 1:
+                fetched.set()
+                assert stood.wait(10)
+        return original(*args, **kwargs)
+
+    monkeypatch.setattr(views, "round_json", paused)
+    seen: list[dict[str, Any]] = []
+    reader = threading.Thread(target=lambda: seen.append(service.round_view(caller, round_id)), name="reader")
+    reader.start()
+    assert fetched.wait(10)
+    with FailStatement(service, "INSERT INTO round_actions", armed=not commits):
+        decided = client.act(round_id, action)
+    stood.set()
+    reader.join(10)
+    assert decided.status_code == (200 if commits else 503), decided.json()
+    view = seen[0]
+    if commits:  # read again: the settled round, its money paid
+        assert view["status"] == "settled" and view["me"]["returned"] == 1000, view
+    else:  # read again: the round as it stands, the hole card face down, no card drawn
+        assert view["status"] == "playing" and view["dealer"]["cards"] == ["6H"], view
+        assert "TC" not in str(view) and "8C" not in str(view) and len(view["hands"][0]["cards"]) == 2, view
+        assert client.get(f"/rounds/{round_id}").json()["hands"][0]["cards"] == view["hands"][0]["cards"]
+    assert len(reads) == 2  # the first read was refused, the second made anew

@@ -33,6 +33,12 @@ class Busy(ServiceError):
         super().__init__(503, detail, {"Retry-After": str(retry_after)})
 
 
+class SnapshotBehind(Exception):
+    """A read found the round's engine moved on since the read's snapshot began: a decision changed it and committed
+    meanwhile, or changed it and did not commit (and was dropped). The read is made again in a new snapshot
+    (``Store.read_anew``)."""
+
+
 @dataclass(frozen=True)
 class Caller:
     """Who makes a request. ``excluded_until``: the end of a self-exclusion, as the player's limits held when the

@@ -112,6 +112,13 @@ class LiveRounds:
             self.finish(round_row.id, engine)
         return engine
 
+    def current(self, round_id: int, engine: Engine) -> bool:
+        """Whether ``engine`` is still this round's engine here: not dropped with a change that did not commit, nor
+        replaced. Call with the round held."""
+        with self._guard:
+            kept = self._engines.get(round_id)
+            return (kept is not None and kept[1] is engine) or self._finished.get(round_id) is engine
+
     def keep(self, round_id: int, version: int, engine: Engine) -> None:
         with self._guard:
             kept = self._engines.get(round_id)

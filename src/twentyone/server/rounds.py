@@ -427,10 +427,12 @@ class Rounds:
                                                                                 Slip.player_id != player_id)))
 
     def view_of(self, caller: Caller, round_id: int) -> dict[str, Any]:
-        with self.store.read() as session:
+        def view(session: Session) -> dict[str, Any]:
             round_row = session.get(Round, round_id)
             assert round_row is not None
             return round_json_held(session, round_row, self.tables.get(round_row.table_id), caller.id, self.live)
+
+        return self.store.read_anew(view)
 
     def close_betting(self, table_id: str, due: datetime | None = None) -> int | None:
         """The betting window closed: debit every seat, deal, and return undealt bets at the table.

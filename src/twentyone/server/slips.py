@@ -54,23 +54,25 @@ class Slips:
         """What a player at the table sees: the table, their slip and balance, the next shoe's commitment,
         the round in play, and, at a shared table between rounds, the last round for one who watched it."""
         table = self.rounds.tables.get(table_id)
-        with self.rounds.store.read() as session:
-            # None before a table's first bet control (a private table's: its player's), and after a void.
-            shoe = self.rounds.shoes.next_published(session, table, caller.id)
-            slip = find_slip(session, caller.id, table.id)
-            try:
-                balance = 0 if caller.is_operator else self.rounds.wallet.balance(session, caller.id, table.currency)
-            except WalletError as error:  # the operator's wallet refused or did not answer: 409 or 503, not a 500
-                raise as_refusal(error) from None
-            current = current_round(session, table, caller.id)
-            view = None
-            if current is not None:
-                view = round_json_held(session, current, table, caller.id, self.rounds.live)
-            watching = table.shared and (view is None or (view["status"] == "betting" and "me" not in view))
-            return {"table": table_json(table), "balance": balance,
-                    "slip": slip_view(slip, bet_slip(slip, table, balance)),
-                    "next_shoe": shoe, "round": view,
-                    "last_round": self._last_round_watched(session, table, caller) if watching else None}
+        return self.rounds.store.read_anew(lambda session: self._table_state(session, caller, table))
+
+    def _table_state(self, session: Session, caller: Caller, table: TableSpec) -> dict[str, Any]:
+        # None before a table's first bet control (a private table's: its player's), and after a void.
+        shoe = self.rounds.shoes.next_published(session, table, caller.id)
+        slip = find_slip(session, caller.id, table.id)
+        try:
+            balance = 0 if caller.is_operator else self.rounds.wallet.balance(session, caller.id, table.currency)
+        except WalletError as error:  # the operator's wallet refused or did not answer: 409 or 503, not a 500
+            raise as_refusal(error) from None
+        current = current_round(session, table, caller.id)
+        view = None
+        if current is not None:
+            view = round_json_held(session, current, table, caller.id, self.rounds.live)
+        watching = table.shared and (view is None or (view["status"] == "betting" and "me" not in view))
+        return {"table": table_json(table), "balance": balance,
+                "slip": slip_view(slip, bet_slip(slip, table, balance)),
+                "next_shoe": shoe, "round": view,
+                "last_round": self._last_round_watched(session, table, caller) if watching else None}
 
     def _last_round_watched(self, session: Session, table: TableSpec, caller: Caller) -> dict[str, Any] | None:
         """A shared table's round that settled in the last :data:`WATCHED_FOR`, as this caller may see it, for

@@ -25,7 +25,7 @@ from sqlalchemy import Insert, Integer, Table, bindparam, func, insert, select
 from sqlalchemy import exc as db_errors
 from sqlalchemy.orm import Session, make_transient_to_detached
 
-from twentyone.server.context import Busy, Caller, ServiceError
+from twentyone.server.context import Busy, Caller, ServiceError, SnapshotBehind
 from twentyone.server.db import Database
 from twentyone.server.direct import Result, defer, defer_read, run
 from twentyone.server.models import IDEMPOTENCY, Base
@@ -60,6 +60,8 @@ class _Pending:
 
 
 _Row = TypeVar("_Row", bound=Base)
+_T = TypeVar("_T")
+READ_ATTEMPTS = 5  # reads of a round that moved on meanwhile (SnapshotBehind), before a 503
 _INSERTS: dict[str, Insert] = {}  # INSERT ... RETURNING id by table: built once
 
 
@@ -200,6 +202,18 @@ class Store:
         with storage_trouble_as_busy(), self.db.readers() as session:
             yield session
             end_read(session)
+
+    def read_anew(self, work: Callable[[Session], _T]) -> _T:
+        """``work`` in a read (:meth:`read`), made again in a new read while a round it reads moved on since the
+        read began (:class:`~twentyone.server.context.SnapshotBehind`), up to :data:`READ_ATTEMPTS` times; then 503
+        (a round changing that fast is busy)."""
+        for _ in range(READ_ATTEMPTS):
+            try:
+                with self.read() as session:
+                    return work(session)
+            except SnapshotBehind:
+                continue
+        raise Busy()
 
     @contextmanager
     def write(self) -> Iterator[Session]:
