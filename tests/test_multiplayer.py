@@ -146,3 +146,19 @@ def test_each_players_decisions_are_consumed_in_turn() -> None:
     assert [h["player"] for h in result["hands"]] == ["ann", "bob"]
     assert result["hands"][0]["cards"] == ["TS", "6S", "KC"]
     assert result["hands"][1]["cards"] == ["5S", "6D", "2C"]
+
+
+def test_a_refused_answer_to_an_offer_this_game_never_makes_says_so() -> None:
+    """Even money is not offered here, nor surrender: the refusal says the game has none, not that none is pending
+    (which read as if one might come, found by a trial)."""
+    game = table(["2S", "KH", "4S", "7D"], ("ann", 100))
+    with pytest.raises(IllegalActionError) as even_money:
+        game.act("even-money", "ann")
+    assert even_money.value.plain == ("You cannot take even money now: this game has no even money. "
+                                      "You can hit, stand or double down.")
+    with pytest.raises(IllegalActionError) as surrender:
+        game.act("surrender", "ann")
+    assert surrender.value.plain.startswith("You cannot surrender now: this game has no surrender.")
+    with pytest.raises(IllegalActionError) as insurance:  # it has insurance: an offer that is not pending now
+        game.act("insurance", "ann")
+    assert insurance.value.plain.startswith("You cannot take insurance now: no insurance offer is pending.")

@@ -94,7 +94,7 @@ def test_EVENEBJ_even_money_pays_1_to_1() -> None:
 def test_NOSURR_no_surrender() -> None:
     game = start(V, ["TS", "TH", "6D", "5C"], 2500)
     assert "surrender" not in game.legal_actions()
-    with pytest.raises(IllegalActionError, match="no late surrender"):
+    with pytest.raises(IllegalActionError, match="this game has no surrender"):
         game.surrender()
 
 

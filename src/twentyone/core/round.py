@@ -745,7 +745,15 @@ class Round:
             if self._cash_out_amount(hand) is None:
                 return "the cash-out table has no offer for this hand"
             return None
-        return f"no {OFFER_NAMES[OFFER_OF[action]]} offer is pending"
+        return self._offer_refusal(OFFER_OF[action])
+
+    def _offer_refusal(self, kind: DecisionKind) -> str:
+        """Why an answer to a ``kind`` offer is refused in play: the game has no such offer, or none is pending."""
+        insurance = self.rules.insurance
+        has = {DecisionKind.INSURANCE: insurance.offered, DecisionKind.EVEN_MONEY: insurance.even_money,
+               DecisionKind.SURRENDER: self.rules.surrender == Surrender.EARLY}[kind]
+        # "no even money offer is pending" read as if one might come, at games that never offer it (found by a trial)
+        return f"no {OFFER_NAMES[kind]} offer is pending" if has else f"this game has no {OFFER_NAMES[kind]}"
 
     # ------------------------------------------------------------ offers
     def _initial_offers(self) -> list[tuple[DecisionKind, _Hand]]:

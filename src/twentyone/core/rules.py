@@ -367,8 +367,10 @@ class Rules:
         >>> Rules("x", "X", ShoeRules(1), surrender="late").surrender_refusal(2, from_split=False) is None
         True
         """
-        if self.surrender != "late":
-            return "this game has no late surrender"
+        if self.surrender == "none":
+            return "this game has no surrender"
+        if self.surrender != "late":  # early: offered before the dealer's check, or not at all
+            return "surrender is offered only before the dealer checks for blackjack"
         if cards != 2 or from_split:
             return "surrender is only allowed as the first decision on the original two cards"
         return None
