@@ -5,8 +5,8 @@ from typing import Any
 import pytest
 
 from helpers import side
-from twentyone.core.operations import CardDealt
-from twentyone.core.round import BetError, HandBet, IllegalActionError, Phase, Round
+from twentyone.core.operations import Action, CardDealt
+from twentyone.core.round import ACTION_WORDS, BetError, HandBet, IllegalActionError, Phase, Round
 from twentyone.core.shoe import Shoe
 from twentyone.scenario import run_scenario
 from twentyone.variants import builtin_rules
@@ -162,3 +162,16 @@ def test_a_refused_answer_to_an_offer_this_game_never_makes_says_so() -> None:
     with pytest.raises(IllegalActionError) as insurance:  # it has insurance: an offer that is not pending now
         game.act("insurance", "ann")
     assert insurance.value.plain.startswith("You cannot take insurance now: no insurance offer is pending.")
+
+
+def test_while_insurance_is_offered_an_answer_to_an_offer_this_game_never_makes_says_so() -> None:
+    """Under the Ace, insurance waits: even money and surrender are refused because the game has neither, not because
+    insurance must be answered first (found by review)."""
+    game = table(["TS", "KH", "8S", "AD"], ("ann", 100))
+    assert game.legal_actions("ann") == ("insurance", "no-insurance")
+    for action, reason in (("even-money", "this game has no even money"), ("surrender", "this game has no surrender"),
+                           ("no-surrender", "this game has no surrender"),
+                           ("hit", "the insurance offer must be answered first")):
+        with pytest.raises(IllegalActionError) as refused:
+            game.act(action, "ann")
+        assert refused.value.plain.startswith(f"You cannot {ACTION_WORDS[Action(action)]} now: {reason}. "), action

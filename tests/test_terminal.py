@@ -57,6 +57,16 @@ def test_every_bets_limits_are_shown_under_its_column() -> None:
     assert re.search(r"Limits +\$1–\$1,000 +\$1–\$100 +\$5–\$200 ", betting), betting
 
 
+def test_limits_and_chips_drop_a_zero_minor_part_whichever_side_the_currency_is_written() -> None:
+    """"1–200 CHF", not "1.00 CHF–200.00 CHF" wrapped over three lines of its column (found by review)."""
+    game = table("power", currency="CHF", limits=BetLimits({"main": (100, 500000), "any_pair": (100, 20000),
+                                                            "21+3": (100, 20000), "hot_3": (100, 20000),
+                                                            "bust_it": (250, 20000)}))
+    betting = screen(game)
+    assert re.search(r"Limits +1–5,000 CHF +1–200 CHF +1–200 CHF +1–200 CHF +2.50–200 CHF ", betting), betting
+    assert " 25 CHF " in betting
+
+
 def test_soft_totals_shown_as_two_numbers() -> None:
     game = table("classic", ["AS", "6H", "6D", "TC", "8C"])
     press(game, "bd")

@@ -1688,3 +1688,22 @@ def test_two_processes_queueing_one_rollback_both_go_on(http: TestClient, servic
     ticking.join(timeout=30)
     assert outbox(service) == [("rollback", "done")] and made.tx_id in wallet.rollbacks()
     assert not list((settings.data_dir / JOURNALS).glob("*"))
+
+
+def test_a_table_read_made_anew_asks_the_operators_wallet_for_the_balance_once(
+        http: TestClient, service: GameService, wallet: ContractWallet, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A table's view is read again when a round in it moved on meanwhile (SnapshotBehind); the operator is asked
+    for the balance before the read, once, not at each try (found by review)."""
+    guest = new_guest(http)
+    guest.bet("classic", 500)
+    round_id = guest.post("/tables/classic/deal").json()["id"]
+    guests = owner(guest)  # read first: /me asks the operator for every currency's balance
+    asked: list[str] = []
+    balance = wallet.balance
+    monkeypatch.setattr(wallet, "balance", lambda player, currency: asked.append(player) or balance(player, currency))
+    refusals = iter([False, False])
+    current = service.live.current
+    monkeypatch.setattr(service.live, "current", lambda *args: next(refusals, True) and current(*args))
+    view = guest.get("/tables/classic").json()
+    assert view["round"]["id"] == round_id and next(refusals, "spent") == "spent"  # two refused, the third taken
+    assert asked == [guests]

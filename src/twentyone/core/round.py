@@ -657,7 +657,7 @@ class Round:
                 raise IllegalActionError(
                     f"Cannot {action} at {where}: the {decision.kind} offer must be answered first; "
                     f"legal actions: {self._legal_text(player)}.",
-                    plain_refusal(action, f"the {OFFER_NAMES[decision.kind]} offer must be answered first",
+                    plain_refusal(action, self._offer_phase_refusal(decision.kind, action),
                                   self.legal_actions(player)),
                 )
             return
@@ -749,11 +749,26 @@ class Round:
 
     def _offer_refusal(self, kind: DecisionKind) -> str:
         """Why an answer to a ``kind`` offer is refused in play: the game has no such offer, or none is pending."""
-        insurance = self.rules.insurance
-        has = {DecisionKind.INSURANCE: insurance.offered, DecisionKind.EVEN_MONEY: insurance.even_money,
-               DecisionKind.SURRENDER: self.rules.surrender == Surrender.EARLY}[kind]
         # "no even money offer is pending" read as if one might come, at games that never offer it (found by a trial)
-        return f"no {OFFER_NAMES[kind]} offer is pending" if has else f"this game has no {OFFER_NAMES[kind]}"
+        return self._never_offered(kind) or f"no {OFFER_NAMES[kind]} offer is pending"
+
+    def _offer_phase_refusal(self, pending: DecisionKind, action: Action) -> str:
+        """Why ``action`` is refused while a ``pending`` offer waits: the game never makes the offer it answers (or
+        has no surrender at all), else the offer must be answered first (found by review)."""
+        kind = OFFER_OF.get(action)
+        never = self._never_offered(kind) if kind is not None and kind != pending else None
+        if action is Action.SURRENDER and self.rules.surrender == Surrender.NONE:
+            never = "this game has no surrender"
+        return never or f"the {OFFER_NAMES[pending]} offer must be answered first"
+
+    def _never_offered(self, kind: DecisionKind) -> str | None:
+        """"this game has no …" when the game never makes a ``kind`` offer, else None."""
+        insurance, surrender = self.rules.insurance, self.rules.surrender
+        if kind is DecisionKind.SURRENDER and surrender != Surrender.EARLY:
+            return "this game has no surrender" if surrender == Surrender.NONE else "this game has no early surrender"
+        has = {DecisionKind.INSURANCE: insurance.offered, DecisionKind.EVEN_MONEY: insurance.even_money,
+               DecisionKind.SURRENDER: True}[kind]
+        return None if has else f"this game has no {OFFER_NAMES[kind]}"
 
     # ------------------------------------------------------------ offers
     def _initial_offers(self) -> list[tuple[DecisionKind, _Hand]]:

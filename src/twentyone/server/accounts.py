@@ -17,7 +17,7 @@ from argon2.exceptions import InvalidHashError, VerificationError
 from sqlalchemy import bindparam, delete, func, select
 from sqlalchemy.orm import Session
 
-from twentyone.core.betting import BetSlipError
+from twentyone.core.betting import MAIN, BetSlipError
 from twentyone.server.cluster import lock_in_transaction
 from twentyone.server.config import CURRENCIES, Settings
 from twentyone.server.context import Caller, ServiceError, aware
@@ -74,6 +74,7 @@ class Accounts:
         self.hasher = PasswordHasher()
         self._callers: OrderedDict[str, tuple[Caller, datetime]] = OrderedDict()  # by token hash: who, known until
         self._callers_lock = threading.Lock()
+        self._exclusions = 0  # self-exclusions taken by this process: a caller read before one is not kept after it
 
     # ------------------------------------------------------------ sign-in
     def register(self, name: str, password: str) -> tuple[Caller, str]:
@@ -162,6 +163,8 @@ class Accounts:
         if known is not None:
             return known
         digest = token_hash(token)
+        with self._callers_lock:
+            exclusions = self._exclusions
         with self.store.read() as session:
             row = session.get(Token, digest)
             if row is None:
@@ -170,10 +173,12 @@ class Accounts:
             assert player is not None
             caller = Caller(player.id, player.name, player.role, player.guest, excluded_until(player.limits))
         with self._callers_lock:
-            self._callers[digest] = (caller, self.clock() + TOKEN_TTL)
-            while len(self._callers) > TOKEN_CACHE:
-                self._callers.popitem(last=False)
-        return caller
+            stale = self._exclusions != exclusions  # one committed during this read: it may be this player's, unseen
+            if not stale:
+                self._callers[digest] = (caller, self.clock() + TOKEN_TTL)
+                while len(self._callers) > TOKEN_CACHE:
+                    self._callers.popitem(last=False)
+        return self.authenticate(token) if stale else caller
 
     def reconnect(self, caller: Caller) -> list[dict[str, Any]]:
         """A player is back (a new connection): bets placed but never dealt are returned."""
@@ -211,15 +216,17 @@ class Accounts:
         bets were taken until DEAL refused them (noted by a trial)."""
         with self.store.write() as session:
             player = self._player(session, caller)
-            player.limits = limits = changed_limits(player.limits, self.clock(), daily_loss_limit, session_minutes,
-                                                    exclude_days)
+            limits = changed_limits(player.limits, self.clock(), daily_loss_limit, session_minutes, exclude_days)
             body: dict[str, Any] = {"limits": limits}
-            if exclude_days is not None:
-                body["returned_bets"] = return_undealt_bets(session, player.id)
+            if exclude_days is not None:  # rounds first, in the order every writer locks: the round, then the rest
+                body["returned_bets"] = leave_forming_rounds(session, player.id) + return_undealt_bets(session,
+                                                                                                      player.id)
+            player.limits = limits
             answer = self.store.answer(session, body)
         if exclude_days is not None:  # this process knows it now (before the answer); any other, within TOKEN_TTL
             until = excluded_until(limits)
             with self._callers_lock:
+                self._exclusions += 1
                 for digest, (known, expires) in list(self._callers.items()):
                     if known.id == caller.id:
                         self._callers[digest] = (replace(known, excluded_until=until), expires)
@@ -374,6 +381,28 @@ def excluded_until(limits: dict[str, Any]) -> datetime | None:
     """
     until = limits.get("excluded_until")
     return datetime.fromisoformat(until) if until else None
+
+
+def leave_forming_rounds(session: Session, player_id: int) -> list[dict[str, Any]]:
+    """Take the player's seats out of the shared rounds still taking bets, and say what was returned (with the
+    round's id): nothing was staked yet (a seat is staked when betting closes). Before, a self-excluded player's
+    seat stayed listed in the round until its close sat it out (found by review)."""
+    forming = session.scalars(select(Round).where(
+        Round.status == "betting",
+        Round.id.in_(select(RoundSeat.round_id).where(RoundSeat.player_id == player_id))).with_for_update()).all()
+    returned = []
+    for round_row in forming:
+        seat = session.scalars(select(RoundSeat).where(RoundSeat.round_id == round_row.id,
+                                                       RoundSeat.player_id == player_id)).first()
+        if seat is None:
+            continue
+        bets = {f"{spot}|{MAIN}": entry["bet"] for spot, entry in enumerate(seat.bets, start=1)}
+        bets |= {f"{spot}|{name}": amount for spot, entry in enumerate(seat.bets, start=1)
+                 for name, amount in entry["side_bets"].items()}
+        returned.append({"table_id": round_row.table_id, "round_id": round_row.id, "bets": bets,
+                         "total": sum(bets.values())})
+        session.delete(seat)
+    return returned
 
 
 def return_undealt_bets(session: Session, player_id: int) -> list[dict[str, Any]]:

@@ -590,9 +590,9 @@ class Rounds:
             if asked is not None:  # debits no transaction recorded nor released (it failed first): owed rollbacks
                 self.wallet.owe_debits(asked.untaken())
             self.deliver_outbox()  # at an operator's wallet, the rollbacks of debits whose seats sat out
-        for player_id, total, reason in returned:
+        for player_id, total, reason in returned:  # the reason is the player's own: a limit, an exclusion, a balance
             self.events.publish(table.id, {"type": "bets-returned", "player_id": player_id, "total": total,
-                                           "reason": reason})
+                                           "reason": reason, "private": True})
         self.events.publish(table.id, {"type": "round", "round_id": round_id})
         return round_id
 

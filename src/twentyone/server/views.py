@@ -410,13 +410,14 @@ class Views:
         for table_id, entry in sorted(rows.items()):
             entry["house_result"] = entry["staked"] - entry["returned"]
             try:
-                currency = self.table(table_id).currency
-            except ServiceError:  # a table no longer configured (tables.toml changed): its rounds still count
-                currency = "unknown"
+                currency: str | None = self.table(table_id).currency
+            except ServiceError:  # a table no longer configured (tables.toml changed): its line stays, its currency
+                currency = None  # unknown, and no total takes it (two such tables may play in two currencies)
             tables[table_id] = {"currency": currency, **entry}
-            total = totals.setdefault(currency, dict.fromkeys(entry, 0))
-            for field, amount in entry.items():
-                total[field] += amount
+            if currency is not None:
+                total = totals.setdefault(currency, dict.fromkeys(entry, 0))
+                for field, amount in entry.items():
+                    total[field] += amount
         return {"period": {"since": iso(since), "until": iso(until)}, "tables": tables, "totals": totals}
 
     def wallet_calls(self, caller: Caller, after: int | None = None, size: int = 50) -> dict[str, Any]:

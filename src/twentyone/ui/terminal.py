@@ -413,14 +413,22 @@ class TerminalTable:
         chips = Text("Chips: ")
         for chip in slip.chips:
             style = "bold reverse" if chip == slip.chip else ("" if chip in slip.enabled_chips() else "dim")
-            chips.append(f" {self.money(chip).removesuffix('.00')} ", style=style)
+            chips.append(f" {self.money_short(chip)} ", style=style)
         chips.append(f"   TOTAL BET {self.money(slip.total)}", style="bold")
         summary = Text(self.rules.summary, style="dim")
         return [Panel(table, title="Place your bets", border_style="green"), chips, summary]
 
     def _limits_text(self, bet_type: str) -> str:
-        low, high = self.limits.of(bet_type)
-        return f"{self.money(low).removesuffix('.00')}–{self.money(high).removesuffix('.00')}"
+        low, high = (self.money_short(amount) for amount in self.limits.of(bet_type))
+        code = f" {self.currency}"
+        if low.endswith(code) and high.endswith(code):  # "1–5,000 CHF": the code once, where it is written after
+            low = low.removesuffix(code)
+        return f"{low}–{high}"
+
+    def money_short(self, amount: int) -> str:
+        """An amount without a zero minor part, the currency where it is written: "$25", "25 CHF", "$2.50"."""
+        text = self.money(amount)
+        return text.replace(".00", "", 1) if amount % 100 == 0 else text
 
     def _render_keys(self) -> Text:
         game = self.game
