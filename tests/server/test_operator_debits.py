@@ -1695,6 +1695,7 @@ def test_a_table_read_made_anew_asks_the_operators_wallet_for_the_balance_once(
     """A table's view is read again when a round in it moved on meanwhile (SnapshotBehind); the operator is asked
     for the balance before the read, once, not at each try (found by review)."""
     guest = new_guest(http)
+    service.stacked.append(DOUBLE_WINS)  # a round that stays in play (a random shoe's blackjack would settle it)
     guest.bet("classic", 500)
     round_id = guest.post("/tables/classic/deal").json()["id"]
     guests = owner(guest)  # read first: /me asks the operator for every currency's balance

@@ -6,6 +6,8 @@ import json
 import subprocess
 import sys
 import threading
+from collections.abc import Iterator
+from contextlib import ExitStack, contextmanager
 from datetime import datetime, timedelta
 from typing import Any
 
@@ -20,6 +22,17 @@ from twentyone.server.config import Settings
 from twentyone.server.context import Caller, ServiceError
 from twentyone.server.models import Account, LedgerEntry, Player
 from twentyone.server.service import GameService
+
+
+@contextmanager
+def pages(http: TestClient, table: str, *players: Client) -> Iterator[list[Any]]:
+    """Each player's page at the table: its WebSocket, past the hello."""
+    with ExitStack() as stack:
+        sockets = [stack.enter_context(http.websocket_connect(f"/ws/tables/{table}?token={player.token}"))
+                   for player in players]
+        for socket in sockets:
+            assert socket.receive_json()["type"] == "hello"
+        yield sockets
 
 
 def test_a_bet_placed_but_not_dealt_is_returned_on_reconnection(http: TestClient) -> None:
@@ -277,10 +290,7 @@ def test_a_self_exclusion_takes_the_players_seat_out_of_a_forming_round_and_only
     sat it out, and the close told the whole table 'You have excluded yourself from play until …' (found by
     review)."""
     ann, bob = new_player(http, "ann"), new_player(http, "bob")
-    with http.websocket_connect(f"/ws/tables/multiplayer?token={ann.token}") as anns, \
-            http.websocket_connect(f"/ws/tables/multiplayer?token={bob.token}") as bobs:
-        for socket in (anns, bobs):
-            assert socket.receive_json()["type"] == "hello"
+    with pages(http, "multiplayer", ann, bob) as (anns, bobs):
         for player in (ann, bob):
             player.bet("multiplayer", 500)
             round_id = player.post("/tables/multiplayer/deal").json()["id"]
@@ -306,10 +316,7 @@ def test_a_seat_that_sits_out_at_the_close_is_told_why_and_no_one_else_is(http: 
     her limit)."""
     ann, bob = new_player(http, "ann"), new_player(http, "bob")
     ann.put("/me/limits", {"daily_loss_limit": 1000})
-    with http.websocket_connect(f"/ws/tables/multiplayer?token={ann.token}") as anns, \
-            http.websocket_connect(f"/ws/tables/multiplayer?token={bob.token}") as bobs:
-        for socket in (anns, bobs):
-            assert socket.receive_json()["type"] == "hello"
+    with pages(http, "multiplayer", ann, bob) as (anns, bobs):
         for player in (ann, bob):
             player.bet("multiplayer", 500)
             player.bet("multiplayer", 500)
