@@ -154,7 +154,7 @@ class Accounts:
             del self._callers[digest]  # read again: the player's limits may have changed in another process
             return None
 
-    def authenticate(self, token: str | None) -> Caller:
+    def authenticate(self, token: str | None, again: bool = True) -> Caller:
         if not token:
             raise ServiceError(401, "Sign in first: send the bearer token from /auth/login or /auth/guest.")
         if not token.isascii():
@@ -174,11 +174,13 @@ class Accounts:
             caller = Caller(player.id, player.name, player.role, player.guest, excluded_until(player.limits))
         with self._callers_lock:
             stale = self._exclusions != exclusions  # one committed during this read: it may be this player's, unseen
-            if not stale:
+            if not stale and again:
                 self._callers[digest] = (caller, self.clock() + TOKEN_TTL)
                 while len(self._callers) > TOKEN_CACHE:
                     self._callers.popitem(last=False)
-        return self.authenticate(token) if stale else caller
+        # Read once more (it begins after that exclusion committed), then answer without remembering: a steady stream
+        # of exclusions elsewhere must not keep one request reading.
+        return self.authenticate(token, again=False) if stale and again else caller
 
     def reconnect(self, caller: Caller) -> list[dict[str, Any]]:
         """A player is back (a new connection): bets placed but never dealt are returned."""
