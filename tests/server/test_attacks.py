@@ -18,7 +18,7 @@ import pytest
 from fastapi.testclient import TestClient
 from integrity import ledger_totals
 from live import call, free_port, raw, start_server, status_of
-from server_helpers import Client, Clock, new_player
+from server_helpers import Client, Clock
 from sqlalchemy import func, select
 
 from twentyone.server.app import create_app
@@ -842,7 +842,10 @@ def test_guest_creation_is_rate_limited_across_every_server_process(tmp_path: Pa
         assert statuses == [201] * 5 + [429] * 3
         refused = two.post("/auth/guest")
         assert refused.headers["Retry-After"] == "60" and set(refused.json()) == {"detail"}
-        assert new_player(one, "still-open").token  # registration is not a guest: not limited
+        # A sign-up is a new account too, on the same budget: before, sign-ups were not limited at all, and made any
+        # number of funded accounts (found by a trial).
+        sign_up = one.post("/auth/register", json={"name": "still-open", "password": "correct horse"})
+        assert sign_up.status_code == 429 and sign_up.json()["detail"].startswith("Too many new accounts")
         other = TestClient(first, client=("203.0.113.9", 50000))  # another address has its own count
         with other:
             assert other.post("/auth/guest").status_code == 201

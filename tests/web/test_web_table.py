@@ -471,6 +471,36 @@ def test_a_bet_returned_when_another_tab_connects_leaves_the_first_tab_too(brows
         context.close()
 
 
+def test_sign_out_ends_the_sign_in_on_the_server_and_a_sign_out_elsewhere_reaches_the_page(
+        browser: Any, live_server: LiveServer) -> None:
+    """The page's Sign out ends its sign-in on the server (before, it only forgot the token, which stayed valid for
+    ever); a sign-out everywhere made from another device closes the page's socket, and the page says so."""
+    import httpx
+
+    context = browser.new_context()
+    try:
+        page = context.new_page()
+        guest_at(page, live_server, "power")
+        token = page.evaluate("localStorage.getItem('twentyone.token')")
+        page.get_by_role("button", name="Sign out").click()
+        expect(page.get_by_role("button", name="Play as guest")).to_be_visible()
+        assert page.evaluate("localStorage.getItem('twentyone.token')") is None
+        refused = httpx.get(live_server.url + "/me", headers={"Authorization": f"Bearer {token}"})
+        assert refused.status_code == 401, refused.text
+
+        guest_at(page, live_server, "power")
+        token = page.evaluate("localStorage.getItem('twentyone.token')")
+        ended = httpx.post(live_server.url + "/auth/logout", json={"everywhere": True},
+                           headers={"Authorization": f"Bearer {token}"})
+        assert ended.status_code == 200 and ended.json()["signed_out"] == 1, ended.text
+        expect(page.locator("#announce")).to_have_text("You were signed out: sign in again to play.")
+        expect(page.get_by_role("button", name="Play as guest")).to_be_visible()
+        expect(page.locator("#who")).to_have_text("")
+        shot(page, "signed-out-elsewhere")
+    finally:
+        context.close()
+
+
 def test_d_pressed_right_after_a_spot_deals_once_the_bet_is_in(page: Any, live_server: LiveServer) -> None:
     """The keys a regular uses without waiting for the page: a spot, then D before the bet's answer is back."""
     live_server.service.stacked.append(["TS", "6H", "9D", "TC", "8C"])

@@ -10,7 +10,8 @@ from collections import OrderedDict
 from collections.abc import Callable, Sequence
 from dataclasses import replace
 from datetime import datetime, timedelta
-from typing import Any
+from functools import cached_property
+from typing import Any, cast
 
 from argon2 import PasswordHasher
 from argon2.exceptions import InvalidHashError, VerificationError
@@ -21,7 +22,7 @@ from twentyone.core.betting import MAIN, BetSlipError
 from twentyone.server.cluster import lock_in_transaction
 from twentyone.server.config import CURRENCIES, Settings
 from twentyone.server.context import Caller, ServiceError, aware
-from twentyone.server.models import GuestArrival, Player, Round, RoundSeat, Slip, Token
+from twentyone.server.models import GuestArrival, Player, Round, RoundSeat, SignInFailure, Slip, Token
 from twentyone.server.money import refusal
 from twentyone.server.store import Store
 from twentyone.server.wallet import Wallet, WalletError, as_refusal, net_losses_since
@@ -34,10 +35,20 @@ TOKEN_CACHE = 10_000  # signed-in callers kept in memory, so a request needs no 
 # at the cost of one read per signed-in caller per period.
 TOKEN_TTL = timedelta(seconds=60)
 SELF_EXCLUDED = "You excluded yourself from play."
+SESSION_ID_LENGTH = 16  # hex digits of a token's hash that name its sign-in in events (never the token itself)
 
 
 def token_hash(token: str) -> str:
     return hashlib.sha256(token.encode()).hexdigest()
+
+
+def session_id(token: str) -> str:
+    """The name of a sign-in in events: the start of its token's hash, so a client learns nothing of any token.
+
+    >>> session_id("abc")
+    'ba7816bf8f01cfea'
+    """
+    return token_hash(token)[:SESSION_ID_LENGTH]
 
 
 GUEST_WINDOW = timedelta(minutes=1)  # the window of the limit on new guests per address
@@ -61,8 +72,41 @@ def admit_guest(session: Session, address: str, per_minute: int, now: datetime) 
     session.execute(delete(GuestArrival).where(GuestArrival.id.in_(_EXPIRED_ARRIVALS.scalar_subquery()))
                     .execution_options(synchronize_session=False), {"cutoff": cutoff})
     if (session.scalar(_ARRIVALS_FROM, {"address": address, "cutoff": cutoff}) or 0) >= per_minute:
-        raise ServiceError(429, "Too many new guests from this address: try again in a minute.", {"Retry-After": "60"})
+        raise ServiceError(429, NEW_ACCOUNTS_REFUSED, {"Retry-After": "60"})
     session.add(GuestArrival(address=address, arrived_at=now))
+
+
+NEW_ACCOUNTS_REFUSED = "Too many new accounts from this address: try again in a minute."
+FAILURE_WINDOW = timedelta(minutes=15)  # how long a wrong password counts against its name and its address
+FAILURES_PER_NAME = 10  # wrong passwords for one name in the window: past them, no sign-in to it is tried
+FAILURES_PER_ADDRESS = 50  # wrong passwords from one address in the window, whatever the names
+_FAILURES_OF_NAME = (select(func.count()).select_from(SignInFailure)
+                     .where(SignInFailure.name == bindparam("name"), SignInFailure.failed_at > bindparam("cutoff")))
+_FAILURES_FROM = (select(func.count()).select_from(SignInFailure)
+                  .where(SignInFailure.address == bindparam("address"), SignInFailure.failed_at > bindparam("cutoff")))
+_EXPIRED_FAILURES = (select(SignInFailure.id).where(SignInFailure.failed_at <= bindparam("cutoff"))
+                     .limit(100).with_for_update(skip_locked=True))
+
+
+def refuse_guessing(session: Session, name: str, address: str, now: datetime) -> None:
+    """Refuse (429) a sign-in to a name, or from an address, that gave too many wrong passwords lately: before its
+    password is hashed, so guessing costs the server a read, not a hash (:func:`count_failure`)."""
+    cutoff = now - FAILURE_WINDOW
+    minutes = f"{FAILURE_WINDOW.seconds // 60} minutes"
+    if (session.scalar(_FAILURES_OF_NAME, {"name": name.lower(), "cutoff": cutoff}) or 0) >= FAILURES_PER_NAME:
+        raise ServiceError(429, f"Too many wrong passwords for this name: try again in {minutes}.",
+                           {"Retry-After": str(FAILURE_WINDOW.seconds)})
+    if (session.scalar(_FAILURES_FROM, {"address": address, "cutoff": cutoff}) or 0) >= FAILURES_PER_ADDRESS:
+        raise ServiceError(429, f"Too many wrong passwords from this address: try again in {minutes}.",
+                           {"Retry-After": str(FAILURE_WINDOW.seconds)})
+
+
+def count_failure(session: Session, name: str, address: str, now: datetime) -> None:
+    """A wrong password for ``name`` from ``address``: counted for :func:`refuse_guessing`; the oldest rows past the
+    window go (a hundred at a time, none another transaction holds)."""
+    session.execute(delete(SignInFailure).where(SignInFailure.id.in_(_EXPIRED_FAILURES.scalar_subquery()))
+                    .execution_options(synchronize_session=False), {"cutoff": now - FAILURE_WINDOW})
+    session.add(SignInFailure(name=name.lower()[:64], address=address[:64], failed_at=now))
 
 
 class Accounts:
@@ -74,10 +118,18 @@ class Accounts:
         self.hasher = PasswordHasher()
         self._callers: OrderedDict[str, tuple[Caller, datetime]] = OrderedDict()  # by token hash: who, known until
         self._callers_lock = threading.Lock()
-        self._exclusions = 0  # self-exclusions taken by this process: a caller read before one is not kept after it
+        self._revisions = 0  # self-exclusions and sign-outs taken by this process: a caller read before one is not kept
 
     # ------------------------------------------------------------ sign-in
-    def register(self, name: str, password: str) -> tuple[Caller, str]:
+    @cached_property
+    def _decoy_hash(self) -> str:
+        """What a sign-in to no such name is checked against: a hash as slow as a real one that nothing matches."""
+        return self.hasher.hash(secrets.token_urlsafe(16))
+
+    def register(self, name: str, password: str, address: str = "unknown") -> tuple[Caller, str]:
+        """A new player and their token. A sign-up counts against the address's limit on new accounts, with guests
+        (:func:`admit_guest`): before, anyone could make any number of funded accounts (found by a trial). A name
+        that differs from a player's only in its case is taken: at a shared table it would pass for theirs."""
         if not NAME.match(name):
             raise ServiceError(422, "A name is 3 to 32 letters, digits, dots, dashes or underscores.")
         if name.lower().startswith(GUEST_PREFIX):  # a player could pass for a guest, or take a guest's next name
@@ -86,8 +138,12 @@ class Accounts:
             raise ServiceError(422, "A password needs at least 8 characters.")
         password_hash = self.hasher.hash(password)  # slow on purpose: done before the transaction
         with self.store.write() as session:
-            if session.scalars(select(Player).where(Player.name == name)).first() is not None:
-                raise ServiceError(409, f"The name {name!r} is taken.")
+            admit_guest(session, address[:64], self.settings.guests_per_minute, self.clock())
+            lock_in_transaction(session, f"name:{name.lower()}")  # two sign-ups of one name in two cases
+            taken = session.scalars(select(Player.name).where(func.lower(Player.name) == name.lower())).first()
+            if taken is not None:
+                raise ServiceError(409, f"The name {name!r} is taken." if taken == name else
+                                   f"The name {name!r} is taken (as {taken!r}).")
             player = self._new_player(session, name, password_hash, guest=False)
             return Caller(player.id, player.name, player.role), self._issue_token(session, player)
 
@@ -113,24 +169,36 @@ class Accounts:
     def _issue_token(self, session: Session, player: Player) -> str:
         token = secrets.token_urlsafe(32)
         now = self.clock()
+        session.execute(delete(Token).where(Token.player_id == player.id,  # the player's expired sign-ins
+                                            Token.created_at <= now - timedelta(days=self.settings.token_days)))
         session.add(Token(token_hash=token_hash(token), player_id=player.id, created_at=now))
         last_round = session.scalar(LAST_ROUND, {"player_id": player.id})
         if session_over(aware(player.session_started_at), last_round, now):
             player.session_started_at = now
         return token
 
-    def login(self, name: str, password: str) -> tuple[Caller, str, list[dict[str, Any]]]:
+    def login(self, name: str, password: str, address: str = "unknown") -> tuple[Caller, str, list[dict[str, Any]]]:
+        """Sign in: the token, and the bets never dealt that this returned. A name or an address with too many wrong
+        passwords lately is refused before any hash (:func:`refuse_guessing`); an unknown name costs a hash too, so
+        the time taken does not tell which names exist. Before, guessing was free, and a flood of guesses slowed
+        every player's requests (found by a trial)."""
+        address = address[:64]
         with self.store.read() as session:
+            refuse_guessing(session, name, address, self.clock())
             player = session.scalars(select(Player).where(Player.name == name)).first()
             stored_hash = player.password_hash if player is not None else None
         try:
             if player is None or stored_hash is None:
+                self.hasher.verify(self._decoy_hash, password)  # as long as a real one, and never a match
                 raise VerificationError()
             self.hasher.verify(stored_hash, password)
         except (VerificationError, InvalidHashError):
+            with self.store.write() as session:
+                count_failure(session, name, address, self.clock())
             raise ServiceError(401, "The name or password is wrong.") from None
         check_exclusion(player.limits, self.clock())
         with self.store.write() as session:
+            session.execute(delete(SignInFailure).where(SignInFailure.name == name.lower()))  # a good one clears them
             row = session.get(Player, player.id)
             assert row is not None
             token = self._issue_token(session, row)
@@ -164,23 +232,50 @@ class Accounts:
             return known
         digest = token_hash(token)
         with self._callers_lock:
-            exclusions = self._exclusions
+            revisions = self._revisions
         with self.store.read() as session:
             row = session.get(Token, digest)
             if row is None:
                 raise ServiceError(401, "The token is not valid: sign in again.")
+            expires = cast(datetime, aware(row.created_at)) + timedelta(days=self.settings.token_days)
+            if expires <= self.clock():
+                raise ServiceError(401, f"Your sign-in has expired (after {self.settings.token_days} days): "
+                                        "sign in again.")
             player = session.get(Player, row.player_id)
             assert player is not None
             caller = Caller(player.id, player.name, player.role, player.guest, excluded_until(player.limits))
         with self._callers_lock:
-            stale = self._exclusions != exclusions  # one committed during this read: it may be this player's, unseen
+            stale = self._revisions != revisions  # one committed during this read: it may be this caller's, unseen
             if not stale and again:
-                self._callers[digest] = (caller, self.clock() + TOKEN_TTL)
+                self._callers[digest] = (caller, min(self.clock() + TOKEN_TTL, expires))
                 while len(self._callers) > TOKEN_CACHE:
                     self._callers.popitem(last=False)
-        # Read once more (it begins after that exclusion committed), then answer without remembering: a steady stream
+        # Read once more (it begins after that change committed), then answer without remembering: a steady stream
         # of exclusions elsewhere must not keep one request reading.
         return self.authenticate(token, again=False) if stale and again else caller
+
+    def sign_out(self, caller: Caller, token: str, everywhere: bool = False) -> tuple[list[str], list[dict[str, Any]]]:
+        """End the sign-in of ``token`` (``everywhere``: every sign-in of its player), and return the player's bets
+        never dealt, as a disconnection does: the sign-ins ended (by :func:`session_id`) and the bets returned.
+
+        The token is refused from then on: by this process at once, by any other once it no longer knows the caller
+        from memory (:data:`TOKEN_TTL`). Before, a token stayed valid for ever, and signing out of the page only made
+        the browser forget it (noted by a trial)."""
+        if caller.is_operator:
+            raise ServiceError(403, "The operator's token is the server's own (TWENTYONE_OPERATOR_TOKEN): it is "
+                                    "changed there, not signed out.")
+        digest = token_hash(token)
+        with self.store.write() as session:
+            tokens = select(Token.token_hash).where(Token.player_id == caller.id) if everywhere else (
+                select(Token.token_hash).where(Token.token_hash == digest))
+            ended = list(session.scalars(tokens))
+            session.execute(delete(Token).where(Token.token_hash.in_(ended)))
+            returned = return_undealt_bets(session, caller.id)
+        with self._callers_lock:
+            self._revisions += 1  # a read of one of these tokens made before the delete committed is not remembered
+            for ended_digest in ended:
+                self._callers.pop(ended_digest, None)
+        return [ended_digest[:SESSION_ID_LENGTH] for ended_digest in ended], returned
 
     def reconnect(self, caller: Caller) -> list[dict[str, Any]]:
         """A player is back (a new connection): bets placed but never dealt are returned."""
@@ -228,7 +323,7 @@ class Accounts:
         if exclude_days is not None:  # this process knows it now (before the answer); any other, within TOKEN_TTL
             until = excluded_until(limits)
             with self._callers_lock:
-                self._exclusions += 1
+                self._revisions += 1
                 for digest, (known, expires) in list(self._callers.items()):
                     if known.id == caller.id:
                         self._callers[digest] = (replace(known, excluded_until=until), expires)

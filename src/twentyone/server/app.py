@@ -32,12 +32,13 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from twentyone.core.money import MAX_AMOUNT
 from twentyone.core.shoe import RandomBits
+from twentyone.server.accounts import session_id
 from twentyone.server.cluster import AdvisoryOwnership, PostgresBroadcaster, is_postgres
 from twentyone.server.config import CURRENCIES, Settings
 from twentyone.server.context import Busy, Caller, ServiceError
 from twentyone.server.db import Database, migrate, worker_threads
 from twentyone.server.events import DROPPED_CODE
-from twentyone.server.guards import BodyLimit, RateLimiter, document_errors
+from twentyone.server.guards import BodyLimit, HashingGate, RateLimiter, document_errors
 from twentyone.server.rounds import close_answer
 from twentyone.server.service import GameService
 from twentyone.server.tables import table_json
@@ -74,6 +75,7 @@ def freeze_startup_objects() -> None:
     gc.freeze()
 MAX_ID = 2**31 - 1  # ids are 32-bit integers in storage (and pages stay below it): anything larger is a 422
 MAX_CHIP = 2**31 - 1  # a selected chip is stored as a 32-bit integer
+SIGNED_OUT_CODE = 4401  # a WebSocket closed for its sign-in: refused, ended (POST /auth/logout) or expired
 MAX_BODY = 64 * 1024  # bytes: the largest request any endpoint needs is a table definition
 
 
@@ -113,6 +115,12 @@ class Registration(BaseModel):
 
     name: str = Field(pattern=r"^[A-Za-z0-9_.-]{3,32}$")
     password: str = Field(min_length=8, max_length=256)
+
+
+class SignOut(BaseModel):
+    model_config = FORBID_EXTRA
+
+    everywhere: StrictBool = False  # end every sign-in of the player's, not only this one
 
 
 class ChipChoice(BaseModel):
@@ -201,6 +209,11 @@ class BalanceChange(BaseModel):
     amount: Amount
 
 
+def client_address(request: Request) -> str:
+    """The client's address, as the limits on new accounts and on wrong passwords count it."""
+    return request.client.host if request.client else "unknown"
+
+
 async def caller(request: Request, authorization: Annotated[str | None, Header()] = None) -> Caller:
     """The signed-in player (or the operator) from the bearer token: from memory when the token is known,
     else looked up in a worker thread (a sync dependency would cost every request a thread hop)."""
@@ -262,6 +275,7 @@ def create_app(settings: Settings, operator_wallet: OperatorWallet | None = None
     app.add_middleware(BodyLimit, limit=MAX_BODY)
     # This process's count comes first: a flood it has seen alone is refused without a write transaction.
     guests = RateLimiter(per_minute=settings.guests_per_minute, clock=lambda: service.clock().timestamp())
+    hashing = HashingGate()  # sign-ins and sign-ups: their password hashes, one at a time
     document_errors(app)
 
     @app.exception_handler(ServiceError)
@@ -312,21 +326,32 @@ def create_app(settings: Settings, operator_wallet: OperatorWallet | None = None
 
     # ------------------------------------------------------------ auth
     @app.post("/auth/register", status_code=201)
-    def register(body: Registration) -> dict[str, Any]:
-        who, token = service.register(body.name, body.password)
+    async def register(body: Registration, request: Request) -> dict[str, Any]:
+        address = client_address(request)
+        guests.check(address)  # a new account, as a guest is: one budget for both
+        who, token = await hashing.run(run_in_threadpool, service.register, body.name, body.password, address)
         return {"token": token, "player": {"id": who.id, "name": who.name}}
 
     @app.post("/auth/login")
-    def login(body: Credentials) -> dict[str, Any]:
-        who, token, returned = service.login(body.name, body.password)
+    async def login(body: Credentials, request: Request) -> dict[str, Any]:
+        who, token, returned = await hashing.run(run_in_threadpool, service.login, body.name, body.password,
+                                                 client_address(request))
         return {"token": token, "player": {"id": who.id, "name": who.name}, "returned_bets": returned}
 
     @app.post("/auth/guest", status_code=201)
     def guest(request: Request) -> dict[str, Any]:
-        address = request.client.host if request.client else "unknown"
+        address = client_address(request)
         guests.check(address)
         who, token = service.guest(address)
         return {"token": token, "player": {"id": who.id, "name": who.name, "guest": True}}
+
+    @app.post("/auth/logout")
+    def logout(who: Me, authorization: Annotated[str | None, Header()] = None,
+               body: SignOut | None = None) -> dict[str, Any]:
+        """End this sign-in (``{"everywhere": true}``: every sign-in of the player's): its token is refused from then
+        on, its WebSockets close (4401), and bets never dealt are returned (``returned_bets``)."""
+        token = authorization.removeprefix("Bearer ").strip() if authorization else ""
+        return service.sign_out(who, token, body.everywhere if body is not None else False)
 
     # -------------------------------------------------------------- me
     @app.get("/me")
@@ -460,15 +485,21 @@ def create_app(settings: Settings, operator_wallet: OperatorWallet | None = None
             # Accept first: a close before the handshake reaches the client as a bare HTTP 403,
             # without the code that says why.
             await websocket.accept()
-            await websocket.close(code=4401 if error.status == 401 else 4404, reason=error.detail[:120])
+            await websocket.close(code=SIGNED_OUT_CODE if error.status == 401 else 4404, reason=error.detail[:120])
             return
         await websocket.accept()
         returned = await run_in_threadpool(service.reconnect, who) if who.role != "operator" else []
         await websocket.send_json({"type": "hello", "table_id": table_id, "returned_bets": returned})
         subscription = service.events.subscribe(table_id, None if who.role == "operator" else who.id)
+        signed_in = session_id(token)
 
         async def forward() -> None:
             while (event := await subscription.next()) is not None:
+                if event["type"] == "signed-out" and event["player_id"] == who.id:
+                    if signed_in in event["sessions"]:  # this sign-in ended: its socket ends with it
+                        await websocket.close(code=SIGNED_OUT_CODE, reason="Signed out: sign in again.")
+                        return
+                    continue  # another sign-in of the player's ended: nothing this page needs to know
                 await websocket.send_json(event)
 
         async def dropped() -> None:  # fires even while a send to a client that does not read is stuck

@@ -38,7 +38,8 @@ class Settings:
     demo: bool = True
     demo_balance: int = 100_000  # minor units given to a guest or a new demo player
     tick_seconds: float = 1.0  # how often timers (decisions, betting windows, wallet retries) are checked
-    guests_per_minute: int = 120  # guest accounts one address may create a minute, all processes together (429 past it)
+    guests_per_minute: int = 120  # new accounts (guests and sign-ups) from one address a minute, all processes (429)
+    token_days: int = 30  # a sign-in's token is refused this long after it was issued: sign in again
 
     @classmethod
     def from_environment(cls, database_url: str | None = None, data_dir: str | Path | None = None,
@@ -54,7 +55,8 @@ class Settings:
         if demo is None:
             demo = os.environ.get("TWENTYONE_DEMO", "1") not in ("0", "false", "no")
         guests = int(os.environ.get("TWENTYONE_GUESTS_PER_MINUTE", "120"))
-        return cls(url, directory, token, demo, guests_per_minute=guests)
+        token_days = int(os.environ.get("TWENTYONE_TOKEN_DAYS", "30"))
+        return cls(url, directory, token, demo, guests_per_minute=guests, token_days=token_days)
 
 
 def token_file(directory: Path) -> Path:

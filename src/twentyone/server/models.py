@@ -220,6 +220,20 @@ class GuestArrival(Base):
     arrived_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), index=True)
 
 
+class SignInFailure(Base):
+    """A wrong password given for a name from an address, kept :data:`~twentyone.server.accounts.FAILURE_WINDOW`:
+    the limit on guessing, shared by every process. Rows past the window are deleted as new failures arrive, and a
+    name's rows when its player signs in."""
+
+    __tablename__ = "sign_in_failures"
+    __table_args__ = (Index("ix_sign_in_failures_name_at", "name", "failed_at"),
+                      Index("ix_sign_in_failures_address_at", "address", "failed_at"))
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    name: Mapped[str] = mapped_column(String(64))  # as sent, lowercased: names are unique whatever their case
+    address: Mapped[str] = mapped_column(String(64))
+    failed_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), index=True)
+
+
 # The tables themselves, for the statements of the request path that read columns or write rows without ORM
 # objects. A statement built on a mapped class (``update(Account)``, ``select(Account.balance)``) goes through
 # the ORM's layer at every execution even when it loads no object: on SQLite here an UPDATE of one account

@@ -44,6 +44,7 @@ from twentyone.server.wallet import LedgerWallet, OperatorLedgerWallet, Operator
 
 # Why a player's undealt bets were returned when they connected again (the disconnection policy of the sheets).
 RETURNED_ON_RECONNECTION = "You connected again before they were dealt."
+RETURNED_ON_SIGN_OUT = "You signed out before they were dealt."
 
 log = logging.getLogger("twentyone.server")
 
@@ -83,10 +84,10 @@ class GameService:
                                                             self.views.report)
         self.wallet_calls = self.views.wallet_calls
 
-    def login(self, name: str, password: str) -> tuple[Caller, str, list[dict[str, Any]]]:
+    def login(self, name: str, password: str, address: str = "unknown") -> tuple[Caller, str, list[dict[str, Any]]]:
         """Sign in (:meth:`Accounts.login`): a new connection, whose undealt bets are returned and told
         (:meth:`reconnect`)."""
-        who, token, returned = self.accounts.login(name, password)
+        who, token, returned = self.accounts.login(name, password, address)
         self._tell_returned(who.id, returned)
         return who, token, returned
 
@@ -98,6 +99,16 @@ class GameService:
         returned = self.accounts.reconnect(caller)
         self._tell_returned(caller.id, returned)
         return returned
+
+    def sign_out(self, caller: Caller, token: str, everywhere: bool = False) -> dict[str, Any]:
+        """End a sign-in (:meth:`Accounts.sign_out`). The bets it returned are told to their tables, and every table
+        is told which sign-ins ended (``signed-out``, private), so that each process closes their WebSockets."""
+        ended, returned = self.accounts.sign_out(caller, token, everywhere)
+        self._tell_returned(caller.id, returned, RETURNED_ON_SIGN_OUT)
+        for table_id in self.registry.all():
+            self.events.publish(table_id, {"type": "signed-out", "player_id": caller.id, "sessions": ended,
+                                           "private": True})
+        return {"signed_out": len(ended), "returned_bets": returned}
 
     def update_limits(self, caller: Caller, daily_loss_limit: int | None, session_minutes: int | None,
                       exclude_days: int | None) -> dict[str, Any]:

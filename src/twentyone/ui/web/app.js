@@ -248,14 +248,31 @@ async function route() {
   if (!table) view().focus();
 }
 
-document.getElementById("sign-out").addEventListener("click", () => {
+function forgetSignIn() {
   state.token = null;
   state.me = null;
   localStorage.removeItem("twentyone.token");
   leaveTable();
-  location.hash = "#/";
+  if (location.hash && location.hash !== "#/") history.pushState(null, "", "#/");  // no hashchange: routed once, here
   renderAccount();
   route();
+}
+
+document.getElementById("sign-out").addEventListener("click", async () => {
+  // The server ends the sign-in (its token is refused from then on) and returns bets never dealt; the page forgets
+  // the token even where the server cannot be reached.
+  try {
+    await api("POST", "/auth/logout");
+  } catch (error) {
+    if (error.status !== 401) console.warn("sign-out:", error.message);
+  }
+  forgetSignIn();
+});
+
+// A table's socket closed because this sign-in ended elsewhere ("sign out everywhere") or expired.
+window.addEventListener("twentyone:signed-out", () => {
+  forgetSignIn();
+  announce("You were signed out: sign in again to play.");
 });
 
 window.addEventListener("hashchange", route);

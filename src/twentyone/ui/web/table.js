@@ -214,6 +214,8 @@ function showResult(round) {
   banner.replaceChildren(el("strong", {}, title), el("ul", {}, ...items.map((item) => el("li", {}, item))));
 }
 
+const SIGNED_OUT = 4401;  // the server closed the socket because its sign-in ended
+
 function connectSocket(tableId) {
   if (state.socket && state.socket.tableId === tableId) return;
   if (state.socket) state.socket.close();
@@ -236,9 +238,13 @@ function connectSocket(tableId) {
     if (event.type === "round" && finishedStep(event)) return;
     refreshSoon(tableId);
   };
-  socket.onclose = () => {
+  socket.onclose = (closed) => {
     if (state.socket !== socket) return;
     state.socket = null;
+    if (closed.code === SIGNED_OUT) {  // this sign-in ended (signed out everywhere, or expired): not a lost line
+      window.dispatchEvent(new CustomEvent("twentyone:signed-out", { detail: closed.reason }));
+      return;
+    }
     // Lost the connection while still at this table: come back, and pick the round up where it is.
     setTimeout(() => {
       if (currentTableId() === tableId && !state.socket && state.token) {

@@ -1,0 +1,248 @@
+"""Sign-ins, found wanting by a trial of an attacker: guessing passwords was free and slowed every player, sign-ups
+were unlimited, names could differ in case alone, and a token was valid for ever (the page's "Sign out" only made the
+browser forget it). Now wrong passwords are limited by name and by address, password hashes run one at a time,
+sign-ups share the guests' limit, and signing out ends a sign-in on the server: its token is refused, its WebSockets
+close, its undealt bets are returned; a sign-in also ends by itself after ``Settings.token_days``."""
+
+from __future__ import annotations
+
+import threading
+import time
+from datetime import timedelta
+from typing import Any
+
+import pytest
+from fastapi.testclient import TestClient
+from server_helpers import Client, Clock, new_player
+from starlette.websockets import WebSocketDisconnect
+
+from twentyone.server.accounts import FAILURE_WINDOW, FAILURES_PER_ADDRESS, FAILURES_PER_NAME, session_id
+from twentyone.server.models import SignInFailure
+from twentyone.server.service import GameService
+
+
+def signed_in_again(http: TestClient, player: Client) -> Client:
+    response = http.post("/auth/login", json={"name": player.name, "password": "correct horse"})
+    assert response.status_code == 200, response.json()
+    return Client(http, response.json()["token"], player.name)
+
+
+def test_signing_out_refuses_that_token_keeps_the_players_other_sign_ins_and_returns_undealt_bets(
+        http: TestClient) -> None:
+    ann = new_player(http, "ann")
+    phone = signed_in_again(http, ann)
+    assert ann.get("/me").status_code == 200  # known from memory from now on: the sign-out must reach that too
+    ann.bet("classic", 500)
+    balance = ann.balance()
+    answer = ann.post("/auth/logout")
+    assert answer.status_code == 200, answer.json()
+    assert answer.json() == {"signed_out": 1, "returned_bets": [{"table_id": "classic", "bets": {"1|main": 500},
+                                                                 "total": 500}]}
+    refused = ann.get("/me")
+    assert refused.status_code == 401 and refused.json()["detail"] == "The token is not valid: sign in again."
+    assert ann.post("/tables/classic/bets", {"spot": 1, "type": "main", "chip": 500}).status_code == 401
+    assert phone.balance() == balance  # the other sign-in goes on; the bet was held, never debited
+    assert phone.get("/tables/classic").json()["slip"]["total"] == 0
+    assert ann.post("/auth/logout").status_code == 401  # a second sign-out of the same token: it is gone
+
+
+def test_signing_out_everywhere_ends_every_sign_in_of_the_player_and_no_one_elses(http: TestClient) -> None:
+    ann, bob = new_player(http, "ann"), new_player(http, "bob")
+    phone = signed_in_again(http, ann)
+    assert phone.get("/me").status_code == 200
+    answer = ann.post("/auth/logout", {"everywhere": True})
+    assert answer.status_code == 200 and answer.json()["signed_out"] == 2  # the sign-up's and the phone's
+    assert ann.get("/me").status_code == 401 and phone.get("/me").status_code == 401
+    assert bob.get("/me").status_code == 200
+    assert signed_in_again(http, ann).get("/me").status_code == 200  # the password still signs in
+
+
+def test_a_sign_out_closes_that_sign_ins_sockets_with_4401_and_no_other(http: TestClient) -> None:
+    ann = new_player(http, "ann")
+    phone = signed_in_again(http, ann)
+    with http.websocket_connect(f"/ws/tables/power?token={ann.token}") as anns, \
+            http.websocket_connect(f"/ws/tables/power?token={phone.token}") as phones:
+        assert anns.receive_json()["type"] == "hello" and phones.receive_json()["type"] == "hello"
+        assert ann.post("/auth/logout").status_code == 200
+        with pytest.raises(WebSocketDisconnect) as closed:
+            anns.receive_json()
+        assert closed.value.code == 4401
+        phone.bet("power", 500)  # the phone's socket is open, and the first it hears is its own news
+        assert phone.post("/tables/power/deal").status_code == 200
+        assert phones.receive_json()["type"] == "bets"
+        assert phone.post("/auth/logout", {"everywhere": True}).status_code == 200
+        with pytest.raises(WebSocketDisconnect) as closed:
+            phones.receive_json()
+        assert closed.value.code == 4401
+    with pytest.raises(WebSocketDisconnect) as refused, \
+            http.websocket_connect(f"/ws/tables/power?token={phone.token}") as again:
+        again.receive_json()
+    assert refused.value.code == 4401
+
+
+def test_the_signed_out_event_names_sign_ins_by_a_hash_never_by_token(http: TestClient, operator: Client) -> None:
+    ann, bob = new_player(http, "ann"), new_player(http, "bob")
+    ann_id = ann.player_id()
+    with http.websocket_connect(f"/ws/tables/classic?token={operator.token}") as operators, \
+            http.websocket_connect(f"/ws/tables/classic?token={bob.token}") as bobs:
+        assert operators.receive_json()["type"] == "hello" and bobs.receive_json()["type"] == "hello"
+        assert ann.post("/auth/logout").status_code == 200
+        event = operators.receive_json()
+        bob.bet("classic", 500)
+        dealt = bob.post("/tables/classic/deal").json()
+        assert bobs.receive_json()["round_id"] == dealt["id"]  # the first Bob hears is his own round, not Ann's news
+    assert event == {"type": "signed-out", "table_id": "classic", "player_id": ann_id,
+                     "sessions": [session_id(ann.token)], "private": True}
+    assert ann.token not in str(event)
+
+
+def test_a_sign_in_expires_after_the_servers_token_days(http: TestClient, clock: Clock,
+                                                        service: GameService) -> None:
+    ann = new_player(http, "ann")
+    assert ann.get("/me").status_code == 200  # remembered: the expiry must reach a caller known from memory too
+    clock.advance(timedelta(days=service.settings.token_days).total_seconds() - 1)
+    assert ann.get("/me").status_code == 200
+    clock.advance(1)
+    expired = ann.get("/me")
+    assert expired.status_code == 401
+    assert expired.json()["detail"] == "Your sign-in has expired (after 30 days): sign in again."
+    assert signed_in_again(http, ann).get("/me").status_code == 200
+
+
+def test_the_operators_token_is_not_signed_out_and_a_wrong_body_is_422(http: TestClient, operator: Client) -> None:
+    refused = operator.post("/auth/logout")
+    assert refused.status_code == 403 and "TWENTYONE_OPERATOR_TOKEN" in refused.json()["detail"]
+    assert operator.get("/admin/report").status_code == 200
+    ann = new_player(http, "ann")
+    for body in ({"everywhere": "yes"}, {"everywhere": 1}, {"all": True}):
+        answer = ann.post("/auth/logout", body)
+        assert answer.status_code == 422, body
+    assert ann.get("/me").status_code == 200
+    assert http.post("/auth/logout").status_code == 401
+
+
+def login(http: TestClient, name: str, password: str = "correct horse") -> Any:
+    return http.post("/auth/login", json={"name": name, "password": password})
+
+
+def counted_hashes(service: GameService, monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """Every password check the server makes from now on, by the hash checked."""
+    checked: list[str] = []
+
+    def counting(stored: str, password: str) -> bool:
+        checked.append(stored)
+        return True
+
+    hashing_with(service, monkeypatch, counting)
+    return checked
+
+
+def hashing_with(service: GameService, monkeypatch: pytest.MonkeyPatch, before: Any) -> None:
+    """The server's password hasher, with ``before(stored, password)`` called ahead of each check."""
+    hasher = service.accounts.hasher
+
+    class Watched:
+        def hash(self, password: str) -> str:
+            return hasher.hash(password)
+
+        def verify(self, stored: str, password: str) -> bool:
+            before(stored, password)
+            return hasher.verify(stored, password)
+
+    monkeypatch.setattr(service.accounts, "hasher", Watched())
+
+
+def test_wrong_passwords_past_the_limit_refuse_the_name_before_any_hash_until_the_window_passes(
+        http: TestClient, service: GameService, clock: Clock, monkeypatch: pytest.MonkeyPatch) -> None:
+    new_player(http, "ann")
+    new_player(http, "bob")
+    checked = counted_hashes(service, monkeypatch)
+    assert [login(http, "ann", f"guess {n}").status_code for n in range(FAILURES_PER_NAME)] == [401] * 10
+    assert len(checked) == FAILURES_PER_NAME
+    for name in ("ann", "ANN"):  # the right password too, in any case of the name: no hash is tried
+        refused = login(http, name)
+        assert refused.status_code == 429, refused.json()
+        assert refused.json()["detail"] == "Too many wrong passwords for this name: try again in 15 minutes."
+        assert refused.headers["Retry-After"] == "900"
+    assert len(checked) == FAILURES_PER_NAME
+    assert login(http, "bob").status_code == 200  # another name from the same address is not refused
+    clock.advance(FAILURE_WINDOW.total_seconds())
+    assert login(http, "ann").status_code == 200
+    with service.db.sessions() as session:
+        assert session.query(SignInFailure).count() == 0  # a good sign-in clears the name's; none is left
+
+
+def test_a_good_sign_in_clears_its_names_failures(http: TestClient) -> None:
+    new_player(http, "ann")
+    for _ in range(2):
+        assert [login(http, "ann", "guess").status_code for _ in range(FAILURES_PER_NAME - 1)] == [401] * 9
+        assert login(http, "ann").status_code == 200
+
+
+def test_wrong_passwords_from_one_address_past_its_limit_refuse_every_name_from_it(
+        http: TestClient, service: GameService) -> None:
+    new_player(http, "ann")
+    names = [f"nobody{n}" for n in range(FAILURES_PER_ADDRESS)]  # none of them exists: each still costs a hash
+    assert {login(http, name, "guess").status_code for name in names} == {401}
+    refused = login(http, "ann")
+    assert refused.status_code == 429 and refused.json()["detail"].endswith("from this address: try again in "
+                                                                            "15 minutes.")
+    with TestClient(http.app, client=("203.0.113.9", 50000)) as elsewhere:
+        assert login(elsewhere, "ann").status_code == 200
+
+
+def test_a_sign_in_to_no_such_name_costs_a_hash_as_a_wrong_password_does(
+        http: TestClient, service: GameService, monkeypatch: pytest.MonkeyPatch) -> None:
+    new_player(http, "ann")
+    checked = counted_hashes(service, monkeypatch)
+    assert login(http, "ann", "guess").status_code == 401
+    assert login(http, "nobody", "guess").status_code == 401
+    assert len(checked) == 2 and checked[1].startswith("$argon2")
+
+
+def test_a_name_that_differs_from_a_players_only_in_case_is_taken(http: TestClient) -> None:
+    new_player(http, "ann")
+    for name in ("Ann", "ANN"):
+        taken = http.post("/auth/register", json={"name": name, "password": "correct horse"})
+        assert taken.status_code == 409 and taken.json()["detail"] == f"The name {name!r} is taken (as 'ann')."
+    taken = http.post("/auth/register", json={"name": "ann", "password": "correct horse"})
+    assert taken.status_code == 409 and taken.json()["detail"] == "The name 'ann' is taken."
+
+
+def test_password_hashes_run_one_at_a_time_and_a_crowd_past_the_queue_is_told_to_come_back(
+        http: TestClient, service: GameService, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Forty sign-ins at once, each hash slowed to 50 ms: never two hashes at once in the process, the queue's
+    sixteen wait their turn and the rest are 503 with Retry-After, at once. Before, every worker thread hashed, and
+    every player's request waited behind them."""
+    new_player(http, "ann")
+    running, most = 0, 0
+    lock = threading.Lock()
+
+    def slow(stored: str, password: str) -> None:
+        nonlocal running, most
+        with lock:
+            running += 1
+            most = max(most, running)
+        time.sleep(0.05)
+        with lock:
+            running -= 1
+
+    hashing_with(service, monkeypatch, slow)
+    barrier = threading.Barrier(40)
+    answers: list[Any] = []
+
+    def sign_in() -> None:
+        barrier.wait()
+        answers.append(login(http, "ann"))
+
+    threads = [threading.Thread(target=sign_in) for _ in range(40)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    statuses = sorted(answer.status_code for answer in answers)
+    assert most == 1
+    assert statuses.count(200) >= 17 and set(statuses) <= {200, 503}, statuses
+    busy = [answer for answer in answers if answer.status_code == 503]
+    assert busy and all(answer.headers["Retry-After"] == "1" for answer in busy)
+    assert busy[0].json()["detail"] == "Too many sign-ins at once: try again in a moment."
