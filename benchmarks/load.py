@@ -653,7 +653,9 @@ def game_phase(options: Options, work: Path, database: str) -> tuple[dict[str, A
     url = f"http://127.0.0.1:{port}"
     RUN.token = uuid.uuid4().hex
     RUN.ws_url = f"ws://127.0.0.1:{port}"
-    env = {**os.environ, "TWENTYONE_OPERATOR_TOKEN": RUN.token, "TWENTYONE_DEMO": "1", "PYTHONUNBUFFERED": "1"}
+    # Every simulated player's socket comes from this one machine: the limit on sockets per address is raised for them.
+    env = {**os.environ, "TWENTYONE_OPERATOR_TOKEN": RUN.token, "TWENTYONE_DEMO": "1", "PYTHONUNBUFFERED": "1",
+           "TWENTYONE_SOCKETS_PER_ADDRESS": str(options.players + 100)}
     env.pop("TWENTYONE_DATABASE_URL", None)
     log = work / "server.log"
     process = start(server_command(options, port, database, work), env, log, url)

@@ -112,7 +112,8 @@ async def main(players: int, database: str | None, timeout: float, pages: bool =
     data = Path(tempfile.mkdtemp(prefix="twentyone-crowd-"))
     port = free_port()
     url = database or f"sqlite:///{data / 'crowd.db'}"
-    env = {**os.environ, "TWENTYONE_OPERATOR_TOKEN": OPERATOR, "TWENTYONE_GUESTS_PER_MINUTE": str(players + 100)}
+    env = {**os.environ, "TWENTYONE_OPERATOR_TOKEN": OPERATOR, "TWENTYONE_GUESTS_PER_MINUTE": str(players + 100),
+           "TWENTYONE_SOCKETS_PER_ADDRESS": str(players + 100)}  # the crowd's sockets all come from this machine
     server = subprocess.Popen([sys.executable, "-m", "twentyone.cli.main", "serve", "--port", str(port),
                                "--database", url, "--data-dir", str(data)], env=env,
                               stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)

@@ -299,6 +299,20 @@ def test_a_100_mb_body_in_process_is_413_too(guest: Client) -> None:
     assert guest.get("/tables/classic").json()["slip"]["total"] == 0
 
 
+def test_every_answer_forbids_framing_and_sniffing(http: TestClient, guest: Client) -> None:
+    """The page, its scripts and every API answer, refusals included, carry the security headers: before, any site
+    could frame the web table over its own page and steer a signed-in player's clicks (found by a trial of an
+    attacker)."""
+    answers = [http.get("/"), http.get("/static/app.js"), http.get("/health"), guest.get("/me"),
+               guest.get("/tables/nowhere"), guest.post("/tables/classic/bets", {"spot": "x"}),
+               http.post("/auth/guest", content=b"x" * (65 * 1024))]
+    assert [answer.status_code for answer in answers] == [200, 200, 200, 200, 404, 422, 413]
+    for answer in answers:
+        assert answer.headers["X-Frame-Options"] == "DENY"
+        assert answer.headers["Content-Security-Policy"] == "frame-ancestors 'none'"
+        assert answer.headers["X-Content-Type-Options"] == "nosniff"
+
+
 def test_a_misspelt_limit_or_setting_is_422_not_a_silent_no_op(guest: Client) -> None:
     for path, body in (("/me/limits", {"daily_loss_limt": 500}), ("/me/settings", {"bogus": True})):
         response = guest.put(path, body)

@@ -6,6 +6,7 @@ import json
 import subprocess
 import sys
 import threading
+import time
 from collections.abc import Iterator
 from contextlib import ExitStack, contextmanager
 from datetime import datetime, timedelta
@@ -46,8 +47,8 @@ def test_a_bet_placed_but_not_dealt_is_returned_on_reconnection(http: TestClient
 
 
 def test_bets_returned_on_reconnection_are_told_to_the_players_own_pages_at_that_table(http: TestClient) -> None:
-    """Ann's page at classic holds her bet; she opens another table (a new connection): the bet is returned, and her
-    page at classic is told so, to re-read its slip. Bob, at classic too, is told nothing of Ann's bets. Before,
+    """Ann's page at classic holds her bet; she signs in again elsewhere (a new connection): the bet is returned, and
+    her page at classic is told so, to re-read its slip. Bob, at classic too, is told nothing of Ann's bets. Before,
     only the new connection heard, and the page at classic showed the bet until DEAL found none (found by a
     trial)."""
     ann, bob = new_player(http, "ann"), new_player(http, "bob")
@@ -55,9 +56,8 @@ def test_bets_returned_on_reconnection_are_told_to_the_players_own_pages_at_that
             http.websocket_connect(f"/ws/tables/classic?token={bob.token}") as bobs:
         assert anns.receive_json()["type"] == "hello" and bobs.receive_json()["type"] == "hello"
         ann.bet("classic", 500)
-        with http.websocket_connect(f"/ws/tables/power?token={ann.token}") as elsewhere:
-            assert elsewhere.receive_json()["returned_bets"] == [{"table_id": "classic", "bets": {"1|main": 500},
-                                                                   "total": 500}]
+        login = http.post("/auth/login", json={"name": "ann", "password": "correct horse"})
+        assert login.json()["returned_bets"] == [{"table_id": "classic", "bets": {"1|main": 500}, "total": 500}]
         assert anns.receive_json() == {"type": "bets-returned", "table_id": "classic", "player_id": ann.player_id(),
                                        "total": 500, "reason": "You connected again before they were dealt.",
                                        "private": True}
@@ -66,6 +66,54 @@ def test_bets_returned_on_reconnection_are_told_to_the_players_own_pages_at_that
         assert bobs.receive_json() == {"type": "round", "table_id": "classic", "round_id": dealt["id"],
                                        "status": dealt["status"], "private": True, "player_id": bob.player_id()}
     assert ann.get("/tables/classic").json()["slip"]["total"] == 0
+
+
+def test_a_second_page_while_the_first_is_open_returns_nothing_and_one_after_it_closed_returns_the_bets(
+        http: TestClient) -> None:
+    """Ann's page at classic holds her bet; a second page of hers (another table, another tab) is not a return from
+    a disconnection: her bet stays. Once no page of hers is open, a new one is, and the bet is returned. Before,
+    every new connection returned the bets, and a second tab emptied the first tab's spots (noted by two trials)."""
+    ann = new_player(http, "ann")
+    with http.websocket_connect(f"/ws/tables/classic?token={ann.token}") as anns:
+        assert anns.receive_json()["type"] == "hello"
+        ann.bet("classic", 500)
+        for table in ("power", "classic"):
+            with http.websocket_connect(f"/ws/tables/{table}?token={ann.token}") as second:
+                assert second.receive_json() == {"type": "hello", "table_id": table, "returned_bets": []}
+        assert ann.get("/tables/classic").json()["slip"]["total"] == 500
+    with http.websocket_connect(f"/ws/tables/power?token={ann.token}") as back:
+        assert back.receive_json()["returned_bets"] == [{"table_id": "classic", "bets": {"1|main": 500},
+                                                         "total": 500}]
+    assert ann.get("/tables/classic").json()["slip"]["total"] == 0
+
+
+def test_one_player_opens_at_most_eight_sockets_in_a_process_and_the_operator_any_number(
+        http: TestClient, operator: Client) -> None:
+    """Past eight, a player's new socket is closed at once with 4429, saying why; one closed makes room. Before, one
+    token could open thousands, each handed every event of its table (found by a trial of an attacker)."""
+    ann = new_player(http, "ann")
+    with ExitStack() as stack:
+        sockets = [stack.enter_context(http.websocket_connect(f"/ws/tables/power?token={ann.token}"))
+                   for _ in range(8)]
+        for socket in sockets:
+            assert socket.receive_json()["type"] == "hello"
+        with pytest.raises(WebSocketDisconnect) as refused, \
+                http.websocket_connect(f"/ws/tables/power?token={ann.token}") as ninth:
+            ninth.receive_json()
+        assert refused.value.code == 4429 and "Too many connections of yours" in refused.value.reason
+        operators = [stack.enter_context(http.websocket_connect(f"/ws/tables/power?token={OPERATOR}"))
+                     for _ in range(10)]
+        assert all(socket.receive_json()["type"] == "hello" for socket in operators)
+        sockets[0].close()
+        for _ in range(50):  # the server notices the close on its own loop
+            try:
+                with http.websocket_connect(f"/ws/tables/power?token={ann.token}") as again:
+                    assert again.receive_json()["type"] == "hello"
+                    break
+            except WebSocketDisconnect:
+                time.sleep(0.05)
+        else:
+            raise AssertionError("a closed socket never made room for another")
 
 
 def test_a_private_tables_rounds_are_news_to_their_player_and_the_operator_alone(http: TestClient,
@@ -283,6 +331,22 @@ def test_self_exclusion_blocks_play_and_sign_in(http: TestClient) -> None:
     assert login.status_code == 403 and "excluded yourself" in login.json()["detail"]
 
 
+def test_a_round_in_play_goes_on_after_a_self_exclusion_without_the_actions_that_add_a_stake(
+        guest: Client, service: GameService) -> None:
+    """Excluded mid-round, the player finishes the round, and neither the round's view nor the table's offers a
+    double or a split, which would be refused (403). Before, both listed them (noted by two trials)."""
+    service.stacked.append(["8S", "6H", "8D", "TC", "9C"])  # a pair of 8s against a 6: double and split are legal
+    guest.bet("classic", 500)
+    round_id = guest.post("/tables/classic/deal").json()["id"]
+    assert {"double", "split"} <= set(guest.get(f"/rounds/{round_id}").json()["legal_actions"])
+    assert guest.put("/me/limits", {"exclude_days": 1}).status_code == 200
+    for view in (guest.get(f"/rounds/{round_id}").json(), guest.get("/tables/classic").json()["round"]):
+        assert view["legal_actions"] == ["hit", "stand"], view["legal_actions"]
+    refused = guest.act(round_id, "double")
+    assert refused.status_code == 403 and refused.json()["detail"].startswith("You have excluded yourself")
+    assert guest.act(round_id, "stand").json()["status"] == "settled"
+
+
 def test_a_self_exclusion_takes_the_players_seat_out_of_a_forming_round_and_only_they_hear_why(
         http: TestClient, service: GameService, clock: Clock) -> None:
     """Ann and Bob join multiplayer's forming round; Ann excludes herself: her seat leaves the round at once, its bets
@@ -419,8 +483,14 @@ def test_shared_table_bets_meet_the_limits_again_when_the_round_is_dealt(http: T
     bob.put("/me/limits", {"exclude_days": 7})
     before = {name: client.balance() for name, client in (("ann", ann), ("bob", bob))}
     clock.advance(16)
-    assert service.tick()["dealt"] == 1
+    with pages(http, "multiplayer", ann) as (page,):
+        assert service.tick()["dealt"] == 1
+        told = page.receive_json()
+        while told["type"] != "bets-returned":
+            told = page.receive_json()
     assert ann.balance() == before["ann"] and bob.balance() == before["bob"]  # both sit this round out
+    # Ann's page is told what sat out and why (before, a total of 0: the page said nothing of her bets).
+    assert told["total"] == 1000 and "daily limit of $10.00" in told["reason"], told
     round_view = cid.get(f"/rounds/{joined}").json()  # the deal's shoe is not stacked: it may even settle at once
     assert [seat["name"] for seat in round_view["seats"]] == ["cid"] and round_view["me"]["staked"] == 1000
 
@@ -441,10 +511,23 @@ def test_self_exclusion_can_be_made_longer_never_shorter(http: TestClient, clock
 
 
 def test_a_session_time_limit_is_enforced(guest: Client, clock: Clock) -> None:
+    """Past the session's limit a bet control is refused as DEAL is (before, bets were taken, and only DEAL refused
+    them: noted by a trial), in this process at once, the caller known from memory or not."""
     guest.put("/me/limits", {"session_minutes": 30})
-    clock.advance(31 * 60)
     guest.bet("classic", 500)
-    refused = guest.post("/tables/classic/deal")
+    clock.advance(31 * 60)
+    for refused in (guest.post("/tables/classic/bets", {"spot": 1, "type": "main", "chip": 500}),
+                    guest.post("/tables/classic/deal")):
+        assert refused.status_code == 403 and "session time limit of 30 minutes" in refused.json()["detail"]
+    assert guest.get("/tables/classic").json()["slip"]["total"] == 500  # the bet before the limit is as it was
+
+
+def test_a_lower_session_limit_reaches_the_bet_controls_at_once(guest: Client, clock: Clock) -> None:
+    guest.put("/me/limits", {"session_minutes": 120})
+    clock.advance(31 * 60)
+    guest.bet("classic", 500)  # the caller is known from memory now, with a limit of 120 minutes
+    guest.put("/me/limits", {"session_minutes": 30})  # a lower limit is in force at once
+    refused = guest.post("/tables/classic/bets", {"spot": 1, "type": "main", "chip": 500})
     assert refused.status_code == 403 and "30 minutes" in refused.json()["detail"]
 
 
@@ -458,8 +541,8 @@ def test_signing_in_again_does_not_restart_the_session_only_a_break_from_betting
         ann.bet("classic", 500)
         round_id = ann.post("/tables/classic/deal").json()["id"]
         assert ann.act(round_id, "stand").status_code == 200
-    clock.advance(11 * 60)
     ann.bet("classic", 500)
+    clock.advance(11 * 60)
     assert ann.post("/tables/classic/deal").status_code == 403  # the 30 minutes are up
 
     def sign_in() -> Client:
@@ -468,8 +551,7 @@ def test_signing_in_again_does_not_restart_the_session_only_a_break_from_betting
         return Client(http, response.json()["token"], "ann")
 
     again = sign_in()  # a new token is not a new session: ann bet 11 minutes ago
-    again.bet("classic", 500)
-    refused = again.post("/tables/classic/deal")
+    refused = again.post("/tables/classic/bets", {"spot": 1, "type": "main", "chip": 500})
     assert refused.status_code == 403 and "30 minutes" in refused.json()["detail"]
     assert "after a break of 30 minutes without a round, sign in again" in refused.json()["detail"]
     clock.advance(30 * 60)  # half an hour without a bet: the session is over, the next sign-in starts one
@@ -718,6 +800,21 @@ def test_same_bet_repeats_the_bets_and_deals_on_single_deck(guest: Client) -> No
         view = guest.act(view["id"], "stand" if "stand" in view["legal_actions"] else view["legal_actions"][-1]).json()
     again = guest.post("/tables/single-deck/rebet").json()
     assert again["status"] in ("playing", "settled") and again["me"]["bets"] == [{"bet": 2500, "side_bets": {}}]
+
+
+def test_same_bet_while_a_round_is_in_play_is_refused_and_leaves_the_slip_as_it_was(
+        guest: Client, service: GameService) -> None:
+    """Single deck's Same Bet deals: pressed while a round is in play it is 409, and the slip is as it was. Before,
+    the 409 came from its deal, after the last round's bets were written back on the slip (found by a trial of an
+    attacker)."""
+    service.stacked.append(["TS", "6H", "9D", "7C", "8C"])  # 19 against a 6 showing: no blackjack, the round waits
+    guest.bet("single-deck", 2500)
+    round_id = guest.post("/tables/single-deck/deal").json()["id"]
+    assert guest.post("/tables/single-deck/clear").status_code == 200
+    refused = guest.post("/tables/single-deck/rebet")
+    assert refused.status_code == 409 and refused.json()["detail"] == "Finish the round in play before dealing another."
+    assert guest.get("/tables/single-deck").json()["slip"]["total"] == 0
+    assert guest.act(round_id, "stand").status_code == 200
 
 
 def test_multiplayer_players_share_a_round_dealt_when_the_window_closes(http: TestClient, service: GameService,

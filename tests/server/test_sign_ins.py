@@ -246,3 +246,20 @@ def test_password_hashes_run_one_at_a_time_and_a_crowd_past_the_queue_is_told_to
     busy = [answer for answer in answers if answer.status_code == 503]
     assert busy and all(answer.headers["Retry-After"] == "1" for answer in busy)
     assert busy[0].json()["detail"] == "Too many sign-ins at once: try again in a moment."
+
+
+@pytest.mark.parametrize(("body", "detail"), [
+    ({"name": "ab", "password": "correct horse"}, "name: A name is 3 to 32 letters, digits, dots, dashes or "
+                                                  "underscores."),
+    ({"name": "x" * 70, "password": "correct horse"}, "name: A name is 3 to 32 letters, digits, dots, dashes or "
+                                                      "underscores."),
+    ({"name": "ann", "password": "short"}, "password: A password needs at least 8 characters."),
+])
+def test_a_sign_up_the_rules_refuse_is_told_in_a_players_words(http: TestClient, body: dict[str, str],
+                                                               detail: str) -> None:
+    """Before, "password: String should have at least 8 characters." and a name's regular expression (noted by a
+    trial of the page)."""
+    refused = http.post("/auth/register", json=body)
+    assert refused.status_code == 422 and refused.json() == {"detail": detail}
+    schema = http.get("/openapi.json").json()["components"]["schemas"]["Registration"]["properties"]
+    assert schema["name"]["pattern"] == "^[A-Za-z0-9_.-]{3,32}$" and schema["password"]["minLength"] == 8

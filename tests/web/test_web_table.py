@@ -447,26 +447,59 @@ def test_bets_returned_on_arrival_are_told_in_their_own_tables_currency(browser:
         context.close()
 
 
-def test_a_bet_returned_when_another_tab_connects_leaves_the_first_tab_too(browser: Any,
-                                                                          live_server: LiveServer) -> None:
-    """A player's tab at power holds a bet; a second tab of theirs opens multiplayer, a new connection, and the
-    bet is returned (the sheets' disconnection policy). The first tab says so and shows the bet gone: before, it
-    kept showing the bet and the balance without it until DEAL answered that there was none (found by a trial)."""
+def test_a_second_tab_leaves_the_first_tabs_bets_and_a_sign_in_elsewhere_returns_them_to_it_too(
+        browser: Any, live_server: LiveServer) -> None:
+    """A player's tab at power holds a bet; a second tab of theirs opens multiplayer while the first is open: not a
+    return from a disconnection, so the bet stays (before, the second tab returned it, noted by two trials). A sign-in
+    elsewhere is a new connection: the bet is returned, and the first tab says so and shows it gone (before, it kept
+    showing the bet until DEAL answered that there was none, found by a trial)."""
+    import httpx
+
     context = browser.new_context()
     try:
         first = context.new_page()
-        guest_at(first, live_server, "power")
+        live_server.service.register("ann", "correct horse")
+        first.goto(live_server.url + "/")
+        first.get_by_label("Name").fill("ann")
+        first.get_by_label("Password").fill("correct horse")
+        first.get_by_role("button", name="Sign in").click()
+        expect(first.locator("#who")).to_contain_text("ann")
+        first.get_by_role("link", name="Join Power Blackjack", exact=True).click()
+        expect(first.locator("#deal, #rebet")).to_be_visible()
         before = balance(first)
         bet(first, 1, chip="500")
         assert balance(first) != before
         second = context.new_page()
         second.goto(live_server.url + "/#/table/multiplayer")
-        expect(second.locator("#announce")).to_have_text("Your undealt bets were returned: €5.00.")
+        expect(second.locator("#deal, #rebet")).to_be_visible()
+        second.wait_for_timeout(500)
+        expect(second.locator("#announce")).to_have_text("")
+        expect(first.locator("#total-bet")).to_have_text("TOTAL BET €5.00")
+        second.close()
+        signed_in = httpx.post(live_server.url + "/auth/login", json={"name": "ann", "password": "correct horse"})
+        assert signed_in.json()["returned_bets"][0]["total"] == 500, signed_in.text
         expect(first.locator("#announce")).to_have_text("Bets of €5.00 returned. You connected again before they "
                                                         "were dealt.")
         expect(first.locator("#total-bet")).to_have_text("TOTAL BET €0.00")
         expect(first.locator("#balance strong")).to_have_text(before)
-        shot(first, "bet-returned-by-another-tab")
+        shot(first, "bet-returned-by-a-sign-in-elsewhere")
+    finally:
+        context.close()
+
+
+def test_another_site_cannot_frame_the_table(browser: Any, live_server: LiveServer) -> None:
+    """A page of another origin that frames the table gets nothing drawn in the frame (X-Frame-Options and the
+    frame-ancestors policy): before, the table loaded inside it, and tricked clicks could play a signed-in player's
+    money (found by a trial of an attacker)."""
+    context = browser.new_context()
+    try:
+        page = context.new_page()
+        refusals: list[str] = []
+        page.on("console", lambda message: refusals.append(message.text))
+        page.set_content(f'<iframe id="trap" src="{live_server.url}/" width="800" height="600"></iframe>')
+        page.wait_for_timeout(1500)
+        assert page.frame_locator("#trap").locator("button").count() == 0  # no "Play as guest", no table
+        assert any("frame-ancestors" in refusal for refusal in refusals), refusals  # refused, and why
     finally:
         context.close()
 

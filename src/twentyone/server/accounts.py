@@ -8,7 +8,6 @@ import secrets
 import threading
 from collections import OrderedDict
 from collections.abc import Callable, Sequence
-from dataclasses import replace
 from datetime import datetime, timedelta
 from functools import cached_property
 from typing import Any, cast
@@ -21,7 +20,7 @@ from sqlalchemy.orm import Session
 from twentyone.core.betting import MAIN, BetSlipError
 from twentyone.server.cluster import lock_in_transaction
 from twentyone.server.config import CURRENCIES, Settings
-from twentyone.server.context import Caller, ServiceError, aware
+from twentyone.server.context import SESSION_BREAK_MINUTES, Caller, ServiceError, aware, session_over_message
 from twentyone.server.models import GuestArrival, Player, Round, RoundSeat, SignInFailure, Slip, Token
 from twentyone.server.money import refusal
 from twentyone.server.store import Store
@@ -243,7 +242,9 @@ class Accounts:
                                         "sign in again.")
             player = session.get(Player, row.player_id)
             assert player is not None
-            caller = Caller(player.id, player.name, player.role, player.guest, excluded_until(player.limits))
+            limits = limits_in_force(player.limits, self.clock())
+            caller = Caller(player.id, player.name, player.role, player.guest, excluded_until(player.limits),
+                            session_ends_at(player, limits), limits.get("session_minutes"))
         with self._callers_lock:
             stale = self._revisions != revisions  # one committed during this read: it may be this caller's, unseen
             if not stale and again:
@@ -320,13 +321,13 @@ class Accounts:
                                                                                                       player.id)
             player.limits = limits
             answer = self.store.answer(session, body)
-        if exclude_days is not None:  # this process knows it now (before the answer); any other, within TOKEN_TTL
-            until = excluded_until(limits)
-            with self._callers_lock:
-                self._revisions += 1
-                for digest, (known, expires) in list(self._callers.items()):
-                    if known.id == caller.id:
-                        self._callers[digest] = (replace(known, excluded_until=until), expires)
+        # This process knows the new limits at once (before the answer): the player's callers are read again; any
+        # other process, within TOKEN_TTL.
+        with self._callers_lock:
+            self._revisions += 1
+            for digest, (known, _) in list(self._callers.items()):
+                if known.id == caller.id:
+                    del self._callers[digest]
         return answer
 
     @staticmethod
@@ -342,11 +343,9 @@ class Accounts:
         now = self.clock()
         limits = limits_in_force(player.limits, now)
         check_exclusion(limits, now)
-        minutes = limits.get("session_minutes")
-        started = aware(player.session_started_at)
-        if minutes and started and now - started > timedelta(minutes=minutes):
-            raise ServiceError(403, f"Your session time limit of {minutes} minutes is reached: after a break of "
-                                    f"{SESSION_BREAK.seconds // 60} minutes without a round, sign in again to play.")
+        ends = session_ends_at(player, limits)
+        if ends is not None and ends < now:
+            raise ServiceError(403, session_over_message(limits["session_minutes"]))
         return limits
 
     def check_limits(self, session: Session, player: Player, currency: str, stake: int,
@@ -373,7 +372,14 @@ class Accounts:
         return net_losses_since(session, limited, currency, now.replace(hour=0, minute=0, second=0, microsecond=0))
 
 
-SESSION_BREAK = timedelta(minutes=30)  # a sign-in after this long without a round starts a new session
+SESSION_BREAK = timedelta(minutes=SESSION_BREAK_MINUTES)  # a sign-in after this long without a round starts anew
+
+
+def session_ends_at(player: Player, limits: dict[str, Any]) -> datetime | None:
+    """When the player's session reaches its time limit (``limits``: those in force), or None without a limit."""
+    minutes = limits.get("session_minutes")
+    started = aware(player.session_started_at)
+    return started + timedelta(minutes=minutes) if minutes and started else None
 # When the player's latest round began, along the index on (player_id, round_id): one row, however long the history.
 LAST_ROUND = (select(Round.created_at).join(RoundSeat, RoundSeat.round_id == Round.id)
               .where(RoundSeat.player_id == bindparam("player_id")).order_by(RoundSeat.round_id.desc()).limit(1))

@@ -13,6 +13,7 @@ import gc
 import hashlib
 import json
 import logging
+import re
 from collections.abc import AsyncIterator, Callable
 from datetime import datetime
 from importlib import resources
@@ -25,7 +26,7 @@ from fastapi.exception_handlers import http_exception_handler
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import HTMLResponse, JSONResponse, Response
 from fastapi.staticfiles import StaticFiles
-from pydantic import AwareDatetime, BaseModel, BeforeValidator, ConfigDict, Field, StrictBool
+from pydantic import AfterValidator, AwareDatetime, BaseModel, BeforeValidator, ConfigDict, Field, StrictBool
 from pydantic_core import to_json
 from starlette.concurrency import run_in_threadpool
 from starlette.exceptions import HTTPException as StarletteHTTPException
@@ -38,7 +39,7 @@ from twentyone.server.config import CURRENCIES, Settings
 from twentyone.server.context import Busy, Caller, ServiceError
 from twentyone.server.db import Database, migrate, worker_threads
 from twentyone.server.events import DROPPED_CODE
-from twentyone.server.guards import BodyLimit, HashingGate, RateLimiter, document_errors
+from twentyone.server.guards import BodyLimit, HashingGate, RateLimiter, SecurityHeaders, SocketLimits, document_errors
 from twentyone.server.rounds import close_answer
 from twentyone.server.service import GameService
 from twentyone.server.tables import table_json
@@ -76,6 +77,7 @@ def freeze_startup_objects() -> None:
 MAX_ID = 2**31 - 1  # ids are 32-bit integers in storage (and pages stay below it): anything larger is a 422
 MAX_CHIP = 2**31 - 1  # a selected chip is stored as a 32-bit integer
 SIGNED_OUT_CODE = 4401  # a WebSocket closed for its sign-in: refused, ended (POST /auth/logout) or expired
+TOO_MANY_SOCKETS_CODE = 4429  # a WebSocket past its player's or its address's limit (guards.SocketLimits)
 MAX_BODY = 64 * 1024  # bytes: the largest request any endpoint needs is a table definition
 
 
@@ -103,6 +105,7 @@ WindowSeconds = Annotated[int, Field(ge=0, le=3_600), JsonInt]
 # A field the endpoint does not take is a 422 naming it, not dropped in silence ({"action": "stand", "seat": 3}
 # must not read as a stand for seat 3).
 FORBID_EXTRA = ConfigDict(extra="forbid")
+NAME_RULE = r"^[A-Za-z0-9_.-]{3,32}$"
 
 
 class Credentials(BaseModel):
@@ -110,11 +113,27 @@ class Credentials(BaseModel):
     password: str = Field(min_length=1, max_length=256)
 
 
+def _plain(rule: Callable[[str], bool], words: str) -> AfterValidator:
+    """A rule of a field checked with a message a player reads ("password: A password needs at least 8 characters."),
+    where pydantic's own says "String should have at least 8 characters" or quotes a regular expression (noted by a
+    trial). The schema states the same rule (``json_schema_extra``)."""
+
+    def check(value: str) -> str:
+        if not rule(value):
+            raise ValueError(words)
+        return value
+
+    return AfterValidator(check)
+
+
 class Registration(BaseModel):
     """A new player's name and password: the schema states the rules the server enforces."""
 
-    name: str = Field(pattern=r"^[A-Za-z0-9_.-]{3,32}$")
-    password: str = Field(min_length=8, max_length=256)
+    name: Annotated[str, Field(json_schema_extra={"pattern": NAME_RULE}),
+                    _plain(re.compile(NAME_RULE).match, "A name is 3 to 32 letters, digits, dots, dashes or "
+                                                        "underscores")]
+    password: Annotated[str, Field(max_length=256, json_schema_extra={"minLength": 8}),
+                        _plain(lambda password: len(password) >= 8, "A password needs at least 8 characters")]
 
 
 class SignOut(BaseModel):
@@ -273,9 +292,11 @@ def create_app(settings: Settings, operator_wallet: OperatorWallet | None = None
                   description="Blackjack tables, wallet and history. Amounts are integers in minor units.")
     app.state.service = service
     app.add_middleware(BodyLimit, limit=MAX_BODY)
+    app.add_middleware(SecurityHeaders)  # outermost: a 413 from BodyLimit carries them too
     # This process's count comes first: a flood it has seen alone is refused without a write transaction.
     guests = RateLimiter(per_minute=settings.guests_per_minute, clock=lambda: service.clock().timestamp())
     hashing = HashingGate()  # sign-ins and sign-ups: their password hashes, one at a time
+    sockets = SocketLimits(per_address=settings.sockets_per_address)  # open in this process, by player and address
     document_errors(app)
 
     @app.exception_handler(ServiceError)
@@ -488,7 +509,25 @@ def create_app(settings: Settings, operator_wallet: OperatorWallet | None = None
             await websocket.close(code=SIGNED_OUT_CODE if error.status == 401 else 4404, reason=error.detail[:120])
             return
         await websocket.accept()
-        returned = await run_in_threadpool(service.reconnect, who) if who.role != "operator" else []
+        player = None if who.role == "operator" else who.id
+        address = websocket.client.host if websocket.client else "unknown"
+        try:
+            others = sockets.admit(player, address)
+        except ServiceError as error:
+            await websocket.close(code=TOO_MANY_SOCKETS_CODE, reason=error.detail[:120])
+            return
+        try:
+            await serve_socket(websocket, table_id, who, token, others)
+        finally:
+            sockets.release(player, address)
+
+    async def serve_socket(websocket: WebSocket, table_id: str, who: Caller, token: str, others: int) -> None:
+        """A table's events to one admitted socket; ``others``: the player's other sockets open in this process."""
+        # A new connection while another of the player's is open is not a return from a disconnection: their other
+        # page still shows those bets. Before, a second tab returned the first tab's bets (noted by two trials).
+        # Another process's sockets are not counted: there a second tab still returns them.
+        reconnected = who.role != "operator" and not others
+        returned = await run_in_threadpool(service.reconnect, who) if reconnected else []
         await websocket.send_json({"type": "hello", "table_id": table_id, "returned_bets": returned})
         subscription = service.events.subscribe(table_id, None if who.role == "operator" else who.id)
         signed_in = session_id(token)

@@ -40,6 +40,7 @@ class Settings:
     tick_seconds: float = 1.0  # how often timers (decisions, betting windows, wallet retries) are checked
     guests_per_minute: int = 120  # new accounts (guests and sign-ups) from one address a minute, all processes (429)
     token_days: int = 30  # a sign-in's token is refused this long after it was issued: sign in again
+    sockets_per_address: int = 256  # WebSockets open at once from one address, per process (4429 past it)
 
     @classmethod
     def from_environment(cls, database_url: str | None = None, data_dir: str | Path | None = None,
@@ -56,7 +57,9 @@ class Settings:
             demo = os.environ.get("TWENTYONE_DEMO", "1") not in ("0", "false", "no")
         guests = int(os.environ.get("TWENTYONE_GUESTS_PER_MINUTE", "120"))
         token_days = int(os.environ.get("TWENTYONE_TOKEN_DAYS", "30"))
-        return cls(url, directory, token, demo, guests_per_minute=guests, token_days=token_days)
+        sockets = int(os.environ.get("TWENTYONE_SOCKETS_PER_ADDRESS", "256"))
+        return cls(url, directory, token, demo, guests_per_minute=guests, token_days=token_days,
+                   sockets_per_address=sockets)
 
 
 def token_file(directory: Path) -> Path:

@@ -222,7 +222,8 @@ class Rounds:
                 with self._owed_unless_taken(ahead), self.store.write() as session:
                     # Judged when the player's row comes back: on PostgreSQL both go in the transaction's first
                     # round trip.
-                    defer_read(session, OPEN_OWN_ROUND_ID, {"table_id": table.id, "player_id": caller.id}, _none_open)
+                    defer_read(session, OPEN_OWN_ROUND_ID, {"table_id": table.id, "player_id": caller.id},
+                               refuse_second_round)
                     player = _player(session, caller)
                     self.wallet.lock(session, caller.id, table.currency)
                     slip = slip_row(session, caller.id, table, self.clock)
@@ -287,7 +288,7 @@ class Rounds:
             return None
         try:
             with self.store.read() as session:
-                _none_open(run(session, OPEN_OWN_ROUND_ID, {"table_id": table.id, "player_id": caller.id}))
+                refuse_second_round(run(session, OPEN_OWN_ROUND_ID, {"table_id": table.id, "player_id": caller.id}))
                 player = _player(session, caller)
                 slip = find_slip(session, caller.id, table.id)
                 if slip is None:
@@ -950,9 +951,10 @@ class Rounds:
 
     @staticmethod
     def _sit_out(session: Session, seat: RoundSeat, returned: list[tuple[int, int, str]], reason: str) -> None:
-        """The seat leaves the round being closed, its bets not staked; ``reason`` goes to its player."""
+        """The seat leaves the round being closed, its bets not staked; what they came to and ``reason`` go to its
+        player (before, the total was 0, and the page said nothing of the bets: noted by a trial)."""
         session.delete(seat)
-        returned.append((seat.player_id, 0, reason))
+        returned.append((seat.player_id, bets_total(seat.bets), reason))
 
     def _stake(self, session: Session, table: TableSpec, round_row: Round, seat: RoundSeat, amount: int,
                debited: str | None = None) -> None:
@@ -1167,7 +1169,7 @@ def _seat_record(session: Session, round_id: int, player_id: int) -> RoundSeat |
                                               ROUND_SEATS))
 
 
-def _none_open(rows: Result) -> None:
+def refuse_second_round(rows: Result) -> None:
     """A private deal's judgment of :data:`OPEN_OWN_ROUND_ID`: one round in play at a time."""
     if rows.first() is not None:
         raise ServiceError(409, "Finish the round in play before dealing another.")

@@ -72,7 +72,7 @@ class GameService:
         self.rounds.deliver_outbox = lambda: self._deliver_outbox()  # late-bound: tests stop delivery here
         self.rounds.ownership = lambda: self.ownership
         self.slips = Slips(self.rounds)
-        self.views = Views(self.store, self.live, self.registry.get)
+        self.views = Views(self.store, self.live, self.registry.get, clock)
         # The façade's verbs: each belongs to one part.
         self.register, self.guest = self.accounts.register, self.accounts.guest
         self.authenticate = self.accounts.authenticate

@@ -11,9 +11,10 @@ from sqlalchemy.orm import Session
 from twentyone.core.betting import MAIN
 from twentyone.server.config import TableSpec
 from twentyone.server.context import Caller, ServiceError, aware
-from twentyone.server.rounds import Rounds, current_round, last_finished_round
+from twentyone.server.direct import run
+from twentyone.server.rounds import OPEN_OWN_ROUND_ID, Rounds, current_round, last_finished_round, refuse_second_round
 from twentyone.server.tables import apply_control, bet_slip, find_slip, save_slip, slip_row, slip_view, table_json
-from twentyone.server.views import round_json_held, seat_of
+from twentyone.server.views import round_json_held, seat_of, without_new_stakes
 from twentyone.server.wallet import WalletError, as_refusal
 
 # How long after it settles a shared round is shown to those who watched it: the table's next refresh, which its
@@ -33,9 +34,13 @@ class Slips:
         table = self.rounds.tables.get(table_id)
         if caller.is_operator:
             raise ServiceError(403, "Only players can bet: the operator has no seat.")
-        caller.refuse_if_excluded(self.rounds.clock())  # known with the caller: no read of the player on each bet
+        caller.refuse_new_bets(self.rounds.clock())  # known with the caller: no read of the player on each bet
         # An operator's wallet is asked for the balance before the transaction: not while it holds SQLite's write lock.
+        deals = control == "rebet" and table.same_bet_deals
         with self.rounds.wallet.balance_known(caller.id, table.currency), self.rounds.store.write() as session:
+            if deals:  # refused before the slip changes, as its deal would refuse it (found by a trial of an attacker:
+                # a 409 that left the last round's bets on the slip)
+                refuse_second_round(run(session, OPEN_OWN_ROUND_ID, {"table_id": table.id, "player_id": caller.id}))
             slip = slip_row(session, caller.id, table, self.rounds.clock)
             try:
                 balance = self.rounds.wallet.balance(session, caller.id, table.currency)
@@ -47,7 +52,7 @@ class Slips:
             save_slip(session, slip)
             # The next shoe, and a table's first (a private table's: its player's), committed to before the deal.
             body = {"slip": slip_view(slip, state), "next_shoe": self.rounds.shoes.published(session, table, caller.id)}
-            if not (control == "rebet" and table.same_bet_deals):
+            if not deals:
                 return self.rounds.store.answer(session, body)
         return self.rounds.deal(caller, table_id)
 
@@ -70,7 +75,8 @@ class Slips:
         current = current_round(session, table, caller.id)
         view = None
         if current is not None:
-            view = round_json_held(session, current, table, caller.id, self.rounds.live)
+            view = without_new_stakes(round_json_held(session, current, table, caller.id, self.rounds.live), caller,
+                                      self.rounds.clock())
         watching = table.shared and (view is None or (view["status"] == "betting" and "me" not in view))
         return {"table": table_json(table), "balance": balance,
                 "slip": slip_view(slip, bet_slip(slip, table, balance)),

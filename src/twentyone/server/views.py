@@ -21,7 +21,7 @@ from sqlalchemy.orm import Session
 
 from twentyone.core.cards import Card, parse_card
 from twentyone.core.commitment import verify_record
-from twentyone.core.operations import CardDealt
+from twentyone.core.operations import COSTLY_ACTIONS, CardDealt
 from twentyone.core.round import Phase
 from twentyone.core.round import Round as Engine
 from twentyone.core.view import RoundView, dealer_json, hand_json, operation_json
@@ -231,11 +231,28 @@ def as_utc(moment: datetime | None, name: str) -> datetime | None:
         raise ServiceError(422, f"{name}: out of range.") from None
 
 
+def without_new_stakes(view: dict[str, Any], caller: Caller, now: datetime) -> dict[str, Any]:
+    """The round ``view`` as ``caller`` may play it: while they have excluded themselves, the actions that add a
+    stake (double, split, a power table's triple and quadruple) are left out of their legal actions, since each
+    would be refused (403). Before, the page offered them, then said no (noted by two trials).
+
+    >>> until = datetime(2026, 12, 9, tzinfo=UTC)
+    >>> without_new_stakes({"legal_actions": ["hit", "stand", "double"]}, Caller(7, "ann", "player",
+    ...                    excluded_until=until), datetime(2026, 12, 2, tzinfo=UTC))
+    {'legal_actions': ['hit', 'stand']}
+    """
+    if view.get("legal_actions") and caller.excluded_until is not None and caller.excluded_until > now:
+        view["legal_actions"] = [action for action in view["legal_actions"] if action not in COSTLY_ACTIONS]
+    return view
+
+
 class Views:
-    def __init__(self, store: Store, live: LiveRounds, table: Callable[[str], TableSpec]) -> None:
+    def __init__(self, store: Store, live: LiveRounds, table: Callable[[str], TableSpec],
+                 clock: Callable[[], datetime]) -> None:
         self.store = store
         self.live = live
         self.table = table
+        self.clock = clock
 
     @contextmanager
     def engine(self, session: Session, round_row: Round) -> Iterator[Engine | None]:
@@ -258,8 +275,9 @@ class Views:
         return round_row
 
     def round(self, caller: Caller, round_id: int) -> dict[str, Any]:
-        return self.store.read_anew(lambda session: self._round_json(session, self._mine(session, caller, round_id),
+        view = self.store.read_anew(lambda session: self._round_json(session, self._mine(session, caller, round_id),
                                                                      caller.id))
+        return without_new_stakes(view, caller, self.clock())
 
     def history(self, caller: Caller, page: int = 1, size: int = 10, before: int | None = None) -> dict[str, Any]:
         """The caller's rounds, newest first, ``size`` to a page.
