@@ -229,6 +229,9 @@ function connectSocket(tableId) {
       // Each in the currency of the table it was on, which need not be this one.
       const returned = event.returned_bets.map((b) => money(b.total, (state.tables[b.table_id] || {}).currency));
       announce(`Your undealt bets were returned: ${returned.join(", ")}.`);
+      // The table may have been read while this socket connected, before the server returned them: read it again,
+      // or the page keeps showing the bets on the spots and the balance without them (DEAL then finds no bet).
+      if (currentTableId() === tableId) refreshSoon(tableId);
     }
     if (event.type === "bets-returned" && state.me && event.player_id === state.me.id) {
       announce(event.total ? `Bets of ${money(event.total, currency)} returned. ${event.reason}` : event.reason);
