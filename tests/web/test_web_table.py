@@ -615,3 +615,75 @@ def test_bets_returned_as_the_page_connects_leave_its_spots_and_balance(browser:
         shot(page, "bets-returned-as-the-page-connects")
     finally:
         context.close()
+
+
+def _excluded_line(server: LiveServer, token: str) -> str:
+    import httpx
+
+    me = httpx.get(server.url + "/me", headers={"Authorization": f"Bearer {token}"}).json()
+    until = me["limits"]["excluded_until"]
+    return f"You have excluded yourself from play until {until[:16].replace('T', ' ')} UTC."
+
+
+def test_a_self_exclusion_takes_the_bet_controls_away_in_every_tab(browser: Any, live_server: LiveServer) -> None:
+    """A tab at classic holds a bet; a second tab excludes the player for 7 days. The first tab hears its bet returned,
+    and offers no chip, no DEAL, no spot but says until when; so do the lobby and the table in the second tab. Before,
+    every control stayed and each click was refused "You have excluded yourself from play until …" (found by a
+    trial)."""
+    context = browser.new_context(viewport={"width": 1280, "height": 900})
+    try:
+        table = context.new_page()
+        table.set_default_timeout(15000)
+        guest_at(table, live_server, "classic")
+        start = balance(table)
+        bet(table, 1, chip="500")
+        token = table.evaluate("localStorage.getItem('twentyone.token')")
+        limits = context.new_page()
+        limits.set_default_timeout(15000)
+        limits.goto(live_server.url + "/#/limits")
+        limits.get_by_label("Exclude me for days").fill("7")
+        limits.get_by_role("button", name="Save limits").click()
+        expect(limits.get_by_text(re.compile(r"Self-exclusion: until \d{4}-\d\d-\d\d \d\d:\d\d UTC"))).to_be_visible()
+        line = _excluded_line(live_server, token)
+
+        expect(table.locator("#announce")).to_have_text("Bets of $5.00 returned. You excluded yourself from play.")
+        expect(table.locator("#bet-status")).to_have_text(line)
+        expect(table.locator("#total-bet")).to_have_text("TOTAL BET $0.00")
+        expect(table.locator("#balance strong")).to_have_text(start)
+        expect(table.locator("button.chip")).to_have_count(0)
+        expect(table.locator("#deal, #rebet, #undo, #double-bets")).to_have_count(0)
+        expect(table.locator("button.circle[data-spot='1']")).to_be_disabled()
+        shot(table, "excluded-table-told-by-another-tab")
+
+        limits.get_by_role("link", name="Lobby").click()
+        expect(limits.locator("#exclusion")).to_have_text(line)
+        shot(limits, "excluded-lobby")
+        limits.get_by_role("link", name="Join Classic Blackjack", exact=True).click()  # still allowed to watch
+        expect(limits.locator("#bet-status")).to_have_text(line)
+        expect(limits.locator("button.circle[data-spot='1']")).to_be_disabled()
+        expect(limits.locator("button.chip")).to_have_count(0)
+    finally:
+        context.close()
+
+
+def test_a_round_in_play_goes_on_after_a_self_exclusion_then_no_bet_is_offered(
+        page: Any, live_server: LiveServer) -> None:
+    """Excluded (on another device) in the middle of a round: the round's decisions stay, and once it settles the bar
+    says until when the player excluded themselves instead of inviting bets."""
+    import httpx
+
+    live_server.service.stacked.append(["TS", "6H", "6D", "TC", "8C"])
+    guest_at(page, live_server, "classic")
+    bet(page, 1, chip="100")
+    page.locator("#deal").click()
+    expect(page.locator("button[data-action='hit']")).to_be_enabled()
+    token = page.evaluate("localStorage.getItem('twentyone.token')")
+    answer = httpx.put(live_server.url + "/me/limits", json={"exclude_days": 3},
+                       headers={"Authorization": f"Bearer {token}", "Idempotency-Key": "x1"})
+    assert answer.status_code == 200, answer.text
+    page.locator("button[data-action='hit']").click()
+    expect(page.locator(".hands.mine .cards .card")).to_have_count(3)
+    play_out(page)
+    expect(page.locator("#bet-status")).to_have_text(_excluded_line(live_server, token))
+    expect(page.locator("#deal, #rebet")).to_have_count(0)
+    shot(page, "excluded-after-the-round")

@@ -1,7 +1,7 @@
 // twentyone web table: the router, the lobby, history, settings and limits; the table itself is
 // in table.js (state and controls), round.js (the felt), cards.js, chips.js and money.js.
 
-import { announce, api, el, showError, state, view } from "./dom.js";
+import { announce, api, el, exclusionLine, showError, state, utc, view } from "./dom.js";
 import { money } from "./money.js";
 import { currentTableId, leaveTable, openTable } from "./table.js";
 
@@ -85,6 +85,8 @@ async function renderLobby() {
         el("button", { type: "button", onclick: (event) => signIn(event, "/auth/register") }, "Register")),
       error));
   }
+  const excluded = exclusionLine();  // they may still watch a table and read its history
+  if (excluded) root.append(el("p", { class: "panel exclusion", id: "exclusion", role: "status" }, excluded));
   const grid = el("div", { class: "lobby-grid" });
   for (const table of tables) {
     const limits = table.limits.main;
@@ -182,8 +184,6 @@ async function renderSettings() {
         } catch (error) { showError(error); }
       } }), ` ${text}`)))));
 }
-
-const utc = (iso) => `${iso.slice(0, 16).replace("T", " ")} UTC`;
 
 async function renderLimits() {
   if (!(await ensureMe())) { location.hash = "#/"; return; }

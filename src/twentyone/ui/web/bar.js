@@ -54,7 +54,13 @@ export function status(text) {
   return el("div", { class: "bar-status" }, el("p", { class: "status-line" }, text, " ", el("span", { class: "timer", id: "bar-timer" })));
 }
 
-export function bettingBar(table, slip, { forming, seated, playing, canBet }) {
+export function bettingBar(table, slip, { forming, seated, playing, canBet, excluded }) {
+  if (excluded && !seated) {  // the line, and NEW BETS to put a finished round away: no chip, no DEAL
+    return el("div", { class: "betting" },
+      el("p", { class: "status-line", id: "bet-status" }, excluded),
+      state.finished ? el("div", { class: "controls" },
+        button("next-round", "CLEAR TABLE", "n", () => act.nextRound(), { id: "next-round" })) : null);
+  }
   let line = state.finished ? "Place your bets for the next round" : "Place your bets";
   if (forming && seated) line = "Your bets are in. Round starts in";
   else if (forming) line = "Round starts in";

@@ -72,6 +72,17 @@ export function el(tag, attributes = {}, ...children) {
   return node;
 }
 
+/** A moment the server gave (ISO, UTC) as the page writes it: "2026-12-05 01:05 UTC". */
+export const utc = (iso) => `${iso.slice(0, 16).replace("T", " ")} UTC`;
+
+/** While the player has excluded themselves from play (GET /me's limits): the line that says until when; else null.
+ * Their bet controls are refused until then; a round already in play goes on. */
+export function exclusionLine() {
+  const until = state.me && state.me.limits && state.me.limits.excluded_until;
+  if (!until || !(Date.parse(until) > Date.now())) return null;
+  return `You have excluded yourself from play until ${utc(until)}.`;
+}
+
 /** A message for the player, read out by screen readers (the banner above the table). */
 export function announce(text) {
   document.getElementById("announce").textContent = text;

@@ -2,7 +2,7 @@
 
 import { OFFER_TITLES, answers, bettingBar, decisions, offerPanel, status, whoDecides, wire } from "./bar.js";
 import { chipStack } from "./chips.js";
-import { announce, api, el, showError, state, view } from "./dom.js";
+import { announce, api, el, exclusionLine, showError, state, view } from "./dom.js";
 import { betsTotal, money } from "./money.js";
 import { dealerArea, myHands, othersStrip, resultSummary, sideResult, sideTitle } from "./round.js";
 
@@ -180,7 +180,14 @@ export async function refreshTable(tableId) {
       if (mine !== latest) return;
     }
     renderTable();
-    if (state.ensureMe) state.ensureMe();  // the header's balances follow the table's
+    // The header's balances follow the table's; a self-exclusion made elsewhere (another tab, another device) is
+    // learnt here too, and the bet controls are drawn again without it.
+    if (state.ensureMe) {
+      const excluded = exclusionLine();
+      state.ensureMe().then(() => {
+        if (exclusionLine() !== excluded && state.table && currentTableId() === tableId) renderTable();
+      }).catch(() => { /* the table is shown; the header waits for the next read */ });
+    }
   } catch (error) { showError(error); }
 }
 
@@ -299,6 +306,8 @@ async function controlNow(path, body) {
   } catch (error) {
     if (error.data && error.data.maximum && body) state.maxSpot = { spot: body.spot, text: error.message };
     showError(error);
+    // Refused (a self-exclusion made on another device, say): what the player may do is read again.
+    if (error.status === 403 && state.ensureMe) await state.ensureMe().catch(() => null);
     renderTable();
   }
 }
@@ -357,7 +366,9 @@ export function renderTable() {
   const shown = playing || state.finished;
   const seatedForming = forming && forming.me;
   const inPlay = playing && playing.me;
-  const canBet = !seatedForming && !inPlay && !(playing && !table.shared);
+  // Excluded from play: no bet control is offered (the server refuses each); a round in play goes on.
+  const excluded = exclusionLine();
+  const canBet = !excluded && !seatedForming && !inPlay && !(playing && !table.shared);
   const onTable = seatedForming ? betsTotal(forming.me.bets) : inPlay ? 0 : slip.total;
   const totalBet = seatedForming ? onTable : inPlay ? playing.me.staked : slip.total;
 
@@ -393,7 +404,7 @@ export function renderTable() {
   if (playing && playing.legal_actions.length && OFFER_TITLES[playing.decision.kind]) bar = offerPanel(playing);
   else if (decisionHere) bar = decisions(playing);
   else if (inPlay || (playing && !table.shared)) bar = status(whoDecides(playing));
-  else bar = bettingBar(table, slip, { forming, seated: seatedForming, playing, canBet });
+  else bar = bettingBar(table, slip, { forming, seated: seatedForming, playing, canBet, excluded });
   view().replaceChildren(felt, el("nav", { class: "action-bar", "aria-label": "Actions", id: "action-bar" }, bar));
   restoreFocus(focused);
   // On a small screen the hand waiting for a decision is brought into view, beside the dealer.
