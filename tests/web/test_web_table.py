@@ -687,3 +687,23 @@ def test_a_round_in_play_goes_on_after_a_self_exclusion_then_no_bet_is_offered(
     expect(page.locator("#bet-status")).to_have_text(_excluded_line(live_server, token))
     expect(page.locator("#deal, #rebet")).to_have_count(0)
     shot(page, "excluded-after-the-round")
+
+
+def test_excluding_on_the_limits_page_says_which_bets_were_returned(page: Any, live_server: LiveServer) -> None:
+    """Bets left on power's slip (euros) and single-deck's (pounds); the player excludes themselves on the Responsible
+    gaming page of the same tab. Before, it said only "Limits saved." though PUT /me/limits returned both bets."""
+    import httpx
+
+    guest_at(page, live_server, "power")
+    bet(page, 1, chip="500")
+    token = page.evaluate("localStorage.getItem('twentyone.token')")
+    placed = httpx.post(live_server.url + "/tables/single-deck/bets", json={"spot": 1, "chip": 2500},
+                        headers={"Authorization": f"Bearer {token}", "Idempotency-Key": "slip"})
+    assert placed.status_code == 200, placed.text
+    page.get_by_role("link", name="Responsible gaming").click()
+    page.get_by_label("Exclude me for days").fill("1")
+    page.get_by_role("button", name="Save limits").click()
+    expect(page.locator("#announce")).to_have_text(re.compile(
+        r"^Limits saved\. Your undealt bets were returned: (€5\.00, £25\.00|£25\.00, €5\.00)\.$"))
+    expect(page.get_by_text(re.compile(r"Self-exclusion: until \d{4}-\d\d-\d\d \d\d:\d\d UTC"))).to_be_visible()
+    shot(page, "limits-excluded-bets-returned")

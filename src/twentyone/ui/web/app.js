@@ -215,10 +215,14 @@ async function renderLimits() {
       if (form.elements.minutes.value) body.session_minutes = Number(form.elements.minutes.value);
       if (form.elements.exclude.value) body.exclude_days = Number(form.elements.exclude.value);
       try {
-        await api("PUT", "/me/limits", body);
+        const answer = await api("PUT", "/me/limits", body);
         await ensureMe();
+        // A self-exclusion returns the bets never dealt: said as the table says it, each in its own table's currency.
+        const returned = answer.returned_bets || [];
+        if (returned.length && returned.some((b) => !currencyOf(b.table_id))) await loadTables().catch(() => null);
         renderLimits();
-        announce("Limits saved.");
+        announce(returned.length ? `Limits saved. Your undealt bets were returned: ${returned.map((b) =>
+          money(b.total, currencyOf(b.table_id))).join(", ")}.` : "Limits saved.");
       } catch (error) { message.textContent = error.message; }
     } },
     el("label", {}, "Daily loss limit", el("input", { name: "loss", type: "number", min: "0", step: "0.01" })),
