@@ -707,3 +707,26 @@ def test_excluding_on_the_limits_page_says_which_bets_were_returned(page: Any, l
         r"^Limits saved\. Your undealt bets were returned: (€5\.00, £25\.00|£25\.00, €5\.00)\.$"))
     expect(page.get_by_text(re.compile(r"Self-exclusion: until \d{4}-\d\d-\d\d \d\d:\d\d UTC"))).to_be_visible()
     shot(page, "limits-excluded-bets-returned")
+
+
+def test_a_request_without_any_answer_is_said_in_words_and_cleared_by_the_next_answer(
+        page: Any, live_server: LiveServer) -> None:
+    """The server is down when the player picks a chip: before, the banner said the browser's "Failed to fetch", and
+    kept saying it once the server was back. Now it says what happened and what to do; the table read when the
+    socket comes back clears it."""
+    guest_at(page, live_server, "classic")
+    page.outage_from = len(page.console_problems)  # the page fixture forgives the refused retries from here
+    live_server.stop()
+    page.locator("button.chip[data-chip='500']").click()
+    expect(page.locator("#announce")).to_have_text(
+        "No answer from the server: check your connection. If you pressed a button, it may or may not have been "
+        "taken: the table shows what was.", timeout=20000)  # after its four tries, 3.5 s
+    shot(page, "no-answer")
+    restarted = LiveServer(create_app(live_server.settings), live_server.port)
+    restarted.start()
+    try:
+        expect(page.locator("#announce")).to_have_text("", timeout=20000)  # the socket is back, the table read
+        page.locator("button.chip[data-chip='500']").click()
+        expect(page.locator("button.chip[data-chip='500']")).to_have_attribute("aria-pressed", "true")
+    finally:
+        restarted.stop()

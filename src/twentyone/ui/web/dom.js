@@ -24,6 +24,20 @@ function waitBefore(tried, response) {
   return Math.min(ms, MOST_WAIT);
 }
 
+// A request that got no answer at all, after its tries: the browser's own words ("Failed to fetch") told the player
+// nothing. A button's request may have been applied before the line dropped; the table, read again, shows whether.
+export const NO_ANSWER = "No answer from the server: check your connection.";
+const NO_ANSWER_TO_A_BUTTON = `${NO_ANSWER} If you pressed a button, it may or may not have been taken: `
+  + "the table shows what was.";
+let noAnswerShown = false;  // the banner says so: the next answer that comes clears it
+
+function noAnswer(method, lost) {
+  const error = new Error(method === "GET" ? NO_ANSWER : NO_ANSWER_TO_A_BUTTON);
+  error.noAnswer = true;
+  error.cause = lost;
+  return error;
+}
+
 export async function api(method, path, body) {
   const headers = { "Content-Type": "application/json" };
   if (state.token) headers.Authorization = `Bearer ${state.token}`;
@@ -37,9 +51,14 @@ export async function api(method, path, body) {
     try {
       response = await fetch(path, { method, headers, body: sent });
     } catch (lost) {  // no answer at all
-      if (tried >= TRIES || !askAgainIfLost) throw lost;
+      if (tried >= TRIES || !askAgainIfLost) throw noAnswer(method, lost);
       await pause(waitBefore(tried, null));
       continue;
+    }
+    if (noAnswerShown) {  // the server answers again
+      noAnswerShown = false;
+      const banner = document.getElementById("announce");
+      if (banner.textContent.startsWith(NO_ANSWER)) banner.textContent = "";
     }
     if (response.status === 503 && tried < TRIES) {
       await pause(waitBefore(tried, response));
@@ -89,6 +108,12 @@ export function announce(text) {
 }
 
 export function showError(error) {
+  if (error.noAnswer) {
+    // A read's "no answer" after a button's keeps the button's: whether it was taken is still to be seen.
+    if (!(noAnswerShown && document.getElementById("announce").textContent.startsWith(NO_ANSWER))) announce(error.message);
+    noAnswerShown = true;
+    return;
+  }
   announce(error.message);
 }
 
