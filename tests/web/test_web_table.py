@@ -8,7 +8,7 @@ from typing import Any
 
 from playwright.sync_api import expect
 from sqlalchemy import func, select
-from web_helpers import LiveServer, guest_token, shot
+from web_helpers import LiveServer, guest_token, shot, watch_console
 
 from twentyone.server.app import create_app
 from twentyone.server.models import Round
@@ -730,3 +730,53 @@ def test_a_request_without_any_answer_is_said_in_words_and_cleared_by_the_next_a
         expect(page.locator("button.chip[data-chip='500']")).to_have_attribute("aria-pressed", "true")
     finally:
         restarted.stop()
+
+
+def test_history_fits_a_phone_without_sideways_scrolling(browser: Any, live_server: LiveServer) -> None:
+    """At 390 px the history table was 709 px wide and its Replay button off-screen (found by a trial): on a phone
+    each round is now a card of labelled lines, at 390 and 360 px, the replay and its verification included."""
+    import httpx
+
+    live_server.service.stacked.append(["TS", "6H", "9D", "TC", "8C"])
+    token, _ = guest_token(live_server)
+    headers = {"Authorization": f"Bearer {token}"}
+    keys = iter(range(100))
+
+    def post(path: str, body: Any = None) -> Any:
+        answer = httpx.post(live_server.url + path, json=body, headers={**headers, "Idempotency-Key": f"k{next(keys)}"})
+        answer.raise_for_status()
+        return answer.json()
+
+    for table in ("classic", "first-person"):
+        post(f"/tables/{table}/bets", {"spot": 1, "chip": 500})
+        view = post(f"/tables/{table}/deal")
+        while view["status"] == "playing":
+            action = "stand" if "stand" in view["legal_actions"] else view["legal_actions"][-1]
+            view = post(f"/rounds/{view['id']}/actions", {"action": action})
+    context = browser.new_context(viewport={"width": 390, "height": 844})
+    context.add_init_script(f"localStorage.setItem('twentyone.token', {token!r})")
+    page = context.new_page()
+    page.set_default_timeout(15000)
+    problems = watch_console(page)
+    try:
+        page.goto(live_server.url + "/#/history")
+        expect(page.locator("table.history tbody tr")).to_have_count(2)
+        for width in (390, 360):
+            page.set_viewport_size({"width": width, "height": 844})
+            page.wait_for_timeout(100)
+            assert page.evaluate("document.documentElement.scrollWidth") <= width
+            for replay in page.locator("button[data-replay]").all():
+                box = replay.bounding_box()
+                assert box and box["x"] >= 0 and box["x"] + box["width"] <= width, box
+            expect(page.locator("table.history tbody tr").first.locator("td").nth(5)).to_have_css("display", "flex")
+            shot(page, f"history-phone-{width}")
+        page.locator("button[data-replay]").first.click()
+        page.locator("#verify").click()
+        expect(page.locator("#verification")).to_contain_text("Verified")
+        assert page.evaluate("document.documentElement.scrollWidth") <= 360
+        shot(page, "history-phone-replay-360")
+        page.set_viewport_size({"width": 1280, "height": 800})  # a wide screen keeps the table
+        expect(page.locator("table.history thead th").first).to_be_visible()
+        assert not problems, problems
+    finally:
+        context.close()

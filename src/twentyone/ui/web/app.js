@@ -112,20 +112,22 @@ async function renderHistory(trail = []) {
   if (!Object.keys(state.tables).length) await loadTables();
   const root = view();
   root.replaceChildren();
+  // Each cell carries its column's name: on a phone a row is drawn as a card of labelled lines (style.css).
+  const HEADS = ["Round", "Table", "Status", "Your hands", "Dealer", "Staked", "Returned", "Balance after", ""];
+  const cell = (index, ...content) => el("td", { "data-label": HEADS[index] || null }, ...content);
   const rows = data.rounds.map((round) => el("tr", {},
-    el("td", {}, `#${round.id}`), el("td", {}, round.table_id), el("td", {}, round.status),
-    el("td", {}, round.hands.map((h) => `${h.cards.join(" ")} (${h.outcome || "…"})`).join("; ")),
-    el("td", {}, round.dealer.cards.join(" ")),
-    el("td", {}, money(round.staked, currencyOf(round.table_id))),
-    el("td", {}, money(round.returned, currencyOf(round.table_id))),
-    el("td", {}, round.balance_after === null ? "" : money(round.balance_after, currencyOf(round.table_id))),
-    el("td", {}, el("button", { type: "button", "data-replay": round.id,
+    cell(0, `#${round.id}`), cell(1, round.table_id), cell(2, round.status),
+    cell(3, round.hands.map((h) => `${h.cards.join(" ")} (${h.outcome || "…"})`).join("; ")),
+    cell(4, round.dealer.cards.join(" ")),
+    cell(5, money(round.staked, currencyOf(round.table_id))),
+    cell(6, money(round.returned, currencyOf(round.table_id))),
+    cell(7, round.balance_after === null ? "" : money(round.balance_after, currencyOf(round.table_id))),
+    cell(8, el("button", { type: "button", "data-replay": round.id,
       onclick: () => showReplay(round.id, currencyOf(round.table_id)) }, "Replay"))));
   root.append(el("section", { class: "panel" },
     el("h1", {}, "Game history"),
     rows.length ? el("table", { class: "history" },
-      el("thead", {}, el("tr", {}, ...["Round", "Table", "Status", "Your hands", "Dealer", "Staked", "Returned",
-        "Balance after", ""].map((h) => el("th", { scope: "col" }, h)))),
+      el("thead", {}, el("tr", {}, ...HEADS.map((h) => el("th", { scope: "col" }, h)))),
       el("tbody", {}, ...rows)) : el("p", {}, "No rounds yet."),
     el("div", { class: "controls" },
       el("button", { type: "button", disabled: !trail.length, onclick: () => renderHistory(trail.slice(0, -1)) },
