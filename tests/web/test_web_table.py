@@ -780,3 +780,19 @@ def test_history_fits_a_phone_without_sideways_scrolling(browser: Any, live_serv
         assert not problems, problems
     finally:
         context.close()
+
+
+def test_a_soft_hand_that_stood_shows_one_total_and_a_dealer_bust_is_named(page: Any, live_server: LiveServer) -> None:
+    """Ace-9 reads "10/20" while it is played; stood and settled it read "10/20" still, and the dealer's 24 read "24"
+    with nothing saying bust (found by a trial). Now "20" and "24 Bust"."""
+    live_server.service.stacked.append(["AS", "6H", "9D", "TC", "8C"])  # A9 stands; the dealer's 16 draws 8: 24
+    guest_at(page, live_server, "classic")
+    bet(page, 1, chip="100")
+    page.locator("#deal").click()
+    expect(page.locator(".hands.mine .total")).to_have_text("10/20")
+    page.locator("button[data-action='stand']").click()
+    expect(page.locator("#next-round")).to_be_visible()
+    expect(page.locator(".hands.mine .total")).to_have_text("20")
+    expect(page.locator("#dealer-total")).to_have_text("24 Bust")
+    page.wait_for_timeout(1000)  # the deal's motion over, for the picture
+    shot(page, "soft-stood-dealer-bust")

@@ -123,8 +123,9 @@ export function cardNode(code, extraClass = "") {
   return svg;
 }
 
-/** The total as players say it: "7/17" for a soft total, "21" for a two-card 21. */
-export function totalText(total, soft, cards) {
+/** The total as players say it: "7/17" for a soft total still in play, "21" for a two-card 21; a hand that is
+ * finished (stood, settled) has one total, the higher: "20", never "10/20". */
+export function totalText(total, soft, cards, finished = false) {
   if (cards === 2 && total === 21) return "21";
-  return soft && total < 21 ? `${total - 10}/${total}` : String(total);
+  return soft && total < 21 && !finished ? `${total - 10}/${total}` : String(total);
 }

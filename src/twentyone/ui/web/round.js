@@ -54,9 +54,11 @@ function cards(round, key, codes, hidden = 0, hiddenAt = null) {
 
 export function dealerArea(round) {
   const dealer = round ? round.dealer : { cards: [], hidden: 0 };
+  const done = round && (round.status === "settled" || round.status === "void");
   const total = round && dealer.cards.length
-    ? el("div", { class: "total", id: "dealer-total" }, dealer.blackjack ? "Blackjack"
-      : totalText(dealer.total, dealer.soft, dealer.cards.length)) : null;
+    ? el("div", { class: `total${dealer.total > 21 ? " bust" : ""}`, id: "dealer-total" }, dealer.blackjack ? "Blackjack"
+      : dealer.total > 21 ? `${dealer.total} Bust` : totalText(dealer.total, dealer.soft, dealer.cards.length, done))
+    : null;
   return el("div", { class: "dealer", "aria-label": "Dealer" },
     el("div", { class: "hand dealer-hand" }, el("div", { class: "owner" }, "Dealer"),
       round ? cards(round, "dealer", dealer.cards, dealer.hidden, dealer.hidden_at)
@@ -101,10 +103,11 @@ export function myHands(round, decisionNode) {
 }
 
 // A hand's total as the table reads it: a blackjack is named as soon as it is dealt, the player's own and the others'
-// alike (the others' read "21" until the round settled).
+// alike (the others' read "21" until the round settled); a hand no longer played (stood, settled) has one total.
 function handTotal(hand) {
   return hand.status === "blackjack" || hand.outcome === "blackjack" ? "Blackjack"
-    : totalText(hand.total, hand.soft, hand.cards.length);
+    : totalText(hand.total, hand.soft, hand.cards.length,
+      Boolean(hand.outcome) || Boolean(hand.status && hand.status !== "playing"));
 }
 
 /**
