@@ -491,6 +491,7 @@ def test_shared_table_bets_meet_the_limits_again_when_the_round_is_dealt(http: T
     assert ann.balance() == before["ann"] and bob.balance() == before["bob"]  # both sit this round out
     # Ann's page is told what sat out and why (before, a total of 0: the page said nothing of her bets).
     assert told["total"] == 1000 and "daily limit of $10.00" in told["reason"], told
+    assert told["round_id"] == joined  # the round the seat sat out of, for the page to say so where it ends
     round_view = cid.get(f"/rounds/{joined}").json()  # the deal's shoe is not stacked: it may even settle at once
     assert [seat["name"] for seat in round_view["seats"]] == ["cid"] and round_view["me"]["staked"] == 1000
 

@@ -217,3 +217,38 @@ def test_one_who_watched_a_round_is_shown_how_it_ended(browser: Any, live_server
         for page, _, problems in seated:
             page.context.close()
             assert not problems, problems
+
+
+def test_one_whose_seat_sat_the_round_out_is_told_so_where_it_ends(browser: Any, live_server: LiveServer) -> None:
+    """Two players join; before betting closes one sets a daily loss limit their stake would pass: their seat sits
+    the round out at its close. Their page says what was returned and why, and where the round ends it says they sat
+    it out. Before, the notice had no amount and the banner said "You watched this round", as if they had chosen to
+    (noted by a trial)."""
+    service = live_server.service
+    service.stacked.append(CALM_SHOE)
+    seated = [table_page(browser, live_server, "multiplayer") for _ in range(2)]
+    (player, _, _), (sitting_out, _, _) = seated
+    try:
+        for page in (player, sitting_out):
+            place(page, 500)
+            page.locator("#deal").click()
+            expect(page.locator("#bet-status")).to_contain_text("Your bets are in")
+        token = sitting_out.evaluate("localStorage.getItem('twentyone.token')")
+        limited = httpx.put(f"{live_server.url}/me/limits", json={"daily_loss_limit": 100}, headers={
+            "Authorization": f"Bearer {token}", "Idempotency-Key": uuid.uuid4().hex})
+        assert limited.status_code == 200, limited.text
+        round_id = service.close_betting("multiplayer")
+        expect(sitting_out.locator("#announce")).to_contain_text("Bets of $5.00 returned. Your bets sit this round "
+                                                                 "out: This bet could take today's losses past your "
+                                                                 "daily limit of $1.00.")
+        player.locator("button[data-action='stand']").click()
+        banner = sitting_out.locator("#result")
+        expect(banner).to_have_attribute("data-round", str(round_id))
+        expect(banner).to_contain_text("You sat this round out: your bets of $5.00 were returned. This bet could "
+                                       "take today's losses past your daily limit of $1.00.")
+        expect(banner).not_to_contain_text("You watched this round")
+        shot(sitting_out, "multiplayer-sat-out")
+    finally:
+        for page, _, problems in seated:
+            page.context.close()
+            assert not problems, problems

@@ -503,7 +503,7 @@ class Rounds:
 
     def _close_betting(self, table: TableSpec, due: datetime | None, asked: AskedSeats | None) -> int | None:
         round_id = None
-        returned: list[tuple[int, int, str]] = []  # (player, amount given back, why)
+        returned: list[tuple[int, int, str, bool]] = []  # (player, amount given back, why, whether a seat sat out)
         try:
             with self.store.write() as session:
                 round_row = session.scalars(select(Round).where(Round.table_id == table.id, Round.status == "betting")
@@ -559,7 +559,7 @@ class Rounds:
                     if slip.bets:  # bets placed but never confirmed with DEAL are returned
                         returned.append((slip.player_id, sum(slip.bets.values()),
                                          "Your bets were not in the round when betting closed: press DEAL to "
-                                         "join the next one."))
+                                         "join the next one.", False))
                         slip.bets, slip.history = {}, []
                 if not dealt:
                     round_row.status = "void"
@@ -591,9 +591,11 @@ class Rounds:
             if asked is not None:  # debits no transaction recorded nor released (it failed first): owed rollbacks
                 self.wallet.owe_debits(asked.untaken())
             self.deliver_outbox()  # at an operator's wallet, the rollbacks of debits whose seats sat out
-        for player_id, total, reason in returned:  # the reason is the player's own: a limit, an exclusion, a balance
-            self.events.publish(table.id, {"type": "bets-returned", "player_id": player_id, "total": total,
-                                           "reason": reason, "private": True})
+        for player_id, total, reason, sat_out in returned:  # the reason is the player's own: a limit, a balance...
+            news = {"type": "bets-returned", "player_id": player_id, "total": total, "reason": reason, "private": True}
+            if sat_out:  # the round its seat sat out of: the page says so where the round ends, not "you watched it"
+                news["round_id"] = round_id
+            self.events.publish(table.id, news)
         self.events.publish(table.id, {"type": "round", "round_id": round_id})
         return round_id
 
@@ -876,7 +878,7 @@ class Rounds:
             entry.sent = debit
 
     def _take_asked(self, session: Session, table: TableSpec, round_row: Round, seats: Sequence[RoundSeat],
-                    asked: AskedSeats, returned: list[tuple[int, int, str]]) -> dict[int, tuple[int, str]]:
+                    asked: AskedSeats, returned: list[tuple[int, int, str, bool]]) -> dict[int, tuple[int, str]]:
         """Match what :meth:`_ask_seats_ahead` asked with the seats as the transaction finds them: the seats debited,
         by id, with the balance before and the debit's id; a seat the operator refused, or did not answer for, sits
         out (deleted, and told why in ``returned``). A seat that joined since, or changed its bets, is asked now
@@ -923,7 +925,7 @@ class Rounds:
         asked.take(released)
 
     def _debit_seats_ahead(self, session: Session, table: TableSpec, round_row: Round, seats: Sequence[RoundSeat],
-                           returned: list[tuple[int, int, str]]) -> dict[int, tuple[int, str]]:
+                           returned: list[tuple[int, int, str, bool]]) -> dict[int, tuple[int, str]]:
         """An operator's balance and debit for each seat of a close of betting, before any account is locked, several
         seats at once (``RemoteWallet.debit_all``): the seats debited, by id, with the balance before and the debit's
         id. A seat the operator refuses, or does not answer for, sits the round out alone (deleted, and told why in
@@ -950,11 +952,11 @@ class Rounds:
         return debited
 
     @staticmethod
-    def _sit_out(session: Session, seat: RoundSeat, returned: list[tuple[int, int, str]], reason: str) -> None:
+    def _sit_out(session: Session, seat: RoundSeat, returned: list[tuple[int, int, str, bool]], reason: str) -> None:
         """The seat leaves the round being closed, its bets not staked; what they came to and ``reason`` go to its
         player (before, the total was 0, and the page said nothing of the bets: noted by a trial)."""
         session.delete(seat)
-        returned.append((seat.player_id, bets_total(seat.bets), reason))
+        returned.append((seat.player_id, bets_total(seat.bets), reason, True))
 
     def _stake(self, session: Session, table: TableSpec, round_row: Round, seat: RoundSeat, amount: int,
                debited: str | None = None) -> None:

@@ -163,7 +163,10 @@ function watchedSummary(round) {
   const { total, blackjack } = round.dealer;
   const dealer = blackjack ? "The dealer has Blackjack." : total > 21 ? `The dealer busts with ${total}.`
     : `The dealer's hand: ${total}.`;
-  return { title: `Round #${round.id} is over`, items: [dealer, "You watched this round: bet to play the next."], net: 0 };
+  const satOut = state.satOut.get(round.id);
+  const you = satOut ? `You sat this round out: your bets of ${money(satOut.total, satOut.currency)} were returned. `
+    + satOut.reason.replace(/^Your bets sit this round out: /, "") : "You watched this round: bet to play the next.";
+  return { title: `Round #${round.id} is over`, items: [dealer, you], net: 0 };
 }
 
 /** The sheet's auto decision, taken for a player whose clock ran out: said in the bar and in the result. */

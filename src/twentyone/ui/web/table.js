@@ -242,6 +242,11 @@ function connectSocket(tableId) {
     }
     if (event.type === "bets-returned" && state.me && event.player_id === state.me.id) {
       announce(event.total ? `Bets of ${money(event.total, currency)} returned. ${event.reason}` : event.reason);
+      // A seat that sat a round out at its close: where that round ends, the page says so, not "you watched it".
+      if (event.round_id) {
+        state.satOut.set(event.round_id, { total: event.total, reason: event.reason, currency });
+        if (state.watching === event.round_id) state.watching = null;  // no seat of ours in it now: nothing to read
+      }
     }
     if (currentTableId() !== tableId || event.type === "hello") return;
     if (event.type === "bets" && othersBets(event)) return;
