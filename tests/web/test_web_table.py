@@ -72,7 +72,13 @@ def test_lobby_guest_and_a_full_classic_round_with_history(page: Any, live_serve
     assert balance(page) != start
     page.get_by_role("link", name="History").click()
     expect(page.locator("table.history tbody tr")).to_have_count(1)
+    # Cards and the table as players name them (before: "TS JS (win)", "classic", "settled": noted by a trial).
+    row = page.locator("table.history tbody tr").first
+    expect(row.locator("td").nth(1)).to_have_text("Classic Blackjack")
+    expect(row.locator("td").nth(2)).to_have_text("played")
+    expect(row.locator("td").nth(3)).to_have_text(re.compile(r"^(10|[2-9AJQK])[♠♥♦♣] (10|[2-9AJQK])[♠♥♦♣]"))
     page.locator("button[data-replay]").click()
+    expect(page.locator(".operations li").nth(1)).to_have_text(re.compile(r"^card (10|[2-9AJQK])[♠♥♦♣] → "))
     expect(page.locator(".operations li").first).to_contain_text("bets $5.00 at seat 1")
     expect(page.locator(".operations li").nth(5)).to_have_text(re.compile(r"^guest-\w+: stand, seat 1 hand 1$"))
     expect(page.locator(".operations li").last).to_have_text("seat 1 hand 1: win, returned $10.00")

@@ -1,6 +1,7 @@
 // twentyone web table: the router, the lobby, history, settings and limits; the table itself is
 // in table.js (state and controls), round.js (the felt), cards.js, chips.js and money.js.
 
+import { cardText } from "./cards.js";
 import { announce, api, el, exclusionLine, showError, state, utc, view } from "./dom.js";
 import { money } from "./money.js";
 import { currentTableId, leaveTable, openTable } from "./table.js";
@@ -105,6 +106,8 @@ async function renderLobby() {
 // -------------------------------------------------------------- history
 // Pages go by `before` (the round id the previous page ended above): each costs the server the same,
 // and none shifts when a round is played meanwhile. `trail` holds the cursors of the pages passed.
+const STATUS_WORDS = { settled: "played", void: "void (refunded)", playing: "in play" };
+
 async function renderHistory(trail = []) {
   if (!(await ensureMe())) { location.hash = "#/"; return; }
   const before = trail.length ? trail[trail.length - 1] : null;
@@ -116,9 +119,11 @@ async function renderHistory(trail = []) {
   const HEADS = ["Round", "Table", "Status", "Your hands", "Dealer", "Staked", "Returned", "Balance after", ""];
   const cell = (index, ...content) => el("td", { "data-label": HEADS[index] || null }, ...content);
   const rows = data.rounds.map((round) => el("tr", {},
-    cell(0, `#${round.id}`), cell(1, round.table_id), cell(2, round.status),
-    cell(3, round.hands.map((h) => `${h.cards.join(" ")} (${h.outcome || "…"})`).join("; ")),
-    cell(4, round.dealer.cards.join(" ")),
+    // Cards and tables as players name them ("10♠ J♠", "Classic Blackjack"), where the codes were shown ("TS JS").
+    cell(0, `#${round.id}`), cell(1, (state.tables[round.table_id] || {}).name || round.table_id),
+    cell(2, STATUS_WORDS[round.status] || round.status),
+    cell(3, round.hands.map((h) => `${h.cards.map(cardText).join(" ")} (${h.outcome || "…"})`).join("; ")),
+    cell(4, round.dealer.cards.map(cardText).join(" ")),
     cell(5, money(round.staked, currencyOf(round.table_id))),
     cell(6, money(round.returned, currencyOf(round.table_id))),
     cell(7, round.balance_after === null ? "" : money(round.balance_after, currencyOf(round.table_id))),
@@ -145,7 +150,7 @@ async function showReplay(roundId, currency) {
     // player's own count of hands, and "hand 2.1" read as the player's second hand.
     const lines = replay.operations.map((op) => {
       const where = `seat ${op.seat} hand ${op.hand}`;
-      if (op.type === "card") return `card ${op.card} → ${op.to}${op.face_up ? "" : " (face down)"}`;
+      if (op.type === "card") return `card ${cardText(op.card)} → ${op.to}${op.face_up ? "" : " (face down)"}`;
       if (op.type === "action") return `${op.player}: ${op.action}, ${where}`;
       if (op.type === "settled") {
         const what = op.item === "hand" ? where : `${op.item}, ${where}`;
@@ -153,7 +158,7 @@ async function showReplay(roundId, currency) {
       }
       if (op.type === "bets") return `${op.player} bets ${money(op.bet, currency)} at seat ${op.seat}`;
       if (op.type === "peek") return `dealer checks for blackjack: ${op.blackjack ? "blackjack" : "none"}`;
-      if (op.type === "hole") return `dealer turns over ${op.card}`;
+      if (op.type === "hole") return `dealer turns over ${cardText(op.card)}`;
       return op.type;
     });
     const verify = el("p", { id: "verification" });

@@ -87,6 +87,13 @@ function diamonds() {
   return parts.join("");
 }
 
+/** A card written as players write it: "10♠", "A♥"; a face-down one as "?" (history and replay). */
+export function cardText(code) {
+  if (!code) return "?";
+  const rank = code[0].toUpperCase();
+  return `${rank === "T" ? "10" : rank}${SUITS[code[1].toUpperCase()] || code[1]}`;
+}
+
 /** A card as an SVG image: ``code`` is two characters (rank, suit), or null for a face-down card. */
 export function cardNode(code, extraClass = "") {
   const svg = node("svg", { viewBox: "0 0 100 140", role: "img", class: `card ${extraClass}`.trim() });
