@@ -3,6 +3,7 @@ action bar on a desktop and a phone, keyboard play, reduced motion, and every ta
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 import httpx
@@ -243,6 +244,14 @@ def test_a_phone_shows_the_header_on_one_line_and_the_dealer_beside_the_active_h
     header = page.locator("header.topbar").bounding_box()
     assert header["height"] < 50, header  # one line
     assert page.evaluate("document.documentElement.scrollWidth") <= PHONE["width"]
+    expect(page.locator("#who")).to_be_hidden()  # no room in the header: the lobby says who and with what (a trial
+    page.get_by_role("link", name="Lobby").click()  # found the balances nowhere on a phone's lobby and history)
+    expect(page.locator("#lobby-who")).to_be_visible()
+    expect(page.locator("#lobby-who")).to_have_text(re.compile(r"^guest-\w+: \$1,000\.00 · £1,000\.00 · €1,000\.00$"))
+    assert page.evaluate("document.documentElement.scrollWidth") <= PHONE["width"]
+    shot(page, "lobby-phone")
+    page.goto(f"{live_server.url}/#/table/first-person")
+    page.locator("#deal, #rebet").wait_for()
     chip(page, 100)
     for spot in range(1, 6):
         bet(page, spot)

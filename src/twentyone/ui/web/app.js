@@ -86,6 +86,10 @@ async function renderLobby() {
         el("button", { type: "button", onclick: (event) => signIn(event, "/auth/register") }, "Register")),
       error));
   }
+  if (state.me) {  // on a phone the header has no room for them: the lobby says who is signed in, with what
+    const balances = Object.entries(state.me.balances).map(([c, v]) => money(v, c)).join(" · ");
+    root.append(el("p", { class: "phone-only", id: "lobby-who" }, `${state.me.name}: ${balances}`));
+  }
   const excluded = exclusionLine();  // they may still watch a table and read its history
   if (excluded) root.append(el("p", { class: "panel exclusion", id: "exclusion", role: "status" }, excluded));
   const grid = el("div", { class: "lobby-grid" });
