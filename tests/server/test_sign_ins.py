@@ -9,15 +9,19 @@ from __future__ import annotations
 import threading
 import time
 from datetime import timedelta
+from pathlib import Path
 from typing import Any
 
 import pytest
 from fastapi.testclient import TestClient
-from server_helpers import Client, Clock, new_player
+from server_helpers import OPERATOR, Client, Clock, new_guest, new_player
+from sqlalchemy import delete
 from starlette.websockets import WebSocketDisconnect
 
 from twentyone.server.accounts import FAILURE_WINDOW, FAILURES_PER_ADDRESS, FAILURES_PER_NAME, session_id
-from twentyone.server.models import SignInFailure
+from twentyone.server.app import create_app
+from twentyone.server.config import Settings
+from twentyone.server.models import SignInFailure, Token
 from twentyone.server.service import GameService
 
 
@@ -27,8 +31,10 @@ def signed_in_again(http: TestClient, player: Client) -> Client:
     return Client(http, response.json()["token"], player.name)
 
 
-def test_signing_out_refuses_that_token_keeps_the_players_other_sign_ins_and_returns_undealt_bets(
-        http: TestClient) -> None:
+def test_signing_out_refuses_that_token_and_the_last_sign_in_to_end_returns_undealt_bets(http: TestClient) -> None:
+    """The laptop signs out: its token is refused, and the phone, still signed in, keeps the bet on its spots (the
+    bets are the player's, not a device's: before, the laptop's sign-out emptied the phone's spots, found by review).
+    The phone signs out too, the last sign-in: the bet is returned."""
     ann = new_player(http, "ann")
     phone = signed_in_again(http, ann)
     assert ann.get("/me").status_code == 200  # known from memory from now on: the sign-out must reach that too
@@ -36,14 +42,17 @@ def test_signing_out_refuses_that_token_keeps_the_players_other_sign_ins_and_ret
     balance = ann.balance()
     answer = ann.post("/auth/logout")
     assert answer.status_code == 200, answer.json()
-    assert answer.json() == {"signed_out": 1, "returned_bets": [{"table_id": "classic", "bets": {"1|main": 500},
-                                                                 "total": 500}]}
+    assert answer.json() == {"signed_out": 1, "returned_bets": []}
     refused = ann.get("/me")
     assert refused.status_code == 401 and refused.json()["detail"] == "The token is not valid: sign in again."
     assert ann.post("/tables/classic/bets", {"spot": 1, "type": "main", "chip": 500}).status_code == 401
-    assert phone.balance() == balance  # the other sign-in goes on; the bet was held, never debited
-    assert phone.get("/tables/classic").json()["slip"]["total"] == 0
     assert ann.post("/auth/logout").status_code == 401  # a second sign-out of the same token: it is gone
+    assert phone.get("/tables/classic").json()["slip"]["total"] == 500
+    last = phone.post("/auth/logout")
+    assert last.json() == {"signed_out": 1, "returned_bets": [{"table_id": "classic", "bets": {"1|main": 500},
+                                                               "total": 500}]}
+    again = signed_in_again(http, ann)
+    assert again.balance() == balance and again.get("/tables/classic").json()["slip"]["total"] == 0
 
 
 def test_signing_out_everywhere_ends_every_sign_in_of_the_player_and_no_one_elses(http: TestClient) -> None:
@@ -263,3 +272,93 @@ def test_a_sign_up_the_rules_refuse_is_told_in_a_players_words(http: TestClient,
     assert refused.status_code == 422 and refused.json() == {"detail": detail}
     schema = http.get("/openapi.json").json()["components"]["schemas"]["Registration"]["properties"]
     assert schema["name"]["pattern"] == "^[A-Za-z0-9_.-]{3,32}$" and schema["password"]["minLength"] == 8
+
+
+def closed_as_signed_out(socket: Any, http: TestClient, wait: float = 0.5) -> None:
+    """The socket at power is closed with 4401: after ``wait``, a guest joins the table, and a socket still open
+    would hear of it (a failure, where waiting for a close that never comes would hang)."""
+    time.sleep(wait)
+    joiner = new_guest(http)
+    joiner.bet("power", 500)
+    assert joiner.post("/tables/power/deal").status_code == 200
+    with pytest.raises(WebSocketDisconnect) as closed:
+        event = socket.receive_json()
+        raise AssertionError(f"the socket is still open and heard {event}")
+    assert closed.value.code == 4401
+
+
+def test_a_sign_out_made_while_a_socket_opens_closes_it(http: TestClient, service: GameService,
+                                                       monkeypatch: pytest.MonkeyPatch) -> None:
+    """The sign-out commits after the socket's token was checked and before it hears events: the socket asks the
+    database as it opens, and is closed. Before, it missed the signed-out event and stayed open (found by review)."""
+    ann = new_player(http, "ann")
+    reconnect = service.reconnect
+
+    def signed_out_meanwhile(caller: Any) -> Any:
+        answer = reconnect(caller)
+        assert ann.post("/auth/logout").status_code == 200
+        return answer
+
+    monkeypatch.setattr(service, "reconnect", signed_out_meanwhile)
+    with http.websocket_connect(f"/ws/tables/power?token={ann.token}") as socket:
+        assert socket.receive_json()["type"] == "hello"
+        closed_as_signed_out(socket, http)
+
+
+def test_an_open_socket_is_closed_once_its_sign_in_expires(http: TestClient, clock: Clock, service: GameService,
+                                                           monkeypatch: pytest.MonkeyPatch) -> None:
+    """It asks the database every SOCKET_RECHECK_SECONDS (a tenth of a second here): past token_days it is closed
+    with 4401. Before, only a connection's first handshake checked, and an expired sign-in heard events for ever."""
+    monkeypatch.setattr("twentyone.server.app.SOCKET_RECHECK_SECONDS", 0.1)
+    ann = new_player(http, "ann")
+    with http.websocket_connect(f"/ws/tables/power?token={ann.token}") as socket:
+        assert socket.receive_json()["type"] == "hello"
+        clock.advance(timedelta(days=service.settings.token_days).total_seconds() + 1)
+        closed_as_signed_out(socket, http)
+
+
+def test_a_sign_out_in_another_process_closes_a_socket_opened_there_while_it_still_knew_the_token(
+        tmp_path: Path, database_url: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Process B still knows Ann's token from memory (for up to TOKEN_TTL) when A signs her out, and opens a socket
+    with it: the socket asks the database, and is closed. Before, it stayed open for ever with her private news
+    (found by review)."""
+    monkeypatch.setattr("twentyone.server.app.SOCKET_RECHECK_SECONDS", 0.1)
+    clock = Clock()
+    settings = Settings(database_url, tmp_path, OPERATOR)
+    with TestClient(create_app(settings, clock=clock, timers=False)) as a, \
+            TestClient(create_app(settings, clock=clock, timers=False)) as b:
+        ann = new_player(a, "ann")
+        assert Client(b, ann.token, "ann").get("/me").status_code == 200  # B knows the token from memory now
+        assert ann.post("/auth/logout").status_code == 200
+        assert Client(b, ann.token, "ann").get("/me").status_code == 200  # still, for up to a minute (documented)
+        with b.websocket_connect(f"/ws/tables/power?token={ann.token}") as socket:
+            assert socket.receive_json()["type"] == "hello"
+            closed_as_signed_out(socket, b)
+
+
+def test_a_signed_out_event_cut_to_fit_notify_still_closes_the_ended_sign_ins_sockets(
+        http: TestClient, service: GameService) -> None:
+    """A sign-out everywhere of hundreds of sign-ins names more than NOTIFY carries: the event reaches other
+    processes without its list. Such a socket asks the database. Before, it failed on the missing list and dropped
+    without a close (found by review)."""
+    ann = new_player(http, "ann")
+    ann_id = ann.player_id()
+    with http.websocket_connect(f"/ws/tables/power?token={ann.token}") as socket:
+        assert socket.receive_json()["type"] == "hello"
+        with service.store.write() as session:
+            session.execute(delete(Token).where(Token.player_id == ann_id))
+        service.events.publish("power", {"type": "signed-out", "player_id": ann_id, "private": True})
+        closed_as_signed_out(socket, http, wait=0)
+
+
+def test_past_the_session_time_limit_the_views_leave_out_double_and_split(guest: Client, clock: Clock,
+                                                                          service: GameService) -> None:
+    """As for a self-exclusion: each would be refused (403). Found by review."""
+    guest.put("/me/limits", {"session_minutes": 30})
+    service.stacked.append(["8S", "6H", "8D", "TC", "9C"])
+    guest.bet("classic", 500)
+    round_id = guest.post("/tables/classic/deal").json()["id"]
+    assert {"double", "split"} <= set(guest.get(f"/rounds/{round_id}").json()["legal_actions"])
+    clock.advance(31 * 60)
+    assert guest.get(f"/rounds/{round_id}").json()["legal_actions"] == ["hit", "stand"]
+    assert guest.act(round_id, "stand").json()["status"] == "settled"

@@ -255,9 +255,18 @@ class Accounts:
         # of exclusions elsewhere must not keep one request reading.
         return self.authenticate(token, again=False) if stale and again else caller
 
+    def still_signed_in(self, token: str) -> bool:
+        """Whether the token's sign-in has neither ended nor expired, as the database says (not this process's
+        memory): what an open WebSocket asks, when it opens and every minute after."""
+        with self.store.read() as session:
+            row = session.get(Token, token_hash(token))
+            created = aware(row.created_at) if row is not None else None
+        return created is not None and created + timedelta(days=self.settings.token_days) > self.clock()
+
     def sign_out(self, caller: Caller, token: str, everywhere: bool = False) -> tuple[list[str], list[dict[str, Any]]]:
-        """End the sign-in of ``token`` (``everywhere``: every sign-in of its player), and return the player's bets
-        never dealt, as a disconnection does: the sign-ins ended (by :func:`session_id`) and the bets returned.
+        """End the sign-in of ``token`` (``everywhere``: every sign-in of its player), and, if no sign-in of the
+        player is left, return their bets never dealt, as a disconnection does: the sign-ins ended (by
+        :func:`session_id`) and the bets returned.
 
         The token is refused from then on: by this process at once, by any other once it no longer knows the caller
         from memory (:data:`TOKEN_TTL`). Before, a token stayed valid for ever, and signing out of the page only made
@@ -271,7 +280,10 @@ class Accounts:
                 select(Token.token_hash).where(Token.token_hash == digest))
             ended = list(session.scalars(tokens))
             session.execute(delete(Token).where(Token.token_hash.in_(ended)))
-            returned = return_undealt_bets(session, caller.id)
+            # The bets are the player's, not a device's: the last sign-in to end returns them. Before, signing out of
+            # one device emptied the spots of another still at the table (found by review).
+            last = session.scalar(select(Token.token_hash).where(Token.player_id == caller.id).limit(1)) is None
+            returned = return_undealt_bets(session, caller.id) if last else []
         with self._callers_lock:
             self._revisions += 1  # a read of one of these tokens made before the delete committed is not remembered
             for ended_digest in ended:

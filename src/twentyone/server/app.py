@@ -77,6 +77,7 @@ def freeze_startup_objects() -> None:
 MAX_ID = 2**31 - 1  # ids are 32-bit integers in storage (and pages stay below it): anything larger is a 422
 MAX_CHIP = 2**31 - 1  # a selected chip is stored as a 32-bit integer
 SIGNED_OUT_CODE = 4401  # a WebSocket closed for its sign-in: refused, ended (POST /auth/logout) or expired
+SOCKET_RECHECK_SECONDS = 60.0  # an open socket asks whether its sign-in still holds, this often (and when opened)
 TOO_MANY_SOCKETS_CODE = 4429  # a WebSocket past its player's or its address's limit (guards.SocketLimits)
 MAX_BODY = 64 * 1024  # bytes: the largest request any endpoint needs is a table definition
 
@@ -532,14 +533,32 @@ def create_app(settings: Settings, operator_wallet: OperatorWallet | None = None
         subscription = service.events.subscribe(table_id, None if who.role == "operator" else who.id)
         signed_in = session_id(token)
 
+        async def signed_out() -> None:
+            with contextlib.suppress(Exception):  # the client may have gone already
+                await websocket.close(code=SIGNED_OUT_CODE, reason="Your sign-in ended: sign in again.")
+
         async def forward() -> None:
             while (event := await subscription.next()) is not None:
                 if event["type"] == "signed-out" and event["player_id"] == who.id:
-                    if signed_in in event["sessions"]:  # this sign-in ended: its socket ends with it
-                        await websocket.close(code=SIGNED_OUT_CODE, reason="Signed out: sign in again.")
+                    ended = event.get("sessions")  # absent from an event cut to fit NOTIFY: ask the database
+                    if ended is not None:
+                        this_one = signed_in in ended
+                    else:
+                        this_one = not await run_in_threadpool(service.accounts.still_signed_in, token)
+                    if this_one:
+                        await signed_out()  # this sign-in ended: its socket ends with it
                         return
                     continue  # another sign-in of the player's ended: nothing this page needs to know
                 await websocket.send_json(event)
+
+        async def watch_sign_in() -> None:
+            """Close the socket once its sign-in has ended or expired, as the database says, asked now and every
+            :data:`SOCKET_RECHECK_SECONDS`: a sign-out in another process that this one's memory did not know of
+            yet, or one made while this socket was being opened (before it heard events), and an expiry. Before,
+            such a socket stayed open for ever with the player's private news (found by review)."""
+            while await run_in_threadpool(service.accounts.still_signed_in, token):
+                await asyncio.sleep(SOCKET_RECHECK_SECONDS)
+            await signed_out()
 
         async def dropped() -> None:  # fires even while a send to a client that does not read is stuck
             await subscription.wait_dropped()
@@ -549,6 +568,8 @@ def create_app(settings: Settings, operator_wallet: OperatorWallet | None = None
                 pass
 
         tasks = {asyncio.create_task(forward()), asyncio.create_task(listen()), asyncio.create_task(dropped())}
+        if who.role != "operator":  # the operator's token is the server's own: it does not end
+            tasks.add(asyncio.create_task(watch_sign_in()))
         try:
             _, pending = await asyncio.wait(tasks, return_when=asyncio.FIRST_COMPLETED)
             for task in pending:

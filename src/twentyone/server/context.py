@@ -85,6 +85,18 @@ class Caller:
         if self.session_ends_at is not None and self.session_ends_at < now:
             raise ServiceError(403, session_over_message(self.session_minutes or 0))
 
+    def kept_from_play(self, now: datetime) -> bool:
+        """Whether :meth:`refuse_new_bets` refuses at ``now``: self-excluded, or past the session time limit.
+
+        >>> Caller(7, "ann", "player").kept_from_play(datetime(2026, 12, 2, tzinfo=UTC))
+        False
+        """
+        try:
+            self.refuse_new_bets(now)
+        except ServiceError:
+            return True
+        return False
+
 
 SESSION_BREAK_MINUTES = 30  # a sign-in after this long without a round starts a new session
 

@@ -232,16 +232,17 @@ def as_utc(moment: datetime | None, name: str) -> datetime | None:
 
 
 def without_new_stakes(view: dict[str, Any], caller: Caller, now: datetime) -> dict[str, Any]:
-    """The round ``view`` as ``caller`` may play it: while they have excluded themselves, the actions that add a
-    stake (double, split, a power table's triple and quadruple) are left out of their legal actions, since each
-    would be refused (403). Before, the page offered them, then said no (noted by two trials).
+    """The round ``view`` as ``caller`` may play it: while they have excluded themselves, or are past their session
+    time limit, the actions that add a stake (double, split, a power table's triple and quadruple) are left out of
+    their legal actions, since each would be refused (403). Before, the page offered them, then said no (noted by two
+    trials; the session's case by review).
 
     >>> until = datetime(2026, 12, 9, tzinfo=UTC)
     >>> without_new_stakes({"legal_actions": ["hit", "stand", "double"]}, Caller(7, "ann", "player",
     ...                    excluded_until=until), datetime(2026, 12, 2, tzinfo=UTC))
     {'legal_actions': ['hit', 'stand']}
     """
-    if view.get("legal_actions") and caller.excluded_until is not None and caller.excluded_until > now:
+    if view.get("legal_actions") and caller.kept_from_play(now):
         view["legal_actions"] = [action for action in view["legal_actions"] if action not in COSTLY_ACTIONS]
     return view
 

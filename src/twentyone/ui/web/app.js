@@ -264,9 +264,10 @@ async function route() {
 }
 
 function forgetSignIn() {
+  // The browser's stored sign-in only if it is this tab's: another tab may have signed in anew meanwhile (review).
+  if (localStorage.getItem("twentyone.token") === state.token) localStorage.removeItem("twentyone.token");
   state.token = null;
   state.me = null;
-  localStorage.removeItem("twentyone.token");
   leaveTable();
   if (location.hash && location.hash !== "#/") history.pushState(null, "", "#/");  // no hashchange: routed once, here
   renderAccount();
