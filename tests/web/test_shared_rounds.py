@@ -24,6 +24,18 @@ def place(page: Any, chip: int, times: int = 1) -> None:
         expect(page.locator("#total-bet")).not_to_have_text(before)
 
 
+def both_joined(browser: Any, live_server: LiveServer, chip: int) -> list[tuple[Any, str, list[str]]]:
+    """Two new guests' pages at multiplayer, each with a chip of ``chip`` on its spot and DEAL pressed: both seats
+    in the round forming (its shoe stacked calm). Their contexts are the caller's to close."""
+    live_server.service.stacked.append(CALM_SHOE)
+    seated = [table_page(browser, live_server, "multiplayer") for _ in range(2)]
+    for page, _, _ in seated:
+        place(page, chip)
+        page.locator("#deal").click()
+        expect(page.locator("#bet-status")).to_contain_text("Your bets are in")
+    return seated
+
+
 @pytest.mark.parametrize(("table", "players"), [("multiplayer", 2), ("multiplayer", 5), ("power", 2), ("power", 5)])
 def test_players_join_one_round_and_see_each_others_bets_and_turns(browser: Any, live_server: LiveServer, table: str,
                                                                       players: int) -> None:
@@ -150,14 +162,9 @@ def test_a_player_whose_time_ran_out_is_told_while_the_round_goes_on(browser: An
     """The decision clock runs out on the first player: the server stands for them (the sheet's auto decision),
     their page says so while the next player decides and again in their result; the other page says nothing."""
     service = live_server.service
-    service.stacked.append(CALM_SHOE)
-    seated = [table_page(browser, live_server, "multiplayer") for _ in range(2)]
+    seated = both_joined(browser, live_server, 100)
     (late, _, _), (next_one, _, _) = seated
     try:
-        for page in (late, next_one):
-            place(page, 100)
-            page.locator("#deal").click()
-            expect(page.locator("#bet-status")).to_contain_text("Your bets are in")
         round_id = service.close_betting("multiplayer")
         expect(late.locator("button[data-action='stand']")).to_be_enabled()
         assert service.rounds.auto_decide(round_id) == 1  # the clock ran out on the first player
@@ -225,14 +232,9 @@ def test_one_whose_seat_sat_the_round_out_is_told_so_where_it_ends(browser: Any,
     it out. Before, the notice had no amount and the banner said "You watched this round", as if they had chosen to
     (noted by a trial)."""
     service = live_server.service
-    service.stacked.append(CALM_SHOE)
-    seated = [table_page(browser, live_server, "multiplayer") for _ in range(2)]
+    seated = both_joined(browser, live_server, 500)
     (player, _, _), (sitting_out, _, _) = seated
     try:
-        for page in (player, sitting_out):
-            place(page, 500)
-            page.locator("#deal").click()
-            expect(page.locator("#bet-status")).to_contain_text("Your bets are in")
         token = sitting_out.evaluate("localStorage.getItem('twentyone.token')")
         limited = httpx.put(f"{live_server.url}/me/limits", json={"daily_loss_limit": 100}, headers={
             "Authorization": f"Bearer {token}", "Idempotency-Key": uuid.uuid4().hex})

@@ -8,7 +8,7 @@ from typing import Any
 
 from playwright.sync_api import expect
 from sqlalchemy import func, select
-from web_helpers import LiveServer, guest_token, shot, watch_console
+from web_helpers import LiveServer, guest_token, poster, shot, signed_in_context, watch_console
 
 from twentyone.server.app import create_app
 from twentyone.server.models import Round
@@ -437,14 +437,9 @@ def test_history_pages_older_and_newer_by_before(browser: Any, live_server: Live
 
 
 def test_bets_returned_on_arrival_are_told_in_their_own_tables_currency(browser: Any, live_server: LiveServer) -> None:
-    import httpx
-
     token, _ = guest_token(live_server)
-    placed = httpx.post(live_server.url + "/tables/single-deck/bets", json={"spot": 1, "chip": 2500},
-                        headers={"Authorization": f"Bearer {token}", "Idempotency-Key": "slip"})
-    assert placed.status_code == 200, placed.text
-    context = browser.new_context()
-    context.add_init_script(f"localStorage.setItem('twentyone.token', {token!r})")
+    poster(live_server, token)("/tables/single-deck/bets", {"spot": 1, "chip": 2500})
+    context = signed_in_context(browser, token)
     page = context.new_page()
     try:
         page.goto(live_server.url + "/#/table/power")  # a euro table; the bet was in pounds
@@ -553,17 +548,10 @@ def test_d_pressed_right_after_a_spot_deals_once_the_bet_is_in(page: Any, live_s
 
 
 def test_a_round_settled_while_away_is_shown_on_return_once(browser: Any, live_server: LiveServer) -> None:
-    import httpx
 
     live_server.service.stacked.append(["TS", "6H", "9D", "TC", "8C"])  # 19 stands; the dealer's 16 draws 8: busts
     token, _ = guest_token(live_server)
-    headers = {"Authorization": f"Bearer {token}"}
-    keys = iter(range(100))
-
-    def post(path: str, body: Any = None) -> Any:
-        answer = httpx.post(live_server.url + path, json=body, headers={**headers, "Idempotency-Key": f"k{next(keys)}"})
-        answer.raise_for_status()
-        return answer.json()
+    post = poster(live_server, token)
 
     post("/tables/classic/bets", {"spot": 1, "chip": 500})
     round_id = post("/tables/classic/deal")["id"]
@@ -589,14 +577,10 @@ def test_bets_returned_as_the_page_connects_leave_its_spots_and_balance(browser:
     but kept drawing the bet on the spot, TOTAL BET $5.00 and the balance without it, and DEAL answered "Place a
     main bet before dealing." (found by a trial). The socket is held here until the table's first read is answered,
     the order that showed it."""
-    import httpx
 
     token, _ = guest_token(live_server)
-    placed = httpx.post(live_server.url + "/tables/classic/bets", json={"spot": 1, "chip": 500},
-                        headers={"Authorization": f"Bearer {token}", "Idempotency-Key": "slip"})
-    assert placed.status_code == 200, placed.text
-    context = browser.new_context()
-    context.add_init_script(f"localStorage.setItem('twentyone.token', {token!r})")
+    poster(live_server, token)("/tables/classic/bets", {"spot": 1, "chip": 500})
+    context = signed_in_context(browser, token)
     page = context.new_page()
     page.set_default_timeout(15000)
     held: list[Any] = []
@@ -741,17 +725,10 @@ def test_a_request_without_any_answer_is_said_in_words_and_cleared_by_the_next_a
 def test_history_fits_a_phone_without_sideways_scrolling(browser: Any, live_server: LiveServer) -> None:
     """At 390 px the history table was 709 px wide and its Replay button off-screen (found by a trial): on a phone
     each round is now a card of labelled lines, at 390 and 360 px, the replay and its verification included."""
-    import httpx
 
     live_server.service.stacked.append(["TS", "6H", "9D", "TC", "8C"])
     token, _ = guest_token(live_server)
-    headers = {"Authorization": f"Bearer {token}"}
-    keys = iter(range(100))
-
-    def post(path: str, body: Any = None) -> Any:
-        answer = httpx.post(live_server.url + path, json=body, headers={**headers, "Idempotency-Key": f"k{next(keys)}"})
-        answer.raise_for_status()
-        return answer.json()
+    post = poster(live_server, token)
 
     for table in ("classic", "first-person"):
         post(f"/tables/{table}/bets", {"spot": 1, "chip": 500})

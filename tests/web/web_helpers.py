@@ -82,15 +82,37 @@ def watch_console(page: Any) -> list[str]:
     return problems
 
 
+def signed_in_context(browser: Any, token: str, **context_options: Any) -> Any:
+    """A fresh browser context whose pages start signed in with ``token`` (as the page stores it)."""
+    context = browser.new_context(**context_options)
+    context.add_init_script(f"localStorage.setItem('twentyone.token', {token!r})")
+    return context
+
+
 def table_page(browser: Any, server: LiveServer, table: str, viewport: dict[str, int] | None = None,
                **context_options: Any) -> tuple[Any, str, list[str]]:
     """A fresh browser context signed in as a new guest, at ``table``: (page, guest name, console problems)."""
     token, name = guest_token(server)
-    context = browser.new_context(viewport=viewport or DESKTOP, **context_options)
-    context.add_init_script(f"localStorage.setItem('twentyone.token', {token!r})")
+    context = signed_in_context(browser, token, viewport=viewport or DESKTOP, **context_options)
     page = context.new_page()
     page.set_default_timeout(15000)
     problems = watch_console(page)
     page.goto(f"{server.url}/#/table/{table}")
     page.locator("#deal, #rebet").wait_for()
     return page, name, problems
+
+
+def poster(server: LiveServer, token: str) -> Any:
+    """POST as the player of ``token``, over HTTP, each request with a key of its own: the answer's JSON (raises on
+    an error status). For a test's moves made elsewhere than the page (another device, the timer)."""
+    import httpx
+
+    keys = iter(range(1_000))
+
+    def post(path: str, body: Any = None) -> Any:
+        answer = httpx.post(server.url + path, json=body, headers={"Authorization": f"Bearer {token}",
+                                                                    "Idempotency-Key": f"k{next(keys)}"})
+        answer.raise_for_status()
+        return answer.json()
+
+    return post
