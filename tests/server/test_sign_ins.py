@@ -21,6 +21,7 @@ from starlette.websockets import WebSocketDisconnect
 from twentyone.server.accounts import FAILURE_WINDOW, FAILURES_PER_ADDRESS, FAILURES_PER_NAME, session_id
 from twentyone.server.app import create_app
 from twentyone.server.config import Settings
+from twentyone.server.context import Busy
 from twentyone.server.models import SignInFailure, Token
 from twentyone.server.service import GameService
 
@@ -362,3 +363,23 @@ def test_past_the_session_time_limit_the_views_leave_out_double_and_split(guest:
     clock.advance(31 * 60)
     assert guest.get(f"/rounds/{round_id}").json()["legal_actions"] == ["hit", "stand"]
     assert guest.act(round_id, "stand").json()["status"] == "settled"
+
+
+def test_a_socket_whose_sign_in_check_meets_busy_storage_stays_open(http: TestClient, service: GameService,
+                                                                    monkeypatch: pytest.MonkeyPatch) -> None:
+    """Storage too busy to answer the socket's check (503) is not a sign-out: the socket stays open and asks again
+    at the next check (found by the reread: the check's error ended the connection without a close)."""
+    monkeypatch.setattr("twentyone.server.app.SOCKET_RECHECK_SECONDS", 0.05)
+    ann = new_player(http, "ann")
+
+    def busy(token: str) -> bool:
+        raise Busy()
+
+    monkeypatch.setattr(service.accounts, "still_signed_in", busy)
+    with http.websocket_connect(f"/ws/tables/power?token={ann.token}") as socket:
+        assert socket.receive_json()["type"] == "hello"
+        time.sleep(0.3)  # several checks, each busy
+        joiner = new_guest(http)
+        joiner.bet("power", 500)
+        assert joiner.post("/tables/power/deal").status_code == 200
+        assert socket.receive_json()["type"] == "bets"

@@ -117,7 +117,7 @@ class Accounts:
         self.hasher = PasswordHasher()
         self._callers: OrderedDict[str, tuple[Caller, datetime]] = OrderedDict()  # by token hash: who, known until
         self._callers_lock = threading.Lock()
-        self._revisions = 0  # self-exclusions and sign-outs taken by this process: a caller read before one is not kept
+        self._revisions = 0  # limit changes and sign-outs made by this process: a caller read before one is not kept
 
     # ------------------------------------------------------------ sign-in
     @cached_property

@@ -537,15 +537,17 @@ def create_app(settings: Settings, operator_wallet: OperatorWallet | None = None
             with contextlib.suppress(Exception):  # the client may have gone already
                 await websocket.close(code=SIGNED_OUT_CODE, reason="Your sign-in ended: sign in again.")
 
+        async def still_signed_in() -> bool:
+            try:
+                return await run_in_threadpool(service.accounts.still_signed_in, token)
+            except Busy:  # storage busy this once: asked again at the next check, the socket left open
+                return True
+
         async def forward() -> None:
             while (event := await subscription.next()) is not None:
                 if event["type"] == "signed-out" and event["player_id"] == who.id:
                     ended = event.get("sessions")  # absent from an event cut to fit NOTIFY: ask the database
-                    if ended is not None:
-                        this_one = signed_in in ended
-                    else:
-                        this_one = not await run_in_threadpool(service.accounts.still_signed_in, token)
-                    if this_one:
+                    if signed_in in ended if ended is not None else not await still_signed_in():
                         await signed_out()  # this sign-in ended: its socket ends with it
                         return
                     continue  # another sign-in of the player's ended: nothing this page needs to know
@@ -556,7 +558,7 @@ def create_app(settings: Settings, operator_wallet: OperatorWallet | None = None
             :data:`SOCKET_RECHECK_SECONDS`: a sign-out in another process that this one's memory did not know of
             yet, or one made while this socket was being opened (before it heard events), and an expiry. Before,
             such a socket stayed open for ever with the player's private news (found by review)."""
-            while await run_in_threadpool(service.accounts.still_signed_in, token):
+            while await still_signed_in():
                 await asyncio.sleep(SOCKET_RECHECK_SECONDS)
             await signed_out()
 
