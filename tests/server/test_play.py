@@ -282,6 +282,42 @@ def test_reading_a_table_never_writes_and_the_next_shoe_is_committed_as_the_last
     assert guest.post("/tables/classic/deal").json()["commitment"] == following["commitment"]
 
 
+@pytest.mark.parametrize("table", ["classic", "multiplayer"])
+def test_during_a_round_at_a_table_that_shuffles_every_round_the_next_shoe_is_the_next_rounds(
+        http: TestClient, service: GameService, clock: Any, table: str) -> None:
+    """The table publishes, during a round, the shoe the next round will use, and keeps the shoe in play secret.
+
+    Before, a shoe that serves one round stayed the table's newest unfinished one until that round settled, so
+    ``next_shoe`` during the round was the shoe in play: its commitment, which no later round used (found by a
+    trial of an attacker)."""
+    from integrity import stack_for
+    from server_helpers import dealt_shared_round
+
+    ann = new_player(http, "ann")
+    service.stacked.append(stack_for(table, [1], up="9D", hands=[["TS", "6H"]]))  # 16 against 9: in play
+    if table == "classic":
+        ann.bet(table, 100)
+        round_id = ann.post(f"/tables/{table}/deal").json()["id"]
+    else:
+        round_id = dealt_shared_round(service, clock, [ann], table)
+    view = ann.get(f"/rounds/{round_id}").json()
+    assert view["status"] == "playing"
+    published = ann.get(f"/tables/{table}").json()["next_shoe"]
+    assert published is not None and published["commitment"] != view["commitment"]
+    assert ann.get(f"/rounds/{round_id}/verify").status_code == 409  # the shoe in play is not revealed
+    if table == "classic":  # a bet control during the round names the same next shoe
+        assert ann.bet(table, 100).json()["next_shoe"] == published
+    while view["status"] == "playing":
+        view = ann.act(round_id, "stand").json()
+    assert ann.get(f"/tables/{table}").json()["next_shoe"] == published  # the settlement made no other
+    assert ann.get(f"/rounds/{round_id}/verify").json()["commitment"] == view["commitment"]
+    if table == "classic":
+        following = ann.post(f"/tables/{table}/deal").json()
+    else:
+        following = ann.get(f"/rounds/{dealt_shared_round(service, clock, [ann], table)}").json()
+    assert following["commitment"] == published["commitment"]
+
+
 def test_a_shared_tables_first_shoe_is_committed_to_at_its_first_bet_control(http: TestClient) -> None:
     """Not in the DEAL that joins the first round: the first player sees the commitment before betting on it."""
     ann, bob = (new_player(http, name) for name in ("ann", "bob"))

@@ -56,6 +56,7 @@ from twentyone.server.tables import (
 )
 from twentyone.server.views import OTHERS_SHOWN, round_json, round_json_held, seat_json, seat_of
 from twentyone.server.wallet import SentDebit, Wallet, WalletError, as_refusal
+from twentyone.variants import builtin_rules
 
 log = logging.getLogger("twentyone.server")
 OPEN = ("betting", "playing")
@@ -246,6 +247,7 @@ class Rounds:
                     take_bets(slip)
                     save_slip(session, slip)
                     engine = self._deal_engine(round_row, shoe, [seat])
+                    self.shoes.following(session, table, caller.id, shoe)
                     self._after_change(session, round_row, engine, table, [seat])
                     body = self.store.answer(session, round_json(session, round_row, table, caller.id, engine,
                                                                  seats=([(seat, player.name)], 1)))
@@ -572,6 +574,7 @@ class Rounds:
                 shoe = session.get(ShoeRow, round_row.shoe_id)
                 assert shoe is not None
                 engine = self._deal_engine(round_row, shoe, dealt)
+                self.shoes.following(session, table, dealt[0].player_id, shoe)
                 self._after_change(session, round_row, engine, table, dealt)
                 # The operator's close-betting request's answer, with its deal: a retry of it that waited for this
                 # close's turn finds it (close_betting), whichever process it reached.
@@ -1005,16 +1008,18 @@ class Rounds:
         round_row.settled_at = self.clock()
         round_row.decision_since = None
         if move_shoe(session, round_row.shoe_id, round_row.shoe_start + engine.shoe.position):
-            self._next_shoe(session, table, seats)
+            self._next_shoe(session, table, seats, builtin_rules(table.variant).shoe.cut_card)
 
-    def _next_shoe(self, session: Session, table: TableSpec, seats: Sequence[RoundSeat]) -> None:
+    def _next_shoe(self, session: Session, table: TableSpec, seats: Sequence[RoundSeat], cut_card: int | None
+                   ) -> None:
         """Shuffle and commit to the next shoe as the last one finishes, in the same transaction.
 
         So the table shows its next shoe's commitment before the bets on it, and reading a table
         (``GET /tables/{id}``) never needs to write one. A private table's shoes are its player's.
-        (After a void, and at a table's first visit, the next bet control makes it.)
+        (After a void, and at a table's first visit, the next bet control makes it.) A table that shuffles every
+        round made it at the deal (:meth:`Shoes.following`); for a round dealt before that, the next bet control.
         """
-        if seats:
+        if seats and cut_card is not None:
             self.shoes.prepared(session, table, seats[0].player_id, one_finished=True)
 
     def void(self, round_id: int, reason: str) -> None:

@@ -437,6 +437,30 @@ class Shoes:
                 return shoe
         for old in unfinished:
             defer(session, SHOE_FINISHED, {"shoe_id": old.id})  # past its cut card
+        return self._shuffled(session, table, owner)
+
+    def following(self, session: Session, table: TableSpec, player_id: int, dealing: ShoeRow) -> ShoeRow | None:
+        """At a table that shuffles every round, the shoe after ``dealing``, made as a round is dealt from it.
+
+        A shoe that serves one round is still unfinished while that round is in play, and before this the table
+        published it as its next shoe until the settlement made the next: a player reading the table during a round
+        was shown the commitment of the cards in play, which the next round did not use (found by a trial of an
+        attacker). Made here, the next shoe is the newest unfinished one, which :meth:`next_published` shows, and
+        :meth:`prepared` keeps it, so nothing finishes (and ``/verify`` reveals) the shoe in play before its
+        round ends. The settlement finishes that one (:func:`move_shoe`). None at a table with a cut card, whose
+        next round goes on with the same shoe.
+
+        No lock of the table's shoes: one deal at a time is dealt at a table (a private one: its player's), under
+        the round's or the player's locks.
+        """
+        if dealing.cut_card is not None:
+            return None
+        owner = None if table.shared else player_id
+        return self._shuffled(session, table, owner)
+
+    def _shuffled(self, session: Session, table: TableSpec, owner: int | None) -> ShoeRow:
+        """A new shoe for the table (a private table: ``owner``'s), shuffled (or the next stacked), inserted and
+        committed to by hash in this transaction."""
         rules = builtin_rules(table.variant)
         cards = shuffled(_card_names(rules.shoe.composition), self.rng)
         top = self.stacked.pop(0) if self.stacked else None
