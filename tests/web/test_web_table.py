@@ -8,7 +8,7 @@ from typing import Any
 
 from playwright.sync_api import expect
 from sqlalchemy import func, select
-from web_helpers import LiveServer, guest_token, poster, shot, signed_in_context, watch_console
+from web_helpers import DESKTOP, LiveServer, guest_token, poster, shot, signed_in_context, watch_console
 
 from twentyone.server.app import create_app
 from twentyone.server.models import Round
@@ -779,3 +779,41 @@ def test_a_soft_hand_that_stood_shows_one_total_and_a_dealer_bust_is_named(page:
     expect(page.locator("#dealer-total")).to_have_text("24 Bust")
     page.wait_for_timeout(1000)  # the deal's motion over, for the picture
     shot(page, "soft-stood-dealer-bust")
+
+
+def test_a_second_page_of_the_player_follows_each_round_the_first_deals(browser: Any, live_server: LiveServer) -> None:
+    """One player, two pages (browser contexts) at classic: the first deals; the second shows the round in play and
+    how it settled, and a blackjack, which settles as it is dealt. The server sends the round's private news to each
+    of the player's sockets; the page showed a round only if a table read found it still in play, so the blackjack
+    (or a round played out before the read) never reached the second page until a reload (found by a trial)."""
+    live_server.service.stacked.extend([["TS", "6H", "9D", "TC", "8C"],  # 19 stands; the dealer's 16 draws 8: busts
+                                        ["AS", "7H", "KD", "9C"]])  # a shoe each round: a blackjack against a 7
+    token, _ = guest_token(live_server)
+    pages = []
+    for _ in range(2):
+        page = signed_in_context(browser, token, viewport=DESKTOP).new_page()
+        page.set_default_timeout(15000)
+        page.console_problems = watch_console(page)
+        page.goto(live_server.url + "/#/table/classic")
+        expect(page.locator("#deal, #rebet")).to_be_visible()
+        pages.append(page)
+    first, second = pages
+    try:
+        bet(first, 1, chip="100")
+        first.locator("#deal").click()
+        expect(second.locator("button[data-action='stand']")).to_be_enabled()
+        first.locator("button[data-action='stand']").click()
+        expect(second.locator("#result")).to_have_attribute("data-round", "1")
+        expect(second.locator(".hands.mine .outcome")).to_have_text("WIN +$1.00")
+        first.locator("#next-round").click()
+        bet(first, 1, chip="100")
+        first.locator("#deal").click()
+        expect(first.locator("#result")).to_have_attribute("data-round", "2")
+        expect(second.locator("#result")).to_have_attribute("data-round", "2")
+        expect(second.locator("#result")).to_contain_text("you won $1.50")
+        expect(second.locator(".hands.mine .outcome")).to_have_text("BLACKJACK +$1.50")
+        expect(second.locator("#balance strong")).to_have_text(first.locator("#balance strong").inner_text())
+    finally:
+        for page in pages:
+            page.context.close()
+            assert not page.console_problems, page.console_problems

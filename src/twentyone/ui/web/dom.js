@@ -4,6 +4,7 @@ export const state = {
   token: localStorage.getItem("twentyone.token"), me: null, tables: {}, table: null, socket: null, hints: null,
   maxSpot: null, timer: null, finished: null, watching: null, seen: new Map(), offerChoices: {}, watched: new Set(),
   watchedShown: 0, heard: [], satOut: new Map(),  // satOut: round id -> why this player's seat sat it out
+  followed: 0,  // the latest round of this player's that this page has followed (table.js, follow)
 };
 
 export const view = () => document.getElementById("view");

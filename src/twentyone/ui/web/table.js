@@ -42,6 +42,7 @@ export async function openTable(tableId, ensureMe) {
   if (entering) {
     state.finished = null;  // a table change clears the last round and its result
     state.watching = null;
+    state.followed = 0;
     state.watched = new Set();  // shared rounds this page saw in play, and the last one shown to it as watched
     state.heard = [];  // bets and steps heard over the socket, kept until a table read has them (othersBets)
     state.watchedShown = 0;
@@ -150,7 +151,7 @@ export async function refreshTable(tableId) {
   try {
     const data = await api("GET", `/tables/${tableId}`);
     const round = data.round;
-    if (round && round.me) state.watching = round.id;
+    if (round && round.me) follow(round.id);
     // The round this player was in has left the table: it ended, so its result is shown.
     if (state.watching && (!round || round.id !== state.watching)) {
       const last = await api("GET", `/rounds/${state.watching}`).catch(() => null);
@@ -191,7 +192,14 @@ export async function refreshTable(tableId) {
   } catch (error) { showError(error); }
 }
 
+/** A round of this player's that the page follows: read until it ends, then its result is shown (refreshTable). */
+function follow(roundId) {
+  state.watching = roundId;
+  state.followed = Math.max(state.followed, roundId);
+}
+
 function finish(round) {
+  state.followed = Math.max(state.followed, round.id);
   if (state.finished && state.finished.id === round.id) return;
   localStorage.setItem(shownKey(), String(round.id));
   state.finished = round;
@@ -249,6 +257,11 @@ function connectSocket(tableId) {
       }
     }
     if (currentTableId() !== tableId || event.type === "hello") return;
+    // A private table's round of this player's that another page of theirs dealt (another tab, another device): this
+    // page follows it as its own. Before, it showed the round only if a table read found it still in play, so one
+    // dealt and settled at once (a blackjack), or played out before the read, was never shown here (found by a trial).
+    if ((event.type === "round" || event.type === "void") && event.private && state.me
+        && event.player_id === state.me.id && event.round_id > state.followed) follow(event.round_id);
     if (event.type === "bets" && othersBets(event)) return;
     if (event.type === "round" && finishedStep(event)) return;
     refreshSoon(tableId);
@@ -301,7 +314,7 @@ async function controlNow(path, body) {
     if (answer.next_shoe) state.table.next_shoe = answer.next_shoe;  // a table's first is shuffled at its first control
     if (answer.id) {
       beep();
-      state.watching = answer.id;
+      follow(answer.id);
       state.seen = new Map();
       if (ended(answer)) finish(answer);
       await refreshTable(tableId);
