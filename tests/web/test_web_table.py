@@ -817,3 +817,32 @@ def test_a_second_page_of_the_player_follows_each_round_the_first_deals(browser:
         for page in pages:
             page.context.close()
             assert not page.console_problems, page.console_problems
+
+
+def test_a_chip_picked_after_a_settled_round_starts_the_next_bet(page: Any, live_server: LiveServer) -> None:
+    """A round settles: its hands stay on the felt where the spots go, and the chips stay live. A chip picked then
+    starts the next bet, as NEW BETS does: the spots come back with the chip in hand. Before, the chip was taken with
+    nowhere to put it until NEW BETS was pressed (found by a trial). At a desktop and at 360 px."""
+    live_server.service.stacked.extend([["TS", "6H", "9D", "TC", "8C"], ["TS", "7H", "9D", "TC"]])
+    guest_at(page, live_server, "classic")
+    for size in ("desktop", "360"):
+        if size == "360":
+            page.set_viewport_size({"width": 360, "height": 780})
+        bet(page, 1, chip="100")
+        page.locator("#deal").click()
+        play_out(page)
+        expect(page.locator(".hands.mine .outcome")).to_contain_text("WIN")
+        expect(page.locator("button.circle")).to_have_count(0)
+        expect(page.locator("button.chip[data-chip='500']")).to_be_enabled()
+        page.wait_for_timeout(1000)  # the deal's motion over, for the picture
+        shot(page, f"settled-chips-live-{size}")
+        page.locator("button.chip[data-chip='500']").click()
+        expect(page.locator("button.chip[data-chip='500']")).to_have_attribute("aria-pressed", "true")
+        expect(page.locator("button.circle[data-spot='1']")).to_be_enabled()
+        expect(page.locator(".hands.mine")).to_have_count(0)
+        expect(page.locator("#result")).to_be_hidden()
+        shot(page, f"settled-chip-picked-{size}")
+        page.locator("button.circle[data-spot='1']").click()
+        expect(page.locator("#total-bet strong")).to_have_text("$5.00")
+        page.locator("#undo").click()
+        expect(page.locator("#total-bet strong")).to_have_text("$0.00")

@@ -306,7 +306,10 @@ function control(path, body) {
 async function controlNow(path, body) {
   const tableId = state.table.table.id;
   try {
-    if (path !== "chip") clearFinished();
+    // A chip picked up after a round of the player's settled starts the next bet, as NEW BETS does: their hands
+    // make way for the spots, the chip in hand. Before, the chip was taken with no spot to put it on until NEW BETS
+    // was pressed (found by a trial). A round they only watched leaves the spots drawn: its result stays.
+    if (path !== "chip" || ownFinished()) clearFinished();
     const answer = await api("POST", `/tables/${tableId}/${path}`, body);
     state.maxSpot = null;
     announce("");
@@ -328,6 +331,11 @@ async function controlNow(path, body) {
     if (error.status === 403 && state.ensureMe) await state.ensureMe().catch(() => null);
     renderTable();
   }
+}
+
+/** Whether the felt shows a finished round of the player's own hands, where the betting spots go. */
+function ownFinished() {
+  return Boolean(state.finished && state.me && state.finished.hands.some((hand) => hand.player_id === state.me.id));
 }
 
 function decide(action) {
