@@ -9,7 +9,7 @@ from typing import Any
 import httpx
 import pytest
 from playwright.sync_api import expect
-from web_helpers import LiveServer, guest_token, shot, table_page
+from web_helpers import PHONE, LiveServer, guest_token, poster, shot, table_page
 
 # No Ace and no ten-value card: no insurance, no peek, no blackjack, whatever the deal order.
 CALM_SHOE = ["5S", "6H", "7D", "8C", "2S", "3H", "4D", "5C", "6S", "7H", "8D", "2C", "3S", "4H"]
@@ -254,3 +254,43 @@ def test_one_whose_seat_sat_the_round_out_is_told_so_where_it_ends(browser: Any,
         for page, _, problems in seated:
             page.context.close()
             assert not problems, problems
+
+
+LONG_NAMES = ["Bartholomew.Fitzgerald-Wellingtn", "Maximiliana_Wolkenstein-Rodenegg"]  # 32: the longest a name may be
+
+
+def test_long_names_are_read_whole_in_the_seat_strip(browser: Any, live_server: LiveServer) -> None:
+    """Two players with names of 32 characters (the most a name may have) sit at multiplayer with the page's player:
+    each name is read whole in the seat strip, wrapped within its seat, at a desktop and at 360 px, and the page does
+    not scroll sideways. Before, a name was cut at 7rem: "Bartholomew.… Wellingtn", its middle lost (found by a
+    trial)."""
+    live_server.service.stacked.append(CALM_SHOE)
+    for name in LONG_NAMES:
+        token = httpx.post(f"{live_server.url}/auth/register", json={"name": name, "password": "correct horse"}
+                           ).json()["token"]
+        post = poster(live_server, token)
+        post("/tables/multiplayer/bets", {"spot": 1, "chip": 500})
+        post("/tables/multiplayer/deal")
+    page, _, problems = table_page(browser, live_server, "multiplayer")
+    try:
+        place(page, 100)
+        page.locator("#deal").click()
+        live_server.service.close_betting("multiplayer")
+        expect(page.locator(".others .seat.active")).to_be_visible()
+        for size, viewport in (("desktop", None), ("360", {**PHONE, "width": 360})):
+            if viewport:
+                page.set_viewport_size(viewport)
+            for name in LONG_NAMES:
+                label = page.locator(f".others .seat[data-player='{name}'] .name")
+                expect(label).to_have_text(name)
+                # Nothing of it hidden: the whole name is drawn inside its seat.
+                assert label.evaluate("e => e.scrollWidth <= e.clientWidth && e.scrollHeight <= e.clientHeight"), name
+                seat = page.locator(f".others .seat[data-player='{name}']").bounding_box()
+                box = label.bounding_box()
+                assert seat["x"] <= box["x"] and box["x"] + box["width"] <= seat["x"] + seat["width"], (name, size)
+            assert page.evaluate("document.documentElement.scrollWidth <= window.innerWidth"), size
+            page.wait_for_timeout(1000)  # the deal's motion over, for the picture
+            shot(page, f"multiplayer-long-names-{size}")
+    finally:
+        page.context.close()
+        assert not problems, problems
