@@ -846,3 +846,32 @@ def test_a_chip_picked_after_a_settled_round_starts_the_next_bet(page: Any, live
         expect(page.locator("#total-bet strong")).to_have_text("$5.00")
         page.locator("#undo").click()
         expect(page.locator("#total-bet strong")).to_have_text("$0.00")
+
+
+def test_a_busted_hand_of_the_players_says_bust_as_the_dealers_does(page: Any, live_server: LiveServer) -> None:
+    """Two hands at classic: the first draws to 26 while the second is still to be played, then the dealer busts.
+    The player's busted hand reads "26 Bust", marked as the dealer's "24 Bust" is, as soon as it busts and once
+    settled. Before, it read "26" alone (found by a trial)."""
+    live_server.service.stacked.append(["TS", "9H", "6H", "6D", "TC", "TD", "KC", "8C"])
+    guest_at(page, live_server, "classic")
+    bet(page, 1, chip="100")
+    bet(page, 2)
+    page.locator("#deal").click()
+    first, second = (page.locator(f".hands.mine .hand[data-seat='{seat}'] .total") for seat in (1, 2))
+    expect(first).to_have_text("16")
+    page.locator("button[data-action='hit']").click()
+    expect(first).to_have_text("26 Bust")
+    expect(first).to_have_class(re.compile(r"\bbust\b"))
+    expect(page.locator(".hand.active[data-seat='2']")).to_be_visible()  # the second hand is still to be played
+    page.wait_for_timeout(1000)
+    shot(page, "player-bust-mid-round-desktop")
+    page.locator("button[data-action='stand']").click()
+    expect(page.locator("#next-round")).to_be_visible()
+    expect(page.locator("#dealer-total")).to_have_text("24 Bust")
+    expect(first).to_have_text("26 Bust")
+    expect(second).to_have_text("19")
+    page.wait_for_timeout(1000)
+    shot(page, "player-bust-settled-desktop")
+    page.set_viewport_size({"width": 360, "height": 780})
+    expect(first).to_have_text("26 Bust")
+    shot(page, "player-bust-settled-360")

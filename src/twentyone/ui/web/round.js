@@ -89,7 +89,7 @@ export function myHands(round, decisionNode) {
         "data-seat": hand.seat, "data-hand": hand.hand },
       el("div", { class: "owner" }, label),
       cards(round, `${hand.seat}.${hand.hand}`, hand.cards),
-      el("div", { class: "total" }, handTotal(hand)),
+      el("div", { class: totalClass(hand) }, handTotal(hand)),
       el("div", { class: "bet-circle" },
         el("div", { class: "stacks" },
           chipStack(hand.stake, table.chips, table.currency, finished && won < 0 ? (settle ? "collected" : "gone") : ""),
@@ -103,12 +103,16 @@ export function myHands(round, decisionNode) {
 }
 
 // A hand's total as the table reads it: a blackjack is named as soon as it is dealt, the player's own and the others'
-// alike (the others' read "21" until the round settled); a hand no longer played (stood, settled) has one total.
+// alike (the others' read "21" until the round settled); a hand no longer played (stood, settled) has one total; a
+// bust is named as the dealer's is, "26 Bust", as soon as it busts (before, the player's read "26" alone: a trial).
 function handTotal(hand) {
   return hand.status === "blackjack" || hand.outcome === "blackjack" ? "Blackjack"
-    : totalText(hand.total, hand.soft, hand.cards.length,
-      Boolean(hand.outcome) || Boolean(hand.status && hand.status !== "playing"));
+    : hand.total > 21 ? `${hand.total} Bust`
+      : totalText(hand.total, hand.soft, hand.cards.length,
+        Boolean(hand.outcome) || Boolean(hand.status && hand.status !== "playing"));
 }
+
+const totalClass = (hand) => `total${hand.total > 21 ? " bust" : ""}`;
 
 /**
  * The other players at a shared table: a compact strip of seats, each with its bet and, once dealt,
@@ -132,7 +136,7 @@ export function othersStrip(round) {
       el("div", { class: "seat-bet" }, chipStack(total, table.chips, table.currency, "mini"), money(total, table.currency)),
       ...hands.map((hand) => el("div", { class: "mini-hand" },
         cards(round, `${hand.seat}.${hand.hand}`, hand.cards),
-        el("span", { class: "total" }, handTotal(hand)),
+        el("span", { class: totalClass(hand) }, handTotal(hand)),
         hand.outcome ? el("span", { class: `outcome ${hand.outcome}` }, OUTCOMES[hand.outcome] || hand.outcome) : null)),
       turn ? el("div", { class: "turn" }, "deciding…") : null);
   }));
