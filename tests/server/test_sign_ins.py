@@ -18,7 +18,13 @@ from server_helpers import OPERATOR, Client, Clock, new_guest, new_player
 from sqlalchemy import delete
 from starlette.websockets import WebSocketDisconnect
 
-from twentyone.server.accounts import FAILURE_WINDOW, FAILURES_PER_ADDRESS, FAILURES_PER_NAME, session_id
+from twentyone.server import accounts
+from twentyone.server.accounts import (
+    FAILURE_WINDOW,
+    FAILURES_PER_ADDRESS,
+    FAILURES_PER_NAME_FROM_ADDRESS,
+    session_id,
+)
 from twentyone.server.app import create_app
 from twentyone.server.config import Settings
 from twentyone.server.context import Busy
@@ -162,30 +168,60 @@ def hashing_with(service: GameService, monkeypatch: pytest.MonkeyPatch, before: 
     monkeypatch.setattr(service.accounts, "hasher", Watched())
 
 
-def test_wrong_passwords_past_the_limit_refuse_the_name_before_any_hash_until_the_window_passes(
+def test_wrong_passwords_past_the_limit_refuse_the_name_from_their_address_before_any_hash_until_the_window_passes(
         http: TestClient, service: GameService, clock: Clock, monkeypatch: pytest.MonkeyPatch) -> None:
     new_player(http, "ann")
     new_player(http, "bob")
     checked = counted_hashes(service, monkeypatch)
-    assert [login(http, "ann", f"guess {n}").status_code for n in range(FAILURES_PER_NAME)] == [401] * 10
-    assert len(checked) == FAILURES_PER_NAME
+    limit = FAILURES_PER_NAME_FROM_ADDRESS
+    assert [login(http, "ann", f"guess {n}").status_code for n in range(limit)] == [401] * limit
+    assert len(checked) == limit
     for name in ("ann", "ANN"):  # the right password too, in any case of the name: no hash is tried
         refused = login(http, name)
         assert refused.status_code == 429, refused.json()
-        assert refused.json()["detail"] == "Too many wrong passwords for this name: try again in 15 minutes."
+        assert refused.json()["detail"] == ("Too many wrong passwords for this name from this address: try again in "
+                                            "15 minutes.")
         assert refused.headers["Retry-After"] == "900"
-    assert len(checked) == FAILURES_PER_NAME
+    assert len(checked) == limit
     assert login(http, "bob").status_code == 200  # another name from the same address is not refused
+    # Nor is the name from elsewhere: before, ten guesses from anywhere locked its player out everywhere (found by
+    # a trial of an attacker).
+    with TestClient(http.app, client=("203.0.113.9", 50000)) as elsewhere:
+        assert login(elsewhere, "ann").status_code == 200
     clock.advance(FAILURE_WINDOW.total_seconds())
     assert login(http, "ann").status_code == 200
     with service.db.sessions() as session:
-        assert session.query(SignInFailure).count() == 0  # a good sign-in clears the name's; none is left
+        assert session.query(SignInFailure).count() == 0  # a good sign-in clears the name's from its address
+
+
+def test_wrong_passwords_for_a_name_from_many_addresses_past_its_limit_refuse_it_everywhere(
+        http: TestClient, service: GameService, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Guesses spread over addresses are bounded too; a good sign-in clears only its own address's failures, so
+    the player's own sign-ins do not free a guesser elsewhere."""
+    monkeypatch.setattr(accounts, "FAILURES_PER_NAME", 2 * FAILURES_PER_NAME_FROM_ADDRESS - 1)
+    new_player(http, "ann")
+    addresses = [TestClient(http.app, client=(f"203.0.113.{n}", 50000)) for n in (1, 2, 3)]
+    first, second, third = (client.__enter__() for client in addresses)
+    try:
+        assert login(first, "ann", "guess").status_code == 401
+        assert login(second, "ann").status_code == 200  # clears nothing of the first address's
+        assert [login(first, "ann", "guess").status_code for _ in range(FAILURES_PER_NAME_FROM_ADDRESS - 1)] \
+            == [401] * (FAILURES_PER_NAME_FROM_ADDRESS - 1)
+        assert [login(second, "ann", "guess").status_code for _ in range(FAILURES_PER_NAME_FROM_ADDRESS - 1)] \
+            == [401] * (FAILURES_PER_NAME_FROM_ADDRESS - 1)
+        refused = login(third, "ann")
+        assert refused.status_code == 429, refused.json()
+        assert refused.json()["detail"] == "Too many wrong passwords for this name: try again in 15 minutes."
+    finally:
+        for client in addresses:
+            client.__exit__(None, None, None)
 
 
 def test_a_good_sign_in_clears_its_names_failures(http: TestClient) -> None:
     new_player(http, "ann")
     for _ in range(2):
-        assert [login(http, "ann", "guess").status_code for _ in range(FAILURES_PER_NAME - 1)] == [401] * 9
+        assert [login(http, "ann", "guess").status_code for _ in range(FAILURES_PER_NAME_FROM_ADDRESS - 1)] \
+            == [401] * (FAILURES_PER_NAME_FROM_ADDRESS - 1)
         assert login(http, "ann").status_code == 200
 
 

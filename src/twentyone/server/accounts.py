@@ -77,9 +77,15 @@ def admit_guest(session: Session, address: str, per_minute: int, now: datetime) 
 
 NEW_ACCOUNTS_REFUSED = "Too many new accounts from this address: try again in a minute."
 FAILURE_WINDOW = timedelta(minutes=15)  # how long a wrong password counts against its name and its address
-FAILURES_PER_NAME = 10  # wrong passwords for one name in the window: past them, no sign-in to it is tried
-FAILURES_PER_ADDRESS = 50  # wrong passwords from one address in the window, whatever the names
-_FAILURES_OF_NAME = (select(func.count()).select_from(SignInFailure)
+# Wrong passwords in the window past which no sign-in is tried: for one name from one address; for one name from
+# every address (guesses spread over many addresses); from one address, whatever the names. A name's own limit is
+# per address so that one who guesses it from one address cannot lock its player out everywhere: before, ten
+# guesses every 15 minutes from anywhere kept a player from signing in at all (found by a trial of an attacker).
+FAILURES_PER_NAME_FROM_ADDRESS = 10
+FAILURES_PER_NAME = 100
+FAILURES_PER_ADDRESS = 50
+_FAILURES_OF_NAME = (select(func.count(), func.count().filter(SignInFailure.address == bindparam("address")))
+                     .select_from(SignInFailure)
                      .where(SignInFailure.name == bindparam("name"), SignInFailure.failed_at > bindparam("cutoff")))
 _FAILURES_FROM = (select(func.count()).select_from(SignInFailure)
                   .where(SignInFailure.address == bindparam("address"), SignInFailure.failed_at > bindparam("cutoff")))
@@ -92,12 +98,25 @@ def refuse_guessing(session: Session, name: str, address: str, now: datetime) ->
     password is hashed, so guessing costs the server a read, not a hash (:func:`count_failure`)."""
     cutoff = now - FAILURE_WINDOW
     minutes = f"{FAILURE_WINDOW.seconds // 60} minutes"
-    if (session.scalar(_FAILURES_OF_NAME, {"name": name.lower(), "cutoff": cutoff}) or 0) >= FAILURES_PER_NAME:
-        raise ServiceError(429, f"Too many wrong passwords for this name: try again in {minutes}.",
-                           {"Retry-After": str(FAILURE_WINDOW.seconds)})
+    wait = {"Retry-After": str(FAILURE_WINDOW.seconds)}
+    of_name, of_name_here = session.execute(_FAILURES_OF_NAME, {"name": failure_name(name), "address": address,
+                                                                "cutoff": cutoff}).one()
+    if of_name_here >= FAILURES_PER_NAME_FROM_ADDRESS:
+        raise ServiceError(429, f"Too many wrong passwords for this name from this address: try again in {minutes}.",
+                           wait)
+    if of_name >= FAILURES_PER_NAME:
+        raise ServiceError(429, f"Too many wrong passwords for this name: try again in {minutes}.", wait)
     if (session.scalar(_FAILURES_FROM, {"address": address, "cutoff": cutoff}) or 0) >= FAILURES_PER_ADDRESS:
-        raise ServiceError(429, f"Too many wrong passwords from this address: try again in {minutes}.",
-                           {"Retry-After": str(FAILURE_WINDOW.seconds)})
+        raise ServiceError(429, f"Too many wrong passwords from this address: try again in {minutes}.", wait)
+
+
+def failure_name(name: str) -> str:
+    """A name as its wrong passwords are counted: in any case, cut to the column's width.
+
+    >>> failure_name("Ann"), len(failure_name("x" * 100))
+    ('ann', 64)
+    """
+    return name.lower()[:64]
 
 
 def count_failure(session: Session, name: str, address: str, now: datetime) -> None:
@@ -105,7 +124,7 @@ def count_failure(session: Session, name: str, address: str, now: datetime) -> N
     window go (a hundred at a time, none another transaction holds)."""
     session.execute(delete(SignInFailure).where(SignInFailure.id.in_(_EXPIRED_FAILURES.scalar_subquery()))
                     .execution_options(synchronize_session=False), {"cutoff": now - FAILURE_WINDOW})
-    session.add(SignInFailure(name=name.lower()[:64], address=address[:64], failed_at=now))
+    session.add(SignInFailure(name=failure_name(name), address=address[:64], failed_at=now))
 
 
 class Accounts:
@@ -197,7 +216,10 @@ class Accounts:
             raise ServiceError(401, "The name or password is wrong.") from None
         check_exclusion(player.limits, self.clock())
         with self.store.write() as session:
-            session.execute(delete(SignInFailure).where(SignInFailure.name == name.lower()))  # a good one clears them
+            # A good one clears its name's failures from its address: not others', or each sign-in of the player's
+            # would free a guesser elsewhere to try ten more.
+            session.execute(delete(SignInFailure).where(SignInFailure.name == failure_name(name),
+                                                        SignInFailure.address == address))
             row = session.get(Player, player.id)
             assert row is not None
             token = self._issue_token(session, row)
