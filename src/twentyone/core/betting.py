@@ -140,34 +140,57 @@ class BetSlip:
         self.bets = doubled
 
     def rebet(self, previous: Mapping[tuple[int, str], int]) -> None:
-        """REBET: repeat the previous round's bets (when the balance still covers them)."""
+        """REBET: repeat the previous round's bets (when the balance still covers them and the table still takes
+        them: its spots and limits may have changed since)."""
         if not previous:
             raise BetSlipError("There is no previous round to repeat.")
         if sum(previous.values()) > self.balance:
             raise BetSlipError("The balance does not cover the previous round's bets.")
+        for (spot, bet_type), amount in sorted(previous.items()):
+            self._check_fits(previous, spot, bet_type, amount)
         self._remember()
         self.bets = dict(previous)
 
     def hand_bets(self) -> list[HandBet]:
-        """The bets ready for the deal, spot by spot; below-minimum bets are refused."""
+        """The bets ready for the deal, spot by spot: every bet on the slip, each checked against the table as it is
+        now (its spots and limits may have changed since the bet was placed), so that the hands dealt stake exactly
+        :attr:`total`. Before, a spot past the table's hands was charged and never dealt (found by a trial of an
+        operator who lowered a table's hands).
+
+        >>> slip = BetSlip(BetLimits({"main": (100, 5000)}), chips=(100,), balance=10000, spots=1)
+        >>> slip.bets = {(1, "main"): 300, (2, "main"): 300}  # kept from a table that had two spots
+        >>> slip.hand_bets()
+        Traceback (most recent call last):
+        ...
+        twentyone.core.betting.BetSlipError: Spot 2 does not exist at this table; spots are 1 to 1: clear the bet.
+        """
+        for (spot, bet_type), amount in sorted(self.bets.items()):
+            self._check_fits(self.bets, spot, bet_type, amount)
         result = []
         for spot in range(1, self.spots + 1):
             if (spot, MAIN) not in self.bets:
                 continue
-            sides = {}
-            for (bet_spot, bet_type), amount in self.bets.items():
-                if bet_spot != spot:
-                    continue
-                low, _ = self.limits.of(bet_type)
-                if amount < low:
-                    raise BetSlipError(f"The {bet_type} bet on spot {spot} is below the minimum of {{minimum}}.",
-                                       minimum=low)
-                if bet_type != MAIN:
-                    sides[bet_type] = amount
+            sides = {bet_type: amount for (bet_spot, bet_type), amount in self.bets.items()
+                     if bet_spot == spot and bet_type != MAIN}
             result.append(HandBet(self.bets[(spot, MAIN)], sides))
         if not result:
             raise BetSlipError("Place a main bet before dealing.")
         return result
+
+    def _check_fits(self, bets: Mapping[tuple[int, str], int], spot: int, bet_type: str, amount: int) -> None:
+        """Refuse a bet of ``bets`` the table does not take as it is now: its spot, its type, its limits, a side bet
+        with no main bet on its hand."""
+        if not 1 <= spot <= self.spots:
+            raise BetSlipError(f"Spot {spot} does not exist at this table; spots are 1 to {self.spots}: clear the bet.")
+        if bet_type != MAIN and bet_type not in self.side_bet_names:
+            raise BetSlipError(f"This game has no side bet {bet_type!r}: clear the bet.")
+        if bet_type != MAIN and (spot, MAIN) not in bets:
+            raise BetSlipError("A side bet needs a main bet on the same hand first.")
+        low, high = self.limits.of(bet_type)
+        if amount < low:
+            raise BetSlipError(f"The {bet_type} bet on spot {spot} is below the minimum of {{minimum}}.", minimum=low)
+        if amount > high:
+            raise BetSlipError(f"The {bet_type} bet on spot {spot} is above the maximum of {{maximum}}.", maximum=high)
 
     def _remember(self) -> None:
         self._history.append(dict(self.bets))
