@@ -259,3 +259,29 @@ def test_round_numbers_taken_ahead_are_never_given_again_after_0011(database_url
                 assert connection.execute(text("PRAGMA foreign_key_check")).all() == []
                 indexes = {row[1] for row in connection.execute(text("PRAGMA index_list('rounds')"))}
                 assert {"ix_rounds_table_status_id", "ix_rounds_status_settled_at", "ix_rounds_status"} <= indexes
+
+
+def test_rounds_before_0013_get_the_currency_their_money_moved_in_else_their_tables(database_url: str) -> None:
+    """A round had no currency of its own and was read in its table's as configured now (a table whose currency
+    changed paid its dollar stakes in euros). The upgrade gives each the currency of its ledger rows, else of its
+    calls to an operator's wallet, else its table's as configured then (shipped or the operator's)."""
+    with at_revision(database_url, "0012", "classic") as engine:
+        with engine.begin() as connection:
+            connection.execute(text("INSERT INTO table_configs (id, spec, created_at) VALUES ('swiss', :spec, "
+                                    "CURRENT_TIMESTAMP)"), {"spec": '{"variant": "classic", "currency": "CHF"}'})
+            for round_id, table_id in ((1, "classic"), (2, "classic"), (3, "classic"), (4, "swiss"), (5, "gone")):
+                connection.execute(text(
+                    "INSERT INTO rounds (id, table_id, variant, status, shoe_id, shoe_start, actions, version, "
+                    "created_at) VALUES (:id, :table_id, 'classic', 'settled', 1, 0, '[]', 0, CURRENT_TIMESTAMP)"),
+                    {"id": round_id, "table_id": table_id})
+            connection.execute(text("INSERT INTO accounts (id, owner, currency, version, balance) "
+                                    "VALUES (1, 'player:1', 'EUR', 0, 0)"))
+            connection.execute(text("INSERT INTO ledger (transfer_id, account_id, amount, kind, round_id, created_at) "
+                                    "VALUES ('t1', 1, -500, 'stake', 1, CURRENT_TIMESTAMP)"))
+            connection.execute(text("INSERT INTO wallet_calls (tx_id, player_id, currency, kind, amount, round_id, "
+                                    "status, attempts, created_at) VALUES ('w1', 1, 'GBP', 'debit', 500, 2, 'done', "
+                                    "1, CURRENT_TIMESTAMP)"))
+        db.migrate(database_url)
+        with engine.connect() as connection:
+            currencies = dict(connection.execute(text("SELECT id, currency FROM rounds ORDER BY id")).all())
+        assert currencies == {1: "EUR", 2: "GBP", 3: "USD", 4: "CHF", 5: None}

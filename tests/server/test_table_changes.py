@@ -79,3 +79,83 @@ def test_a_held_slip_past_the_tables_spots_or_maximum_now_is_refused_at_the_deal
     held.bet("classic", 500)
     dealt = held.post("/tables/classic/deal").json()
     assert len(dealt["hands"]) == 1 and dealt["me"]["staked"] == 500
+
+
+def played_out(player: Client, round_id: int) -> dict[str, Any]:
+    """Stand on every hand of the player's round until it settles: its view."""
+    view = player.get(f"/rounds/{round_id}").json()
+    while view["status"] == "playing":
+        view = player.act(round_id, "stand").json()
+    return view
+
+
+def test_a_round_keeps_the_currency_it_was_staked_in_when_its_tables_currency_changes(
+        http: TestClient, restart: Restart, service: Any) -> None:
+    """Staked in dollars, settled, shown and reported in dollars; the table's next rounds in euros."""
+    ann = new_player(http, "ann")
+    service.stacked.append(["TS", "6H", "9D", "TC", "8C"])  # 19 stands against 6 + 10, and the dealer busts
+    ann.bet("classic", 10000)
+    round_id = ann.post("/tables/classic/deal").json()["id"]
+    finished = new_player(http, "bob")
+    finished.bet("classic", 500)
+    done = played_out(finished, finished.post("/tables/classic/deal").json()["id"])
+    before = {currency: ann.balance(currency) for currency in ("USD", "EUR")}
+    client, service = restart(classic={"currency": "EUR"})
+    ann, operator = again(client, ann), Client(client, service.settings.operator_token, "operator")
+    assert ann.get(f"/rounds/{round_id}").json()["currency"] == "USD"
+    assert ann.get("/tables/classic").json()["round"]["currency"] == "USD"
+    view = played_out(ann, round_id)
+    assert view["currency"] == "USD" and view["status"] == "settled" and view["me"]["returned"] == 20000
+    # Before, a win of this round was paid in euros, its stake having been taken in dollars.
+    assert ann.balance("EUR") == before["EUR"]
+    assert ann.balance("USD") == before["USD"] + view["me"]["returned"]
+    assert [entry["currency"] for entry in ann.get("/me/history").json()["rounds"]] == ["USD"]
+    ann.bet("classic", 500)
+    euros = played_out(ann, ann.post("/tables/classic/deal").json()["id"])
+    assert euros["currency"] == "EUR" and ann.balance("EUR") == before["EUR"] - 500 + euros["me"]["returned"]
+    report = operator.get("/admin/report").json()
+    usd, eur = report["tables"]["classic/USD"], report["tables"]["classic/EUR"]
+    assert (usd["table_id"], usd["currency"], usd["rounds"]) == ("classic", "USD", 2)
+    assert usd["staked"] == 10000 + done["me"]["staked"]
+    assert (eur["currency"], eur["rounds"], eur["staked"]) == ("EUR", 1, 500)
+    assert report["totals"]["USD"]["staked"] == usd["staked"] and report["totals"]["EUR"]["staked"] == 500
+
+
+def test_a_round_at_a_table_taken_out_of_the_configuration_is_played_out_and_still_read(
+        http: TestClient, restart: Restart, service: Any, clock: Clock) -> None:
+    """Its player can read it and their history, finish it, or let the timer stand; a round still taking bets
+    there is voided with nothing staked."""
+    from server_helpers import joined_shared_round
+
+    ann, bob, cat = (new_player(http, name) for name in ("ann", "bob", "cat"))
+    service.stacked.extend([["TS", "6H", "9D", "TC", "8C"]] * 2)  # 19 against 6 + 10: each wins
+    for player in (ann, bob):
+        player.bet("classic-premium", 500)
+    ann_round = ann.post("/tables/classic-premium/deal").json()["id"]
+    bob_round = bob.post("/tables/classic-premium/deal").json()["id"]
+    joined_shared_round(service, clock, [cat], "multiplayer")
+    balances = [player.balance() for player in (ann, bob, cat)]
+    client, service = restart(**{"classic-premium": None, "multiplayer": None})
+    ann, bob, cat = (again(client, player) for player in (ann, bob, cat))
+    history = ann.get("/me/history")
+    assert history.status_code == 200, history.json()  # before, a 404 for every page
+    assert [(entry["table_id"], entry["currency"]) for entry in history.json()["rounds"]] \
+        == [("classic-premium", "USD")]
+    view = played_out(ann, ann_round)
+    assert view["status"] == "settled" and view["me"]["returned"] == 1000 and ann.balance() == balances[0] + 1000
+    clock.advance(20 * 60 + 1)  # the game's decision time: the timer stands for bob
+    service.tick()
+    view = bob.get(f"/rounds/{bob_round}").json()
+    assert view["status"] == "settled" and view["me"]["timed_out"] and view["me"]["returned"] == 1000
+    assert bob.balance() == balances[1] + 1000
+    clock.advance(60)  # the forming round's window has long closed
+    service.tick()
+    assert cat.balance() == balances[2]
+    with service.db.sessions() as session:
+        from sqlalchemy import select
+
+        from twentyone.server.models import Round
+        statuses = session.execute(select(Round.table_id, Round.status, Round.void_reason)
+                                   .where(Round.table_id == "multiplayer")).all()
+    assert [(row.status, row.void_reason) for row in statuses] == [
+        ("void", "The table was closed before this round was dealt: nothing was staked.")]

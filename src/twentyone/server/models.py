@@ -115,6 +115,9 @@ class Round(Base):
     id: Mapped[int] = mapped_column(Integer, primary_key=True)
     table_id: Mapped[str] = mapped_column(String(64))
     variant: Mapped[str] = mapped_column(String(32))
+    # The currency its stakes are taken and paid in, whatever its table's configuration says later (migration 0013;
+    # None only for a round from before it that held no money, at a table configured nowhere then).
+    currency: Mapped[str | None] = mapped_column(String(3), nullable=True)
     status: Mapped[str] = mapped_column(String(16), index=True)  # betting, playing, settled, void
     shoe_id: Mapped[int] = mapped_column(ForeignKey("shoes.id"))
     shoe_start: Mapped[int] = mapped_column(Integer)

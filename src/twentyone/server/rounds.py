@@ -170,7 +170,8 @@ def new_round(table: TableSpec, shoe: ShoeRow, now: datetime, betting_closes_at:
     'betting'
     """
     playing = betting_closes_at is None
-    return Round(id=round_id, table_id=table.id, variant=table.variant, status="playing" if playing else "betting",
+    return Round(id=round_id, table_id=table.id, variant=table.variant, currency=table.currency,
+                 status="playing" if playing else "betting",
                  shoe_id=shoe.id, shoe_start=shoe.position, actions=[], version=0, created_at=now,
                  decision_since=now if playing else None, betting_closes_at=betting_closes_at, void_reason=None,
                  lockstep=True, settled_at=None)
@@ -433,7 +434,7 @@ class Rounds:
         def view(session: Session) -> dict[str, Any]:
             round_row = session.get(Round, round_id)
             assert round_row is not None
-            return round_json_held(session, round_row, self.tables.get(round_row.table_id), caller.id, self.live)
+            return round_json_held(session, round_row, self.tables.of_round(round_row), caller.id, self.live)
 
         return self.store.read_anew(view)
 
@@ -518,6 +519,7 @@ class Rounds:
                     self.store.answer(session, close_answer(None))
                     return None
                 round_id = round_row.id
+                table = self.tables.of_round(round_row)  # its stakes in the currency it formed in
                 dealt: list[RoundSeat] = []
                 seats = session.scalars(select(RoundSeat).where(RoundSeat.round_id == round_row.id)
                                         .order_by(RoundSeat.position)).all()
@@ -626,7 +628,7 @@ class Rounds:
                         round_row, own = _round_and_seat_records(session, round_id, caller.id)
                     if round_row is None or (not caller.is_operator and own is None):
                         raise ServiceError(404, f"There is no round {round_id} of yours.")
-                    table = self.tables.get(round_row.table_id)
+                    table = self.tables.of_round(round_row)
                     if round_row.status != "playing":
                         raise ServiceError(409, f"Round {round_id} is {round_row.status}: no decision is pending.",
                                            legal_actions=[])
@@ -743,7 +745,7 @@ class Rounds:
                 round_row, seat = _round_and_seat_records(session, round_id, caller.id)
                 if round_row is None or seat is None or round_row.status != "playing":
                     return None
-                table = self.tables.get(round_row.table_id)
+                table = self.tables.of_round(round_row)
                 engine = self.live.engine(session, round_row)
                 decision = engine.decision(str(caller.id))
                 if decision is None:
@@ -823,14 +825,15 @@ class Rounds:
 
     def _balance_ahead(self, caller: Caller, round_id: int, action: str) -> AbstractContextManager[None]:
         """A decision that may cost (a double, a split, insurance) checks the player's balance: an operator's wallet is
-        asked before the transaction (:meth:`Wallet.balance_known`), for the currency of the round's table."""
+        asked before the transaction (:meth:`Wallet.balance_known`), in the round's currency."""
         if self.wallet.keeps_balances or caller.is_operator or action not in COSTLY_ACTIONS:
             return nullcontext()
         with self.store.read() as session:
-            table_id = session.scalar(select(Round.table_id).where(Round.id == round_id))
-        if table_id is None:
+            round_row = session.execute(select(ROUNDS.c.table_id, ROUNDS.c.variant, ROUNDS.c.currency)
+                                        .where(ROUNDS.c.id == round_id)).first()
+        if round_row is None:
             return nullcontext()  # no such round: the decision says so
-        return self.wallet.balance_known(caller.id, self.tables.get(table_id).currency)
+        return self.wallet.balance_known(caller.id, self.tables.of_round(round_row).currency)
 
     def _afford(self, session: Session, table: TableSpec, seat: RoundSeat, action: str, cost: int, legal: list[str],
                 source: str, check_balance: bool = True) -> None:
@@ -852,7 +855,8 @@ class Rounds:
         :data:`ASK_PASSES`; those that join after are asked for in the close's transaction."""
         for _ in range(ASK_PASSES):
             with self.store.read() as session:
-                forming = session.execute(select(ROUNDS.c.id, ROUNDS.c.betting_closes_at)
+                forming = session.execute(select(ROUNDS.c.id, ROUNDS.c.betting_closes_at, ROUNDS.c.table_id,
+                                                 ROUNDS.c.variant, ROUNDS.c.currency)
                                           .where(ROUNDS.c.table_id == table.id, ROUNDS.c.status == "betting")).first()
                 closes = aware(forming.betting_closes_at) if forming is not None else None
                 if forming is None or (due is not None and closes is not None and closes > due) or (
@@ -864,7 +868,7 @@ class Rounds:
             new = [seat for seat in seats if seat.id not in asked.seats]
             if not new:
                 return
-            self._ask_for(table, asked, new)
+            self._ask_for(self.tables.of_round(forming), asked, new)  # in the forming round's currency
 
     def _ask_for(self, table: TableSpec, asked: AskedSeats, seats: Sequence[Row[Any, Any, Any, Any]]) -> None:
         """Each seat's balance, then a debit of those it covers, several at once: added to ``asked``."""
@@ -1030,7 +1034,7 @@ class Rounds:
                 round_row = session.scalars(ROUND_FOR_UPDATE, {"round_id": round_id}).first()
                 if round_row is None or round_row.status in ("settled", "void"):
                     return
-                table = self.tables.get(round_row.table_id)
+                table = self.tables.of_round(round_row)
                 seats = session.scalars(select(RoundSeat).where(RoundSeat.round_id == round_id)).all()
                 players = [seat.player_id for seat in seats]
                 self.wallet.pay(session, table.currency, {seat.player_id: seat.staked for seat in seats}, "void",

@@ -45,6 +45,7 @@ from twentyone.server.wallet import LedgerWallet, OperatorLedgerWallet, Operator
 # Why a player's undealt bets were returned when they connected again (the disconnection policy of the sheets).
 RETURNED_ON_RECONNECTION = "You connected again before they were dealt."
 RETURNED_ON_SIGN_OUT = "You signed out before they were dealt."
+TABLE_CLOSED = "The table was closed before this round was dealt: nothing was staked."
 
 log = logging.getLogger("twentyone.server")
 
@@ -72,7 +73,7 @@ class GameService:
         self.rounds.deliver_outbox = lambda: self._deliver_outbox()  # late-bound: tests stop delivery here
         self.rounds.ownership = lambda: self.ownership
         self.slips = Slips(self.rounds)
-        self.views = Views(self.store, self.live, self.registry.get, clock)
+        self.views = Views(self.store, self.live, self.registry, clock)
         # The façade's verbs: each belongs to one part.
         self.register, self.guest = self.accounts.register, self.accounts.guest
         self.authenticate = self.accounts.authenticate
@@ -226,9 +227,10 @@ class GameService:
         done = {"dealt": 0, "auto": 0, "delivered": 0}
         with self.store.read() as session:
             behind = self.registry.behind(session)
-            betting = session.execute(select(Round.table_id, Round.betting_closes_at)
+            betting = session.execute(select(Round.id, Round.table_id, Round.betting_closes_at)
                                       .where(Round.status == "betting")).all()
-            playing = session.execute(select(Round.id, Round.table_id, Round.decision_since, Round.version)
+            playing = session.execute(select(Round.id, Round.table_id, Round.decision_since, Round.version,
+                                             Round.variant, Round.currency)
                                       .where(Round.status == "playing")).all()
         if behind:
             self.reload_tables()
@@ -237,18 +239,24 @@ class GameService:
         if not self.wallet.keeps_balances:
             wanted.add(OUTBOX)
         owned = self.ownership.owned(wanted)
-        for table_id, closes in betting:
+        for round_id, table_id, closes in betting:
             closes = aware(closes)
-            if (closes is not None and closes <= now and table_timers(table_id) in owned
-                    and self.rounds.close_betting(table_id, due=now) is not None):
-                done["dealt"] += 1
-        for round_id, table_id, since, version in playing:
-            table = tables.get(table_id)
-            since = aware(since)
-            if (table is None or since is None or now - since < timedelta(seconds=table.decision_timeout)
-                    or table_timers(table_id) not in owned):
+            if closes is None or closes > now or table_timers(table_id) not in owned:
                 continue
-            done["auto"] += self.rounds.auto_decide(round_id, version)
+            if table_id not in tables:  # the table was taken out of the configuration: nothing was staked yet
+                self.rounds.void(round_id, TABLE_CLOSED)
+            elif self.rounds.close_betting(table_id, due=now) is not None:
+                done["dealt"] += 1
+        for row in playing:
+            # A round dealt at a table since taken out of the configuration is played out as dealt, at its game's
+            # pace (TableRegistry.of_round). Before, no timer reached it and its stakes stayed out for good (found
+            # by a trial of an operator).
+            table = tables.get(row.table_id) or self.registry.of_round(row)
+            since = aware(row.decision_since)
+            if (since is None or now - since < timedelta(seconds=table.decision_timeout)
+                    or table_timers(row.table_id) not in owned):
+                continue
+            done["auto"] += self.rounds.auto_decide(row.id, row.version)
         if OUTBOX in owned:
             done["delivered"] = self._deliver_outbox(recover=True)
         elif self.wallet.owes():  # rollbacks owed here, or in a dead process's journal here: written, for the owner

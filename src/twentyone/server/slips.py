@@ -75,7 +75,8 @@ class Slips:
         current = current_round(session, table, caller.id)
         view = None
         if current is not None:
-            view = without_new_stakes(round_json_held(session, current, table, caller.id, self.rounds.live), caller,
+            view = without_new_stakes(round_json_held(session, current, self.rounds.tables.of_round(current), caller.id,
+                                                      self.rounds.live), caller,
                                       self.rounds.clock())
         watching = table.shared and (view is None or (view["status"] == "betting" and "me" not in view))
         return {"table": table_json(table), "balance": balance,

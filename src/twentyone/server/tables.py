@@ -11,7 +11,7 @@ from __future__ import annotations
 import secrets
 import threading
 from collections.abc import Callable
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from datetime import datetime
 from functools import cache
 from typing import Any
@@ -34,6 +34,7 @@ from twentyone.server.config import (
     TableSpec,
     require_held_currency,
     require_playable,
+    retired_table,
     shipped_tables,
     table_from_mapping,
     with_game_timers,
@@ -94,6 +95,17 @@ class TableRegistry:
         if table is None:
             raise ServiceError(404, f"There is no table {table_id!r}.")
         return table
+
+    def of_round(self, round_row: Any) -> TableSpec:
+        """The table a round was played at, as the round reads it: as configured now, in the currency the round's
+        stakes were taken in (a table's currency may have changed since: migration 0013); a table configured
+        nowhere now, as :func:`retired_table` stands in for it. Before, a round read its table's currency as it is
+        now, and a round at a removed table could be neither read nor ended (found by a trial of an operator)."""
+        table = self.all().get(round_row.table_id) or self._load().get(round_row.table_id)
+        if table is None:
+            return retired_table(round_row.table_id, round_row.variant, round_row.currency)
+        currency = round_row.currency or table.currency
+        return table if currency == table.currency else replace(table, currency=currency)
 
     def create(self, caller: Caller, table_id: str, spec: dict[str, Any]) -> dict[str, Any]:
         import re

@@ -32,7 +32,7 @@ from twentyone.server.live import FINISHED, LiveRounds, round_actions
 from twentyone.server.models import PLAYERS, ROUND_SEATS, Round, RoundSeat, WalletCall
 from twentyone.server.models import Shoe as ShoeRow
 from twentyone.server.store import Store
-from twentyone.server.tables import bets_total, commitment_of, revealed_of
+from twentyone.server.tables import TableRegistry, bets_total, commitment_of, revealed_of
 
 OTHERS_SHOWN = 48  # other players' seats and hands sent in full; past that, counts (power seats hundreds)
 
@@ -248,11 +248,10 @@ def without_new_stakes(view: dict[str, Any], caller: Caller, now: datetime) -> d
 
 
 class Views:
-    def __init__(self, store: Store, live: LiveRounds, table: Callable[[str], TableSpec],
-                 clock: Callable[[], datetime]) -> None:
+    def __init__(self, store: Store, live: LiveRounds, tables: TableRegistry, clock: Callable[[], datetime]) -> None:
         self.store = store
         self.live = live
-        self.table = table
+        self.tables = tables
         self.clock = clock
 
     @contextmanager
@@ -266,7 +265,7 @@ class Views:
 
     def _round_json(self, session: Session, round_row: Round, player_id: int) -> dict[str, Any]:
         """:func:`round_json`, with the round held only while its engine is fetched and read."""
-        return round_json_held(session, round_row, self.table(round_row.table_id), player_id, self.live)
+        return round_json_held(session, round_row, self.tables.of_round(round_row), player_id, self.live)
 
     def _mine(self, session: Session, caller: Caller, round_id: int) -> Round:
         """The round, if the caller sits in it (the operator reads every round); else 404 either way."""
@@ -313,7 +312,7 @@ class Views:
         seat = seat_of(session, round_row.id, player_id)
         assert seat is not None
         return {"id": round_row.id, "table_id": round_row.table_id, "variant": round_row.variant,
-                "status": round_row.status, "created_at": iso(round_row.created_at),
+                "currency": view["currency"], "status": round_row.status, "created_at": iso(round_row.created_at),
                 "settled_at": iso(round_row.settled_at), "bets": seat.bets, "dealer": view["dealer"],
                 "hands": [hand for hand in view["hands"] if hand["player_id"] == player_id],
                 "decisions": [a["action"] for a in round_actions(session, round_row.id) if a["player"] == player_id],
@@ -391,7 +390,7 @@ class Views:
         return {table_id: int(count) for table_id, count in rows}
 
     def report(self, caller: Caller, since: datetime | None = None, until: datetime | None = None) -> dict[str, Any]:
-        """Operator report: rounds and money by table, each in its table's ``currency``, and ``totals`` by currency
+        """Operator report: rounds and money by table, each line in one ``currency``, and ``totals`` by currency
         (house result = staked - returned).
 
         Without a period: every round the server has played, open ones included in
@@ -400,6 +399,12 @@ class Views:
         the index on status and the time a round ended (migration 0009), so that one day's report
         costs the same after a year of rounds. Money counts settled rounds only: a void
         round returned every stake.
+
+        A round counts in the currency its stakes were taken in (migration 0013), not its table's now: a table
+        that played in two currencies (its configuration changed) has a line for each, keyed ``table/CUR``;
+        one that played in one is keyed by its id alone. A round that names no currency (none of its money was
+        on record before 0013) counts in its table's, or, at a table configured nowhere now, in a line whose
+        currency is null, which no total takes.
         """
         if not caller.is_operator:
             raise ServiceError(403, "Only the operator can do this.")
@@ -411,28 +416,32 @@ class Views:
             ended.append(Round.settled_at >= since)
         if until is not None:
             ended.append(Round.settled_at < until)
-        rows: dict[str, dict[str, int]] = {}
+        configured = self.tables.all()
+        rows: dict[tuple[str, str | None], dict[str, int]] = {}
         # One statement, so one snapshot: rounds that end while the report runs are in both counts or in neither.
         with self.store.read() as session:
-            for table_id, status, count, staked, returned in session.execute(
-                    select(Round.table_id, Round.status, func.count(func.distinct(Round.id)),
+            for table_id, round_currency, status, count, staked, returned in session.execute(
+                    select(Round.table_id, Round.currency, Round.status, func.count(func.distinct(Round.id)),
                            func.coalesce(func.sum(RoundSeat.staked), 0), func.coalesce(func.sum(RoundSeat.returned), 0))
                     .outerjoin(RoundSeat, RoundSeat.round_id == Round.id).where(*ended)
-                    .group_by(Round.table_id, Round.status)):
-                entry = rows.setdefault(table_id, {"rounds": 0, "void": 0, "staked": 0, "returned": 0})
+                    .group_by(Round.table_id, Round.currency, Round.status)):
+                table = configured.get(table_id)
+                currency = round_currency or (table.currency if table is not None else None)
+                entry = rows.setdefault((table_id, currency), {"rounds": 0, "void": 0, "staked": 0, "returned": 0})
                 entry["rounds"] += int(count)
                 entry["void"] += int(count) if status == "void" else 0
                 if status == "settled":  # a void round returned every stake; an open one has no result yet
-                    entry["staked"], entry["returned"] = int(staked), int(returned)
+                    entry["staked"] += int(staked)
+                    entry["returned"] += int(returned)
+        lines_of: dict[str, int] = {}
+        for table_id, _ in rows:
+            lines_of[table_id] = lines_of.get(table_id, 0) + 1
         tables: dict[str, dict[str, Any]] = {}
         totals: dict[str, dict[str, int]] = {}  # by currency: money of two currencies is never added
-        for table_id, entry in sorted(rows.items()):
+        for (table_id, currency), entry in sorted(rows.items(), key=lambda item: (item[0][0], item[0][1] or "")):
             entry["house_result"] = entry["staked"] - entry["returned"]
-            try:
-                currency: str | None = self.table(table_id).currency
-            except ServiceError:  # a table no longer configured (tables.toml changed): its line stays, its currency
-                currency = None  # unknown, and no total takes it (two such tables may play in two currencies)
-            tables[table_id] = {"currency": currency, **entry}
+            key = table_id if lines_of[table_id] == 1 else f"{table_id}/{currency or '?'}"
+            tables[key] = {"table_id": table_id, "currency": currency, **entry}
             if currency is not None:
                 total = totals.setdefault(currency, dict.fromkeys(entry, 0))
                 for field, amount in entry.items():
