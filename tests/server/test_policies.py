@@ -710,15 +710,17 @@ def test_the_operators_report_counts_the_rounds_that_ended_in_a_period(operator:
         assert answer.status_code == 200, answer.json()
         return answer.json()
 
-    won = {"currency": "USD", "rounds": 1, "void": 0, "staked": 500, "returned": 1000, "house_result": -500}
+    won = {"table_id": "classic", "currency": "USD", "rounds": 1, "void": 0, "staked": 500, "returned": 1000,
+           "house_result": -500}
     everything = report()
     assert everything["period"] == {"since": None, "until": None}
-    assert everything["tables"]["classic"] == {"currency": "USD", "rounds": 3, "void": 0, "staked": 1000,
-                                               "returned": 2000, "house_result": -1000}
+    assert everything["tables"]["classic"] == {"table_id": "classic", "currency": "USD", "rounds": 3, "void": 0,
+                                               "staked": 1000, "returned": 2000, "house_result": -1000}
     # 13:30 at +01:00 is 12:30 UTC: the offset counts, and the period comes back in UTC.
     later = report(since="2026-11-29T13:30:00+01:00")
     assert later == {"period": {"since": "2026-11-29T12:30:00+00:00", "until": None}, "tables": {"classic": won},
-                     "totals": {"USD": {key: value for key, value in won.items() if key != "currency"}}}
+                     "totals": {"USD": {key: value for key, value in won.items()
+                                        if key not in ("table_id", "currency")}}}
     assert report(until="2026-11-29T12:30:00Z")["tables"] == {"classic": won}
     assert report(since="2026-11-29T12:00:00Z", until="2026-11-29T13:00:00Z")["tables"] == {"classic": won}
     assert report(since="2026-11-29T13:00:01Z")["tables"] == {}
@@ -735,27 +737,32 @@ def test_the_operators_report_counts_the_rounds_that_ended_in_a_period(operator:
     assert ann.get("/admin/report", since="2026-11-29T12:00:00Z").status_code == 403
 
 
-def test_a_table_no_longer_configured_keeps_its_line_in_the_report_and_no_total_takes_it(
+def test_a_table_no_longer_configured_keeps_its_line_in_the_report_in_its_rounds_currency(
         operator: Client, http: TestClient, service: GameService, monkeypatch: pytest.MonkeyPatch) -> None:
-    """Its currency is not known any more: two such tables may have played in two currencies, and a total adding them
-    would add dollars and pounds (found by review)."""
+    """A round keeps its currency (migration 0013), so a table taken out of the configuration still reports in it.
+    A round from before 0013 that moved no money there names none: its line's currency is null, and no total takes
+    it, since two such tables may have played in two currencies (found by review)."""
+    from sqlalchemy import update
+
+    from twentyone.server.models import Round
+
     for table, chip in (("classic", 500), ("single-deck", 2500)):
         player = new_player(http, f"at-{table}")
         service.stacked.append(["TS", "6H", "9D", "TC", "8C"])
         player.bet(table, chip)
         dealt = player.post(f"/tables/{table}/deal").json()
         assert player.act(dealt["id"], "stand").json()["status"] == "settled"
-    known = service.views.table
-
-    def configured(table_id: str) -> Any:
-        if table_id in ("classic", "single-deck"):
-            raise ServiceError(404, f"There is no table {table_id!r}.")
-        return known(table_id)
-
-    monkeypatch.setattr(service.views, "table", configured)
+    configured = service.registry.all()
+    monkeypatch.setattr(service.registry, "all", lambda: {table_id: table for table_id, table in configured.items()
+                                                          if table_id not in ("classic", "single-deck")})
+    report = operator.get("/admin/report").json()
+    assert (report["tables"]["classic"]["currency"], report["tables"]["single-deck"]["currency"]) == ("USD", "GBP")
+    assert report["totals"]["USD"]["staked"] == 500 and report["totals"]["GBP"]["staked"] == 2500
+    with service.db.transaction() as session:
+        session.execute(update(Round).where(Round.table_id == "classic").values(currency=None))
     report = operator.get("/admin/report").json()
     assert report["tables"]["classic"]["currency"] is None and report["tables"]["classic"]["staked"] == 500
-    assert report["tables"]["single-deck"]["currency"] is None and report["totals"] == {}
+    assert "USD" not in report["totals"]
 
 
 def test_the_report_sums_money_by_currency_and_never_across_currencies(operator: Client, http: TestClient,
@@ -788,7 +795,8 @@ def test_a_round_voided_when_its_window_closes_ends_in_the_period_it_closed(oper
     assert ann.put("/me/limits", {"exclude_days": 7}).status_code == 200  # her bets sit the round out: nobody is in it
     clock.advance(service.table("multiplayer").betting_window + 1)
     service.tick()
-    voided = {"currency": "USD", "rounds": 1, "void": 1, "staked": 0, "returned": 0, "house_result": 0}
+    voided = {"table_id": "multiplayer", "currency": "USD", "rounds": 1, "void": 1, "staked": 0, "returned": 0,
+              "house_result": 0}
     assert operator.get("/admin/report").json()["tables"]["multiplayer"] == voided
     closed_today = operator.get("/admin/report", since="2026-11-29T00:00:00Z", until="2026-11-30T00:00:00Z").json()
     assert closed_today["tables"] == {"multiplayer": voided}

@@ -62,6 +62,32 @@ def test_signing_out_refuses_that_token_and_the_last_sign_in_to_end_returns_unde
     assert again.balance() == balance and again.get("/tables/classic").json()["slip"]["total"] == 0
 
 
+def test_the_last_sign_out_takes_the_players_seat_out_of_a_shared_round_still_taking_bets(
+        http: TestClient, service: GameService, clock: Clock) -> None:
+    """As a self-exclusion does: nothing is staked until betting closes. Before, the round dealt the signed-out
+    player in and the timer played their hand (found by a trial of an operator). The table hears the seat go."""
+    from server_helpers import joined_shared_round
+
+    ann, bob = new_player(http, "ann"), new_player(http, "bob")
+    with http.websocket_connect(f"/ws/tables/multiplayer?token={bob.token}") as bobs_page:
+        bobs_page.receive_json()  # hello
+        joined_shared_round(service, clock, [ann, bob], "multiplayer")
+        round_id = bob.get("/tables/multiplayer").json()["round"]["id"]
+        balance = ann.balance()
+        answer = ann.post("/auth/logout").json()
+        assert answer["returned_bets"] == [{"table_id": "multiplayer", "round_id": round_id, "bets": {"1|main": 500},
+                                            "total": 500}]
+        news = bobs_page.receive_json()
+        while news.get("type") != "round":
+            news = bobs_page.receive_json()
+        assert news["round_id"] == round_id
+    service.tick()
+    again = signed_in_again(http, ann)
+    assert again.balance() == balance
+    view = bob.get(f"/rounds/{round_id}").json()
+    assert [seat["name"] for seat in view["seats"]] == ["bob"]
+
+
 def test_signing_out_everywhere_ends_every_sign_in_of_the_player_and_no_one_elses(http: TestClient) -> None:
     ann, bob = new_player(http, "ann"), new_player(http, "bob")
     phone = signed_in_again(http, ann)
@@ -87,9 +113,12 @@ def test_a_sign_out_closes_that_sign_ins_sockets_with_4401_and_no_other(http: Te
         assert phone.post("/tables/power/deal").status_code == 200
         assert phones.receive_json()["type"] == "bets"
         assert phone.post("/auth/logout", {"everywhere": True}).status_code == 200
+        heard: list[str] = []
         with pytest.raises(WebSocketDisconnect) as closed:
-            phones.receive_json()
+            while len(heard) < 10:
+                heard.append(phones.receive_json()["type"])
         assert closed.value.code == 4401
+        assert heard == ["bets-returned", "round"]  # its seat left the round still taking bets, then the close
     with pytest.raises(WebSocketDisconnect) as refused, \
             http.websocket_connect(f"/ws/tables/power?token={phone.token}") as again:
         again.receive_json()

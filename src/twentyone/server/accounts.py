@@ -287,8 +287,8 @@ class Accounts:
 
     def sign_out(self, caller: Caller, token: str, everywhere: bool = False) -> tuple[list[str], list[dict[str, Any]]]:
         """End the sign-in of ``token`` (``everywhere``: every sign-in of its player), and, if no sign-in of the
-        player is left, return their bets never dealt, as a disconnection does: the sign-ins ended (by
-        :func:`session_id`) and the bets returned.
+        player is left, return their bets never dealt, as a disconnection does, and their seats in shared rounds
+        still taking bets: the sign-ins ended (by :func:`session_id`) and the bets returned.
 
         The token is refused from then on: by this process at once, by any other once it no longer knows the caller
         from memory (:data:`TOKEN_TTL`). Before, a token stayed valid for ever, and signing out of the page only made
@@ -304,8 +304,12 @@ class Accounts:
             session.execute(delete(Token).where(Token.token_hash.in_(ended)))
             # The bets are the player's, not a device's: the last sign-in to end returns them. Before, signing out of
             # one device emptied the spots of another still at the table (found by review).
+            # Seats in shared rounds still taking bets too, as a self-exclusion takes them: nothing is staked until
+            # betting closes, and before, the round dealt the signed-out player in and the timer played their hand
+            # (found by a trial of an operator).
             last = session.scalar(select(Token.token_hash).where(Token.player_id == caller.id).limit(1)) is None
-            returned = return_undealt_bets(session, caller.id) if last else []
+            returned = leave_forming_rounds(session, caller.id) + return_undealt_bets(session, caller.id) if last \
+                else []
         with self._callers_lock:
             self._revisions += 1  # a read of one of these tokens made before the delete committed is not remembered
             for ended_digest in ended:

@@ -117,9 +117,6 @@ class GameService:
         to the tables they lay on, so that a page open there shows them gone."""
         body = self.accounts.update_limits(caller, daily_loss_limit, session_minutes, exclude_days)
         self._tell_returned(caller.id, body.get("returned_bets", []), SELF_EXCLUDED)
-        for left in body.get("returned_bets", []):
-            if "round_id" in left:  # a seat gone from a forming round: everyone at the table reads it again
-                self.events.publish(left["table_id"], {"type": "round", "round_id": left["round_id"]})
         return body
 
     def _tell_returned(self, player_id: int, returned: list[dict[str, Any]],
@@ -127,6 +124,8 @@ class GameService:
         for slip in returned:  # to the player alone: at a private table no one else saw these bets
             self.events.publish(slip["table_id"], {"type": "bets-returned", "player_id": player_id,
                                                    "total": slip["total"], "reason": reason, "private": True})
+            if "round_id" in slip:  # a seat gone from a forming round: everyone at the table reads it again
+                self.events.publish(slip["table_id"], {"type": "round", "round_id": slip["round_id"]})
 
     # Tests and certification reach these through the façade.
     @property
