@@ -387,3 +387,42 @@ def test_create_table_refuses_what_the_api_refuses_in_the_apis_words(tmp_path: P
         assert_one_line_error(refused, answer.json()["detail"])
     with create_engine(url).connect() as connection:
         assert connection.execute(text("SELECT count(*) FROM table_configs")).scalar() == 0
+
+
+def test_credit_and_debit_refuse_where_an_operators_wallet_keeps_the_balances(tmp_path: Path) -> None:
+    """As POST /admin/credit and /admin/debit refuse (409): before, the command wrote a credit to the built-in ledger,
+    which no balance is read from on such a server, and printed a balance that was not the player's (found by an
+    operator trial). The database tells (its wallet calls), or the environment the server runs with."""
+    from fake_operator_wallet import ContractWallet
+    from fastapi.testclient import TestClient
+    from sqlalchemy import create_engine, text
+
+    from twentyone.server.app import create_app
+    from twentyone.server.config import Settings
+
+    refusal = "Balances live in the operator's wallet on this server."
+
+    def ledger(directory: Path) -> list[tuple[str, int]]:
+        with create_engine(f"sqlite:///{directory / 'twentyone.db'}").connect() as connection:
+            return [tuple(row) for row in connection.execute(text("SELECT kind, amount FROM ledger ORDER BY id"))]
+
+    played, fresh = tmp_path / "played", tmp_path / "fresh"
+    for directory in (played, fresh):
+        settings = Settings(f"sqlite:///{directory / 'twentyone.db'}", directory, "op")
+        with TestClient(create_app(settings, operator_wallet=ContractWallet(), timers=False)) as http:
+            answer = http.post("/auth/register", json={"name": "ann", "password": "correct horse"})
+            if directory == played:  # a stake: its debit is a call to the operator's wallet, in the database
+                headers = {"Authorization": f"Bearer {answer.json()['token']}"}
+                http.post("/tables/classic/bets", json={"spot": 1, "chip": 100},
+                          headers={**headers, "Idempotency-Key": "bet"}).raise_for_status()
+                http.post("/tables/classic/deal", headers={**headers, "Idempotency-Key": "deal"}).raise_for_status()
+            refused = http.post("/admin/credit", json={"player": "ann", "currency": "USD", "amount": 100},
+                                headers={"Authorization": "Bearer op", "Idempotency-Key": "credit"})
+            assert refused.status_code == 409 and refused.json()["detail"] == refusal
+    before = ledger(played)
+    for verb in ("credit", "debit"):
+        assert_one_line_error(run("admin", verb, "ann", "100", "--data-dir", str(played)), refusal)
+        assert_one_line_error(run("admin", verb, "bob", "100", "--data-dir", str(played)), "There is no player 'bob'.")
+        assert_one_line_error(run("admin", verb, "ann", "100", "--data-dir", str(fresh),
+                                  env={"TWENTYONE_OPERATOR_WALLET": "fake_operator_wallet:ContractWallet"}), refusal)
+    assert ledger(played) == before and ledger(fresh) == []

@@ -31,6 +31,7 @@ if TYPE_CHECKING:
     from twentyone.core.rules import Rules
     from twentyone.server.config import Settings
     from twentyone.server.context import Caller
+    from twentyone.server.db import Database
     from twentyone.server.service import GameService
 
 Checked = TypeVar("Checked", bound="BaseModel")
@@ -589,7 +590,11 @@ admin_app = typer.Typer(help="Operator tasks on a server's database.", no_args_i
 app.add_typer(admin_app, name="admin")
 
 
-def _admin_service(database: str | None, data_dir: Path | None) -> tuple[GameService, Caller, Settings]:
+def _admin_service(database: str | None, data_dir: Path | None,
+                   balances: bool = False) -> tuple[GameService, Caller, Settings]:
+    """The server's service on its database, for the operator's commands. ``balances`` (credit, debit): with an
+    operator's wallet in its place where the server runs with one (:func:`_operators_wallet_in_use`), so that the
+    command refuses as the endpoint does rather than write to a ledger no balance is read from."""
     from twentyone.server.context import Caller
     from twentyone.server.db import Database, migrate
     from twentyone.server.service import GameService
@@ -598,10 +603,42 @@ def _admin_service(database: str | None, data_dir: Path | None) -> tuple[GameSer
     _require_database(settings)
     try:
         migrate(settings.database_url)
-        service = GameService(Database(settings.database_url), settings)
+        db = Database(settings.database_url)
+        remote = _UnreachableWallet() if balances and _operators_wallet_in_use(db) else None
+        service = GameService(db, settings, operator_wallet=remote)
     except Exception as error:  # a bad URL or an unreachable database: one line, exit 2
         _cannot_open(settings, error)
     return service, Caller(0, "operator", "operator"), settings
+
+
+def _operators_wallet_in_use(db: Database) -> bool:
+    """Whether the server on this database keeps its balances in an operator's wallet: ``TWENTYONE_OPERATOR_WALLET``
+    is set (how ``serve`` is told, beside ``--wallet``), or the database holds a call to such a wallet (the outbox,
+    ``wallet_calls``, where every debit of a stake is recorded and which the built-in ledger never writes). A server
+    started with ``--wallet`` that has taken no stake yet leaves no such row: the environment is then the only sign.
+    """
+    import os
+
+    from sqlalchemy import select
+
+    from twentyone.server.models import WALLET_CALLS
+
+    if os.environ.get("TWENTYONE_OPERATOR_WALLET"):
+        return True
+    with db.engine.connect() as connection:
+        return connection.execute(select(WALLET_CALLS.c.id).limit(1)).first() is not None
+
+
+class _UnreachableWallet:
+    """The operator's wallet as the command line has it: none to call. A credit or a debit is refused before any call
+    (the ledger's own refusal where an operator's wallet keeps the balances, the endpoint's 409)."""
+
+    def _none(self, *_args: object) -> Any:
+        from twentyone.server.wallet import WalletError
+
+        raise WalletError("The operator's wallet is not called from the command line.", 503)
+
+    balance = debit = credit = rollback = _none
 
 
 def _require_database(settings: Settings) -> None:
@@ -665,7 +702,7 @@ def _change_balance(kind: str, player: str, amount: int, currency: str, database
     from twentyone.server.service import ServiceError
 
     check_amount(amount, "the amount")
-    service, operator, _ = _admin_service(database, data_dir)
+    service, operator, _ = _admin_service(database, data_dir, balances=True)
     try:
         result = (service.credit if kind == "credit" else service.debit)(operator, player, currency, amount)
     except ServiceError as error:
