@@ -426,3 +426,44 @@ def test_credit_and_debit_refuse_where_an_operators_wallet_keeps_the_balances(tm
         assert_one_line_error(run("admin", verb, "ann", "100", "--data-dir", str(fresh),
                                   env={"TWENTYONE_OPERATOR_WALLET": "fake_operator_wallet:ContractWallet"}), refusal)
     assert ledger(played) == before and ledger(fresh) == []
+
+
+def test_the_report_takes_a_period_as_the_apis_report_does(tmp_path: Path) -> None:
+    """`admin report --since/--until`: the rounds that ended in the period, the answer GET /admin/report gives, and a
+    period it refuses refused in its words (before, the command could only print every round ever played)."""
+    from fastapi.testclient import TestClient
+    from server_helpers import Clock
+
+    from twentyone.server.app import create_app
+    from twentyone.server.config import Settings
+
+    clock = Clock()  # 2026-11-29 12:00 UTC
+    app = create_app(Settings(f"sqlite:///{tmp_path / 'twentyone.db'}", tmp_path, "op"), clock=clock, timers=False)
+    periods = [{"since": "2026-11-29T13:30:00+01:00"}, {"until": "2026-11-29T12:30:00Z"},
+               {"since": "2026-11-29T11:00:00Z", "until": "2026-11-29T14:00:00Z"}]
+    refused = [{"since": "yesterday"}, {"since": "2026-11-29T12:00:00"}, {"until": ""},
+               {"since": "2026-11-29T13:00:00Z", "until": "2026-11-29T12:00:00Z"},
+               {"since": "0001-01-01T00:00:00+01:00"}]
+    with TestClient(app) as http:
+        token = http.post("/auth/register", json={"name": "ann", "password": "correct horse"}).json()["token"]
+        for key in ("first", "second"):  # one round ends at 12:00 UTC, one at 13:00
+            app.state.service.stacked.append(["TS", "6H", "9D", "TC", "8C"])  # ann's 19 stands, the dealer busts
+            headers = {"Authorization": f"Bearer {token}"}
+            http.post("/tables/classic/bets", json={"chip": 500}, headers={**headers, "Idempotency-Key": key})
+            dealt = http.post("/tables/classic/deal", headers={**headers, "Idempotency-Key": f"deal-{key}"}).json()
+            http.post(f"/rounds/{dealt['id']}/actions", json={"action": "stand"},
+                      headers={**headers, "Idempotency-Key": f"stand-{key}"}).raise_for_status()
+            clock.advance(3600)
+        operator = {"Authorization": "Bearer op"}
+        answers = [http.get("/admin/report", params=period, headers=operator) for period in periods]
+        refusals = [http.get("/admin/report", params=period, headers=operator) for period in refused]
+    assert [answer.json()["tables"]["classic"]["rounds"] for answer in answers] == [1, 1, 2]
+    for period, answer in zip(periods, answers, strict=True):
+        options = [word for name, value in period.items() for word in (f"--{name}", value)]
+        printed = run("admin", "report", *options, "--data-dir", str(tmp_path))
+        assert printed.returncode == 0, printed.stderr
+        assert json.loads(printed.stdout) == answer.json()
+    for period, refusal in zip(refused, refusals, strict=True):
+        assert refusal.status_code == 422, refusal.json()
+        options = [word for name, value in period.items() for word in (f"--{name}", value)]
+        assert_one_line_error(run("admin", "report", *options, "--data-dir", str(tmp_path)), refusal.json()["detail"])

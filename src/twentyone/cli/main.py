@@ -739,10 +739,26 @@ def admin_create_table(
 
 
 @admin_app.command("report")
-def admin_report(database: DatabaseOption = None, data_dir: DataDirOption = None) -> None:
-    """Rounds, stakes, returns and house result by table."""
+def admin_report(
+    since: Annotated[str | None, typer.Option(help="Only the rounds that ended at or after this moment, ISO 8601 "
+                                                   "with an offset (2026-12-01T00:00:00Z), as GET /admin/report's "
+                                                   "since.")] = None,
+    until: Annotated[str | None, typer.Option(help="Only the rounds that ended before this moment (as since).")]
+    = None,
+    database: DatabaseOption = None, data_dir: DataDirOption = None,
+) -> None:
+    """Rounds, stakes, returns and house result by table: all of them, or those that ended in [since, until)."""
+    from twentyone.server.app import ReportQuery
+    from twentyone.server.service import ServiceError
+
+    period = _validated(ReportQuery, {name: value for name, value in (("since", since), ("until", until))
+                                      if value is not None})
     service, operator, _ = _admin_service(database, data_dir)
-    typer.echo(json.dumps(service.report(operator), indent=2))
+    try:
+        report = service.report(operator, period.since, period.until)
+    except ServiceError as error:
+        fail(error.detail)
+    typer.echo(json.dumps(report, indent=2))
 
 
 @admin_app.command("wallet-calls")
