@@ -126,11 +126,14 @@ def test_a_client_too_slow_to_read_is_dropped_and_told_to_read_again(guest: Clie
     assert not service.events._subscribers.get("classic")
 
 
-def test_serve_refuses_several_workers_on_sqlite(tmp_path: Path) -> None:
+def test_serve_refuses_several_workers_on_sqlite_before_it_makes_anything(tmp_path: Path) -> None:
+    """Refused with nothing made: before, the data directory and a new operator token were left behind."""
     refused = subprocess.run([sys.executable, "-m", "twentyone.cli.main", "serve", "--workers", "2",
-                              "--data-dir", str(tmp_path)], capture_output=True, text=True, timeout=60)
+                              "--data-dir", str(tmp_path / "new")], capture_output=True, text=True, timeout=60,
+                             env={key: value for key, value in os.environ.items() if key != "TWENTYONE_OPERATOR_TOKEN"})
     assert refused.returncode == 2
     assert refused.stderr.strip().count("\n") == 0 and "needs PostgreSQL" in refused.stderr
+    assert not (tmp_path / "new").exists()
 
 
 # ------------------------------------------------------------ stale timers

@@ -537,14 +537,16 @@ def serve(
         fail(f"--port must be 1 to 65535, got {port}.")
     if workers < 1:
         fail(f"--workers must be 1 or more, got {workers}.")
-    settings = _server_settings(database, data_dir)
-    if workers > 1 and settings.database_url.startswith("sqlite"):
+    # Every refusal comes before anything is written: the data directory and its token are made last (before, a
+    # refused --workers on SQLite left both behind: found by an operator trial).
+    if workers > 1 and _server_settings(database, data_dir, make_token=False).database_url.startswith("sqlite"):
         fail("--workers > 1 needs PostgreSQL (--database postgresql+psycopg://...); SQLite is one process.")
     spec = wallet or os.environ.get("TWENTYONE_OPERATOR_WALLET")
     try:
         operator_wallet = load_operator_wallet(spec) if spec else None
     except ValueError as error:
         fail(str(error))
+    settings = _server_settings(database, data_dir)
     if workers > 1:
         _serve_workers(settings, spec, host, port, workers, pin_cpu)
         return
