@@ -467,3 +467,19 @@ def test_the_report_takes_a_period_as_the_apis_report_does(tmp_path: Path) -> No
         assert refusal.status_code == 422, refusal.json()
         options = [word for name, value in period.items() for word in (f"--{name}", value)]
         assert_one_line_error(run("admin", "report", *options, "--data-dir", str(tmp_path)), refusal.json()["detail"])
+
+
+@pytest.mark.parametrize("workers", [[], ["--workers", "2", "--database", "postgresql+psycopg://nobody@127.0.0.1:9/x"]])
+def test_serve_on_a_port_in_use_is_one_line_before_it_announces_or_makes_anything(tmp_path: Path,
+                                                                                  workers: list[str]) -> None:
+    """Before, `serve` printed that it was serving, then uvicorn's `[Errno 98]`, and exited with 3 (an operator trial);
+    with --workers the port is checked before the database is reached."""
+    import socket
+
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        refused = run("serve", "--port", str(port), "--data-dir", str(tmp_path / "new"), *workers)
+    assert_one_line_error(refused, f"Port {port} is in use")
+    assert refused.stdout == "" and not (tmp_path / "new").exists()
