@@ -523,6 +523,17 @@ def test_a_session_time_limit_is_enforced(guest: Client, clock: Clock) -> None:
     assert guest.get("/tables/classic").json()["slip"]["total"] == 500  # the bet before the limit is as it was
 
 
+def test_a_session_limit_of_one_minute_is_told_in_the_singular(guest: Client, clock: Clock) -> None:
+    """Before: "Your session time limit of 1 minutes is reached" (found by an operator trial)."""
+    guest.put("/me/limits", {"session_minutes": 1})
+    guest.bet("classic", 500)
+    clock.advance(61)
+    refused = guest.post("/tables/classic/bets", {"spot": 1, "type": "main", "chip": 500})
+    assert refused.status_code == 403
+    assert refused.json()["detail"].startswith("Your session time limit of 1 minute is reached: after a break of 30 "
+                                               "minutes without a round"), refused.json()
+
+
 def test_a_lower_session_limit_reaches_the_bet_controls_at_once(guest: Client, clock: Clock) -> None:
     guest.put("/me/limits", {"session_minutes": 120})
     clock.advance(31 * 60)

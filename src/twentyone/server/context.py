@@ -102,9 +102,13 @@ SESSION_BREAK_MINUTES = 30  # a sign-in after this long without a round starts a
 
 
 def session_over_message(minutes: int) -> str:
-    """What a player whose session time limit is reached is told."""
-    return (f"Your session time limit of {minutes} minutes is reached: after a break of {SESSION_BREAK_MINUTES} "
-            "minutes without a round, sign in again to play.")
+    """What a player whose session time limit is reached is told.
+
+    >>> session_over_message(1)[:45]
+    'Your session time limit of 1 minute is reache'
+    """
+    return (f"Your session time limit of {minutes} minute{'' if minutes == 1 else 's'} is reached: after a break of "
+            f"{SESSION_BREAK_MINUTES} minutes without a round, sign in again to play.")
 
 
 def utcnow() -> datetime:
