@@ -748,6 +748,21 @@ def test_the_operators_report_counts_the_rounds_that_ended_in_a_period(operator:
     assert ann.get("/admin/report", since="2026-11-29T12:00:00Z").status_code == 403
 
 
+def test_a_query_parameter_given_twice_is_refused_naming_it(operator: Client, guest: Client) -> None:
+    """``?since=A&since=B`` took B in silence, where a misspelt parameter is a 422 (found by an operator trial): every
+    endpoint with query parameters refuses it, after the caller's sign-in, before anything is read."""
+    for client, path, query, told in (
+            (operator, "/admin/report", "since=2026-11-29T12:00:00Z&since=2026-11-30T12:00Z", "since: Given 2 times"),
+            (operator, "/admin/report", "until=2026-11-29T12:00:00Z&since=x&until=y", "until: Given 2 times"),
+            (operator, "/admin/wallet/calls", "size=5&after=1&size=50", "size: Given 2 times"),
+            (guest, "/me/history", "page=1&page=1&page=2", "page: Given 3 times")):
+        refused = client.http.get(f"{path}?{query}", headers=client.headers)
+        assert refused.status_code == 422, refused.json()
+        assert refused.json() == {"detail": f"{told}; a parameter is given once."}
+    assert operator.http.get("/admin/report?since=a&since=b").status_code == 401  # the sign-in first, as ever
+    assert guest.get("/me/history", page=1, size=5).status_code == 200
+
+
 def test_a_table_no_longer_configured_keeps_its_line_in_the_report_in_its_rounds_currency(
         operator: Client, http: TestClient, service: GameService, monkeypatch: pytest.MonkeyPatch) -> None:
     """A round keeps its currency (migration 0013), so a table taken out of the configuration still reports in it.

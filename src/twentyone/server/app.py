@@ -229,6 +229,22 @@ class BalanceChange(BaseModel):
     amount: Amount
 
 
+async def given_once(request: Request) -> None:
+    """A query parameter given twice (``?since=A&since=B``) is a 422 naming it. A query model takes one value of each
+    parameter, and took the last one in silence (found by an operator trial); one it does not take at all is the
+    model's 422 (``FORBID_EXTRA``). Every endpoint with a query model takes this (:data:`GivenOnce`), after the
+    caller's sign-in is checked, before the model reads the values."""
+    if not request.url.query:
+        return
+    names = [name for name, _ in request.query_params.multi_items()]
+    for name in dict.fromkeys(names):
+        if (count := names.count(name)) > 1:
+            raise ServiceError(422, f"{name}: Given {count} times; a parameter is given once.")
+
+
+GivenOnce = Annotated[None, Depends(given_once)]
+
+
 def client_address(request: Request) -> str:
     """The client's address, as the limits on new accounts and on wrong passwords count it."""
     return request.client.host if request.client else "unknown"
@@ -391,7 +407,7 @@ def create_app(settings: Settings, operator_wallet: OperatorWallet | None = None
             who, body.daily_loss_limit, body.session_minutes, body.exclude_days))
 
     @app.get("/me/history")
-    def history(who: Me, query: Annotated[HistoryQuery, Query()]) -> dict[str, Any]:
+    def history(who: Me, _once: GivenOnce, query: Annotated[HistoryQuery, Query()]) -> dict[str, Any]:
         """Newest first; page with ``before`` (the last page's ``next_before``): constant cost, no shifts."""
         return service.history(who, query.page, query.size, query.before)
 
@@ -487,13 +503,13 @@ def create_app(settings: Settings, operator_wallet: OperatorWallet | None = None
                           lambda: service.debit(who, body.player, body.currency, body.amount))
 
     @app.get("/admin/report")
-    def report(who: Me, query: Annotated[ReportQuery, Query()]) -> dict[str, Any]:
+    def report(who: Me, _once: GivenOnce, query: Annotated[ReportQuery, Query()]) -> dict[str, Any]:
         """Rounds and money by table and by currency: all of them, or those that ended in [since, until) (ISO 8601
         with an offset)."""
         return service.report(who, query.since, query.until)
 
     @app.get("/admin/wallet/calls")
-    def wallet_calls(who: Me, query: Annotated[WalletCallsQuery, Query()]) -> dict[str, Any]:
+    def wallet_calls(who: Me, _once: GivenOnce, query: Annotated[WalletCallsQuery, Query()]) -> dict[str, Any]:
         """Calls to the operator's wallet still pending (refused or unanswered), oldest first, with their totals."""
         return service.wallet_calls(who, query.after, query.size)
 
