@@ -265,6 +265,9 @@ def test_settings_hints_and_limits_are_saved(page: Any, live_server: LiveServer)
     expect(page.get_by_text(re.compile(r"Daily loss limit, in each currency: 50\.00 \(raised to 80\.00 from "
                                        r"\d{4}-\d\d-\d\d \d\d:\d\d UTC\)"))).to_be_visible()
     shot(page, "limits-raise-waiting")
+    page.get_by_label("Session minutes").fill("1")  # one minute, in the singular (found by a trial of an operator)
+    page.get_by_role("button", name="Save limits").click()
+    expect(page.get_by_text("Session time limit: 1 minute", exact=True)).to_be_visible()
 
 
 def test_a_phone_sized_table_still_fits(page: Any, live_server: LiveServer) -> None:

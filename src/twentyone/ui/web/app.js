@@ -49,6 +49,7 @@ async function loadTables() {
 }
 
 const currencyOf = (tableId) => (state.tables[tableId] || {}).currency;
+const minutesText = (minutes) => (minutes === 1 ? "1 minute" : `${minutes} minutes`);
 
 async function renderLobby() {
   const tables = await loadTables();
@@ -215,8 +216,8 @@ async function renderLimits() {
     el("ul", {},
       el("li", {}, `Daily loss limit, in each currency: ${limits.daily_loss_limit === undefined ? "none"
         : (limits.daily_loss_limit / 100).toFixed(2)}${waiting("daily_loss_limit", (v) => (v / 100).toFixed(2))}`),
-      el("li", {}, `Session time limit: ${limits.session_minutes ? `${limits.session_minutes} minutes` : "none"}`
-        + waiting("session_minutes", (v) => `${v} minutes`)),
+      el("li", {}, `Session time limit: ${limits.session_minutes ? minutesText(limits.session_minutes) : "none"}`
+        + waiting("session_minutes", minutesText)),
       el("li", {}, `Self-exclusion: ${limits.excluded_until ? `until ${utc(limits.excluded_until)}` : "none"}`)),
     el("form", { class: "inline", onsubmit: async (event) => {
       event.preventDefault();
