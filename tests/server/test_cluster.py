@@ -443,6 +443,39 @@ def test_serve_workers_starts_several_processes_on_postgresql(tmp_path: Path, po
             server.wait()
 
 
+def test_workers_end_when_their_supervisor_is_killed(tmp_path: Path, postgres_url: str) -> None:
+    """``kill -9`` of ``serve --workers 2``'s own process: its workers end too, and the port is free for the next
+    ``serve``. Before, both went on serving on the port for ever (found by a trial of an operator)."""
+    port = free_port()
+    env = {**os.environ, "TWENTYONE_OPERATOR_TOKEN": OPERATOR, "TMPDIR": str(tmp_path)}
+    server = subprocess.Popen([sys.executable, "-m", "twentyone.cli.main", "serve", "--workers", "2", "--port",
+                               str(port), "--data-dir", str(tmp_path), "--database", postgres_url],
+                              env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
+    listening = ("SELECT application_name FROM pg_stat_activity WHERE application_name LIKE 'twentyone-listen %' "
+                 "AND datname = current_database()")
+    try:
+        names = eventually(lambda: (found := [row[0] for row in query(postgres_url, listening)]) and len(found) >= 2
+                           and found, 60, "two workers listening")
+        workers = [int(name.rsplit(" ", 1)[1]) for name in names]
+        assert call(port, "POST", "/auth/guest").status_code == 201
+        server.kill()  # SIGKILL to the supervisor alone, not its process group
+        server.wait()
+
+        def ended(pid: int) -> bool:
+            try:
+                with open(f"/proc/{pid}/stat") as stat:
+                    return stat.read().split(") ", 1)[1].startswith("Z")  # a zombie: ended, not yet reaped
+            except FileNotFoundError:
+                return True
+
+        eventually(lambda: all(ended(pid) for pid in workers), 30, "the workers to end")
+        with socket.socket() as probe:
+            assert probe.connect_ex(("127.0.0.1", port)) != 0  # nobody listens on the port any more
+    finally:
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(server.pid, signal.SIGKILL)
+
+
 def test_a_private_event_reaches_its_player_alone_in_another_process_cut_to_fit_or_not(postgres_url: str) -> None:
     """Two processes' broadcasters on one PostgreSQL: a private event published in one reaches, in the other, its
     player's subscription and the operator's, and not another player's, also when it is too big for ``NOTIFY`` and

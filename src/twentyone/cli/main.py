@@ -590,6 +590,7 @@ def _serve_workers(settings: Settings, wallet: str | None, host: str, port: int,
 
     import uvicorn
 
+    from twentyone.server.cluster import SUPERVISOR_ENV_VAR
     from twentyone.server.cpu import PIN_ENV_VAR
     from twentyone.server.db import migrate
 
@@ -599,7 +600,8 @@ def _serve_workers(settings: Settings, wallet: str | None, host: str, port: int,
         _cannot_open(settings, error)
     os.environ.update({"TWENTYONE_DATABASE_URL": settings.database_url, "TWENTYONE_DATA_DIR": str(settings.data_dir),
                        "TWENTYONE_OPERATOR_TOKEN": settings.operator_token,
-                       "TWENTYONE_DEMO": "1" if settings.demo else "0", PIN_ENV_VAR: "1" if pin_cpu else "0"})
+                       "TWENTYONE_DEMO": "1" if settings.demo else "0", PIN_ENV_VAR: "1" if pin_cpu else "0",
+                       SUPERVISOR_ENV_VAR: str(os.getpid())})  # each worker ends with this process (cluster.py)
     if wallet:
         os.environ["TWENTYONE_OPERATOR_WALLET"] = wallet
     _announce(settings, host, port, f"with {workers} worker processes")

@@ -26,13 +26,17 @@ On SQLite (one process) :class:`LocalOwnership` owns every timer and the plain
 from __future__ import annotations
 
 import contextlib
+import ctypes
 import hashlib
 import itertools
 import json
 import logging
 import os
 import queue
+import signal
+import sys
 import threading
+import time
 import uuid
 from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING, Any, Protocol
@@ -409,6 +413,38 @@ class PostgresBroadcaster(Broadcaster):
 
 
 # ------------------------------------------------------------- workers
+SUPERVISOR_ENV_VAR = "TWENTYONE_SUPERVISOR_PID"  # serve --workers: the process whose workers end with it
+_PR_SET_PDEATHSIG = 1  # Linux's prctl option: a signal sent to this process when its parent ends
+
+
+def end_with_supervisor() -> None:
+    """A worker of ``serve --workers N`` ends (SIGTERM: it shuts down as it would when stopped) when the process
+    that started it ends, however it ends. Before, ``kill -9`` of that process left its workers serving on the port
+    for ever, and the next ``serve`` found the port taken (found by a trial of an operator).
+
+    On Linux the kernel sends the signal (``prctl(PR_SET_PDEATHSIG)``); elsewhere a thread looks at the parent
+    every 2 s. A worker whose parent is already gone when it starts ends at once. Nothing happens outside such a
+    worker (no :data:`SUPERVISOR_ENV_VAR`).
+    """
+    supervisor = int(os.environ.get(SUPERVISOR_ENV_VAR) or 0)
+    if not supervisor:
+        return
+    armed = False
+    if sys.platform.startswith("linux"):
+        with contextlib.suppress(OSError, AttributeError):
+            armed = ctypes.CDLL(None, use_errno=True).prctl(_PR_SET_PDEATHSIG, signal.SIGTERM, 0, 0, 0) == 0
+    if os.getppid() != supervisor:  # it ended before the kernel was asked to tell
+        os.kill(os.getpid(), signal.SIGTERM)
+        return
+    if not armed:
+        def watch() -> None:
+            while os.getppid() == supervisor:
+                time.sleep(2)
+            os.kill(os.getpid(), signal.SIGTERM)
+
+        threading.Thread(target=watch, name="twentyone-supervisor-watch", daemon=True).start()
+
+
 def worker_app() -> FastAPI:
     """The application of one ``serve --workers N`` worker, from the environment the parent set.
 
@@ -421,6 +457,7 @@ def worker_app() -> FastAPI:
     from twentyone.server.cpu import pin_to_one_cpu, pin_wanted
     from twentyone.server.wallet import load_operator_wallet
 
+    end_with_supervisor()
     spec = os.environ.get("TWENTYONE_OPERATOR_WALLET")
     application = create_app(Settings.from_environment(), operator_wallet=load_operator_wallet(spec) if spec else None)
     if pin_wanted():  # serve --pin-cpu: each worker on a CPU of its own (docs/server.md, "One CPU per process")
