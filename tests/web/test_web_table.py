@@ -878,3 +878,38 @@ def test_a_busted_hand_of_the_players_says_bust_as_the_dealers_does(page: Any, l
     page.set_viewport_size({"width": 360, "height": 780})
     expect(first).to_have_text("26 Bust")
     shot(page, "player-bust-settled-360")
+
+
+def test_history_shows_each_round_in_its_own_currency_and_at_a_table_no_longer_offered(
+        browser: Any, live_server: LiveServer) -> None:
+    """A round keeps the currency it was played in, and a table taken out of the configuration keeps its rounds
+    readable (found by a trial of an operator): the page shows each round's own currency, where it showed the
+    table's as it is now, and had none at all for a table no longer offered."""
+    from sqlalchemy import update
+
+    token, _ = guest_token(live_server)
+    post = poster(live_server, token)
+    played = []
+    for _ in range(2):
+        post("/tables/classic/bets", {"spot": 1, "chip": 100})
+        view = post("/tables/classic/deal")
+        while view["status"] == "playing":
+            view = post(f"/rounds/{view['id']}/actions", {"action": "stand"})
+        played.append(view["id"])
+    with live_server.service.db.transaction() as session:  # as if played when the table was in euros, and one
+        session.execute(update(Round).where(Round.id == played[0]).values(currency="EUR"))  # at a table since gone
+        session.execute(update(Round).where(Round.id == played[1]).values(table_id="classic-retired"))
+    context = signed_in_context(browser, token)
+    page = context.new_page()
+    page.set_default_timeout(15000)
+    problems = watch_console(page)
+    try:
+        page.goto(live_server.url + "/#/history")
+        rows = page.locator("table.history tbody tr")
+        expect(rows).to_have_count(2)
+        expect(rows.nth(0).locator("td").nth(1)).to_have_text("classic-retired")
+        expect(rows.nth(0).locator("td").nth(5)).to_have_text("$1.00")
+        expect(rows.nth(1).locator("td").nth(5)).to_have_text("€1.00")
+        assert problems == []
+    finally:
+        context.close()

@@ -123,17 +123,19 @@ async function renderHistory(trail = []) {
   // Each cell carries its column's name: on a phone a row is drawn as a card of labelled lines (style.css).
   const HEADS = ["Round", "Table", "Status", "Your hands", "Dealer", "Staked", "Returned", "Balance after", ""];
   const cell = (index, ...content) => el("td", { "data-label": HEADS[index] || null }, ...content);
+  // Each round in the currency it was played in (a table's may have changed since: the server keeps the round's).
+  const currencyAt = (round) => round.currency || currencyOf(round.table_id);
   const rows = data.rounds.map((round) => el("tr", {},
     // Cards and tables as players name them ("10♠ J♠", "Classic Blackjack"), where the codes were shown ("TS JS").
     cell(0, `#${round.id}`), cell(1, (state.tables[round.table_id] || {}).name || round.table_id),
     cell(2, STATUS_WORDS[round.status] || round.status),
     cell(3, round.hands.map((h) => `${h.cards.map(cardText).join(" ")} (${h.outcome || "…"})`).join("; ")),
     cell(4, round.dealer.cards.map(cardText).join(" ")),
-    cell(5, money(round.staked, currencyOf(round.table_id))),
-    cell(6, money(round.returned, currencyOf(round.table_id))),
-    cell(7, round.balance_after === null ? "" : money(round.balance_after, currencyOf(round.table_id))),
+    cell(5, money(round.staked, currencyAt(round))),
+    cell(6, money(round.returned, currencyAt(round))),
+    cell(7, round.balance_after === null ? "" : money(round.balance_after, currencyAt(round))),
     cell(8, el("button", { type: "button", "data-replay": round.id,
-      onclick: () => showReplay(round.id, currencyOf(round.table_id)) }, "Replay"))));
+      onclick: () => showReplay(round.id, currencyAt(round)) }, "Replay"))));
   root.append(el("section", { class: "panel" },
     el("h1", {}, "Game history"),
     rows.length ? el("table", { class: "history" },
