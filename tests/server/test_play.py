@@ -318,6 +318,19 @@ def test_during_a_round_at_a_table_that_shuffles_every_round_the_next_shoe_is_th
     assert following["commitment"] == published["commitment"]
 
 
+def test_two_stacked_shoes_go_to_the_next_two_deals_at_a_table_that_shuffles_every_round(http: TestClient,
+                                                                                        service: GameService) -> None:
+    """The next shoe a deal makes there (Shoes.following) is shuffled, never taken from the stack a test or a
+    certification laid for the next deal anywhere (found by review: bob's stacked shoe went to ann's next round)."""
+    ann, bob = new_player(http, "ann"), new_player(http, "bob")
+    for player in (ann, bob):
+        player.bet("classic-premium", 500)
+    service.stacked.extend([["TS", "6H", "9D", "TC", "8C"], ["9S", "6C", "TD", "TH", "8H"]])
+    dealt = [player.post("/tables/classic-premium/deal").json() for player in (ann, bob)]
+    assert [[card for hand in view["hands"] for card in hand["cards"]] for view in dealt] == [["TS", "9D"],
+                                                                                           ["9S", "TD"]]
+
+
 def test_a_shared_tables_first_shoe_is_committed_to_at_its_first_bet_control(http: TestClient) -> None:
     """Not in the DEAL that joins the first round: the first player sees the commitment before betting on it."""
     ann, bob = (new_player(http, name) for name in ("ann", "bob"))

@@ -13,6 +13,7 @@ import pytest
 from fastapi.testclient import TestClient
 from server_helpers import Client, Clock, new_player
 
+from twentyone.server import config as config_module
 from twentyone.server import tables as table_module
 from twentyone.server.app import create_app
 from twentyone.server.config import Settings, TableSpec, shipped_tables
@@ -26,9 +27,11 @@ def restart(settings: Settings, clock: Clock, monkeypatch: pytest.MonkeyPatch) -
     changes of its settings, or to None where the table was removed. The new server's client and service."""
     opened: list[TestClient] = []
 
+    shipped = shipped_tables()
+
     def restarted(**changes: dict[str, Any] | None) -> tuple[TestClient, Any]:
         def changed_tables() -> dict[str, TableSpec]:
-            tables = dict(shipped_tables())
+            tables = dict(shipped)
             for table_id, change in changes.items():
                 if change is None:
                     del tables[table_id]
@@ -36,7 +39,9 @@ def restart(settings: Settings, clock: Clock, monkeypatch: pytest.MonkeyPatch) -
                     tables[table_id] = replace(tables[table_id], **change)
             return tables
 
+        # The one tables.toml the operator edited: every module that reads it reads the change.
         monkeypatch.setattr(table_module, "shipped_tables", changed_tables)
+        monkeypatch.setattr(config_module, "shipped_tables", changed_tables)
         client = TestClient(create_app(settings, clock=clock, timers=False))
         opened.append(client.__enter__())
         return client, client.app.state.service  # type: ignore[attr-defined]
@@ -58,9 +63,7 @@ def test_a_held_slip_past_the_tables_spots_or_maximum_now_is_refused_at_the_deal
         held.bet("classic", 500, spot)
         rebet.bet("classic", 100, spot)
     high.bet("classic", 10000)
-    round_view = rebet.post("/tables/classic/deal").json()
-    while round_view["status"] == "playing":
-        round_view = rebet.act(round_view["id"], "stand").json()
+    played_out(rebet, rebet.post("/tables/classic/deal").json()["id"])
     client, _ = restart(classic={"hands_per_player": 1, "limits": {"main": (100, 5000)}})
     held, high, rebet = (again(client, player) for player in (held, high, rebet))
     balances = [player.balance() for player in (held, high, rebet)]
@@ -82,10 +85,12 @@ def test_a_held_slip_past_the_tables_spots_or_maximum_now_is_refused_at_the_deal
 
 
 def played_out(player: Client, round_id: int) -> dict[str, Any]:
-    """Stand on every hand of the player's round until it settles: its view."""
+    """Stand on every hand of the player's round (declining any offer) until it settles: its view."""
     view = player.get(f"/rounds/{round_id}").json()
     while view["status"] == "playing":
-        view = player.act(round_id, "stand").json()
+        legal = view["legal_actions"]
+        view = player.act(round_id, "stand" if "stand" in legal else legal[-1]).json()
+        assert "status" in view, view
     return view
 
 
@@ -159,3 +164,70 @@ def test_a_round_at_a_table_taken_out_of_the_configuration_is_played_out_and_sti
                                    .where(Round.table_id == "multiplayer")).all()
     assert [(row.status, row.void_reason) for row in statuses] == [
         ("void", "The table was closed before this round was dealt: nothing was staked.")]
+
+
+@pytest.mark.parametrize("table", ["single-deck", "first-person"])
+def test_a_round_at_the_only_table_of_its_game_taken_out_is_read_and_played_out(
+        http: TestClient, restart: Restart, service: Any, clock: Clock, table: str) -> None:
+    """The stand-in is built from the game alone: before, it was built from another table of the game, and a game
+    whose only table was removed made every read of its rounds, and every tick, fail (found by review)."""
+    ann, bob = new_player(http, "ann"), new_player(http, "bob")
+    chip = 2500 if table == "single-deck" else 100
+    service.stacked.extend([["TS", "6H", "9D", "TC", "8C"]] * 2)  # 19 against 6 + 10: in play
+    rounds = []
+    for player in (ann, bob):
+        player.bet(table, chip)
+        rounds.append(player.post(f"/tables/{table}/deal").json()["id"])
+    client, service = restart(**{table: None})
+    ann, bob = again(client, ann), again(client, bob)
+    assert ann.get("/me/history").status_code == 200
+    assert ann.get(f"/rounds/{rounds[0]}").json()["status"] == "playing"
+    assert played_out(ann, rounds[0])["status"] == "settled"
+    clock.advance(20 * 60 + 1)  # the private game's decision time: the timer stands for bob
+    service.tick()
+    assert bob.get(f"/rounds/{rounds[1]}").json()["status"] == "settled"
+
+
+def test_a_round_that_cannot_be_read_holds_up_no_other_timer(
+        http: TestClient, service: Any, clock: Clock, monkeypatch: pytest.MonkeyPatch) -> None:
+    """One round's timer that fails is logged, and the tick goes on: before, it stopped every table's timers and
+    the operator wallet's deliveries, tick after tick (found by review)."""
+    ann, bob = new_player(http, "ann"), new_player(http, "bob")
+    service.stacked.extend([["TS", "6H", "9D", "TC", "8C"]] * 2)
+    ids = []
+    for player in (ann, bob):
+        player.bet("classic", 100)
+        ids.append(player.post("/tables/classic/deal").json()["id"])
+    decide = service.rounds.auto_decide
+
+    def failing_for_ann(round_id: int, version: int) -> int:
+        if round_id == ids[0]:
+            raise RuntimeError("this round cannot be read")
+        return decide(round_id, version)
+
+    monkeypatch.setattr(service.rounds, "auto_decide", failing_for_ann)
+    clock.advance(20 * 60 + 1)
+    assert service.tick()["auto"] == 1
+    assert bob.get(f"/rounds/{ids[1]}").json()["status"] == "settled"
+    assert ann.get(f"/rounds/{ids[0]}").json()["status"] == "playing"
+
+
+def test_a_join_to_a_round_formed_before_the_tables_currency_changed_is_refused(
+        http: TestClient, restart: Restart, clock: Clock) -> None:
+    """Its stakes are taken in the round's currency: a join checked against the table's new one would be told a
+    balance and limits in the wrong money (found by review). The player joins the next round, in the new one."""
+    cat, dan = new_player(http, "cat"), new_player(http, "dan")
+    cat.bet("multiplayer", 500)
+    formed = cat.post("/tables/multiplayer/deal").json()
+    client, service = restart(multiplayer={"currency": "EUR"})
+    dan = again(client, dan)
+    dan.bet("multiplayer", 500)
+    refused = dan.post("/tables/multiplayer/deal")
+    assert refused.status_code == 409, refused.json()
+    assert refused.json()["detail"] == ("This round takes bets in USD, as the table did when it opened: bet on the "
+                                        "next one.")
+    assert dan.get("/tables/multiplayer").json()["slip"]["total"] == 500  # the bet stays on the slip
+    clock.advance(60)
+    service.tick()  # the dollar round is dealt and played out; dan's next join opens a round in euros
+    view = again(client, cat).get(f"/rounds/{formed['id']}").json()
+    assert view["currency"] == "USD" and view["status"] in ("playing", "settled")

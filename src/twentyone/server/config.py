@@ -13,7 +13,7 @@ import os
 import secrets
 import tomllib
 from collections.abc import Mapping
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from functools import cache
 from importlib import resources
 from pathlib import Path
@@ -190,18 +190,29 @@ def with_game_timers(data: Mapping[str, Any]) -> dict[str, Any]:
     return {**data, **{key: getattr(game, key) for key in ("decision_timeout", "betting_window") if key not in data}}
 
 
-def retired_table(table_id: str, variant: str, currency: str | None) -> TableSpec:
-    """A stand-in for a table configured nowhere now (an operator took it out of ``tables.toml``), built from its
-    game's shipped table under its id and name: its rounds are still read (history, replay), and a round left in
-    play there is voided, in its own currency. Before, every such read was a 404 and the stake of a round in play
-    stayed out for good (found by a trial of an operator).
+# A stand-in table's decision time (retired_table): the sheets' (sheet 000: 20 minutes at a private table; the
+# multiplayer and power sheets: 15 s at a shared one).
+STAND_IN_DECISION_SECONDS = {False: 1200, True: 15}
 
-    >>> gone = retired_table("classic-vip", "classic", "EUR")
-    >>> gone.id, gone.name, gone.variant, gone.currency, gone.shared
-    ('classic-vip', 'classic-vip', 'classic', 'EUR', False)
+
+def retired_table(table_id: str, variant: str, currency: str | None, shared: bool) -> TableSpec:
+    """A stand-in for a table configured nowhere now (an operator took it out of ``tables.toml``): its id, its
+    rounds' game and currency, private or shared as its rounds were (a shared table's rounds took bets in a
+    window), and the game's decision time, so that its rounds are still read (history, replay) and a round left in
+    play there is played out. Nothing can be bet there: the table is in no lobby, and a bet or a deal at it is a
+    404. Before, every such read was a 404 and the stake of a round in play stayed out for good (found by a trial
+    of an operator). Built from the game alone, not from another table of it: the operator may have removed the
+    game's only one (found by review).
+
+    >>> gone = retired_table("classic-vip", "classic", "EUR", shared=False)
+    >>> gone.id, gone.name, gone.variant, gone.currency, gone.shared, gone.decision_timeout
+    ('classic-vip', 'classic-vip', 'classic', 'EUR', False, 1200)
+    >>> retired_table("power-2", "power", None, shared=True).decision_timeout
+    15
     """
-    game = next(table for table in shipped_tables().values() if table.variant == variant)
-    return replace(game, id=table_id, name=table_id, currency=currency or game.currency)
+    return TableSpec(id=table_id, name=table_id, variant=variant, currency=currency or "USD", chips=(100,),
+                     limits={"main": (100, 100)}, hands_per_player=1, seats=0 if shared else 1,
+                     decision_timeout=STAND_IN_DECISION_SECONDS[shared], betting_window=0)
 
 
 def table_from_mapping(table_id: str, data: Mapping[str, Any]) -> TableSpec:

@@ -382,6 +382,9 @@ class Rounds:
                     window = min(window, ALONE_WINDOW)
                 closes = self.clock() + timedelta(seconds=window)
                 round_row = inserted(session, new_round(table, shoe, self.clock(), betting_closes_at=closes))
+            if round_row.currency not in (None, table.currency):  # formed before the table's currency changed
+                raise ServiceError(409, f"This round takes bets in {round_row.currency}, as the table did when it "
+                                        "opened: bet on the next one.")
             if seat_of(session, round_row.id, caller.id) is not None:
                 raise ServiceError(409, "Your bets are already in this round.")
             taken, last = run(session, SEATS_TAKEN, {"round_id": round_row.id}).one()
@@ -829,8 +832,8 @@ class Rounds:
         if self.wallet.keeps_balances or caller.is_operator or action not in COSTLY_ACTIONS:
             return nullcontext()
         with self.store.read() as session:
-            round_row = session.execute(select(ROUNDS.c.table_id, ROUNDS.c.variant, ROUNDS.c.currency)
-                                        .where(ROUNDS.c.id == round_id)).first()
+            round_row = session.execute(select(ROUNDS.c.table_id, ROUNDS.c.variant, ROUNDS.c.currency,
+                                               ROUNDS.c.betting_closes_at).where(ROUNDS.c.id == round_id)).first()
         if round_row is None:
             return nullcontext()  # no such round: the decision says so
         return self.wallet.balance_known(caller.id, self.tables.of_round(round_row).currency)

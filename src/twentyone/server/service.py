@@ -17,7 +17,8 @@ the wallet, in the same transaction as the round change it belongs to.
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from datetime import datetime, timedelta
 from typing import Any
 
@@ -29,7 +30,7 @@ from twentyone.core.shoe import RandomBits, system_rng
 from twentyone.server.accounts import SELF_EXCLUDED, Accounts
 from twentyone.server.cluster import OUTBOX, TABLES_CHANNEL, LocalOwnership, TimerOwnership, table_timers
 from twentyone.server.config import CURRENCIES, Settings, TableSpec
-from twentyone.server.context import Caller, ServiceError, aware, utcnow
+from twentyone.server.context import Busy, Caller, ServiceError, aware, utcnow
 from twentyone.server.db import Database
 from twentyone.server.events import Broadcaster
 from twentyone.server.journal import JOURNALS, DebitJournal
@@ -229,7 +230,7 @@ class GameService:
             betting = session.execute(select(Round.id, Round.table_id, Round.betting_closes_at)
                                       .where(Round.status == "betting")).all()
             playing = session.execute(select(Round.id, Round.table_id, Round.decision_since, Round.version,
-                                             Round.variant, Round.currency)
+                                             Round.variant, Round.currency, Round.betting_closes_at)
                                       .where(Round.status == "playing")).all()
         if behind:
             self.reload_tables()
@@ -242,10 +243,11 @@ class GameService:
             closes = aware(closes)
             if closes is None or closes > now or table_timers(table_id) not in owned:
                 continue
-            if table_id not in tables:  # the table was taken out of the configuration: nothing was staked yet
-                self.rounds.void(round_id, TABLE_CLOSED)
-            elif self.rounds.close_betting(table_id, due=now) is not None:
-                done["dealt"] += 1
+            with self._alone_failing(f"the close of betting of round {round_id}"):
+                if table_id not in tables:  # the table was taken out of the configuration: nothing was staked yet
+                    self.rounds.void(round_id, TABLE_CLOSED)
+                elif self.rounds.close_betting(table_id, due=now) is not None:
+                    done["dealt"] += 1
         for row in playing:
             # A round dealt at a table since taken out of the configuration is played out as dealt, at its game's
             # pace (TableRegistry.of_round). Before, no timer reached it and its stakes stayed out for good (found
@@ -255,12 +257,26 @@ class GameService:
             if (since is None or now - since < timedelta(seconds=table.decision_timeout)
                     or table_timers(row.table_id) not in owned):
                 continue
-            done["auto"] += self.rounds.auto_decide(row.id, row.version)
+            with self._alone_failing(f"the timer's decision in round {row.id}"):
+                done["auto"] += self.rounds.auto_decide(row.id, row.version)
         if OUTBOX in owned:
             done["delivered"] = self._deliver_outbox(recover=True)
         elif self.wallet.owes():  # rollbacks owed here, or in a dead process's journal here: written, for the owner
             self.rounds.deliver(recover=True, send=False)
         return done
+
+    @staticmethod
+    @contextmanager
+    def _alone_failing(what: str) -> Iterator[None]:
+        """One round's timer that fails is logged and the tick goes on to the others and to the operator's wallet:
+        before, one round that could not be read stopped every table's timers and every wallet delivery, tick after
+        tick (found by review). Busy storage still ends the tick: every round would meet it."""
+        try:
+            yield
+        except Busy:
+            raise
+        except Exception:
+            log.exception("%s failed; tried again at the next tick", what)
 
     def _deliver_outbox(self, recover: bool = False) -> int:
         """After a request's commit, what it wrote to the outbox; at the tick (``recover``) the whole outbox."""

@@ -102,8 +102,9 @@ class TableRegistry:
         nowhere now, as :func:`retired_table` stands in for it. Before, a round read its table's currency as it is
         now, and a round at a removed table could be neither read nor ended (found by a trial of an operator)."""
         table = self.all().get(round_row.table_id) or self._load().get(round_row.table_id)
-        if table is None:
-            return retired_table(round_row.table_id, round_row.variant, round_row.currency)
+        if table is None:  # a shared table's rounds took bets in a window; a private one's were dealt at once
+            return retired_table(round_row.table_id, round_row.variant, round_row.currency,
+                                 shared=round_row.betting_closes_at is not None)
         currency = round_row.currency or table.currency
         return table if currency == table.currency else replace(table, currency=currency)
 
@@ -468,14 +469,16 @@ class Shoes:
         if dealing.cut_card is not None:
             return None
         owner = None if table.shared else player_id
-        return self._shuffled(session, table, owner)
+        # Shuffled, never the next of a stack a test or a certification laid: that is for the next deal anywhere,
+        # which takes it in place of this one (prepared), not for this player's next round (found by review).
+        return self._shuffled(session, table, owner, stacked=False)
 
-    def _shuffled(self, session: Session, table: TableSpec, owner: int | None) -> ShoeRow:
-        """A new shoe for the table (a private table: ``owner``'s), shuffled (or the next stacked), inserted and
-        committed to by hash in this transaction."""
+    def _shuffled(self, session: Session, table: TableSpec, owner: int | None, stacked: bool = True) -> ShoeRow:
+        """A new shoe for the table (a private table: ``owner``'s), shuffled (or, with ``stacked``, the next of
+        :attr:`stacked`), inserted and committed to by hash in this transaction."""
         rules = builtin_rules(table.variant)
         cards = shuffled(_card_names(rules.shoe.composition), self.rng)
-        top = self.stacked.pop(0) if self.stacked else None
+        top = self.stacked.pop(0) if stacked and self.stacked else None
         if top is not None:
             rest = list(cards)
             for card in top:

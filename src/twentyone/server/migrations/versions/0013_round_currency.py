@@ -34,14 +34,25 @@ branch_labels = None
 depends_on = None
 
 
+# Each source read once, grouped by round, and written by primary key: a correlated look-up per round read the
+# wallet's calls (no index on their round) once for every round, hours at a million rounds (found by review).
+_LEDGER_CURRENCIES = ("SELECT ledger.round_id, MIN(accounts.currency) FROM ledger "
+                      "JOIN accounts ON accounts.id = ledger.account_id WHERE ledger.round_id IS NOT NULL "
+                      "GROUP BY ledger.round_id")
+_CALL_CURRENCIES = ("SELECT round_id, MIN(currency) FROM wallet_calls WHERE round_id IS NOT NULL "
+                    "GROUP BY round_id")
+_SET_CURRENCY = sa.text("UPDATE rounds SET currency = :currency WHERE id = :round_id AND currency IS NULL")
+_BATCH = 5000
+
+
 def upgrade() -> None:
     op.add_column('rounds', sa.Column('currency', sa.String(length=3), nullable=True))
-    op.execute("UPDATE rounds SET currency = (SELECT accounts.currency FROM ledger "
-               "JOIN accounts ON accounts.id = ledger.account_id WHERE ledger.round_id = rounds.id LIMIT 1) "
-               "WHERE currency IS NULL")
-    op.execute("UPDATE rounds SET currency = (SELECT wallet_calls.currency FROM wallet_calls "
-               "WHERE wallet_calls.round_id = rounds.id LIMIT 1) WHERE currency IS NULL")
     bind = op.get_bind()
+    for source in (_LEDGER_CURRENCIES, _CALL_CURRENCIES):
+        rows = bind.execute(sa.text(source)).all()
+        for start in range(0, len(rows), _BATCH):
+            bind.execute(_SET_CURRENCY, [{"round_id": round_id, "currency": currency}
+                                         for round_id, currency in rows[start:start + _BATCH]])
     configured = {table_id: table.currency for table_id, table in shipped_tables().items()}
     for table_id, spec in bind.execute(sa.text("SELECT id, spec FROM table_configs")):
         currency = _currency_of(spec)
