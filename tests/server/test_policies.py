@@ -726,7 +726,8 @@ def test_the_operators_report_counts_the_rounds_that_ended_in_a_period(operator:
     everything = report()
     assert everything["period"] == {"since": None, "until": None}
     assert everything["tables"]["classic"] == {"table_id": "classic", "currency": "USD", "rounds": 3, "void": 0,
-                                               "staked": 1000, "returned": 2000, "house_result": -1000}
+                                               "staked": 1000, "returned": 2000, "house_result": -1000,
+                                               "open": 1, "open_staked": 500}  # the round in play: now, not a period
     # 13:30 at +01:00 is 12:30 UTC: the offset counts, and the period comes back in UTC.
     later = report(since="2026-11-29T13:30:00+01:00")
     assert later == {"period": {"since": "2026-11-29T12:30:00+00:00", "until": None}, "tables": {"classic": won},
@@ -808,8 +809,10 @@ def test_the_report_sums_money_by_currency_and_never_across_currencies(operator:
     assert {table: line["currency"] for table, line in report["tables"].items()} == {"classic": "USD",
                                                                                      "euro-classic": "EUR"}
     assert report["totals"] == {
-        "USD": {"rounds": 2, "void": 0, "staked": 1000, "returned": 2000, "house_result": -1000},
-        "EUR": {"rounds": 1, "void": 0, "staked": 500, "returned": 1000, "house_result": -500}}
+        "USD": {"rounds": 2, "void": 0, "staked": 1000, "returned": 2000, "house_result": -1000, "open": 0,
+                "open_staked": 0},
+        "EUR": {"rounds": 1, "void": 0, "staked": 500, "returned": 1000, "house_result": -500, "open": 0,
+                "open_staked": 0}}
 
 
 def test_a_round_voided_when_its_window_closes_ends_in_the_period_it_closed(operator: Client, http: TestClient,
@@ -823,7 +826,7 @@ def test_a_round_voided_when_its_window_closes_ends_in_the_period_it_closed(oper
     service.tick()
     voided = {"table_id": "multiplayer", "currency": "USD", "rounds": 1, "void": 1, "staked": 0, "returned": 0,
               "house_result": 0}
-    assert operator.get("/admin/report").json()["tables"]["multiplayer"] == voided
+    assert operator.get("/admin/report").json()["tables"]["multiplayer"] == {**voided, "open": 0, "open_staked": 0}
     closed_today = operator.get("/admin/report", since="2026-11-29T00:00:00Z", until="2026-11-30T00:00:00Z").json()
     assert closed_today["tables"] == {"multiplayer": voided}
 

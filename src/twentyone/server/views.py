@@ -34,6 +34,7 @@ from twentyone.server.models import Shoe as ShoeRow
 from twentyone.server.store import Store
 from twentyone.server.tables import TableRegistry, bets_total, commitment_of, revealed_of
 
+OPEN = ("betting", "playing")  # a round in play: taking bets (forming) or dealt and being played
 OTHERS_SHOWN = 48  # other players' seats and hands sent in full; past that, counts (power seats hundreds)
 
 
@@ -393,12 +394,15 @@ class Views:
         """Operator report: rounds and money by table, each line in one ``currency``, and ``totals`` by currency
         (house result = staked - returned).
 
-        Without a period: every round the server has played, open ones included in
-        ``rounds``. With ``since`` and/or ``until`` (aware datetimes): the rounds that
+        Without a period: every round the server has played, open ones included in ``rounds``, and what is in
+        play now: ``open`` counts the rounds taking bets or being played, and ``open_staked`` sums their seats'
+        stakes, money taken and not yet settled (a forming round's seats have staked nothing: stakes are taken when
+        betting closes). With ``since`` and/or ``until`` (aware datetimes): the rounds that
         ended, settled or void, at or after ``since`` and before ``until``, read through
         the index on status and the time a round ended (migration 0009), so that one day's report
         costs the same after a year of rounds. Money counts settled rounds only: a void
-        round returned every stake.
+        round returned every stake. A period's lines have no ``open`` nor ``open_staked``: an open round has not
+        ended in any period, and a 0 there would read as nothing in play.
 
         A round counts in the currency its stakes were taken in (migration 0013), not its table's now: a table
         that played in two currencies (its configuration changed) has a line for each, keyed ``table/CUR``;
@@ -418,6 +422,7 @@ class Views:
             ended.append(Round.settled_at < until)
         configured = self.tables.all()
         rows: dict[tuple[str, str | None], dict[str, int]] = {}
+        in_play = {"open": 0, "open_staked": 0} if not ended else {}  # a period's report is of rounds that ended
         # One statement, so one snapshot: rounds that end while the report runs are in both counts or in neither.
         with self.store.read() as session:
             for table_id, round_currency, status, count, staked, returned in session.execute(
@@ -427,12 +432,16 @@ class Views:
                     .group_by(Round.table_id, Round.currency, Round.status)):
                 table = configured.get(table_id)
                 currency = round_currency or (table.currency if table is not None else None)
-                entry = rows.setdefault((table_id, currency), {"rounds": 0, "void": 0, "staked": 0, "returned": 0})
+                entry = rows.setdefault((table_id, currency), {"rounds": 0, "void": 0, "staked": 0, "returned": 0,
+                                                               "house_result": 0, **in_play})
                 entry["rounds"] += int(count)
                 entry["void"] += int(count) if status == "void" else 0
                 if status == "settled":  # a void round returned every stake; an open one has no result yet
                     entry["staked"] += int(staked)
                     entry["returned"] += int(returned)
+                elif status in OPEN:  # what is in play now: money taken and not yet settled (a seat forming: none)
+                    entry["open"] += int(count)
+                    entry["open_staked"] += int(staked)
         lines_of: dict[str, int] = {}
         for table_id, _ in rows:
             lines_of[table_id] = lines_of.get(table_id, 0) + 1
