@@ -17,7 +17,7 @@ from typing import Any
 import pytest
 from fastapi.testclient import TestClient
 from integrity import Secrets, leaks, stack_for, table_secrets
-from server_helpers import Client, Clock
+from server_helpers import OPERATOR, Client, Clock
 from sqlalchemy import select
 
 from twentyone.server.models import Shoe as ShoeRow
@@ -53,6 +53,7 @@ class Probe:
         self.service = service
         self.table = table
         self.players = players
+        self.operator = Client(http, OPERATOR, "operator")
         self.stack: list[str] = []  # the stacked top of the round's shoe
         self.stacks: dict[int, int] = {}
         self.rounds: list[int] = []
@@ -123,6 +124,10 @@ class Probe:
             while socket is not None and self.received[name] < self.published[name]:
                 answers.append((f"{name} WebSocket event", socket.receive_json()))
                 self.received[name] += 1
+        for path in ("/admin/rounds", "/admin/rounds?status=open", "/admin/report"):  # no cards there at all
+            response = self.operator.http.get(path, headers=self.operator.headers)
+            assert response.status_code == 200, (path, response.json())
+            answers.append((f"operator GET {path}", response.json()))
         after = self.secrets()
         secrets = Secrets(before.cards | after.cards, before.salts | after.salts, before.orders + after.orders)
         if secrets.cards & set(self.hole_cards()):

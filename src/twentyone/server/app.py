@@ -219,6 +219,21 @@ class WalletCallsQuery(BaseModel):
     size: int = Field(default=50, ge=1, le=100)
 
 
+# An id looked up in the database: never the NUL character, which PostgreSQL's text cannot hold, so that it
+# refuses the whole statement (a 500 where a 404 or an empty page is meant); the schema states it too.
+LookedUp = Annotated[str, Field(min_length=1, max_length=64, json_schema_extra={"pattern": "^[^\\x00]*$"}),
+                     _plain(lambda text: "\x00" not in text, "A name or an id holds no NUL character")]
+
+
+class RoundsQuery(BaseModel):
+    model_config = FORBID_EXTRA  # ?stauts=open must not list every round as if it were the rounds in play
+
+    status: Literal["open", "betting", "playing", "settled", "void"] | None = None  # open: betting or playing
+    table: LookedUp | None = None
+    before: int | None = Field(default=None, ge=1, le=MAX_ID)
+    size: int = Field(default=20, ge=1, le=100)
+
+
 class BalanceChange(BaseModel):
     """An operator's credit or debit of a player's balance."""
 
@@ -507,6 +522,12 @@ def create_app(settings: Settings, operator_wallet: OperatorWallet | None = None
         """Rounds and money by table and by currency: all of them, or those that ended in [since, until) (ISO 8601
         with an offset)."""
         return service.report(who, query.since, query.until)
+
+    @app.get("/admin/rounds")
+    def rounds(who: Me, _once: GivenOnce, query: Annotated[RoundsQuery, Query()]) -> dict[str, Any]:
+        """Rounds newest first, with their clocks, seats and money: every one, or those of a ``status`` (``open``:
+        betting or playing) and/or a ``table``; page with ``before`` (the last page's ``next_before``)."""
+        return service.list_rounds(who, query.status, query.table, query.before, query.size)
 
     @app.get("/admin/wallet/calls")
     def wallet_calls(who: Me, _once: GivenOnce, query: Annotated[WalletCallsQuery, Query()]) -> dict[str, Any]:

@@ -84,7 +84,7 @@ class GameService:
         self.round_view, self.history, self.replay = self.views.round, self.views.history, self.views.replay
         self.verify, self.hint, self.seated, self.report = (self.views.verify, self.views.hint, self.views.seated,
                                                             self.views.report)
-        self.wallet_calls = self.views.wallet_calls
+        self.wallet_calls, self.list_rounds = self.views.wallet_calls, self.views.rounds
 
     def login(self, name: str, password: str, address: str = "unknown") -> tuple[Caller, str, list[dict[str, Any]]]:
         """Sign in (:meth:`Accounts.login`): a new connection, whose undealt bets are returned and told

@@ -16,7 +16,7 @@ from datetime import UTC, datetime, timedelta
 from functools import partial
 from typing import Any
 
-from sqlalchemy import ColumnElement, bindparam, func, select
+from sqlalchemy import ColumnElement, Select, bindparam, func, select, union_all
 from sqlalchemy.orm import Session
 
 from twentyone.core.cards import Card, parse_card
@@ -29,12 +29,13 @@ from twentyone.server.config import TableSpec
 from twentyone.server.context import Caller, ServiceError, SnapshotBehind, aware, iso
 from twentyone.server.direct import run
 from twentyone.server.live import FINISHED, LiveRounds, round_actions
-from twentyone.server.models import PLAYERS, ROUND_SEATS, Round, RoundSeat, WalletCall
+from twentyone.server.models import PLAYERS, ROUND_SEATS, ROUNDS, Round, RoundSeat, WalletCall
 from twentyone.server.models import Shoe as ShoeRow
 from twentyone.server.store import Store
 from twentyone.server.tables import TableRegistry, bets_total, commitment_of, revealed_of
 
 OPEN = ("betting", "playing")  # a round in play: taking bets (forming) or dealt and being played
+STATUSES = (*OPEN, *FINISHED)
 OTHERS_SHOWN = 48  # other players' seats and hands sent in full; past that, counts (power seats hundreds)
 
 
@@ -248,6 +249,39 @@ def without_new_stakes(view: dict[str, Any], caller: Caller, now: datetime) -> d
     return view
 
 
+def page_of_rounds(statuses: tuple[str, ...] | None, table: str | None, before: int | None,
+                   limit: int) -> Select[tuple[int]]:
+    """The ids of a page of rounds, newest first: ``limit`` of them below ``before``, of ``statuses`` (None: any) at
+    ``table`` (None: any).
+
+    Each status is read on its own, newest first and no further than the page: at a table along the index on
+    (table_id, status, id); elsewhere along the index on status, which SQLite keeps in the order of the row id, the
+    round's id (PostgreSQL's keeps no such order: its planner reads the rounds newest first down to a page of the
+    status, or that status's rounds, whichever it finds cheaper); with neither, the rounds themselves by id. The
+    parts are merged, so a page costs the same after a year of rounds, where one query of several statuses ("status
+    IN (...) ORDER BY id") reads every round of those statuses and sorts them.
+
+    >>> page = page_of_rounds(("settled",), "classic", 900, 21)
+    >>> print(page.whereclause.compile(compile_kwargs={"literal_binds": True}))
+    rounds.status = 'settled' AND rounds.table_id = 'classic' AND rounds.id < 900
+    """
+    rounds = ROUNDS.c
+
+    def part(status: str | None) -> Select[tuple[int]]:
+        where = [rounds.status == status] if status is not None else []
+        where += [rounds.table_id == table] if table is not None else []
+        where += [rounds.id < before] if before is not None else []
+        return select(rounds.id).where(*where).order_by(rounds.id.desc()).limit(limit)
+
+    if statuses is None and table is None:
+        return part(None)
+    parts = [part(status) for status in statuses or STATUSES]  # a table's rounds: its index leads with the status
+    if len(parts) == 1:
+        return parts[0]
+    merged = union_all(*(select(each.subquery().c.id) for each in parts)).subquery()
+    return select(merged.c.id).order_by(merged.c.id.desc()).limit(limit)
+
+
 class Views:
     def __init__(self, store: Store, live: LiveRounds, tables: TableRegistry, clock: Callable[[], datetime]) -> None:
         self.store = store
@@ -456,6 +490,48 @@ class Views:
                 for field, amount in entry.items():
                     total[field] += amount
         return {"period": {"since": iso(since), "until": iso(until)}, "tables": tables, "totals": totals}
+
+    def rounds(self, caller: Caller, status: str | None = None, table: str | None = None, before: int | None = None,
+               size: int = 20) -> dict[str, Any]:
+        """The operator's list of rounds, newest first, ``size`` to a page: every round, or those of one ``status``
+        (``open``: taking bets or being played) and/or one ``table``; ``before`` (the ``next_before`` of the page
+        before) starts just below a round id, as ``/me/history`` pages. A round left open after a crash is found here
+        (``status=open``), not only in SQL.
+
+        Each round with its clocks and its seats' money: ``seats`` (how many), ``staked`` and ``returned`` (summed
+        over them). No cards: those are in the players' views of the round. One statement, so one snapshot, which
+        reads a page's rounds along the indexes (:func:`page_of_rounds`), never the whole history.
+        """
+        if not caller.is_operator:
+            raise ServiceError(403, "Only the operator can do this.")
+        if status not in (None, "open", *STATUSES) or not 1 <= size <= 100 or (before is not None and before < 1):
+            raise ServiceError(422, "status is open, betting, playing, settled or void, size is 1 to 100 and before is "
+                                    "a round id.")
+        statuses = OPEN if status == "open" else (status,) if status is not None else None
+        rounds, seats = ROUNDS.c, ROUND_SEATS.c
+        configured = self.tables.all()
+        with self.store.read() as session:
+            # The page's ids as a condition, not a table joined: SQLite's planner, given the join and the GROUP BY,
+            # walked every round in the order of the ids to meet the page's (a page's cost grew with the history).
+            rows = session.execute(
+                select(rounds.id, rounds.table_id, rounds.variant, rounds.currency, rounds.status, rounds.created_at,
+                       rounds.settled_at, rounds.betting_closes_at, rounds.decision_since, rounds.void_reason,
+                       func.count(seats.id).label("seats"), func.coalesce(func.sum(seats.staked), 0).label("staked"),
+                       func.coalesce(func.sum(seats.returned), 0).label("returned"))
+                .select_from(ROUNDS.outerjoin(ROUND_SEATS, seats.round_id == rounds.id))
+                .where(rounds.id.in_(page_of_rounds(statuses, table, before, size + 1)))
+                .group_by(rounds.id).order_by(rounds.id.desc())).all()  # by its key: PostgreSQL takes the rest
+        items = [{"id": row.id, "table_id": row.table_id, "variant": row.variant,
+                  # A round from before migration 0013 names no currency: its table's, as the report counts it.
+                  "currency": row.currency or (configured[row.table_id].currency if row.table_id in configured
+                                               else None),
+                  "status": row.status, "created_at": iso(row.created_at), "settled_at": iso(row.settled_at),
+                  "betting_closes_at": iso(row.betting_closes_at), "decision_since": iso(row.decision_since),
+                  "seats": int(row.seats), "staked": int(row.staked), "returned": int(row.returned),
+                  "void_reason": row.void_reason} for row in rows[:size]]
+        more = len(rows) > size
+        return {"status": status, "table": table, "size": size, "before": before, "has_more": more,
+                "rounds": items, "next_before": items[-1]["id"] if more else None}
 
     def wallet_calls(self, caller: Caller, after: int | None = None, size: int = 50) -> dict[str, Any]:
         """The calls to the operator's wallet still waiting to go through, oldest first, for the operator to watch
