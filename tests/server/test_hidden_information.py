@@ -120,6 +120,11 @@ class Probe:
                 if round_id not in self.seated[name]:
                     refused = client.post(f"/rounds/{round_id}/actions", {"action": "stand"})
                     assert refused.status_code == 404, refused.json()
+            # The operator's look at the player: their rounds exactly as their own history shows them.
+            looked = self.operator.get(f"/admin/players/{client.name}")
+            assert looked.status_code == 200, looked.json()
+            assert looked.json()["rounds"] == client.get("/me/history").json()["rounds"], (name, phase)
+            answers.append((f"operator GET /admin/players/{client.name}", looked.json()))
             socket = self.sockets.get(name)
             while socket is not None and self.received[name] < self.published[name]:
                 answers.append((f"{name} WebSocket event", socket.receive_json()))
@@ -293,6 +298,7 @@ def test_a_common_draw_shows_nobody_the_cards_another_player_drew_until_it_settl
     choice. Until the round settles nobody, onlookers included, sees another player's draws, from any answer."""
     ann, bob, cid = guest(http), guest(http), guest(http)  # cid only watches the table
     players = {"ann": ann, "bob": bob, "cid": cid}
+    operator = Client(http, OPERATOR, "operator")
     ids = {name: client.get("/me").json()["id"] for name, client in players.items()}
     service.stacked.append(stack_for("power", [1, 1], up="6H", hands=[["2D", "3S"]]))  # both hold 5; no offers
     for client in (ann, bob):
@@ -316,6 +322,8 @@ def test_a_common_draw_shows_nobody_the_cards_another_player_drew_until_it_settl
         answers = [(path, client.get(path)) for path in (f"/rounds/{round_id}", f"/rounds/{round_id}/replay",
                                                          f"/rounds/{round_id}/hint", "/tables/power", "/me/history")]
         answers = [(path, response.json()) for path, response in answers]
+        # What the operator reads of this player: the player's own view, so nothing of another's draw either.
+        answers.append(("operator's look at them", operator.get(f"/admin/players/{client.name}").json()["rounds"]))
         while received[name] < published[0]:  # every event sent so far (each names a round; the client re-reads)
             answers.append(("WebSocket", socket.receive_json()))
             received[name] += 1

@@ -1,21 +1,26 @@
-"""What the operator sees without reading the database: the money in play in the report, and the rounds (those left
-open after a crash among them), found by a trial of an operator, who could see them only in SQL."""
+"""What the operator sees without reading the database: the money in play in the report, the rounds (those left open
+after a crash among them), and a player (found by a trial of an operator, who could see none of it but in SQL)."""
 
 from __future__ import annotations
 
 import os
+from datetime import timedelta
 from typing import Any
 
 import pytest
+from fake_operator_wallet import ContractWallet
 from fastapi.testclient import TestClient
-from server_helpers import Client, Clock, dealt_shared_round, fresh_postgres_database, new_player
+from server_helpers import OPERATOR, Client, Clock, dealt_shared_round, fresh_postgres_database, new_player
 from sqlalchemy import create_engine, text
 from sqlalchemy.pool import NullPool
 from test_history_cost import TOLERANCE, cost
 
 from twentyone.server import db
+from twentyone.server.app import create_app
+from twentyone.server.config import Settings
 from twentyone.server.service import GameService
 from twentyone.server.views import OPEN, page_of_rounds
+from twentyone.server.wallet import WalletError, WalletTimeout
 
 CLASSIC_WON = ["TS", "6H", "9D", "TC", "8C"]  # classic: the player's 19 stands, the dealer's 6 draws 10, 8 and busts
 POWER_IN_PLAY = ["5S", "7H", "6D", "8C", "KD"]  # power, a player alone: no Ace up, the round waits for a decision
@@ -146,6 +151,84 @@ def test_the_list_of_rounds_is_the_operators_and_takes_its_parameters_once(opera
         refused = operator.http.get(f"/admin/rounds?{query}", headers=operator.headers)
         assert refused.status_code == 422 and refused.json() == {"detail": detail}, (query, refused.json())
     assert operator.http.get("/admin/rounds?size=1&size=2").status_code == 401  # the sign-in first, as ever
+
+
+def test_the_operator_looks_a_player_up_by_name(operator: Client, http: TestClient, service: GameService,
+                                                clock: Clock, guest: Client) -> None:
+    """``GET /admin/players/{name}``: balances, limits, whether signed in now, and the last ten rounds exactly as the
+    player's own history shows them. Before, the operator saw a player only through the balance a credit printed."""
+    ann = new_player(http, "ann")
+    for _ in range(11):
+        service.stacked.append(list(CLASSIC_WON))
+        ann.bet("classic", 500)
+        ann.act(ann.post("/tables/classic/deal").json()["id"], "stand")
+    service.stacked.append(list(CLASSIC_WON))
+    ann.bet("classic", 500)
+    ann.post("/tables/classic/deal")  # in play: the hole card (TC) stays hidden, as from ann
+    assert ann.put("/me/limits", {"daily_loss_limit": 1000, "session_minutes": 90}).status_code == 200
+    assert ann.put("/me/limits", {"daily_loss_limit": 5000}).status_code == 200  # a raise: a day's cooling-off
+    for player in (guest, ann):  # the operator's, not a player's, not even their own
+        assert player.get("/admin/players/ann").json() == {"detail": "Only the operator can do this."}
+    looked = operator.get("/admin/players/ann")
+    assert looked.status_code == 200, looked.json()
+    player, me = looked.json(), ann.get("/me").json()
+    assert (player["id"], player["name"], player["guest"], player["created_at"]) == (
+        me["id"], "ann", False, "2026-11-29T12:00:00+00:00")
+    assert player["balances"] == me["balances"] and player["balances"]["USD"] == 100000 + 11 * 500 - 500
+    assert player["limits"] == {"daily_loss_limit": 1000, "session_minutes": 90, "excluded_until": None,
+                                "pending": {"daily_loss_limit": {"value": 5000, "from": "2026-11-30T12:00:00+00:00"}}}
+    assert player["signed_in"] is True
+    history = ann.get("/me/history").json()["rounds"]
+    assert player["rounds"] == history and len(history) == 10 and history[0]["status"] == "playing"
+    assert history[0]["dealer"]["cards"] == ["6H"] and "TC" not in str(player["rounds"][0])
+    # Signed in: a sign-in neither ended nor expired.
+    assert ann.post("/auth/logout", {"everywhere": True}).status_code == 200
+    assert operator.get("/admin/players/ann").json()["signed_in"] is False
+    login = http.post("/auth/login", json={"name": "ann", "password": "correct horse"})
+    assert login.status_code == 200 and operator.get("/admin/players/ann").json()["signed_in"] is True
+    clock.advance(timedelta(days=service.settings.token_days).total_seconds())
+    assert operator.get("/admin/players/ann").json()["signed_in"] is False
+    # Found as a credit finds a player: the name exactly, a guest by its name.
+    assert operator.get(f"/admin/players/{guest.name}").json()["guest"] is True
+    for name in ("Ann", "nobody"):
+        missing = operator.get(f"/admin/players/{name}")
+        credit = operator.post("/admin/credit", {"player": name, "currency": "USD", "amount": 1})
+        assert missing.status_code == credit.status_code == 404
+        assert missing.json() == credit.json() == {"detail": f"There is no player {name!r}."}
+    assert operator.get(f"/admin/players/{'x' * 65}").json() == {"detail": "name: String should have at most 64 "
+                                                                           "characters."}
+    assert operator.get("/admin/players/a%00b").json() == {"detail": "name: A name or an id holds no NUL character."}
+
+
+def test_a_players_balances_come_from_the_operators_wallet_and_its_refusal_is_no_500(
+        settings: Settings, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Where an operator's wallet keeps the balances, the look at a player asks it (the built-in ledger's rows are
+    the shadow of stakes and wins, not a balance); a refusal is the wallet's 409, a silence a 503 with Retry-After,
+    as at ``/me``."""
+    wallet = ContractWallet(start=123_456)
+    app = create_app(settings, operator_wallet=wallet, clock=Clock(), timers=False)
+    with TestClient(app) as http:
+        ann, operator = new_player(http, "ann"), Client(http, OPERATOR, "operator")
+        wallet.balances[f"player:{ann.player_id()}"] = 654_321
+        answer = operator.get("/admin/players/ann")
+        assert answer.status_code == 200, answer.json()
+        assert answer.json()["balances"] == ann.get("/me").json()["balances"] == dict.fromkeys(("USD", "GBP", "EUR"),
+                                                                                                654_321)
+
+        def refused(player: str, currency: str) -> int:
+            raise WalletError("The operator's wallet does not know this player.")
+
+        monkeypatch.setattr(wallet, "balance", refused)
+        answer = operator.get("/admin/players/ann")
+        assert answer.status_code == 409 and answer.json() == {"detail": "The operator's wallet does not know this "
+                                                                         "player."}
+
+        def silent(player: str, currency: str) -> int:
+            raise WalletTimeout()
+
+        monkeypatch.setattr(wallet, "balance", silent)
+        answer = operator.get("/admin/players/ann")
+        assert answer.status_code == 503 and answer.headers["Retry-After"] and answer.json()["detail"]
 
 
 @pytest.mark.parametrize("database_url", ["sqlite"], indirect=True)

@@ -33,7 +33,7 @@ def test_openapi_schema_lists_every_resource(http: TestClient) -> None:
                  "/tables/{table_id}/undo", "/tables/{table_id}/double", "/tables/{table_id}/rebet",
                  "/rounds/{round_id}", "/rounds/{round_id}/actions", "/rounds/{round_id}/replay",
                  "/rounds/{round_id}/verify", "/admin/tables", "/admin/credit", "/admin/report",
-                 "/admin/wallet/calls", "/admin/rounds"):
+                 "/admin/wallet/calls", "/admin/rounds", "/admin/players/{name}"):
         assert path in paths, path
 
 

@@ -219,7 +219,7 @@ class WalletCallsQuery(BaseModel):
     size: int = Field(default=50, ge=1, le=100)
 
 
-# An id looked up in the database: never the NUL character, which PostgreSQL's text cannot hold, so that it
+# A name or an id looked up in the database: never the NUL character, which PostgreSQL's text cannot hold, so that it
 # refuses the whole statement (a 500 where a 404 or an empty page is meant); the schema states it too.
 LookedUp = Annotated[str, Field(min_length=1, max_length=64, json_schema_extra={"pattern": "^[^\\x00]*$"}),
                      _plain(lambda text: "\x00" not in text, "A name or an id holds no NUL character")]
@@ -528,6 +528,12 @@ def create_app(settings: Settings, operator_wallet: OperatorWallet | None = None
         """Rounds newest first, with their clocks, seats and money: every one, or those of a ``status`` (``open``:
         betting or playing) and/or a ``table``; page with ``before`` (the last page's ``next_before``)."""
         return service.list_rounds(who, query.status, query.table, query.before, query.size)
+
+    @app.get("/admin/players/{name}")
+    def player(who: Me, name: Annotated[LookedUp, PathParam()]) -> dict[str, Any]:
+        """A player, found by name as ``/admin/credit`` finds one: balances, limits, whether signed in now, and their
+        last rounds as their own history shows them."""
+        return service.player(who, name)
 
     @app.get("/admin/wallet/calls")
     def wallet_calls(who: Me, _once: GivenOnce, query: Annotated[WalletCallsQuery, Query()]) -> dict[str, Any]:

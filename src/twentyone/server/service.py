@@ -23,25 +23,33 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from sqlalchemy import func, select
+from sqlalchemy.orm import Session
 
 from twentyone.core.commitment import commitment, verify_record
 from twentyone.core.money import MAX_AMOUNT
 from twentyone.core.shoe import RandomBits, system_rng
-from twentyone.server.accounts import SELF_EXCLUDED, Accounts
+from twentyone.server.accounts import SELF_EXCLUDED, Accounts, limits_in_force
 from twentyone.server.cluster import OUTBOX, TABLES_CHANNEL, LocalOwnership, TimerOwnership, table_timers
 from twentyone.server.config import CURRENCIES, Settings, TableSpec
-from twentyone.server.context import Busy, Caller, ServiceError, aware, utcnow
+from twentyone.server.context import Busy, Caller, ServiceError, aware, iso, utcnow
 from twentyone.server.db import Database
 from twentyone.server.events import Broadcaster
 from twentyone.server.journal import JOURNALS, DebitJournal
 from twentyone.server.live import LiveRounds
-from twentyone.server.models import Player, Round
+from twentyone.server.models import Player, Round, Token
 from twentyone.server.rounds import Rounds
 from twentyone.server.slips import Slips
 from twentyone.server.store import Store
 from twentyone.server.tables import Shoes, TableRegistry
 from twentyone.server.views import Views
-from twentyone.server.wallet import LedgerWallet, OperatorLedgerWallet, OperatorWallet, Wallet, WalletError
+from twentyone.server.wallet import (
+    LedgerWallet,
+    OperatorLedgerWallet,
+    OperatorWallet,
+    Wallet,
+    WalletError,
+    as_refusal,
+)
 
 # Why a player's undealt bets were returned when they connected again (the disconnection policy of the sheets).
 RETURNED_ON_RECONNECTION = "You connected again before they were dealt."
@@ -194,9 +202,7 @@ class GameService:
         if currency not in CURRENCIES:
             raise ServiceError(422, f"Players hold balances in {', '.join(CURRENCIES)} only, not {currency!r}.")
         with self.store.write() as session:
-            player = session.scalars(select(Player).where(Player.name == player_name)).first()
-            if player is None:
-                raise ServiceError(404, f"There is no player {player_name!r}.")
+            player = player_named(session, player_name)
             if self.wallet.keeps_balances:
                 # Every amount stays far inside 64 bits (core.money), a balance too: many large credits could pass it.
                 self.wallet.lock(session, player.id, currency)
@@ -212,6 +218,46 @@ class GameService:
                 raise ServiceError(409, error.detail) from None
             balance = self.wallet.balance(session, player.id, currency)
             return self.store.answer(session, {"player": player.name, "currency": currency, "balance": balance})
+
+    def player(self, caller: Caller, player_name: str, balances: bool = True) -> dict[str, Any]:
+        """The operator's look at a player, found by name as a credit finds them (:func:`player_named`): who they are,
+        their balances, their limits (those in force, and ``pending`` the raises still cooling off), whether they
+        are signed in now (a sign-in neither ended nor expired), and their last :data:`PLAYER_ROUNDS` rounds as
+        their own history shows them (:meth:`Views.history_entries`: the player's view, no card hidden from them).
+
+        Balances come from where they live: the built-in ledger, read in the same snapshot; an operator's wallet,
+        asked after the read (no transaction waits on the network, and a read made again does not ask twice), whose
+        refusal or silence is a 409 or 503, as at ``/me``. ``balances=False`` (the command line, which does not call
+        an operator's wallet): ``balances`` is null.
+        """
+        if not caller.is_operator:
+            raise ServiceError(403, "Only the operator can do this.")
+        from_ledger = balances and self.wallet.keeps_balances
+
+        def read(session: Session) -> dict[str, Any]:
+            player = player_named(session, player_name)
+            now = self.clock()
+            signed_in = session.scalar(select(Token.token_hash).where(
+                Token.player_id == player.id,
+                Token.created_at > now - timedelta(days=self.settings.token_days)).limit(1)) is not None
+            rounds, _ = self.views.history_entries(session, player.id, PLAYER_ROUNDS)
+            limits = limits_in_force(player.limits, now)
+            return {"id": player.id, "name": player.name, "guest": player.guest, "created_at": iso(player.created_at),
+                    "balances": {currency: self.wallet.balance(session, player.id, currency)
+                                 for currency in CURRENCIES} if from_ledger else None,
+                    "limits": {"daily_loss_limit": limits.get("daily_loss_limit"),
+                               "session_minutes": limits.get("session_minutes"),
+                               "excluded_until": limits.get("excluded_until"), "pending": limits.get("pending", {})},
+                    "signed_in": signed_in, "rounds": rounds}
+
+        body = self.store.read_anew(read)
+        if balances and not from_ledger:
+            asked = {currency: self.wallet.balances_ahead([body["id"]], currency)[0] for currency in CURRENCIES}
+            for answer in asked.values():
+                if isinstance(answer, WalletError):  # refused or unanswered: 409 or 503, never a 500
+                    raise as_refusal(answer)
+            body["balances"] = asked
+        return body
 
     # ------------------------------------------------------------- timers
     def tick(self) -> dict[str, int]:
@@ -281,6 +327,19 @@ class GameService:
     def _deliver_outbox(self, recover: bool = False) -> int:
         """After a request's commit, what it wrote to the outbox; at the tick (``recover``) the whole outbox."""
         return self.rounds.deliver(recover=True) if recover else self.rounds.deliver(fresh=True)
+
+
+PLAYER_ROUNDS = 10  # the rounds the operator's look at a player shows, newest first
+
+
+def player_named(session: Session, name: str) -> Player:
+    """The player of that name, as the operator's commands find one (credit, debit, the look at a player): the name
+    exactly as registered, its case included (no two names differ in case alone: registration refuses it), or 404.
+    A guest is found by its name (``guest-…``) too."""
+    player = session.scalars(select(Player).where(Player.name == name)).first()
+    if player is None:
+        raise ServiceError(404, f"There is no player {name!r}.")
+    return player
 
 
 __all__ = ["Caller", "GameService", "ServiceError", "commitment", "verify_record"]

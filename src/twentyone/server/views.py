@@ -326,21 +326,28 @@ class Views:
             raise ServiceError(422, "page starts at 1, size is 1 to 100 and before is a round id.")
         if before is not None and page != 1:
             raise ServiceError(422, "Page by page or by before, not both at once.")
-        # Newest first along the index on (player_id, round_id): a page reads its own rows, not the player's whole
-        # history sorted (migration 0004).
-        query = (select(Round).join(RoundSeat, RoundSeat.round_id == Round.id)
-                 .where(RoundSeat.player_id == caller.id, Round.status.in_(("settled", "void", "playing")))
-                 .order_by(RoundSeat.round_id.desc()))
-        query = query.where(RoundSeat.round_id < before) if before is not None else query.offset((page - 1) * size)
 
         def page_of(session: Session) -> dict[str, Any]:
-            rows = session.scalars(query.limit(size + 1)).all()
-            items = [self._history_entry(session, row, caller.id) for row in rows[:size]]
-            more = len(rows) > size
+            items, more = self.history_entries(session, caller.id, size, before, page)
             return {"page": None if before is not None else page, "size": size, "before": before, "has_more": more,
                     "rounds": items, "next_before": items[-1]["id"] if more else None}
 
         return self.store.read_anew(page_of)
+
+    def history_entries(self, session: Session, player_id: int, size: int, before: int | None = None,
+                        page: int = 1) -> tuple[list[dict[str, Any]], bool]:
+        """A page of the player's history as the player sees it (``/me/history``'s ``rounds``), and whether more
+        follow; for a caller inside :meth:`Store.read_anew` (a round in play read from a snapshot behind it is read
+        again). The operator's look at a player (``/admin/players/{name}``) shows these, the player's own view: no
+        card the player may not see, whoever asks."""
+        # Newest first along the index on (player_id, round_id): a page reads its own rows, not the player's whole
+        # history sorted (migration 0004).
+        query = (select(Round).join(RoundSeat, RoundSeat.round_id == Round.id)
+                 .where(RoundSeat.player_id == player_id, Round.status.in_(("settled", "void", "playing")))
+                 .order_by(RoundSeat.round_id.desc()))
+        query = query.where(RoundSeat.round_id < before) if before is not None else query.offset((page - 1) * size)
+        rows = session.scalars(query.limit(size + 1)).all()
+        return [self._history_entry(session, row, player_id) for row in rows[:size]], len(rows) > size
 
     def _history_entry(self, session: Session, round_row: Round, player_id: int) -> dict[str, Any]:
         view = self._round_json(session, round_row, player_id)
