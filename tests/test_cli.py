@@ -283,7 +283,8 @@ TABLE = json.dumps({"name": "New", "variant": "classic", "currency": "USD", "chi
 
 
 def test_admin_with_a_database_url_that_is_not_one(tmp_path: Path) -> None:
-    for verb in (["report"], ["wallet-calls"], ["token"], ["credit", "ann", "100"], ["create-table", "new", TABLE]):
+    for verb in (["report"], ["wallet-calls"], ["token"], ["credit", "ann", "100"], ["create-table", "new", TABLE],
+                 ["rounds"], ["player", "ann"]):
         assert_one_line_error(run("admin", *verb, "--database", "notaurl://x", "--data-dir", str(tmp_path)),
                               "cannot open the database 'notaurl://x'")
 
@@ -292,7 +293,8 @@ def test_admin_commands_need_the_servers_database_and_never_make_a_token(tmp_pat
     from twentyone.server.db import migrate
 
     mistyped = tmp_path / "typo"
-    for verb in (["token"], ["report"], ["wallet-calls"], ["credit", "ann", "100"], ["create-table", "new", TABLE]):
+    for verb in (["token"], ["report"], ["wallet-calls"], ["credit", "ann", "100"], ["create-table", "new", TABLE],
+                 ["rounds"], ["player", "ann"]):
         assert_one_line_error(run("admin", *verb, "--data-dir", str(mistyped)), "no server database at")
     assert not mistyped.exists()  # no empty database, no token, not even the folder
     # A server that took its token from the environment wrote no token file: the command says so, and makes none.
@@ -467,6 +469,54 @@ def test_the_report_takes_a_period_as_the_apis_report_does(tmp_path: Path) -> No
         assert refusal.status_code == 422, refusal.json()
         options = [word for name, value in period.items() for word in (f"--{name}", value)]
         assert_one_line_error(run("admin", "report", *options, "--data-dir", str(tmp_path)), refusal.json()["detail"])
+
+
+def test_the_operator_lists_rounds_and_looks_a_player_up_from_the_command_line(tmp_path: Path) -> None:
+    """`admin rounds` and `admin player` print what GET /admin/rounds and GET /admin/players/NAME answer, read from the
+    server's database; what the endpoint refuses with a 422 they refuse in its words, one line, exit 2. Before, a
+    round left in play or a player's limits could be seen only in SQL (an operator trial)."""
+    from fastapi.testclient import TestClient
+
+    from twentyone.server.app import create_app
+    from twentyone.server.config import Settings
+
+    app = create_app(Settings(f"sqlite:///{tmp_path / 'twentyone.db'}", tmp_path, "op"), timers=False)
+    queries = [{}, {"status": "open"}, {"status": "settled", "size": "1"}, {"table": "classic", "before": "3"},
+               {"status": "void", "table": "power"}]
+    refused = [{"status": "opne"}, {"size": "0"}, {"size": "many"}, {"before": "0"}, {"table": ""}]
+    with TestClient(app) as http:
+        token = http.post("/auth/register", json={"name": "ann", "password": "correct horse"}).json()["token"]
+        headers, operator = {"Authorization": f"Bearer {token}"}, {"Authorization": "Bearer op"}
+        for key in ("first", "second", "third"):  # two rounds settle; the third is left in play
+            app.state.service.stacked.append(["TS", "6H", "9D", "TC", "8C"])  # ann's 19 stands, the dealer busts
+            http.post("/tables/classic/bets", json={"chip": 500}, headers={**headers, "Idempotency-Key": key})
+            dealt = http.post("/tables/classic/deal", headers={**headers, "Idempotency-Key": f"deal-{key}"}).json()
+            if key != "third":
+                http.post(f"/rounds/{dealt['id']}/actions", json={"action": "stand"},
+                          headers={**headers, "Idempotency-Key": f"stand-{key}"}).raise_for_status()
+        answers = [http.get("/admin/rounds", params=query, headers=operator) for query in queries]
+        refusals = [http.get("/admin/rounds", params=query, headers=operator) for query in refused]
+        player = http.get("/admin/players/ann", headers=operator)
+    assert [len(answer.json()["rounds"]) for answer in answers] == [3, 1, 1, 2, 0]
+    for query, answer in zip(queries, answers, strict=True):
+        printed = run("admin", "rounds", *[word for name, value in query.items() for word in (f"--{name}", value)],
+                      "--data-dir", str(tmp_path))
+        assert printed.returncode == 0, printed.stderr
+        assert json.loads(printed.stdout) == answer.json()
+    for query, refusal in zip(refused, refusals, strict=True):
+        assert refusal.status_code == 422, refusal.json()
+        options = [word for name, value in query.items() for word in (f"--{name}", value)]
+        assert_one_line_error(run("admin", "rounds", *options, "--data-dir", str(tmp_path)), refusal.json()["detail"])
+    printed = run("admin", "player", "ann", "--data-dir", str(tmp_path))
+    assert printed.returncode == 0 and printed.stderr == "", printed.stderr
+    assert json.loads(printed.stdout) == player.json() and player.json()["rounds"][0]["status"] == "playing"
+    assert player.json()["balances"]["USD"] == 100500 and player.json()["signed_in"]
+    assert_one_line_error(run("admin", "player", "Ann", "--data-dir", str(tmp_path)), "There is no player 'Ann'.")
+    # Where an operator's wallet keeps the balances, the command line does not call it: it shows none and says why.
+    remote = run("admin", "player", "ann", "--data-dir", str(tmp_path),
+                 env={"TWENTYONE_OPERATOR_WALLET": "fake_operator_wallet:ContractWallet"})
+    assert remote.returncode == 0 and "balances live in the operator's wallet" in remote.stderr
+    assert json.loads(remote.stdout) == {**player.json(), "balances": None}
 
 
 @pytest.mark.parametrize("workers", [[], ["--workers", "2", "--database", "postgresql+psycopg://nobody@127.0.0.1:9/x"]])

@@ -796,6 +796,57 @@ def admin_wallet_calls(
     typer.echo(json.dumps(service.wallet_calls(operator, after, size), indent=2))
 
 
+@admin_app.command("rounds")
+def admin_rounds(
+    status: Annotated[str | None, typer.Option(metavar="STATUS", help="open (betting or playing), betting, playing, "
+                                                                      "settled or void.")] = None,
+    table: Annotated[str | None, typer.Option(metavar="ID", help="Only this table's rounds.")] = None,
+    before: Annotated[str | None, typer.Option(metavar="ID", help="List from below this round's id (the last page's "
+                                                                   "next_before).")] = None,
+    size: Annotated[str | None, typer.Option(metavar="N", help="Rounds to a page, 1 to 100 (20).")] = None,
+    database: DatabaseOption = None, data_dir: DataDirOption = None,
+) -> None:
+    """Rounds newest first, with their clocks, seats and money, as GET /admin/rounds lists them: every one, or those of
+    a status (open: in play) and/or a table."""
+    from twentyone.server.app import RoundsQuery
+    from twentyone.server.service import ServiceError
+
+    # The endpoint's model, so that what it refuses with a 422 is refused here in its words (typer's own checks of an
+    # integer would print a box of several lines).
+    query = _validated(RoundsQuery, {name: value for name, value in (("status", status), ("table", table),
+                                                                      ("before", before), ("size", size))
+                                     if value is not None})
+    service, operator, _ = _admin_service(database, data_dir)
+    try:
+        page = service.list_rounds(operator, query.status, query.table, query.before, query.size)
+    except ServiceError as error:
+        fail(error.detail)
+    typer.echo(json.dumps(page, indent=2))
+
+
+@admin_app.command("player")
+def admin_player(
+    name: Annotated[str, typer.Argument(help="The player's name, exactly as registered (as admin credit finds it).")],
+    database: DatabaseOption = None, data_dir: DataDirOption = None,
+) -> None:
+    """A player, as GET /admin/players/NAME shows one: balances, limits, whether signed in now, and their last 10
+    rounds as their own history shows them."""
+    from twentyone.server.service import ServiceError
+
+    service, operator, _ = _admin_service(database, data_dir)
+    # An operator's wallet keeps the balances there, and the command line does not call it: none is shown rather than
+    # the built-in ledger's, which no balance is read from on such a server.
+    remote = _operators_wallet_in_use(service.db)
+    try:
+        player = service.player(operator, name, balances=not remote)
+    except ServiceError as error:
+        fail(error.detail)
+    if remote:
+        typer.echo("note: balances live in the operator's wallet, which the command line does not call: "
+                   "GET /admin/players/NAME asks it.", err=True)
+    typer.echo(json.dumps(player, indent=2))
+
+
 @app.command()
 def verify(
     record: Annotated[str, typer.Argument(help="The JSON of GET /rounds/ID/verify, a file or - for stdin.")],
