@@ -452,3 +452,15 @@ def test_a_socket_whose_sign_in_check_meets_busy_storage_stays_open(http: TestCl
         joiner.bet("power", 500)
         assert joiner.post("/tables/power/deal").status_code == 200
         assert socket.receive_json()["type"] == "bets"
+
+
+def test_a_nul_in_a_name_looked_up_is_a_422_not_a_500(http: TestClient, operator: Client) -> None:
+    """PostgreSQL's text holds no NUL: a sign-in (which needs no token) or an operator's credit naming one refused
+    the whole statement, a 500 (found by review). Checked before any look-up, on every database."""
+    refused = http.post("/auth/login", json={"name": "ann\x00", "password": "correct horse"})
+    assert refused.status_code == 422, refused.json()
+    assert refused.json()["detail"] == "name: A name or an id holds no NUL character."
+    for path in ("/admin/credit", "/admin/debit"):
+        refused = operator.post(path, {"player": "ann\x00", "currency": "USD", "amount": 100})
+        assert refused.status_code == 422, refused.json()
+        assert refused.json()["detail"] == "player: A name or an id holds no NUL character."
