@@ -13,6 +13,11 @@ SCENARIO = {"variant": "first-person", "shoe": ["8S", "5H", "6D", "TC", "KS", "9
             "hands": [{"bet": 1000, "side_bets": {"perfect_pairs": 100}}], "decisions": ["double"]}
 
 
+def as_options(query: dict[str, str]) -> list[str]:
+    """An endpoint's query parameters as the command's options: ``{"since": "x"}`` -> ``["--since", "x"]``."""
+    return [word for name, value in query.items() for word in (f"--{name}", value)]
+
+
 def run(*args: str, stdin: str | None = None, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
     """The command line, with the environment's TWENTYONE_OPERATOR_TOKEN left out unless ``env`` gives it."""
     environment = {key: value for key, value in os.environ.items() if key != "TWENTYONE_OPERATOR_TOKEN"}
@@ -461,13 +466,13 @@ def test_the_report_takes_a_period_as_the_apis_report_does(tmp_path: Path) -> No
         refusals = [http.get("/admin/report", params=period, headers=operator) for period in refused]
     assert [answer.json()["tables"]["classic"]["rounds"] for answer in answers] == [1, 1, 2]
     for period, answer in zip(periods, answers, strict=True):
-        options = [word for name, value in period.items() for word in (f"--{name}", value)]
+        options = as_options(period)
         printed = run("admin", "report", *options, "--data-dir", str(tmp_path))
         assert printed.returncode == 0, printed.stderr
         assert json.loads(printed.stdout) == answer.json()
     for period, refusal in zip(refused, refusals, strict=True):
         assert refusal.status_code == 422, refusal.json()
-        options = [word for name, value in period.items() for word in (f"--{name}", value)]
+        options = as_options(period)
         assert_one_line_error(run("admin", "report", *options, "--data-dir", str(tmp_path)), refusal.json()["detail"])
 
 
@@ -499,13 +504,13 @@ def test_the_operator_lists_rounds_and_looks_a_player_up_from_the_command_line(t
         player = http.get("/admin/players/ann", headers=operator)
     assert [len(answer.json()["rounds"]) for answer in answers] == [3, 1, 1, 2, 0]
     for query, answer in zip(queries, answers, strict=True):
-        printed = run("admin", "rounds", *[word for name, value in query.items() for word in (f"--{name}", value)],
+        printed = run("admin", "rounds", *as_options(query),
                       "--data-dir", str(tmp_path))
         assert printed.returncode == 0, printed.stderr
         assert json.loads(printed.stdout) == answer.json()
     for query, refusal in zip(refused, refusals, strict=True):
         assert refusal.status_code == 422, refusal.json()
-        options = [word for name, value in query.items() for word in (f"--{name}", value)]
+        options = as_options(query)
         assert_one_line_error(run("admin", "rounds", *options, "--data-dir", str(tmp_path)), refusal.json()["detail"])
     printed = run("admin", "player", "ann", "--data-dir", str(tmp_path))
     assert printed.returncode == 0 and printed.stderr == "", printed.stderr

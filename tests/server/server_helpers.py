@@ -120,3 +120,10 @@ def new_player(http: TestClient, name: str) -> Client:
     response = http.post("/auth/register", json={"name": name, "password": "correct horse"})
     assert response.status_code == 201, response.json()
     return Client(http, response.json()["token"], name)
+
+
+def plan_nodes(plan: dict[str, Any]) -> Iterator[dict[str, Any]]:
+    """Every node of a PostgreSQL plan (``EXPLAIN (FORMAT JSON)``'s ``Plan``), the plan itself first."""
+    yield plan
+    for child in plan.get("Plans", ()):
+        yield from plan_nodes(child)

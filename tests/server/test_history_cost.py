@@ -33,6 +33,7 @@ from server_helpers import (
     new_guest,
     new_player,
     next_shoe,
+    plan_nodes,
 )
 from sqlalchemy import Engine, create_engine, event, text, update
 from sqlalchemy.orm import Session
@@ -276,11 +277,6 @@ def test_a_bet_under_a_daily_loss_limit_costs_the_same_after_hundreds_of_rounds_
     assert refused.status_code == 403 and refused.json()["amounts"] == {"limit": 400, "lost": -500, "stake": 1000}
 
 
-def _plan_nodes(plan: dict[str, Any]) -> Iterator[dict[str, Any]]:
-    yield plan
-    for child in plan.get("Plans", ()):
-        yield from _plan_nodes(child)
-
 
 @pytest.mark.skipif(not os.environ.get("TWENTYONE_TEST_POSTGRES_URL"), reason="PostgreSQL's planner: set "
                     "TWENTYONE_TEST_POSTGRES_URL")
@@ -325,6 +321,6 @@ def test_the_day_s_losses_of_a_thousand_seats_read_their_accounts_days_not_the_l
             engine.dispose()
     assert lost == {player: int(expected.get(player, 0)) for player in listed}
     assert any(lost.values()) and 0 in lost.values()  # some listed players played today, some did not
-    nodes = list(_plan_nodes(plan["Plan"]))
+    nodes = list(plan_nodes(plan["Plan"]))
     assert not [node for node in nodes if node.get("Relation Name") == "ledger" and "Seq Scan" in node["Node Type"]]
     assert any(node.get("Index Name") == "ix_ledger_account_created" for node in nodes)

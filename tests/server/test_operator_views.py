@@ -10,7 +10,15 @@ from typing import Any
 import pytest
 from fake_operator_wallet import ContractWallet
 from fastapi.testclient import TestClient
-from server_helpers import OPERATOR, Client, Clock, dealt_shared_round, fresh_postgres_database, new_player
+from server_helpers import (
+    OPERATOR,
+    Client,
+    Clock,
+    dealt_shared_round,
+    fresh_postgres_database,
+    new_player,
+    plan_nodes,
+)
 from sqlalchemy import create_engine, text
 from sqlalchemy.pool import NullPool
 from test_history_cost import TOLERANCE, cost
@@ -269,11 +277,6 @@ def test_a_page_of_rounds_costs_the_same_after_hundreds_of_rounds(http: TestClie
     assert all(late <= early * TOLERANCE for early, late in zip(before, after, strict=True)), (before, after)
 
 
-def _plan_nodes(plan: dict[str, Any]) -> Any:
-    yield plan
-    for child in plan.get("Plans", ()):
-        yield from _plan_nodes(child)
-
 
 @pytest.mark.skipif(not os.environ.get("TWENTYONE_TEST_POSTGRES_URL"), reason="PostgreSQL's planner: set "
                     "TWENTYONE_TEST_POSTGRES_URL")
@@ -307,7 +310,7 @@ def test_a_page_of_rounds_reads_a_few_of_200_000_rounds_on_postgresql() -> None:
                     sql = str(page_of_rounds(statuses, table, before, 21).compile(
                         dialect=engine.dialect, compile_kwargs={"literal_binds": True}))
                     [[plan]] = connection.execute(text(f"EXPLAIN (ANALYZE, FORMAT JSON) {sql}")).one()
-                    scans = [node for node in _plan_nodes(plan["Plan"]) if node.get("Relation Name") == "rounds"]
+                    scans = [node for node in plan_nodes(plan["Plan"]) if node.get("Relation Name") == "rounds"]
                     assert scans and not [node for node in scans if "Seq Scan" in node["Node Type"]], (statuses, plan)
                     read[(statuses, table, before)] = sum(
                         (node["Actual Rows"] + node.get("Rows Removed by Filter", 0)) * node["Actual Loops"]
