@@ -4,7 +4,9 @@ import json
 import os
 import subprocess
 import sys
+from collections.abc import Iterable
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -16,6 +18,20 @@ SCENARIO = {"variant": "first-person", "shoe": ["8S", "5H", "6D", "TC", "KS", "9
 def as_options(query: dict[str, str]) -> list[str]:
     """An endpoint's query parameters as the command's options: ``{"since": "x"}`` -> ``["--since", "x"]``."""
     return [word for name, value in query.items() for word in (f"--{name}", value)]
+
+
+def prints_as_answered(command: str, data_dir: Path, answered: Iterable[tuple[dict[str, str], Any]],
+                       refused: Iterable[tuple[dict[str, str], Any]]) -> None:
+    """``twentyone admin COMMAND`` with each query as options prints what its endpoint answered, and refuses what the
+    endpoint refused (a 422) in its words, one line, exit 2."""
+    for query, answer in answered:
+        printed = run("admin", command, *as_options(query), "--data-dir", str(data_dir))
+        assert printed.returncode == 0, printed.stderr
+        assert json.loads(printed.stdout) == answer.json()
+    for query, refusal in refused:
+        assert refusal.status_code == 422, refusal.json()
+        assert_one_line_error(run("admin", command, *as_options(query), "--data-dir", str(data_dir)),
+                              refusal.json()["detail"])
 
 
 def run(*args: str, stdin: str | None = None, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
@@ -465,15 +481,7 @@ def test_the_report_takes_a_period_as_the_apis_report_does(tmp_path: Path) -> No
         answers = [http.get("/admin/report", params=period, headers=operator) for period in periods]
         refusals = [http.get("/admin/report", params=period, headers=operator) for period in refused]
     assert [answer.json()["tables"]["classic"]["rounds"] for answer in answers] == [1, 1, 2]
-    for period, answer in zip(periods, answers, strict=True):
-        options = as_options(period)
-        printed = run("admin", "report", *options, "--data-dir", str(tmp_path))
-        assert printed.returncode == 0, printed.stderr
-        assert json.loads(printed.stdout) == answer.json()
-    for period, refusal in zip(refused, refusals, strict=True):
-        assert refusal.status_code == 422, refusal.json()
-        options = as_options(period)
-        assert_one_line_error(run("admin", "report", *options, "--data-dir", str(tmp_path)), refusal.json()["detail"])
+    prints_as_answered("report", tmp_path, zip(periods, answers, strict=True), zip(refused, refusals, strict=True))
 
 
 def test_the_operator_lists_rounds_and_looks_a_player_up_from_the_command_line(tmp_path: Path) -> None:
@@ -503,15 +511,7 @@ def test_the_operator_lists_rounds_and_looks_a_player_up_from_the_command_line(t
         refusals = [http.get("/admin/rounds", params=query, headers=operator) for query in refused]
         player = http.get("/admin/players/ann", headers=operator)
     assert [len(answer.json()["rounds"]) for answer in answers] == [3, 1, 1, 2, 0]
-    for query, answer in zip(queries, answers, strict=True):
-        printed = run("admin", "rounds", *as_options(query),
-                      "--data-dir", str(tmp_path))
-        assert printed.returncode == 0, printed.stderr
-        assert json.loads(printed.stdout) == answer.json()
-    for query, refusal in zip(refused, refusals, strict=True):
-        assert refusal.status_code == 422, refusal.json()
-        options = as_options(query)
-        assert_one_line_error(run("admin", "rounds", *options, "--data-dir", str(tmp_path)), refusal.json()["detail"])
+    prints_as_answered("rounds", tmp_path, zip(queries, answers, strict=True), zip(refused, refusals, strict=True))
     printed = run("admin", "player", "ann", "--data-dir", str(tmp_path))
     assert printed.returncode == 0 and printed.stderr == "", printed.stderr
     assert json.loads(printed.stdout) == player.json() and player.json()["rounds"][0]["status"] == "playing"

@@ -9,7 +9,7 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from fastapi.testclient import TestClient
-from sqlalchemy import update
+from sqlalchemy import Engine, update
 
 from twentyone.server.models import Shoe
 
@@ -127,3 +127,23 @@ def plan_nodes(plan: dict[str, Any]) -> Iterator[dict[str, Any]]:
     yield plan
     for child in plan.get("Plans", ()):
         yield from plan_nodes(child)
+
+
+@contextmanager
+def migrated_postgres_engine() -> Iterator[Engine]:
+    """An engine on a fresh PostgreSQL database (of ``TWENTYONE_TEST_POSTGRES_URL``'s server) at the newest
+    migration, for tests that fill it by SQL and read its planner's choices; dropped afterwards."""
+    import os
+
+    from sqlalchemy import create_engine
+    from sqlalchemy.pool import NullPool
+
+    from twentyone.server.db import migrate
+
+    with fresh_postgres_database(os.environ["TWENTYONE_TEST_POSTGRES_URL"], "twentyone_test") as url:
+        migrate(url)
+        engine = create_engine(url, poolclass=NullPool)
+        try:
+            yield engine
+        finally:
+            engine.dispose()

@@ -29,17 +29,15 @@ from server_helpers import (
     Client,
     Clock,
     dealt_shared_round,
-    fresh_postgres_database,
+    migrated_postgres_engine,
     new_guest,
     new_player,
     next_shoe,
     plan_nodes,
 )
-from sqlalchemy import Engine, create_engine, event, text, update
+from sqlalchemy import Engine, event, text, update
 from sqlalchemy.orm import Session
-from sqlalchemy.pool import NullPool
 
-from twentyone.server import db
 from twentyone.server.config import Settings
 from twentyone.server.models import Base, LedgerEntry
 from twentyone.server.service import GameService
@@ -287,38 +285,33 @@ def test_the_day_s_losses_of_a_thousand_seats_read_their_accounts_days_not_the_l
     along the index on (account, time), and be right: today's stakes less returns, credits and earlier days left
     out."""
     accounts, days, since = 2_000, 100, datetime(2026, 11, 29, tzinfo=UTC)
-    with fresh_postgres_database(os.environ["TWENTYONE_TEST_POSTGRES_URL"], "twentyone_test") as url:
-        db.migrate(url)
-        engine = create_engine(url, poolclass=NullPool)
-        try:
-            with engine.begin() as connection:
-                connection.execute(text("INSERT INTO accounts (id, owner, currency, version, balance) "
-                                        "SELECT g, 'player:' || g, 'EUR', 0, 0 FROM generate_series(1, :n) g"),
-                                   {"n": accounts})
-                # 150 rows an account over 100 days; today's (since + 1 h) only for every other listed account (ids
-                # 1, 5, 9...); and a credit today for each.
-                connection.execute(text(
-                    "INSERT INTO ledger (transfer_id, account_id, amount, kind, created_at) "
-                    "SELECT 't' || g, 1 + g % :n, CASE WHEN g % 3 = 0 THEN 150 ELSE -100 END, "
-                    "CASE WHEN g % 3 = 0 THEN 'win' ELSE 'stake' END, "
-                    ":since - make_interval(days => g / :n % :days + (g % :n % 4 <> 0)::int) + interval '1 hour' "
-                    "FROM generate_series(0, :rows - 1) g"),
-                    {"n": accounts, "days": days, "rows": accounts * 150, "since": since})
-                connection.execute(text("INSERT INTO ledger (transfer_id, account_id, amount, kind, created_at) "
-                                        "SELECT 'c' || g, g, 5000, 'credit', :since + interval '2 hours' "
-                                        "FROM generate_series(1, :n) g"), {"n": accounts, "since": since})
-                connection.execute(text("ANALYZE"))
-                expected: dict[int, int] = dict(connection.execute(text(
-                    "SELECT account_id, -sum(amount) FROM ledger WHERE kind <> 'credit' AND created_at >= :since "
-                    "GROUP BY account_id"), {"since": since}).all())
-            listed = list(range(1, accounts + 1, 2))
-            with Session(engine) as session:
-                lost = net_losses_since(session, listed, "EUR", since)
-                statement = NET_LOSSES.params(owners=[player_owner(p) for p in listed], currency="EUR", since=since)
-                sql = str(statement.compile(dialect=engine.dialect, compile_kwargs={"literal_binds": True}))
-                [[plan]] = session.execute(text(f"EXPLAIN (FORMAT JSON) {sql}")).one()
-        finally:
-            engine.dispose()
+    with migrated_postgres_engine() as engine:
+        with engine.begin() as connection:
+            connection.execute(text("INSERT INTO accounts (id, owner, currency, version, balance) "
+                                    "SELECT g, 'player:' || g, 'EUR', 0, 0 FROM generate_series(1, :n) g"),
+                               {"n": accounts})
+            # 150 rows an account over 100 days; today's (since + 1 h) only for every other listed account (ids
+            # 1, 5, 9...); and a credit today for each.
+            connection.execute(text(
+                "INSERT INTO ledger (transfer_id, account_id, amount, kind, created_at) "
+                "SELECT 't' || g, 1 + g % :n, CASE WHEN g % 3 = 0 THEN 150 ELSE -100 END, "
+                "CASE WHEN g % 3 = 0 THEN 'win' ELSE 'stake' END, "
+                ":since - make_interval(days => g / :n % :days + (g % :n % 4 <> 0)::int) + interval '1 hour' "
+                "FROM generate_series(0, :rows - 1) g"),
+                {"n": accounts, "days": days, "rows": accounts * 150, "since": since})
+            connection.execute(text("INSERT INTO ledger (transfer_id, account_id, amount, kind, created_at) "
+                                    "SELECT 'c' || g, g, 5000, 'credit', :since + interval '2 hours' "
+                                    "FROM generate_series(1, :n) g"), {"n": accounts, "since": since})
+            connection.execute(text("ANALYZE"))
+            expected: dict[int, int] = dict(connection.execute(text(
+                "SELECT account_id, -sum(amount) FROM ledger WHERE kind <> 'credit' AND created_at >= :since "
+                "GROUP BY account_id"), {"since": since}).all())
+        listed = list(range(1, accounts + 1, 2))
+        with Session(engine) as session:
+            lost = net_losses_since(session, listed, "EUR", since)
+            statement = NET_LOSSES.params(owners=[player_owner(p) for p in listed], currency="EUR", since=since)
+            sql = str(statement.compile(dialect=engine.dialect, compile_kwargs={"literal_binds": True}))
+            [[plan]] = session.execute(text(f"EXPLAIN (FORMAT JSON) {sql}")).one()
     assert lost == {player: int(expected.get(player, 0)) for player in listed}
     assert any(lost.values()) and 0 in lost.values()  # some listed players played today, some did not
     nodes = list(plan_nodes(plan["Plan"]))

@@ -15,15 +15,13 @@ from server_helpers import (
     Client,
     Clock,
     dealt_shared_round,
-    fresh_postgres_database,
+    migrated_postgres_engine,
     new_player,
     plan_nodes,
 )
-from sqlalchemy import create_engine, text
-from sqlalchemy.pool import NullPool
+from sqlalchemy import text
 from test_history_cost import TOLERANCE, cost
 
-from twentyone.server import db
 from twentyone.server.app import create_app
 from twentyone.server.config import Settings
 from twentyone.server.service import GameService
@@ -286,35 +284,30 @@ def test_a_page_of_rounds_reads_a_few_of_200_000_rounds_on_postgresql() -> None:
     planner finds cheaper. Over 200,000 rounds (1 in 100 void, three in play, five tables), no page may scan the
     rounds, nor read more than a small part of them."""
     rounds = 200_000
-    with fresh_postgres_database(os.environ["TWENTYONE_TEST_POSTGRES_URL"], "twentyone_test") as url:
-        db.migrate(url)
-        engine = create_engine(url, poolclass=NullPool)
-        try:
-            with engine.begin() as connection:
-                connection.execute(text("INSERT INTO shoes (id, table_id, cards, salt, commitment, position, finished, "
-                                        "created_at) VALUES (1, 'classic', '', '', '', 0, true, now())"))
-                connection.execute(text(
-                    "INSERT INTO rounds (table_id, variant, currency, status, shoe_id, shoe_start, actions, version, "
-                    "lockstep, created_at, settled_at) "
-                    "SELECT (ARRAY['classic', 'power', 'multiplayer', 'single-deck', 'first-person'])[1 + g % 5], "
-                    "'classic', 'USD', CASE WHEN g % 100 = 7 THEN 'void' WHEN g > :n - 3 THEN 'playing' "
-                    "ELSE 'settled' END, 1, 0, '[]', 0, true, now(), now() FROM generate_series(1, :n) g"),
-                    {"n": rounds})
-                connection.execute(text("ANALYZE"))
-            read = {}
-            with engine.connect() as connection:
-                for statuses, table, before in ((None, None, None), (OPEN, None, None), (("settled",), None, 150_000),
-                                                (("void",), None, None), (("void",), None, 1_000),
-                                                (None, "classic", None), (OPEN, "classic", None),
-                                                (("void",), "multiplayer", 100_000)):
-                    sql = str(page_of_rounds(statuses, table, before, 21).compile(
-                        dialect=engine.dialect, compile_kwargs={"literal_binds": True}))
-                    [[plan]] = connection.execute(text(f"EXPLAIN (ANALYZE, FORMAT JSON) {sql}")).one()
-                    scans = [node for node in plan_nodes(plan["Plan"]) if node.get("Relation Name") == "rounds"]
-                    assert scans and not [node for node in scans if "Seq Scan" in node["Node Type"]], (statuses, plan)
-                    read[(statuses, table, before)] = sum(
-                        (node["Actual Rows"] + node.get("Rows Removed by Filter", 0)) * node["Actual Loops"]
-                        for node in scans)
-        finally:
-            engine.dispose()
+    with migrated_postgres_engine() as engine:
+        with engine.begin() as connection:
+            connection.execute(text("INSERT INTO shoes (id, table_id, cards, salt, commitment, position, finished, "
+                                    "created_at) VALUES (1, 'classic', '', '', '', 0, true, now())"))
+            connection.execute(text(
+                "INSERT INTO rounds (table_id, variant, currency, status, shoe_id, shoe_start, actions, version, "
+                "lockstep, created_at, settled_at) "
+                "SELECT (ARRAY['classic', 'power', 'multiplayer', 'single-deck', 'first-person'])[1 + g % 5], "
+                "'classic', 'USD', CASE WHEN g % 100 = 7 THEN 'void' WHEN g > :n - 3 THEN 'playing' "
+                "ELSE 'settled' END, 1, 0, '[]', 0, true, now(), now() FROM generate_series(1, :n) g"),
+                {"n": rounds})
+            connection.execute(text("ANALYZE"))
+        read = {}
+        with engine.connect() as connection:
+            for statuses, table, before in ((None, None, None), (OPEN, None, None), (("settled",), None, 150_000),
+                                            (("void",), None, None), (("void",), None, 1_000),
+                                            (None, "classic", None), (OPEN, "classic", None),
+                                            (("void",), "multiplayer", 100_000)):
+                sql = str(page_of_rounds(statuses, table, before, 21).compile(
+                    dialect=engine.dialect, compile_kwargs={"literal_binds": True}))
+                [[plan]] = connection.execute(text(f"EXPLAIN (ANALYZE, FORMAT JSON) {sql}")).one()
+                scans = [node for node in plan_nodes(plan["Plan"]) if node.get("Relation Name") == "rounds"]
+                assert scans and not [node for node in scans if "Seq Scan" in node["Node Type"]], (statuses, plan)
+                read[(statuses, table, before)] = sum(
+                    (node["Actual Rows"] + node.get("Rows Removed by Filter", 0)) * node["Actual Loops"]
+                    for node in scans)
     assert max(read.values()) < rounds // 50, read
