@@ -152,6 +152,24 @@ def test_odd_tokens_over_the_wire_are_401_and_the_server_stays_up(server: int) -
     assert httpx.get(f"http://127.0.0.1:{server}/health").status_code == 200
 
 
+@pytest.mark.parametrize("request_bytes", [
+    b"NOT HTTP AT ALL\r\n\r\n",
+    b"GET /health HTTP/1.1\r\nHost: x\r\nA header without a colon\r\n\r\n",
+    b"GET /health HTTP/1.1\r\nHost: x\r\nContent-Length: -5\r\n\r\n",
+    b"GET /he alth HTTP/1.1\r\nHost: x\r\n\r\n",
+    b"\x16\x03\x01\x02\x00\x01\x00\x01\xfc\x03\x03",  # a TLS hello sent to the plain HTTP port
+])
+def test_malformed_http_gets_a_json_400_and_the_server_stays_up(server: int, request_bytes: bytes) -> None:
+    """uvicorn answered what httptools cannot parse in plain text ("Invalid HTTP request received."), the one error
+    of the API that was not ``{"detail": ...}``."""
+    answer = raw(server, request_bytes)
+    head, _, body = answer.partition(b"\r\n\r\n")
+    assert status_of(answer) == 400, answer[:200]
+    assert b"content-type: application/json" in head.lower() and b"x-content-type-options: nosniff" in head.lower()
+    assert json.loads(body) == {"detail": "The request is not valid HTTP/1.1."}
+    assert httpx.get(f"http://127.0.0.1:{server}/health").status_code == 200
+
+
 def test_a_server_refuses_endless_heads_without_growing(server: int) -> None:
     """Eight connections each sending a 128 MB header: before the bound, uvicorn kept every byte (1 GB here)."""
     import psutil

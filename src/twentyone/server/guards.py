@@ -208,8 +208,10 @@ class BoundedHead(HttpToolsProtocol):
             self.transport.close()
 
     def send_400_response(self, msg: str) -> None:
-        if not self._refused:  # the parser's error after a refused head: the 431 is already on its way
-            super().send_400_response(msg)
+        """Malformed HTTP (a request line or header httptools cannot parse): uvicorn answered it in plain text, the
+        one error of the API that was not ``{"detail": ...}``. After a refused head the 431 is already on its way."""
+        if not self._refused:
+            self._refuse(b"400 Bad Request", "The request is not valid HTTP/1.1.")
 
     def _refuse_head(self) -> None:
         self._refuse(b"431 Request Header Fields Too Large",
@@ -222,6 +224,7 @@ class BoundedHead(HttpToolsProtocol):
         if cycle is None or cycle.response_complete:  # else an answer is under way: just close
             body = json.dumps({"detail": detail}, separators=(",", ":")).encode()
             self.transport.write(b"HTTP/1.1 " + status + b"\r\ncontent-type: application/json"
+                                 b"\r\nx-content-type-options: nosniff"
                                  b"\r\nconnection: close\r\ncontent-length: " + str(len(body)).encode()
                                  + b"\r\n\r\n" + body)
         self.transport.close()
