@@ -19,7 +19,7 @@ from datetime import datetime
 from importlib import resources
 from typing import Annotated, Any, Literal
 
-from anyio import to_thread
+from anyio import CapacityLimiter, to_thread
 from fastapi import Depends, FastAPI, Header, Query, Request, WebSocket, WebSocketDisconnect
 from fastapi import Path as PathParam
 from fastapi.exception_handlers import http_exception_handler
@@ -77,6 +77,7 @@ def freeze_startup_objects() -> None:
 MAX_ID = 2**31 - 1  # ids are 32-bit integers in storage (and pages stay below it): anything larger is a 422
 MAX_CHIP = 2**31 - 1  # a selected chip is stored as a 32-bit integer
 SIGNED_OUT_CODE = 4401  # a WebSocket closed for its sign-in: refused, ended (POST /auth/logout) or expired
+TIMER_THREADS = 8  # tables' timers (and the wallet's retries) run at once, in threads apart from the requests'
 SOCKET_RECHECK_SECONDS = 60.0  # an open socket asks whether its sign-in still holds, this often (and when opened)
 TOO_MANY_SOCKETS_CODE = 4429  # a WebSocket past its player's or its address's limit (guards.SocketLimits)
 MAX_BODY = 64 * 1024  # bytes: the largest request any endpoint needs is a table definition
@@ -635,12 +636,39 @@ def create_app(settings: Settings, operator_wallet: OperatorWallet | None = None
 
 
 async def _timers(service: GameService) -> None:
-    """Betting windows, decision timeouts and wallet retries, checked every tick."""
-    while True:
-        try:
-            await run_in_threadpool(service.tick)
-        except Busy:  # storage contention, logged as one line where it arose: the next tick tries again
-            pass
-        except Exception:  # a failing timer must not stop the others; it is logged and retried
-            log.exception("timer tick failed")
-        await asyncio.sleep(service.settings.tick_seconds)
+    """Betting windows, decision timeouts and wallet retries, checked every tick (:meth:`GameService.timers_due`).
+
+    Each table's timers, and the operator wallet's retries, run apart, in threads of their own
+    (:data:`TIMER_THREADS` at once, none taken from requests): a table whose last timers still run (an operator's
+    wallet slow to answer its close's debits, say) is passed over until they are done, and the others go on.
+    """
+    limiter = CapacityLimiter(TIMER_THREADS)
+    running: dict[str, asyncio.Task[None]] = {}
+    try:
+        while True:
+            try:
+                due = await run_in_threadpool(service.timers_due)
+            except Busy:  # storage contention, logged as one line where it arose: the next tick tries again
+                due = []
+            except Exception:  # a failing look must not stop the timers; it is logged and tried again
+                log.exception("timer tick failed")
+                due = []
+            for key in [key for key, task in running.items() if task.done()]:
+                del running[key]
+            for key, timer in due:
+                if key not in running:
+                    running[key] = asyncio.create_task(_run_timer(timer, limiter))
+            await asyncio.sleep(service.settings.tick_seconds)
+    finally:  # at the stop: the timers under way end (their threads finish) before the database closes
+        for task in list(running.values()):
+            task.cancel()
+        await asyncio.gather(*running.values(), return_exceptions=True)
+
+
+async def _run_timer(timer: Callable[[], dict[str, int]], limiter: CapacityLimiter) -> None:
+    try:
+        await to_thread.run_sync(timer, limiter=limiter)
+    except Busy:  # logged where it arose; the next tick tries again
+        pass
+    except Exception:
+        log.exception("a timer failed; tried again at the next tick")

@@ -261,16 +261,31 @@ class GameService:
 
     # ------------------------------------------------------------- timers
     def tick(self) -> dict[str, int]:
-        """Run every timer that is due: betting windows, decision timeouts (auto Stand), wallet retries.
+        """Run every timer that is due, one after the other: betting windows, decision timeouts (auto Stand), wallet
+        retries (:meth:`timers_due`). The server runs them apart instead (``app._timers``: each table's and the
+        wallet's at once, so that none waits on another); tests and the command line tick here.
+        """
+        done = {"dealt": 0, "auto": 0, "delivered": 0}
+        for _, timer in self.timers_due():
+            for kind, count in timer().items():
+                done[kind] += count
+        return done
 
-        Only the timers this process owns (:attr:`ownership`): with several processes on one
-        PostgreSQL, each table's timers run in the one process holding its advisory lock, and
-        the wallet retries in the one holding the outbox's. A timer acts only on the state it
-        judged due (the round's version, the window's closing time), so even a late tick of a
-        former owner cannot act twice or early.
+    def timers_due(self) -> list[tuple[str, Callable[[], dict[str, int]]]]:
+        """The timers due now, one work per table (its closes of betting, then its decisions timed out) and one for
+        the operator's wallet (its retries), each keyed by the lock that owns it (:func:`table_timers`,
+        :data:`OUTBOX`) and returning what it did ({"dealt": n}, {"auto": n}, {"delivered": n}).
+
+        Only the timers this process owns (:attr:`ownership`): with several processes on one PostgreSQL, each
+        table's timers run in the one process holding its advisory lock, and the wallet retries in the one holding
+        the outbox's. A timer acts only on the state it judged due (the round's version, the window's closing time),
+        so even a late run, or one of a former owner, cannot act twice or early.
+
+        Why apart: one tick ran them all in turn, and an operator's wallet slow to answer one player (a close's
+        debit, a settlement's credit, a retry) held up every other table's timers for as long (a credit taking
+        30 s stood a multiplayer round's timed-out hand 25 s late; found by a trial of an integrator).
         """
         now = self.clock()
-        done = {"dealt": 0, "auto": 0, "delivered": 0}
         with self.store.read() as session:
             behind = self.registry.behind(session)
             betting = session.execute(select(Round.id, Round.table_id, Round.betting_closes_at)
@@ -285,15 +300,12 @@ class GameService:
         if not self.wallet.keeps_balances:
             wanted.add(OUTBOX)
         owned = self.ownership.owned(wanted)
+        due: dict[str, list[Callable[[], dict[str, int]]]] = {}
         for round_id, table_id, closes in betting:
             closes = aware(closes)
             if closes is None or closes > now or table_timers(table_id) not in owned:
                 continue
-            with self._alone_failing(f"the close of betting of round {round_id}"):
-                if table_id not in tables:  # the table was taken out of the configuration: nothing was staked yet
-                    self.rounds.void(round_id, TABLE_CLOSED)
-                elif self.rounds.close_betting(table_id, due=now) is not None:
-                    done["dealt"] += 1
+            due.setdefault(table_timers(table_id), []).append(self._closing(round_id, table_id, tables, now))
         for row in playing:
             # A round dealt at a table since taken out of the configuration is played out as dealt, at its game's
             # pace (TableRegistry.of_round). Before, no timer reached it and its stakes stayed out for good (found
@@ -303,13 +315,49 @@ class GameService:
             if (since is None or now - since < timedelta(seconds=table.decision_timeout)
                     or table_timers(row.table_id) not in owned):
                 continue
-            with self._alone_failing(f"the timer's decision in round {row.id}"):
-                done["auto"] += self.rounds.auto_decide(row.id, row.version)
+            due.setdefault(table_timers(row.table_id), []).append(self._timing_out(row.id, row.version))
+        timers = [(key, self._in_turn(works)) for key, works in due.items()]
         if OUTBOX in owned:
-            done["delivered"] = self._deliver_outbox(recover=True)
+            timers.append((OUTBOX, self._retry_wallet_calls))
         elif self.wallet.owes():  # rollbacks owed here, or in a dead process's journal here: written, for the owner
-            self.rounds.deliver(recover=True, send=False)
-        return done
+            timers.append((OUTBOX, self._write_owed_calls))
+        return timers
+
+    def _retry_wallet_calls(self) -> dict[str, int]:
+        return {"delivered": self._deliver_outbox(recover=True)}
+
+    def _write_owed_calls(self) -> dict[str, int]:
+        self.rounds.deliver(recover=True, send=False)
+        return {"delivered": 0}
+
+    def _closing(self, round_id: int, table_id: str, tables: dict[str, TableSpec],
+                 now: datetime) -> Callable[[], dict[str, int]]:
+        def close() -> dict[str, int]:
+            with self._alone_failing(f"the close of betting of round {round_id}"):
+                if table_id not in tables:  # the table was taken out of the configuration: nothing was staked yet
+                    self.rounds.void(round_id, TABLE_CLOSED)
+                elif self.rounds.close_betting(table_id, due=now) is not None:
+                    return {"dealt": 1}
+            return {"dealt": 0}
+        return close
+
+    def _timing_out(self, round_id: int, version: int) -> Callable[[], dict[str, int]]:
+        def decide() -> dict[str, int]:
+            with self._alone_failing(f"the timer's decision in round {round_id}"):
+                return {"auto": self.rounds.auto_decide(round_id, version)}
+            return {"auto": 0}
+        return decide
+
+    @staticmethod
+    def _in_turn(works: list[Callable[[], dict[str, int]]]) -> Callable[[], dict[str, int]]:
+        """One table's timers, in the order they were found: its close of betting before its rounds' decisions."""
+        def run() -> dict[str, int]:
+            done: dict[str, int] = {}
+            for work in works:
+                for kind, count in work().items():
+                    done[kind] = done.get(kind, 0) + count
+            return done
+        return run
 
     @staticmethod
     @contextmanager

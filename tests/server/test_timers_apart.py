@@ -1,0 +1,87 @@
+"""The server's timers run apart, table by table, and apart from the operator wallet's retries: a call the operator is
+slow to answer holds up only the timer that made it (``app._timers``, ``GameService.timers_due``)."""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+from fake_operator_wallet import ContractWallet
+from fastapi.testclient import TestClient
+from server_helpers import OPERATOR, Clock, new_guest
+
+from twentyone.server.app import create_app
+from twentyone.server.config import Settings
+from twentyone.server.wallet import WalletError
+
+# Classic: the player's 5 and 6, the dealer's 6 and 10; a double draws the 9 (20), the dealer draws the 8 and busts.
+DOUBLE_WINS = ["5S", "6H", "6D", "TC", "9C", "8C"]
+# Multiplayer, one seat: no blackjack for either side (9 and 7 against 6 and 10, in either order of the deal), and
+# small cards after them for whatever the dealer draws.
+STAYS_IN_PLAY = ["9S", "6H", "7D", "TC", "2S", "2H", "2D", "2C", "3S", "3H"]
+
+
+class SlowCredits(ContractWallet):
+    """Credits refused while ``refusing``; once ``holding``, each waits (up to 30 s) until ``release`` is set."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.refusing = False
+        self.holding = False
+        self.held = threading.Event()  # a credit is waiting
+        self.release = threading.Event()
+
+    def credit(self, player: str, currency: str, amount: int, tx_id: str, round_id: int | None) -> None:
+        if self.refusing:
+            raise WalletError("The cashier is closed for a minute.")
+        if self.holding:
+            self.held.set()
+            self.release.wait(30)
+        super().credit(player, currency, amount, tx_id, round_id)
+
+
+def eventually(condition: Callable[[], bool], seconds: float, what: str) -> None:
+    deadline = time.monotonic() + seconds
+    while not condition():
+        assert time.monotonic() < deadline, f"not within {seconds} s: {what}"
+        time.sleep(0.02)
+
+
+def test_a_wallet_call_held_up_holds_up_no_other_tables_timers(tmp_path: Path, database_url: str) -> None:
+    """Ann's winnings wait in the outbox, and the operator takes 30 s over their retry. Meanwhile Bob's multiplayer
+    round is dealt when its window closes, and his hand stands when its time is up. Before, one tick ran every timer
+    in turn: the retry held the close and the Stand back until the operator answered (found by a trial of an
+    integrator: a credit taking 30 s stood a multiplayer hand 25 s late)."""
+    clock, wallet = Clock(), SlowCredits()
+    app = create_app(Settings(database_url, tmp_path, OPERATOR, tick_seconds=0.05), operator_wallet=wallet,
+                     clock=clock)
+    with TestClient(app) as http:
+        service = app.state.service
+        try:
+            ann, bob = new_guest(http), new_guest(http)
+            wallet.refusing = True
+            service.stacked.append(DOUBLE_WINS)
+            ann.bet("classic", 500)
+            round_id = ann.post("/tables/classic/deal").json()["id"]
+            assert ann.act(round_id, "double").json()["status"] == "settled"
+            assert wallet.balance(f"player:{ann.player_id()}", "USD") == wallet.start - 1000  # her win is owed
+            wallet.refusing, wallet.holding = False, True
+            eventually(wallet.held.is_set, 10, "the timer retries Ann's credit")
+
+            service.stacked.append(STAYS_IN_PLAY)
+            bob.bet("multiplayer", 500)
+            assert bob.post("/tables/multiplayer/deal").status_code == 200
+            table = service.table("multiplayer")
+            clock.advance(table.betting_window + 1)
+            bobs_round = bob.get("/tables/multiplayer").json()["round"]["id"]
+            eventually(lambda: bob.get(f"/rounds/{bobs_round}").json()["status"] == "playing", 10,
+                       "the window's close deals Bob's round")
+            clock.advance(table.decision_timeout + 1)
+            eventually(lambda: bob.get(f"/rounds/{bobs_round}").json()["status"] == "settled", 10,
+                       "the timer stands Bob's hand and the round settles")
+            assert not wallet.release.is_set()  # all of it while Ann's credit was still held up
+        finally:
+            wallet.release.set()
+    assert wallet.balance(f"player:{ann.player_id()}", "USD") == wallet.start + 1000  # 2,000 paid, once released
