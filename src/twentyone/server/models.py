@@ -108,9 +108,12 @@ class Round(Base):
     # A table's open rounds without reading its settled ones, which grow with every round (migration 0004), and
     # its newest round of a status from the end of the index (id in it: PostgreSQL's index has no row id; 0006).
     # The rounds that ended in a period, for the operator's report, without reading the others (0009).
+    # A status's rounds newest first, at any table, from the end of its range (0014: PostgreSQL's index on status
+    # alone kept no order of the ids, and a page of a rare status read thousands of rounds).
     # On SQLite, a number once taken is never given again (AUTOINCREMENT, migration 0011: server/round_ids.py).
     __table_args__ = (Index("ix_rounds_table_status_id", "table_id", "status", "id"),
                       Index("ix_rounds_status_settled_at", "status", "settled_at"),
+                      Index("ix_rounds_status_id", "status", "id"),
                       {"sqlite_autoincrement": True})
     id: Mapped[int] = mapped_column(Integer, primary_key=True)
     table_id: Mapped[str] = mapped_column(String(64))
@@ -118,7 +121,7 @@ class Round(Base):
     # The currency its stakes are taken and paid in, whatever its table's configuration says later (migration 0013;
     # None only for a round from before it that held no money, at a table configured nowhere then).
     currency: Mapped[str | None] = mapped_column(String(3), nullable=True)
-    status: Mapped[str] = mapped_column(String(16), index=True)  # betting, playing, settled, void
+    status: Mapped[str] = mapped_column(String(16))  # betting, playing, settled, void
     shoe_id: Mapped[int] = mapped_column(ForeignKey("shoes.id"))
     shoe_start: Mapped[int] = mapped_column(Integer)
     actions: Mapped[list[Any]] = mapped_column(JSON, default=list)  # before migration 0003; now round_actions

@@ -255,11 +255,10 @@ def page_of_rounds(statuses: tuple[str, ...] | None, table: str | None, before: 
     ``table`` (None: any).
 
     Each status is read on its own, newest first and no further than the page: at a table along the index on
-    (table_id, status, id); elsewhere along the index on status, which SQLite keeps in the order of the row id, the
-    round's id (PostgreSQL's keeps no such order: its planner reads the rounds newest first down to a page of the
-    status, or that status's rounds, whichever it finds cheaper); with neither, the rounds themselves by id. The
-    parts are merged, so a page costs the same after a year of rounds, where one query of several statuses ("status
-    IN (...) ORDER BY id") reads every round of those statuses and sorts them.
+    (table_id, status, id); elsewhere along the index on (status, id) (migration 0014: PostgreSQL's index on status
+    alone kept no order of the ids, and a page of a rare status read thousands of rounds); with neither, the rounds
+    themselves by id. The parts are merged, so a page costs the same after a year of rounds, where one query of
+    several statuses ("status IN (...) ORDER BY id") reads every round of those statuses and sorts them.
 
     >>> page = page_of_rounds(("settled",), "classic", 900, 21)
     >>> print(page.whereclause.compile(compile_kwargs={"literal_binds": True}))
