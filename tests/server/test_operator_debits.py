@@ -1708,3 +1708,45 @@ def test_a_table_read_made_anew_asks_the_operators_wallet_for_the_balance_once(
     view = guest.get("/tables/classic").json()
     assert view["round"]["id"] == round_id and next(refusals, "spent") == "spent"  # two refused, the third taken
     assert asked == [guests]
+
+
+def test_starts_at_once_record_where_the_balances_live_once_and_a_start_beside_them_in_another_mode_goes_on(
+        database_url: str, tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+    """The workers of ``serve --workers N`` start at once in one mode: their starts take turns at the record, and the
+    first alone appends (each here waits between its read and its write; without the turns every one appended). A
+    start in another mode while a server of the old one still runs on the database (an operator's mistake) is
+    recorded and logged, and neither process fails: `admin credit` goes by the latest start."""
+    from unittest import mock
+
+    import twentyone.server.wallet as wallet_module
+    from twentyone.cli.main import _operators_wallet_in_use
+
+    db.migrate(database_url)
+    read = wallet_module.latest_wallet_mode
+
+    def slow_read(session: Any) -> Any:
+        latest = read(session)
+        time.sleep(0.2)  # every other start reads meanwhile, unless it waits for this one's turn to end
+        return latest
+
+    starts = [db.Database(database_url) for _ in range(4)]
+    try:
+        with mock.patch.object(wallet_module, "latest_wallet_mode", slow_read), ThreadPoolExecutor(4) as pool:
+            list(pool.map(lambda each: wallet_module.record_wallet_mode(each.transaction, "ops:Wallet",
+                                                                        Clock()()), starts))
+        with starts[0].engine.connect() as connection:
+            modes = wallet_module.WALLET_MODES.c
+            assert [tuple(row) for row in connection.execute(select(modes.mode, modes.wallet))] == [
+                ("operator", "ops:Wallet")]
+        settings = Settings(database_url, tmp_path, OPERATOR)
+        with TestClient(create_app(settings, operator_wallet=ContractWallet(), timers=False)) as first, \
+                TestClient(create_app(settings, timers=False)) as second:
+            assert first.post("/auth/guest").status_code == second.post("/auth/guest").status_code == 201
+        assert "the balances now live in the built-in ledger" in caplog.text and "ops:Wallet" in caplog.text
+        with starts[0].engine.connect() as connection:
+            assert [row[0] for row in connection.execute(select(wallet_module.WALLET_MODES.c.mode))] == [
+                "operator", "built-in"]
+        assert not _operators_wallet_in_use(starts[0])  # the built-in ledger: credits from the command line go through
+    finally:
+        for each in starts:
+            each.close()

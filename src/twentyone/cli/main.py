@@ -552,7 +552,7 @@ def serve(
         _serve_workers(settings, spec, host, port, workers, pin_cpu)
         return
     try:
-        application = create_app(settings, operator_wallet=operator_wallet)
+        application = create_app(settings, operator_wallet=operator_wallet, wallet_spec=spec)
     except Exception as error:  # a bad URL or an unreachable database: one line, exit 2
         _cannot_open(settings, error)
     cpu = pin_to_one_cpu() if pin_cpu else None
@@ -583,19 +583,27 @@ def _serve_workers(settings: Settings, wallet: str | None, host: str, port: int,
                    pin_cpu: bool) -> None:
     """``serve --workers N``: uvicorn's worker processes, each a full server sharing the PostgreSQL database.
 
-    Migrations run once here, before any worker starts; the workers get their
-    settings (the operator token included) through the environment.
+    Migrations run once here, before any worker starts, and where the balances live is recorded (by ``--wallet``'s
+    spec: each worker's own start then finds it so and appends nothing); the workers get their settings (the operator
+    token included) through the environment.
     """
     import os
+    from datetime import UTC, datetime
 
     import uvicorn
 
     from twentyone.server.cluster import SUPERVISOR_ENV_VAR
     from twentyone.server.cpu import PIN_ENV_VAR
-    from twentyone.server.db import migrate
+    from twentyone.server.db import Database, migrate
+    from twentyone.server.wallet import record_wallet_mode
 
     try:
         migrate(settings.database_url)
+        db = Database(settings.database_url)
+        try:
+            record_wallet_mode(db.transaction, wallet, datetime.now(UTC))
+        finally:
+            db.close()
     except Exception as error:  # a bad URL or an unreachable database: one line, exit 2
         _cannot_open(settings, error)
     os.environ.update({"TWENTYONE_DATABASE_URL": settings.database_url, "TWENTYONE_DATA_DIR": str(settings.data_dir),

@@ -15,7 +15,7 @@ import json
 import logging
 import re
 from collections.abc import AsyncIterator, Callable
-from datetime import datetime
+from datetime import UTC, datetime
 from importlib import resources
 from typing import Annotated, Any, Literal
 
@@ -43,7 +43,7 @@ from twentyone.server.guards import BodyLimit, HashingGate, RateLimiter, Securit
 from twentyone.server.rounds import close_answer
 from twentyone.server.service import GameService
 from twentyone.server.tables import table_json
-from twentyone.server.wallet import OperatorWallet
+from twentyone.server.wallet import OperatorWallet, record_wallet_mode, wallet_name
 from twentyone.variants import VARIANTS
 
 log = logging.getLogger("twentyone.server")
@@ -284,16 +284,22 @@ WEB = resources.files("twentyone.ui") / "web"  # the web table's static files, w
 
 def create_app(settings: Settings, operator_wallet: OperatorWallet | None = None,
                clock: Callable[[], datetime] | None = None, rng: RandomBits | None = None,
-               timers: bool = True, cluster: bool | None = None) -> FastAPI:
+               timers: bool = True, cluster: bool | None = None, wallet_spec: str | None = None) -> FastAPI:
     """The application; migrations run here, timers run while it serves.
 
     ``cluster`` (default: on for PostgreSQL) makes the process one of several on
     the database: timers owned by advisory lock, events bridged by LISTEN/NOTIFY
     (:mod:`~twentyone.server.cluster`). SQLite is one process: everything is local.
+
+    Where the balances live (the built-in ledger, or ``operator_wallet``, named by ``wallet_spec`` or else its
+    class) is recorded in the database where it changed since the last start (:func:`record_wallet_mode`), for the
+    command line's credits and debits to go by.
     """
     migrate(settings.database_url)
     threads = worker_threads(settings.database_url, remote_wallet=operator_wallet is not None)
     db = Database(settings.database_url, threads, durable=operator_wallet is not None)
+    record_wallet_mode(db.transaction, None if operator_wallet is None else wallet_spec or wallet_name(operator_wallet),
+                       clock() if clock is not None else datetime.now(UTC))
     kwargs: dict[str, Any] = {}
     if clock is not None:
         kwargs["clock"] = clock

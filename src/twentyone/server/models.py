@@ -213,6 +213,21 @@ class WalletCall(Base):
     created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True))
 
 
+class WalletMode(Base):
+    """Where a start of the server kept the balances: ``built-in`` (the ledger) or ``operator`` (an operator's wallet,
+    named by ``wallet``). A start appends a row only where it keeps them elsewhere than the latest row says, so the
+    rows are the history of the changes, and the latest is where they live now: what ``twentyone admin credit`` goes
+    by (migration 0015; ``wallet.record_wallet_mode``)."""
+
+    __tablename__ = "wallet_modes"
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    mode: Mapped[str] = mapped_column(String(16))  # built-in, operator
+    # The operator's wallet as its start named it (--wallet's module:factory, else its class); None for the built-in
+    # ledger, and for the row migration 0015 made from the calls to an operator's wallet it found.
+    wallet: Mapped[str | None] = mapped_column(String(255), nullable=True)
+    started_at: Mapped[datetime] = mapped_column(DateTime(timezone=True))
+
+
 class GuestArrival(Base):
     """A guest account created from an address, kept a minute: the limit on new guests, shared by every process.
 
@@ -255,3 +270,4 @@ SLIPS = cast(Table, Slip.__table__)
 IDEMPOTENCY = cast(Table, IdempotentRequest.__table__)
 TABLE_CONFIGS = cast(Table, TableConfig.__table__)
 WALLET_CALLS = cast(Table, WalletCall.__table__)
+WALLET_MODES = cast(Table, WalletMode.__table__)

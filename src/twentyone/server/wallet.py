@@ -26,7 +26,7 @@ from datetime import UTC, datetime
 from functools import partial
 from typing import Any, Protocol
 
-from sqlalchemy import BigInteger, Row, String, bindparam, event, func, insert, select, update
+from sqlalchemy import BigInteger, Connection, Row, String, bindparam, event, func, insert, select, update
 from sqlalchemy.dialects.postgresql import ARRAY
 from sqlalchemy.dialects.postgresql import insert as postgresql_insert
 from sqlalchemy.dialects.sqlite import insert as sqlite_insert
@@ -36,7 +36,7 @@ from sqlalchemy.orm import Session, SessionTransaction
 from twentyone.server.context import Busy, ServiceError
 from twentyone.server.direct import defer, run, transaction_notes
 from twentyone.server.journal import Debit, DebitJournal
-from twentyone.server.models import ACCOUNTS, LEDGER, WALLET_CALLS, Account, LedgerEntry, WalletCall
+from twentyone.server.models import ACCOUNTS, LEDGER, WALLET_CALLS, WALLET_MODES, Account, LedgerEntry, WalletCall
 
 HOUSE = "house"
 log = logging.getLogger("twentyone.server")
@@ -109,6 +109,56 @@ def load_operator_wallet(spec: str) -> OperatorWallet:
         if not callable(getattr(wallet, method, None)):
             raise ValueError(f"--wallet: {spec} lacks {method}(): see OperatorWallet in twentyone.server.wallet.")
     return wallet  # type: ignore[no-any-return]
+
+
+BUILT_IN, OPERATOR = "built-in", "operator"  # where a start keeps the balances (wallet_modes.mode)
+LATEST_MODE = select(WALLET_MODES.c.mode, WALLET_MODES.c.wallet, WALLET_MODES.c.started_at).order_by(
+    WALLET_MODES.c.id.desc()).limit(1)
+
+
+def wallet_name(wallet: object) -> str:
+    """How the record of a start names an operator's wallet that came with no ``--wallet`` spec: its class.
+
+    >>> from collections import Counter
+    >>> wallet_name(Counter())
+    'collections:Counter'
+    """
+    kind = type(wallet)
+    return f"{kind.__module__}:{kind.__qualname__}"
+
+
+def latest_wallet_mode(session: Session | Connection) -> Row[str, str | None, datetime] | None:
+    """Where the latest start recorded kept the balances (``mode``, ``wallet``, ``started_at``); None before any."""
+    return session.execute(LATEST_MODE).first()
+
+
+def record_wallet_mode(sessions: Sessions, wallet: str | None, when: datetime) -> Row[str, str | None, datetime] | None:
+    """Record that a start of the server keeps the balances in the operator's wallet named ``wallet``, or (None) in
+    the built-in ledger, where the latest start recorded kept them elsewhere; the latest record before, or None.
+
+    A start that keeps them where the latest record says appends nothing (another operator's wallet included: the
+    mode is what the command line goes by), so the rows are the history of the changes. The starts of one database
+    take turns here (SQLite's one writer; on PostgreSQL an advisory lock), so the workers of ``serve --workers N``,
+    which start at once in one mode, append one row at most. A start in another mode than the latest record's is
+    recorded and logged, never refused: processes still running in the old mode (one database served by two
+    ``serve`` commands of different wallets, an operator's mistake) keep their balances where they did, and the
+    command line goes by the latest start (``docs/server.md``, "Endpoints", on ``twentyone admin``).
+    """
+    from twentyone.server.cluster import lock_in_transaction
+
+    mode = BUILT_IN if wallet is None else OPERATOR
+    with sessions() as session:
+        lock_in_transaction(session, "wallet-modes")
+        latest = latest_wallet_mode(session)
+        if latest is None or latest.mode != mode:
+            session.execute(insert(WALLET_MODES).values(mode=mode, wallet=wallet, started_at=when))
+    if latest is not None and latest.mode != mode:
+        log.warning("the balances now live in %s; the start recorded before (%s) kept them in %s: a server process "
+                    "of that start still running on this database keeps them there, and should be stopped",
+                    "the built-in ledger" if wallet is None else f"the operator's wallet {wallet}",
+                    latest.started_at.isoformat(" ", "seconds"), "the built-in ledger" if latest.mode == BUILT_IN else
+                    f"the operator's wallet {latest.wallet or '(recorded by the upgrade)'}")
+    return latest
 
 
 def now() -> datetime:
