@@ -451,6 +451,52 @@ def test_credit_and_debit_refuse_where_an_operators_wallet_keeps_the_balances(tm
     assert ledger(played) == before and ledger(fresh) == []
 
 
+def test_credit_and_debit_go_by_where_the_servers_latest_start_keeps_the_balances(tmp_path: Path) -> None:
+    """Each start of the server records where it keeps the balances when that changed, and `admin credit` and `debit`
+    go by the latest. Before, they refused for good once the database held a call to an operator's wallet, after the
+    operator went back to the built-in ledger; and credited the built-in ledger, which no balance is read from there,
+    after a start with an operator's wallet that had taken no stake yet (unless run with the server's environment)."""
+    from fake_operator_wallet import ContractWallet
+    from fastapi.testclient import TestClient
+    from sqlalchemy import create_engine, text
+
+    from twentyone.server.app import create_app
+    from twentyone.server.config import Settings
+
+    url = f"sqlite:///{tmp_path / 'twentyone.db'}"
+    database = ["--data-dir", str(tmp_path)]
+    refusal = "Balances live in the operator's wallet on this server."
+
+    def start(wallet: ContractWallet | None = None, stake: bool = False) -> None:
+        app = create_app(Settings(url, tmp_path, "op"), operator_wallet=wallet, timers=False)
+        with TestClient(app) as http:
+            answer = http.post("/auth/login", json={"name": "ann", "password": "correct horse"})
+            if answer.status_code != 200:
+                answer = http.post("/auth/register", json={"name": "ann", "password": "correct horse"})
+            if stake:  # its debit: a call to the operator's wallet, in the database for good
+                app.state.service.stacked.append(["TS", "6H", "9D", "TC", "8C"])  # ann's 19 waits for her decision
+                headers = {"Authorization": f"Bearer {answer.json()['token']}"}
+                http.post("/tables/classic/bets", json={"spot": 1, "chip": 100},
+                          headers={**headers, "Idempotency-Key": "bet"}).raise_for_status()
+                http.post("/tables/classic/deal", headers={**headers, "Idempotency-Key": "deal"}).raise_for_status()
+
+    start()
+    assert run("admin", "credit", "ann", "500", *database).stdout.strip() == "ann: USD balance 100500"
+    start(ContractWallet())  # no stake yet: nothing in the database but the start's record
+    for verb in ("credit", "debit"):
+        assert_one_line_error(run("admin", verb, "ann", "100", *database), refusal, "latest start",
+                              "fake_operator_wallet:ContractWallet")
+    start(ContractWallet(), stake=True)
+    start()  # back to the built-in ledger (which recorded the stake too, as it records every round's money)
+    assert run("admin", "credit", "ann", "500", *database).stdout.strip() == "ann: USD balance 100900"
+    assert run("admin", "debit", "ann", "900", *database).stdout.strip() == "ann: USD balance 100000"
+    with create_engine(url).connect() as connection:
+        recorded = connection.execute(text("SELECT mode, wallet FROM wallet_modes ORDER BY id")).all()
+        calls = connection.execute(text("SELECT count(*) FROM wallet_calls")).scalar()
+    assert [tuple(row) for row in recorded] == [("built-in", None), ("operator", "fake_operator_wallet:ContractWallet"),
+                                                ("built-in", None)] and calls
+
+
 def test_the_report_takes_a_period_as_the_apis_report_does(tmp_path: Path) -> None:
     """`admin report --since/--until`: the rounds that ended in the period, the answer GET /admin/report gives, and a
     period it refuses refused in its words (before, the command could only print every round ever played)."""
@@ -518,8 +564,16 @@ def test_the_operator_lists_rounds_and_looks_a_player_up_from_the_command_line(t
     assert player.json()["balances"]["USD"] == 100500 and player.json()["signed_in"]
     assert_one_line_error(run("admin", "player", "Ann", "--data-dir", str(tmp_path)), "There is no player 'Ann'.")
     # Where an operator's wallet keeps the balances, the command line does not call it: it shows none and says why.
-    remote = run("admin", "player", "ann", "--data-dir", str(tmp_path),
-                 env={"TWENTYONE_OPERATOR_WALLET": "fake_operator_wallet:ContractWallet"})
+    # The server's latest start says where they live; TWENTYONE_OPERATOR_WALLET here does not (it did before the
+    # starts were recorded, and told nothing of a server started since without it).
+    from fake_operator_wallet import ContractWallet
+
+    operators = {"TWENTYONE_OPERATOR_WALLET": "fake_operator_wallet:ContractWallet"}
+    assert json.loads(run("admin", "player", "ann", "--data-dir", str(tmp_path), env=operators).stdout) == player.json()
+    with TestClient(create_app(Settings(f"sqlite:///{tmp_path / 'twentyone.db'}", tmp_path, "op"),
+                               operator_wallet=ContractWallet(), timers=False)):
+        pass
+    remote = run("admin", "player", "ann", "--data-dir", str(tmp_path))
     assert remote.returncode == 0 and "balances live in the operator's wallet" in remote.stderr
     assert json.loads(remote.stdout) == {**player.json(), "balances": None}
 

@@ -286,3 +286,47 @@ def test_rounds_before_0013_get_the_currency_their_money_moved_in_else_their_tab
         with engine.connect() as connection:
             currencies = dict(connection.execute(text("SELECT id, currency FROM rounds ORDER BY id")).all())
         assert currencies == {1: "EUR", 2: "GBP", 3: "USD", 4: "CHF", 5: None}
+
+
+def test_a_database_with_calls_to_an_operators_wallet_before_0015_is_taken_as_one_until_the_server_starts(
+        database_url: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """`admin credit` goes by where the server's latest start kept the balances (``wallet_modes``). A database
+    upgraded before any start recorded one is read as before: with calls to an operator's wallet, the upgrade records
+    an operator's wallet (named by no start), and the command refuses until the server starts with the built-in
+    ledger, which records that and lets it credit; with none, nothing is recorded, and it credits. Before, a call in
+    the database refused it for good."""
+    from fastapi.testclient import TestClient
+    from server_helpers import OPERATOR
+
+    from twentyone.cli.main import _operators_wallet_in_use
+    from twentyone.server.app import create_app
+    from twentyone.server.config import Settings
+
+    monkeypatch.delenv("TWENTYONE_OPERATOR_WALLET", raising=False)
+    config = alembic_config(database_url)
+
+    def recorded() -> list[tuple[str, str | None]]:
+        with engine.connect() as connection:
+            return [tuple(row) for row in connection.execute(text("SELECT mode, wallet FROM wallet_modes ORDER BY id"))]
+
+    def refusal() -> str | None:
+        server = Database(database_url)
+        try:
+            return _operators_wallet_in_use(server)
+        finally:
+            server.close()
+
+    with at_revision(database_url, "0014", "classic") as engine:
+        db.migrate(database_url)
+        assert recorded() == [] and refusal() is None
+        command.downgrade(config, "0014")
+        with engine.begin() as connection:
+            connection.execute(text("INSERT INTO wallet_calls (tx_id, player_id, currency, kind, amount, round_id, "
+                                    "status, attempts, created_at) VALUES ('w1', 1, 'USD', 'credit', 500, NULL, "
+                                    "'done', 1, CURRENT_TIMESTAMP)"))
+        db.migrate(database_url)
+        assert recorded() == [("operator", None)]
+        assert "recorded by the upgrade" in (refusal() or "")
+        with TestClient(create_app(Settings(database_url, tmp_path, OPERATOR), timers=False)):
+            pass
+        assert recorded() == [("operator", None), ("built-in", None)] and refusal() is None

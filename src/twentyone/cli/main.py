@@ -635,29 +635,48 @@ def _admin_service(database: str | None, data_dir: Path | None,
     try:
         migrate(settings.database_url)
         db = Database(settings.database_url)
-        remote = _UnreachableWallet() if balances and _operators_wallet_in_use(db) else None
+        remote = _UnreachableWallet() if balances and _operators_wallet_in_use(db) is not None else None
         service = GameService(db, settings, operator_wallet=remote)
     except Exception as error:  # a bad URL or an unreachable database: one line, exit 2
         _cannot_open(settings, error)
     return service, Caller(0, "operator", "operator"), settings
 
 
-def _operators_wallet_in_use(db: Database) -> bool:
-    """Whether the server on this database keeps its balances in an operator's wallet: ``TWENTYONE_OPERATOR_WALLET``
-    is set (how ``serve`` is told, beside ``--wallet``), or the database holds a call to such a wallet (the outbox,
-    ``wallet_calls``, where every debit of a stake is recorded and which the built-in ledger never writes). A server
-    started with ``--wallet`` that has taken no stake yet leaves no such row: the environment is then the only sign.
+def _operators_wallet_in_use(db: Database) -> str | None:
+    """Where the server on this database keeps its balances in an operator's wallet, what tells the command line so
+    (the end of a refusal's sentence); None where the built-in ledger keeps them.
+
+    Each start of the server records where it keeps them when that changed (``wallet_modes``), and the latest start
+    decides: an operator who went back to the built-in ledger credits from here again once the server started so.
+    Before any start recorded one (a database upgraded by this command, whose server has not started since; one that
+    held calls to an operator's wallet got that row from the upgrade), the signs read before there was a record:
+    ``TWENTYONE_OPERATOR_WALLET`` in the environment (how ``serve`` is told, beside ``--wallet``), or a call to such
+    a wallet in the database (the outbox, ``wallet_calls``, which the built-in ledger never writes: a server of the
+    version before the record, still running, writes them there).
     """
     import os
 
     from sqlalchemy import select
 
     from twentyone.server.models import WALLET_CALLS
+    from twentyone.server.wallet import BUILT_IN, latest_wallet_mode
 
-    if os.environ.get("TWENTYONE_OPERATOR_WALLET"):
-        return True
     with db.engine.connect() as connection:
-        return connection.execute(select(WALLET_CALLS.c.id).limit(1)).first() is not None
+        latest = latest_wallet_mode(connection)
+        if latest is not None:
+            if latest.mode == BUILT_IN:
+                return None
+            if latest.wallet is None:  # made by the upgrade (migration 0015): no start recorded since
+                return (f"the calls to an operator's wallet in the database, recorded by the upgrade "
+                        f"({latest.started_at:%Y-%m-%d %H:%M} UTC): a start of the server with the built-in ledger "
+                        "records that in turn")
+            return (f"the server's latest start recorded in the database ({latest.started_at:%Y-%m-%d %H:%M} UTC, with "
+                    f"the operator's wallet {latest.wallet}): a start with the built-in ledger records that in turn")
+        if os.environ.get("TWENTYONE_OPERATOR_WALLET"):
+            return "TWENTYONE_OPERATOR_WALLET in its environment (no start of the server is recorded in the database)"
+        if connection.execute(select(WALLET_CALLS.c.id).limit(1)).first() is not None:
+            return "the calls to an operator's wallet in the database (no start of the server is recorded in it)"
+    return None
 
 
 class _UnreachableWallet:
@@ -737,7 +756,10 @@ def _change_balance(kind: str, player: str, amount: int, currency: str, database
     try:
         result = (service.credit if kind == "credit" else service.debit)(operator, player, currency, amount)
     except ServiceError as error:
-        fail(error.detail)
+        # With an operator's wallet in the ledger's place, a 409 is its refusal: said with how the command knew.
+        why = _operators_wallet_in_use(service.db) if not service.wallet.keeps_balances and error.status == 409 \
+            else None
+        fail(error.detail + (f" The command line knows it from {why}." if why else ""))
     typer.echo(f"{result['player']}: {currency} balance {result['balance']}")
 
 
@@ -844,7 +866,7 @@ def admin_player(
     service, operator, _ = _admin_service(database, data_dir)
     # An operator's wallet keeps the balances there, and the command line does not call it: none is shown rather than
     # the built-in ledger's, which no balance is read from on such a server.
-    remote = _operators_wallet_in_use(service.db)
+    remote = _operators_wallet_in_use(service.db) is not None
     try:
         player = service.player(operator, name, balances=not remote)
     except ServiceError as error:
