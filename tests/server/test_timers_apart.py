@@ -85,3 +85,44 @@ def test_a_wallet_call_held_up_holds_up_no_other_tables_timers(tmp_path: Path, d
         finally:
             wallet.release.set()
     assert wallet.balance(f"player:{ann.player_id()}", "USD") == wallet.start + 1000  # 2,000 paid, once released
+
+
+class CountsCreditsAtOnce(ContractWallet):
+    """Credits refused while ``refusing``; else each takes 0.2 s, and ``most_at_once`` counts how many overlapped."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.refusing = True
+        self.at_once = self.most_at_once = 0
+        self.lock = threading.Lock()
+
+    def credit(self, player: str, currency: str, amount: int, tx_id: str, round_id: int | None) -> None:
+        if self.refusing:
+            raise WalletError("The cashier is closed for a minute.")
+        with self.lock:
+            self.at_once += 1
+            self.most_at_once = max(self.most_at_once, self.at_once)
+        time.sleep(0.2)
+        with self.lock:
+            self.at_once -= 1
+        super().credit(player, currency, amount, tx_id, round_id)
+
+
+def test_the_outbox_sends_its_calls_several_at_once(tmp_path: Path, database_url: str) -> None:
+    """Four players' winnings wait in the outbox; once the operator answers again, the timer's retry sends them at
+    once rather than one after the other (a shared round's settlement, or a backlog after an outage, waited for each
+    winner's credit in turn)."""
+    wallet = CountsCreditsAtOnce()
+    app = create_app(Settings(database_url, tmp_path, OPERATOR), operator_wallet=wallet, clock=Clock(), timers=False)
+    with TestClient(app) as http:
+        service = app.state.service
+        players = [new_guest(http) for _ in range(4)]
+        for player in players:
+            service.stacked.append(DOUBLE_WINS)
+            player.bet("classic", 500)
+            round_id = player.post("/tables/classic/deal").json()["id"]
+            assert player.act(round_id, "double").json()["status"] == "settled"
+        wallet.refusing = False
+        assert service.tick()["delivered"] == 4
+        assert wallet.most_at_once >= 2  # 4 when their threads start within 0.2 s of each other; 1 one by one
+        assert all(wallet.balance(f"player:{player.player_id()}", "USD") == wallet.start + 1000 for player in players)

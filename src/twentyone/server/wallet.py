@@ -454,7 +454,8 @@ def net_losses_since(session: Session, player_ids: Sequence[int], currency: str,
     return lost
 
 
-# An operator's wallet is asked for at most this many debits (or balances) of one close of betting at once.
+# An operator's wallet is asked for at most this many debits (or balances) of one close of betting, or calls of one
+# delivery from the outbox, at once.
 PARALLEL = 16
 RECORD_DEBIT = insert(WALLET_CALLS)  # Core: the row is never read back in its transaction
 CANCEL_DEBIT = (update(WALLET_CALLS).where(WALLET_CALLS.c.tx_id == bindparam("debit"))  # not a column's name
@@ -822,7 +823,7 @@ class RemoteWallet:
             rows = session.execute(pending.order_by(WALLET_CALLS.c.id)).all()
         calls = self._claim(rows)  # once the read ended: a read that fails at its end claims nothing
         try:
-            outcomes = [(call, self._send_call(call)) for call in calls]
+            outcomes = self._send_calls(calls)
             if outcomes:
                 with write() as session:
                     for call, error in outcomes:  # a call another delivery recorded done meanwhile stays done
@@ -843,6 +844,16 @@ class RemoteWallet:
             mine = [call for call in calls if call.tx_id not in self._sending]
             self._sending.update(call.tx_id for call in mine)
         return mine
+
+    def _send_calls(self, calls: Sequence[Row[Any]]) -> list[tuple[Row[Any], str | None]]:
+        """Send ``calls``, at most :data:`PARALLEL` at once: each with what :meth:`_send_call` answered. They were sent
+        one after the other, so a shared round's settlement waited for the operator to answer each winner in turn
+        (1 s a credit: a table of 7 winners, 7 s), and a backlog after an outage drained one call at a time. The
+        outbox holds only credits and rollbacks of debits, each of its own id and none depending on another."""
+        if len(calls) <= 1:  # a private round's credit: no pool of threads to start for it
+            return [(call, self._send_call(call)) for call in calls]
+        with ThreadPoolExecutor(max_workers=min(PARALLEL, len(calls))) as pool:
+            return list(zip(calls, pool.map(self._send_call, calls), strict=True))
 
     def _send_call(self, call: Row[Any]) -> str | None:
         """Send one outbox call: None once the operator took it, else why not (it stays pending)."""
