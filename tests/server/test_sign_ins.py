@@ -246,6 +246,34 @@ def test_wrong_passwords_for_a_name_from_many_addresses_past_its_limit_refuse_it
             client.__exit__(None, None, None)
 
 
+def test_a_name_locked_by_guesses_from_many_addresses_stays_open_to_its_player_where_they_signed_in(
+        http: TestClient, clock: Clock, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Guessers with addresses enough to pass the name's limit locked its player out everywhere, home included. The
+    addresses the player signed up or signed in from, within KNOWN_FOR, stay open to them; any other is refused."""
+    monkeypatch.setattr(accounts, "FAILURES_PER_NAME", 2 * FAILURES_PER_NAME_FROM_ADDRESS)
+    new_player(http, "ann")  # signed up from the test client's address
+    clients = {n: TestClient(http.app, client=(f"203.0.113.{n}", 50000)) for n in (1, 2, 3, 4)}
+    phone, guesser, other_guesser, new_device = (client.__enter__() for client in clients.values())
+    try:
+        assert login(phone, "ann").status_code == 200
+        for address in (guesser, other_guesser):
+            assert [login(address, "ann", "guess").status_code for _ in range(FAILURES_PER_NAME_FROM_ADDRESS)] \
+                == [401] * FAILURES_PER_NAME_FROM_ADDRESS
+        assert login(new_device, "ann").status_code == 429
+        assert login(phone, "ann").status_code == 200
+        assert login(http, "ann").status_code == 200
+        clock.advance((accounts.KNOWN_FOR - timedelta(minutes=5)).total_seconds())
+        for address in (guesser, other_guesser):  # the guessing goes on
+            assert [login(address, "ann", "guess").status_code for _ in range(FAILURES_PER_NAME_FROM_ADDRESS)] \
+                == [401] * FAILURES_PER_NAME_FROM_ADDRESS
+        clock.advance(timedelta(minutes=10).total_seconds())  # the guesses still count; the phone was last used
+        assert login(phone, "ann").status_code == 429  # longer than KNOWN_FOR ago: known no longer
+        assert login(http, "ann").status_code == 429
+    finally:
+        for client in clients.values():
+            client.__exit__(None, None, None)
+
+
 def test_a_good_sign_in_clears_its_names_failures(http: TestClient) -> None:
     new_player(http, "ann")
     for _ in range(2):

@@ -15,13 +15,15 @@ from typing import Any, cast
 from argon2 import PasswordHasher
 from argon2.exceptions import InvalidHashError, VerificationError
 from sqlalchemy import bindparam, delete, func, select
+from sqlalchemy.dialects.postgresql import insert as postgresql_insert
+from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 from sqlalchemy.orm import Session
 
 from twentyone.core.betting import MAIN, BetSlipError
 from twentyone.server.cluster import lock_in_transaction
 from twentyone.server.config import CURRENCIES, Settings
 from twentyone.server.context import SESSION_BREAK_MINUTES, Caller, ServiceError, aware, session_over_message
-from twentyone.server.models import GuestArrival, Player, Round, RoundSeat, SignInFailure, Slip, Token
+from twentyone.server.models import GuestArrival, KnownAddress, Player, Round, RoundSeat, SignInFailure, Slip, Token
 from twentyone.server.money import refusal
 from twentyone.server.store import Store
 from twentyone.server.wallet import Wallet, WalletError, as_refusal, net_losses_since
@@ -84,6 +86,9 @@ FAILURE_WINDOW = timedelta(minutes=15)  # how long a wrong password counts again
 FAILURES_PER_NAME_FROM_ADDRESS = 10
 FAILURES_PER_NAME = 100
 FAILURES_PER_ADDRESS = 50
+# A name locked past FAILURES_PER_NAME stays open from the addresses its player signed in from (or signed up from)
+# within this time: guesses spread over many addresses locked a player out everywhere, their own home included.
+KNOWN_FOR = timedelta(days=90)
 _FAILURES_OF_NAME = (select(func.count(), func.count().filter(SignInFailure.address == bindparam("address")))
                      .select_from(SignInFailure)
                      .where(SignInFailure.name == bindparam("name"), SignInFailure.failed_at > bindparam("cutoff")))
@@ -104,10 +109,27 @@ def refuse_guessing(session: Session, name: str, address: str, now: datetime) ->
     if of_name_here >= FAILURES_PER_NAME_FROM_ADDRESS:
         raise ServiceError(429, f"Too many wrong passwords for this name from this address: try again in {minutes}.",
                            wait)
-    if of_name >= FAILURES_PER_NAME:
+    if of_name >= FAILURES_PER_NAME and not _known(session, name, address, now):
         raise ServiceError(429, f"Too many wrong passwords for this name: try again in {minutes}.", wait)
     if (session.scalar(_FAILURES_FROM, {"address": address, "cutoff": cutoff}) or 0) >= FAILURES_PER_ADDRESS:
         raise ServiceError(429, f"Too many wrong passwords from this address: try again in {minutes}.", wait)
+
+
+_KNOWN = (select(KnownAddress.id).join(Player, Player.id == KnownAddress.player_id)
+          .where(Player.name == bindparam("name"), KnownAddress.address == bindparam("address"),
+                 KnownAddress.last_at > bindparam("since")).limit(1))
+
+
+def _known(session: Session, name: str, address: str, now: datetime) -> bool:
+    """Whether the player of ``name`` signed in (or signed up) from ``address`` within :data:`KNOWN_FOR`."""
+    return session.scalar(_KNOWN, {"name": name, "address": address, "since": now - KNOWN_FOR}) is not None
+
+
+def remember_address(session: Session, player_id: int, address: str, now: datetime) -> None:
+    """Note that the player signed in (or up) from ``address`` now, in the caller's transaction (:func:`_known`)."""
+    insert_of = postgresql_insert if session.get_bind().dialect.name == "postgresql" else sqlite_insert
+    session.execute(insert_of(KnownAddress).values(player_id=player_id, address=address[:64], last_at=now)
+                    .on_conflict_do_update(index_elements=["player_id", "address"], set_={"last_at": now}))
 
 
 def failure_name(name: str) -> str:
@@ -163,6 +185,7 @@ class Accounts:
                 raise ServiceError(409, f"The name {name!r} is taken." if taken == name else
                                    f"The name {name!r} is taken (as {taken!r}).")
             player = self._new_player(session, name, password_hash, guest=False)
+            remember_address(session, player.id, address, self.clock())
             return Caller(player.id, player.name, player.role), self._issue_token(session, player)
 
     def guest(self, address: str) -> tuple[Caller, str]:
@@ -222,6 +245,7 @@ class Accounts:
                                                         SignInFailure.address == address))
             row = session.get(Player, player.id)
             assert row is not None
+            remember_address(session, row.id, address, self.clock())
             token = self._issue_token(session, row)
             returned = return_undealt_bets(session, row.id)
             return Caller(row.id, row.name, row.role, row.guest), token, returned

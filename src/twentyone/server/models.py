@@ -255,6 +255,19 @@ class SignInFailure(Base):
     failed_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), index=True)
 
 
+
+class KnownAddress(Base):
+    """An address a player signed in from with their password (or signed up from), and when last: a name locked by
+    guesses spread over many addresses (:data:`~twentyone.server.accounts.FAILURES_PER_NAME`) is still open to its
+    player from these, for :data:`~twentyone.server.accounts.KNOWN_FOR`."""
+
+    __tablename__ = "known_addresses"
+    __table_args__ = (UniqueConstraint("player_id", "address"),)
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    player_id: Mapped[int] = mapped_column(ForeignKey("players.id"))
+    address: Mapped[str] = mapped_column(String(64))
+    last_at: Mapped[datetime] = mapped_column(DateTime(timezone=True))
+
 # The tables themselves, for the statements of the request path that read columns or write rows without ORM
 # objects. A statement built on a mapped class (``update(Account)``, ``select(Account.balance)``) goes through
 # the ORM's layer at every execution even when it loads no object: on SQLite here an UPDATE of one account
