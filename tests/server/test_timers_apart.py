@@ -126,3 +126,29 @@ def test_the_outbox_sends_its_calls_several_at_once(tmp_path: Path, database_url
         assert service.tick()["delivered"] == 4
         assert wallet.most_at_once >= 2  # 4 when their threads start within 0.2 s of each other; 1 one by one
         assert all(wallet.balance(f"player:{player.player_id()}", "USD") == wallet.start + 1000 for player in players)
+
+
+def test_history_says_what_a_round_returned_that_the_operator_has_not_yet_taken(tmp_path: Path,
+                                                                                  database_url: str) -> None:
+    """Ann's winnings wait in the outbox: her history shows them `owed` (her balance does not have them yet), and
+    nothing owed once the retry pays them. Before, it said "returned" and nothing told her they were on their way."""
+    wallet = CountsCreditsAtOnce()
+    app = create_app(Settings(database_url, tmp_path, OPERATOR), operator_wallet=wallet, clock=Clock(), timers=False)
+    with TestClient(app) as http:
+        service = app.state.service
+        ann = new_guest(http)
+        service.stacked.extend([DOUBLE_WINS, DOUBLE_WINS])
+        rounds = []
+        for _ in range(2):
+            ann.bet("classic", 500)
+            rounds.append(ann.post("/tables/classic/deal").json()["id"])
+            assert ann.act(rounds[-1], "double").json()["status"] == "settled"
+            wallet.refusing = False  # the first round's winnings are paid at once, the second's wait
+
+        def owed() -> list[tuple[int, int]]:
+            history = {entry["id"]: entry for entry in ann.get("/me/history").json()["rounds"]}
+            return [(history[round_id]["returned"], history[round_id]["owed"]) for round_id in rounds]
+
+        assert owed() == [(2000, 2000), (2000, 0)]  # the first round's credit refused, the second's taken
+        assert service.tick()["delivered"] == 1
+        assert owed() == [(2000, 0), (2000, 0)]

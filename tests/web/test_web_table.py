@@ -913,3 +913,58 @@ def test_history_shows_each_round_in_its_own_currency_and_at_a_table_no_longer_o
         assert problems == []
     finally:
         context.close()
+
+
+class CashierClosed:
+    """An operator's wallet whose credits are refused: a player's winnings wait in the outbox."""
+
+    def __init__(self) -> None:
+        self.balances: dict[str, int] = {}
+
+    def balance(self, player: str, currency: str) -> int:
+        return self.balances.setdefault(player, 100_000)
+
+    def debit(self, player: str, currency: str, amount: int, tx_id: str, round_id: int | None) -> None:
+        self.balances[player] = self.balance(player, currency) - amount
+
+    def credit(self, player: str, currency: str, amount: int, tx_id: str, round_id: int | None) -> None:
+        from twentyone.server.wallet import WalletError
+
+        raise WalletError("The cashier is closed for a minute.")
+
+    def rollback(self, tx_id: str) -> None:
+        return None
+
+
+def test_history_says_winnings_the_operators_wallet_has_not_yet_taken_are_on_their_way(
+        browser: Any, tmp_path: Any) -> None:
+    """With an operator's wallet refusing credits for now, a won round's row in history says its winnings are on
+    their way; before, it showed them returned beside a balance without them (found by a trial of an integrator)."""
+    from web_helpers import free_port
+
+    from twentyone.server.config import Settings
+
+    settings = Settings(f"sqlite:///{tmp_path / 'owed.db'}", tmp_path, "operator-secret")
+    server = LiveServer(create_app(settings, operator_wallet=CashierClosed()), free_port(), settings)
+    server.start()
+    try:
+        token, _ = guest_token(server)
+        post = poster(server, token)
+        server.service.stacked.append(["5S", "6H", "6D", "TC", "9C", "8C"])  # a double to 20; the dealer busts
+        post("/tables/classic/bets", {"spot": 1, "chip": 500})
+        round_id = post("/tables/classic/deal")["id"]
+        assert post(f"/rounds/{round_id}/actions", {"action": "double"})["status"] == "settled"
+        context = signed_in_context(browser, token, viewport=DESKTOP)
+        page = context.new_page()
+        page.set_default_timeout(15000)
+        problems = watch_console(page)
+        try:
+            page.goto(server.url + "/#/history")
+            returned = page.locator("table.history tbody tr").first.locator("td[data-label='Returned']")
+            expect(returned).to_have_text("$20.00 ($20.00 on its way to your balance)")
+            shot(page, "history-owed")
+            assert not problems, problems
+        finally:
+            context.close()
+    finally:
+        server.stop()

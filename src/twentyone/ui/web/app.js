@@ -132,7 +132,11 @@ async function renderHistory(trail = []) {
     cell(3, round.hands.map((h) => `${h.cards.map(cardText).join(" ")} (${h.outcome || "…"})`).join("; ")),
     cell(4, round.dealer.cards.map(cardText).join(" ")),
     cell(5, money(round.staked, currencyAt(round))),
-    cell(6, money(round.returned, currencyAt(round))),
+    // Winnings an operator's wallet has not yet taken are on their way (retried until it does): said so, where the
+    // balance does not show them yet.
+    cell(6, money(round.returned, currencyAt(round)),
+      round.owed ? el("span", { class: "owed" }, ` (${money(round.owed, currencyAt(round))} on its way to your balance)`)
+        : null),
     cell(7, round.balance_after === null ? "" : money(round.balance_after, currencyAt(round))),
     cell(8, el("button", { type: "button", "data-replay": round.id,
       onclick: () => showReplay(round.id, currencyAt(round)) }, "Replay"))));
