@@ -21,27 +21,33 @@ from twentyone.server.config import Settings, TableSpec, shipped_tables
 Restart = Callable[..., tuple[TestClient, Any]]
 
 
-@pytest.fixture
-def restart(settings: Settings, clock: Clock, monkeypatch: pytest.MonkeyPatch) -> Iterator[Restart]:
-    """Start the server again on the same database with ``tables.toml`` changed: each table id given maps to the
-    changes of its settings, or to None where the table was removed. The new server's client and service."""
-    opened: list[TestClient] = []
-
+def tables_changed(monkeypatch: pytest.MonkeyPatch, **changes: dict[str, Any] | None) -> None:
+    """``tables.toml`` as an operator edited it, for the servers started from now on: each table id given maps to the
+    changes of its settings, or to None where the table was removed."""
     shipped = shipped_tables()
 
-    def restarted(**changes: dict[str, Any] | None) -> tuple[TestClient, Any]:
-        def changed_tables() -> dict[str, TableSpec]:
-            tables = dict(shipped)
-            for table_id, change in changes.items():
-                if change is None:
-                    del tables[table_id]
-                else:
-                    tables[table_id] = replace(tables[table_id], **change)
-            return tables
+    def changed_tables() -> dict[str, TableSpec]:
+        tables = dict(shipped)
+        for table_id, change in changes.items():
+            if change is None:
+                del tables[table_id]
+            else:
+                tables[table_id] = replace(tables[table_id], **change)
+        return tables
 
-        # The one tables.toml the operator edited: every module that reads it reads the change.
-        monkeypatch.setattr(table_module, "shipped_tables", changed_tables)
-        monkeypatch.setattr(config_module, "shipped_tables", changed_tables)
+    # The one tables.toml the operator edited: every module that reads it reads the change.
+    monkeypatch.setattr(table_module, "shipped_tables", changed_tables)
+    monkeypatch.setattr(config_module, "shipped_tables", changed_tables)
+
+
+@pytest.fixture
+def restart(settings: Settings, clock: Clock, monkeypatch: pytest.MonkeyPatch) -> Iterator[Restart]:
+    """Start the server again on the same database with ``tables.toml`` changed (:func:`tables_changed`). The new
+    server's client and service."""
+    opened: list[TestClient] = []
+
+    def restarted(**changes: dict[str, Any] | None) -> tuple[TestClient, Any]:
+        tables_changed(monkeypatch, **changes)
         client = TestClient(create_app(settings, clock=clock, timers=False))
         opened.append(client.__enter__())
         return client, client.app.state.service  # type: ignore[attr-defined]
