@@ -5,6 +5,7 @@ removed left its rounds' stakes out for good and every one of its players' histo
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable, Iterator
 from dataclasses import replace
 from typing import Any
@@ -237,3 +238,27 @@ def test_a_join_to_a_round_formed_before_the_tables_currency_changed_is_refused(
     service.tick()  # the dollar round is dealt and played out; dan's next join opens a round in euros
     view = again(client, cat).get(f"/rounds/{formed['id']}").json()
     assert view["currency"] == "USD" and view["status"] in ("playing", "settled")
+
+
+def test_a_seat_that_sits_out_a_round_formed_before_the_currency_changed_is_told_its_bets_in_the_rounds(
+        http: TestClient, restart: Restart, clock: Clock) -> None:
+    """The event names the round's currency: the page showed the returned bets in the table's new one."""
+    cat, dan = new_player(http, "cat"), new_player(http, "dan")
+    for player in (cat, dan):
+        player.bet("multiplayer", 500)
+        player.post("/tables/multiplayer/deal")
+    client, service = restart(multiplayer={"currency": "EUR"})
+    cat = again(client, cat)
+    cat.put("/me/limits", {"daily_loss_limit": 100})  # lowered at once: the close sits her seat out
+    clock.advance(16)
+    with client.websocket_connect(f"/ws/tables/multiplayer?token={cat.token}") as socket:
+        assert socket.receive_json()["type"] == "hello"
+        deadline, cat_id = time.monotonic() + 5, cat.player_id()
+        while cat_id not in service.events.present("multiplayer") and time.monotonic() < deadline:
+            time.sleep(0.01)  # the socket hears the table once its hello is sent
+        assert service.tick()["dealt"] == 1  # dan's seat
+        told = socket.receive_json()
+        while told["type"] != "bets-returned":
+            told = socket.receive_json()
+    assert (told["total"], told["currency"]) == (500, "USD"), told
+    assert told["reason"].startswith("Your bets sit this round out")

@@ -602,7 +602,9 @@ class Rounds:
         for player_id, total, reason, sat_out in returned:  # the reason is the player's own: a limit, a balance...
             news = {"type": "bets-returned", "player_id": player_id, "total": total, "reason": reason, "private": True}
             if sat_out:  # the round its seat sat out of: the page says so where the round ends, not "you watched it"
-                news["round_id"] = round_id
+                # A seat's bets are in its round's currency, named: the table's (a slip's) may have changed since the
+                # round formed, and the page showed the bets in that one.
+                news |= {"round_id": round_id, "currency": table.currency}
             self.events.publish(table.id, news)
         self.events.publish(table.id, {"type": "round", "round_id": round_id})
         return round_id
