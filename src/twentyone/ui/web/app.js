@@ -49,6 +49,8 @@ async function loadTables() {
 }
 
 const currencyOf = (tableId) => (state.tables[tableId] || {}).currency;
+// Returned bets in the currency the server names (a seat's in its round's), else their table's.
+const returnedIn = (bets) => bets.currency || currencyOf(bets.table_id);
 const minutesText = (minutes) => (minutes === 1 ? "1 minute" : `${minutes} minutes`);
 
 async function renderLobby() {
@@ -64,7 +66,7 @@ async function renderLobby() {
         const answer = await api("POST", path, credentials(event.target.closest("form")));
         await signedIn(answer.token);
         if (answer.returned_bets && answer.returned_bets.length) {
-          announce(`Bets returned: ${answer.returned_bets.map((b) => money(b.total, currencyOf(b.table_id))).join(", ")}.`);
+          announce(`Bets returned: ${answer.returned_bets.map((b) => money(b.total, returnedIn(b))).join(", ")}.`);
         }
         renderLobby();
       } catch (failure) { error.textContent = failure.message; }
@@ -237,10 +239,10 @@ async function renderLimits() {
         await ensureMe();
         // A self-exclusion returns the bets never dealt: said as the table says it, each in its own table's currency.
         const returned = answer.returned_bets || [];
-        if (returned.length && returned.some((b) => !currencyOf(b.table_id))) await loadTables().catch(() => null);
+        if (returned.length && returned.some((b) => !returnedIn(b))) await loadTables().catch(() => null);
         renderLimits();
         announce(returned.length ? `Limits saved. Your undealt bets were returned: ${returned.map((b) =>
-          money(b.total, currencyOf(b.table_id))).join(", ")}.` : "Limits saved.");
+          money(b.total, returnedIn(b))).join(", ")}.` : "Limits saved.");
       } catch (error) { message.textContent = error.message; }
     } },
     el("label", {}, "Daily loss limit", el("input", { name: "loss", type: "number", min: "0", step: "0.01" })),

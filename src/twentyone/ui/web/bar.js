@@ -4,7 +4,7 @@
 import { chipColour } from "./chips.js";
 import { el, keyed, state, view } from "./dom.js";
 import { chipLabel, money } from "./money.js";
-import { deciders, tableInfo, timedOut } from "./round.js";
+import { deciders, roundCurrency, tableInfo, timedOut } from "./round.js";
 
 export const ACTIONS = [
   ["hit", "HIT", "h"], ["stand", "STAND", "s"], ["double", "DOUBLE", "d"], ["triple", "TRIPLE", "t"],
@@ -88,7 +88,7 @@ export function bettingBar(table, slip, { forming, seated, playing, canBet, excl
 }
 
 export function decisions(round) {
-  const table = state.table.table;
+  const currency = roundCurrency(round);  // the round's money: its stakes, offers and the balance they come from
   const showCashOut = state.me.settings.cash_out_visible;
   const ranked = state.hints ? state.hints.actions.filter((a) => a.action !== "cash-out" || showCashOut) : [];
   const hints = Object.fromEntries(ranked.map((a) => [a.action, a.ev]));
@@ -103,18 +103,18 @@ export function decisions(round) {
   const buttons = ACTIONS.filter(([action]) => action !== "cash-out" || showCashOut).map(([action, label, key]) => {
     const legal = round.legal_actions.includes(action);
     if (!legal && ["triple", "quadruple", "surrender", "cash-out"].includes(action)) return null;
-    const amount = action === "cash-out" && round.offers.cash_out !== undefined ? ` ${money(round.offers.cash_out, table.currency)}` : "";
+    const amount = action === "cash-out" && round.offers.cash_out !== undefined ? ` ${money(round.offers.cash_out, currency)}` : "";
     const cost = hand && action in EXTRA_STAKES ? hand.stake * EXTRA_STAKES[action] : 0;
     const short = legal && balance !== null && cost > balance;
-    if (short) shortOf.push(`${label.toLowerCase()} needs ${money(cost, table.currency)}`);
+    if (short) shortOf.push(`${label.toLowerCase()} needs ${money(cost, currency)}`);
     const node = button(`action-${action}`, `${label}${amount}`, key, () => act.decide(action),
       { "data-action": action, disabled: !legal || short, class: action === best ? "best" : null,
-        ...(short ? { title: `${label} needs ${money(cost, table.currency)}; the balance is ${money(balance, table.currency)}` } : {}) });
+        ...(short ? { title: `${label} needs ${money(cost, currency)}; the balance is ${money(balance, currency)}` } : {}) });
     if (action in hints) node.append(el("span", { class: "ev" }, `EV ${hints[action] >= 0 ? "+" : ""}${hints[action].toFixed(3)}`));
     return node;
   });
   const short = shortOf.length
-    ? el("span", { class: "balance-short", id: "short-of" }, ` · The balance of ${money(balance, table.currency)} is short: ${shortOf.join(", ")}.`)
+    ? el("span", { class: "balance-short", id: "short-of" }, ` · The balance of ${money(balance, currency)} is short: ${shortOf.join(", ")}.`)
     : null;
   return el("div", { class: "decisions-wrap" },
     el("p", { class: "status-line" }, "Your decision ", el("span", { class: "timer", id: "bar-timer" }), short),
@@ -124,6 +124,7 @@ export function decisions(round) {
 /** Insurance (or even money) asked once for every hand that can take it, with a choice per hand. */
 export function offerPanel(round) {
   const table = state.table.table;
+  const currency = roundCurrency(round);
   const decision = round.decision;
   const pending = round.offers.pending || [{ seat: decision.seat, hand: decision.hand, kind: decision.kind,
     cost: round.offers.insurance }];
@@ -134,7 +135,7 @@ export function offerPanel(round) {
   const rows = pending.map((offer) => {
     const key = `${offer.seat}.${offer.hand}`;
     const chosen = Boolean(state.offerChoices[key]);
-    const what = offer.kind === "even-money" ? "take even money" : `${OFFER_TITLES[offer.kind].toLowerCase()}${offer.cost ? ` for ${money(offer.cost, table.currency)}` : ""}`;
+    const what = offer.kind === "even-money" ? "take even money" : `${OFFER_TITLES[offer.kind].toLowerCase()}${offer.cost ? ` for ${money(offer.cost, currency)}` : ""}`;
     const name = table.shared ? "Your hand" : `Hand ${seats.indexOf(offer.seat) + 1}`;
     return el("li", { class: "offer-row" },
       el("span", {}, `${name}: ${what}`),

@@ -14,6 +14,12 @@ export function tableInfo() {
   return { side_bet_titles: {}, side_bet_lines: {}, offer_answers: {}, ...state.tables[table.id], ...table };
 }
 
+/** The currency a round's money is in: the round's own (a table's currency may have changed since it was dealt:
+ * its stakes stay in the one they were taken in), else the table's. */
+export function roundCurrency(round) {
+  return round.currency || state.table.table.currency;
+}
+
 export function sideTitle(name) {
   return tableInfo().side_bet_titles[name] || name.replace(/_/g, " ");
 }
@@ -74,6 +80,7 @@ function handLabel(hand, index, mine, shared) {
 /** The player's own hands, big, each over its chip stack; the active one is lit. */
 export function myHands(round, decisionNode) {
   const table = state.table.table;
+  const currency = roundCurrency(round);
   const mine = round.hands.filter((hand) => hand.player_id === state.me.id);
   const seats = [...new Set(mine.map((hand) => hand.seat))];
   const finished = round.status === "settled" || round.status === "void";
@@ -92,11 +99,11 @@ export function myHands(round, decisionNode) {
       el("div", { class: totalClass(hand) }, handTotal(hand)),
       el("div", { class: "bet-circle" },
         el("div", { class: "stacks" },
-          chipStack(hand.stake, table.chips, table.currency, finished && won < 0 ? (settle ? "collected" : "gone") : ""),
-          finished && won > 0 ? chipStack(won, table.chips, table.currency, settle ? "paid" : "") : null),
-        el("span", { class: "amount" }, money(hand.stake, table.currency))),
+          chipStack(hand.stake, table.chips, currency, finished && won < 0 ? (settle ? "collected" : "gone") : ""),
+          finished && won > 0 ? chipStack(won, table.chips, currency, settle ? "paid" : "") : null),
+        el("span", { class: "amount" }, money(hand.stake, currency))),
       hand.outcome ? el("div", { class: `outcome ${hand.outcome}` },
-        `${(OUTCOMES[hand.outcome] || hand.outcome).toUpperCase()} ${signed(won, table.currency)}`) : null,
+        `${(OUTCOMES[hand.outcome] || hand.outcome).toUpperCase()} ${signed(won, currency)}`) : null,
       active && decisionNode ? decisionNode : null);
     }));
   }));
@@ -121,6 +128,7 @@ const totalClass = (hand) => `total${hand.total > 21 ? " bust" : ""}`;
 export function othersStrip(round) {
   const table = state.table.table;
   if (!table.shared || !round) return null;
+  const currency = roundCurrency(round);
   const seats = (round.seats || round.players.map((p, i) => ({ ...p, position: i + 1, bets: [], total: 0 })));
   const others = seats.filter((seat) => seat.player_id !== state.me.id);
   const deciding = round.status === "playing" ? deciders(round) : [];
@@ -133,7 +141,7 @@ export function othersStrip(round) {
     const total = (seat.total ?? betsTotal(seat.bets || [])) + added;
     return el("li", { class: `seat${turn ? " active" : ""}`, "data-player": seat.name },
       el("div", { class: "name" }, seat.name),
-      el("div", { class: "seat-bet" }, chipStack(total, table.chips, table.currency, "mini"), money(total, table.currency)),
+      el("div", { class: "seat-bet" }, chipStack(total, table.chips, currency, "mini"), money(total, currency)),
       ...hands.map((hand) => el("div", { class: "mini-hand" },
         cards(round, `${hand.seat}.${hand.hand}`, hand.cards),
         el("span", { class: totalClass(hand) }, handTotal(hand)),
@@ -149,9 +157,9 @@ export function othersStrip(round) {
     others.length ? strip : null);
 }
 
-/** A side bet's result in words with what it won or lost: "Bust It: dealer busts with 4 cards, +€4.00". */
-export function sideResult(side, spot = () => "") {
-  const currency = state.table.table.currency;
+/** A side bet's result in words with what it won or lost, in its round's currency: "Bust It: dealer busts with 4
+ * cards, +€4.00". */
+export function sideResult(side, currency, spot = () => "") {
   return `${sideTitle(side.name)}${spot(side.seat)}: ${sideLine(side.name, side.result)}, `
     + `${signed(side.returned - side.stake, currency)}`;
 }
@@ -178,7 +186,7 @@ export function timedOut(times) {
   return `Time ran out: the auto decision (Stand, or no to an offer) was made for you${times > 1 ? ` ${times} times` : ""}.`;
 }
 
-/** The result of a finished round, item by item, in the table's currency: the banner tied to its id. */
+/** The result of a finished round, item by item, in the round's currency: the banner tied to its id. */
 export function resultSummary(round) {
   const currency = round.currency;
   if (round.status === "void") {
@@ -194,7 +202,7 @@ export function resultSummary(round) {
     return `${label}: ${OUTCOMES[hand.outcome] || hand.outcome} ${signed(hand.returned - hand.stake, currency)}`;
   });
   const spot = (seat) => (seats.length > 1 ? ` (hand ${seats.indexOf(seat) + 1})` : "");
-  for (const side of round.side_bets.filter((s) => s.player_id === state.me.id)) items.push(sideResult(side, spot));
+  for (const side of round.side_bets.filter((s) => s.player_id === state.me.id)) items.push(sideResult(side, currency, spot));
   for (const cover of round.insurance.filter((s) => s.player_id === state.me.id)) {
     items.push(`Insurance${spot(cover.seat)}: ${cover.result === "win" ? "paid 2:1" : "lost"}, `
       + `${signed(cover.returned - cover.stake, currency)}`);

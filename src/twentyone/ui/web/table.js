@@ -4,7 +4,7 @@ import { OFFER_TITLES, answers, bettingBar, decisions, offerPanel, status, whoDe
 import { chipStack } from "./chips.js";
 import { announce, api, el, exclusionLine, showError, state, view } from "./dom.js";
 import { betsTotal, money } from "./money.js";
-import { dealerArea, myHands, othersStrip, resultSummary, sideResult, sideTitle } from "./round.js";
+import { dealerArea, myHands, othersStrip, resultSummary, roundCurrency, sideResult, sideTitle } from "./round.js";
 
 const ended = (round) => round && (round.status === "settled" || round.status === "void");
 
@@ -242,17 +242,19 @@ function connectSocket(tableId) {
     const currency = state.table ? state.table.table.currency : undefined;
     if (event.type === "hello" && event.returned_bets && event.returned_bets.length) {
       // Each in the currency of the table it was on, which need not be this one.
-      const returned = event.returned_bets.map((b) => money(b.total, (state.tables[b.table_id] || {}).currency));
+      const returned = event.returned_bets.map((b) => money(b.total, b.currency || (state.tables[b.table_id] || {}).currency));
       announce(`Your undealt bets were returned: ${returned.join(", ")}.`);
       // The table may have been read while this socket connected, before the server returned them: read it again,
       // or the page keeps showing the bets on the spots and the balance without them (DEAL then finds no bet).
       if (currentTableId() === tableId) refreshSoon(tableId);
     }
     if (event.type === "bets-returned" && state.me && event.player_id === state.me.id) {
-      announce(event.total ? `Bets of ${money(event.total, currency)} returned. ${event.reason}` : event.reason);
+      // A seat's bets are in its round's currency, which the event names (the table's may have changed since).
+      const returnedIn = event.currency || currency;
+      announce(event.total ? `Bets of ${money(event.total, returnedIn)} returned. ${event.reason}` : event.reason);
       // A seat that sat a round out at its close: where that round ends, the page says so, not "you watched it".
       if (event.round_id) {
-        state.satOut.set(event.round_id, { total: event.total, reason: event.reason, currency });
+        state.satOut.set(event.round_id, { total: event.total, reason: event.reason, currency: returnedIn });
         if (state.watching === event.round_id) state.watching = null;  // no seat of ours in it now: nothing to read
       }
     }
@@ -395,15 +397,19 @@ export function renderTable() {
   // Excluded from play: no bet control is offered (the server refuses each); a round in play goes on.
   const excluded = exclusionLine();
   const canBet = !excluded && !seatedForming && !inPlay && !(playing && !table.shared);
-  const onTable = seatedForming ? betsTotal(forming.me.bets) : inPlay ? 0 : slip.total;
-  const totalBet = seatedForming ? onTable : inPlay ? playing.me.staked : slip.total;
+  // A round's money is in the round's currency, which a table whose currency changed since no longer has; the slip
+  // and the balance are the table's, for the next round. Bets held in a forming round of another currency are not
+  // taken from this balance.
+  const betCurrency = seatedForming ? roundCurrency(forming) : inPlay ? roundCurrency(playing) : table.currency;
+  const totalBet = seatedForming ? betsTotal(forming.me.bets) : inPlay ? playing.me.staked : slip.total;
+  const onTable = inPlay || betCurrency !== table.currency ? 0 : totalBet;
 
   const felt = el("section", { class: `felt${table.shared ? " shared" : ""}`, "aria-label": table.name },
     el("div", { class: "table-head" },
       el("h2", {}, table.name),
       el("div", { class: "indicators" },
         el("span", { class: "indicator", id: "balance" }, "BALANCE ", el("strong", {}, money(balance - onTable, table.currency))),
-        el("span", { class: "indicator", id: "total-bet" }, "TOTAL BET ", el("strong", {}, money(totalBet, table.currency))),
+        el("span", { class: "indicator", id: "total-bet" }, "TOTAL BET ", el("strong", {}, money(totalBet, betCurrency))),
         el("span", { class: "indicator timer", id: "timer" }))),
     dealerArea(shown),
     el("div", { class: "arc", "aria-hidden": "true" }, arcText()),
@@ -413,11 +419,11 @@ export function renderTable() {
     felt.append(myHands(shown, null));
     const early = shown.side_bets.filter((side) => side.player_id === state.me.id);
     if (!ended(shown) && early.length) {
-      felt.append(el("p", { class: "side-results", id: "side-results" }, early.map((side) => sideResult(side)).join(" · ")));
+      felt.append(el("p", { class: "side-results", id: "side-results" }, early.map((side) => sideResult(side, roundCurrency(shown))).join(" · ")));
     }
     if (ended(shown)) state.settledShown = shown.id;
   } else if (!playing || table.shared) {
-    felt.append(spots(table, slip, canBet, seatedForming ? forming.me.bets : null));
+    felt.append(spots(table, slip, canBet, seatedForming ? forming.me.bets : null, betCurrency));
   }
   felt.append(el("details", { class: "panel limits", id: "limits" },
     el("summary", {}, "BET LIMITS"),
@@ -448,7 +454,9 @@ function arcText() {
   return svg;
 }
 
-function spots(table, slip, canBet, seatedBets) {
+/** The betting spots: the slip's bets, or the player's bets in the round being formed (`seatedBets`), in
+ * `currency`. */
+function spots(table, slip, canBet, seatedBets, currency) {
   const bets = {};
   for (const b of slip.bets) bets[`${b.spot}|${b.type}`] = b.amount;
   if (seatedBets) {
@@ -466,18 +474,18 @@ function spots(table, slip, canBet, seatedBets) {
     row.append(el("div", { class: "spot" },
       el("div", { class: "max", role: "alert" }, max),
       el("button", { type: "button", class: `circle${main ? " has-bet" : ""}`, "data-spot": spot, "data-focus": `spot-${spot}`,
-        disabled: !canBet, "aria-label": `Bet on hand ${spot}, now ${money(main, table.currency)}`,
+        disabled: !canBet, "aria-label": `Bet on hand ${spot}, now ${money(main, currency)}`,
         "aria-keyshortcuts": table.hands_per_player > 1 ? String(spot) : null,
         onclick: () => control("bets", { spot, type: "main" }) },
-      main ? chipStack(main, table.chips, table.currency) : null,
-      el("span", { class: "amount" }, main ? money(main, table.currency) : label)),
+      main ? chipStack(main, table.chips, currency) : null,
+      el("span", { class: "amount" }, main ? money(main, currency) : label)),
       sideNames.length ? el("div", { class: "sides" }, ...sideNames.map((name) => {
         const amount = bets[`${spot}|${name}`] || 0;
         return el("button", { type: "button", class: `side${amount ? " has-bet" : ""}`, "data-spot": spot, "data-side": name,
           "data-focus": `side-${spot}-${name}`, disabled: !canBet,
-          "aria-label": `${sideTitle(name)} on hand ${spot}, now ${money(amount, table.currency)}`,
+          "aria-label": `${sideTitle(name)} on hand ${spot}, now ${money(amount, currency)}`,
           onclick: () => control("bets", { spot, type: name }) },
-        el("span", { class: "side-name" }, sideTitle(name)), el("span", { class: "side-amount" }, amount ? money(amount, table.currency) : ""));
+        el("span", { class: "side-name" }, sideTitle(name)), el("span", { class: "side-amount" }, amount ? money(amount, currency) : ""));
       })) : null));
   }
   return row;

@@ -1,0 +1,75 @@
+"""The web table after an operator changed ``tables.toml`` and restarted the server: a round dealt before the change
+is shown as it was dealt. Found by a trial of an operator: a round dealt in dollars showed its stakes in euros once
+the table's currency was changed."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+from playwright.sync_api import expect
+from test_table_changes import tables_changed
+from web_helpers import DESKTOP, LiveServer, guest_token, poster, shot, signed_in_context, watch_console
+
+from twentyone.server.app import create_app
+
+Restart = Any  # (**changes) -> the restarted LiveServer
+
+
+@pytest.fixture
+def restart(live_server: LiveServer, monkeypatch: pytest.MonkeyPatch) -> Iterator[Restart]:
+    """Stop the live server and start it again, on the same database and port (the page's origin), with
+    ``tables.toml`` changed (``tables_changed``)."""
+    started: list[LiveServer] = []
+
+    def restarted(**changes: dict[str, Any] | None) -> LiveServer:
+        live_server.stop()
+        tables_changed(monkeypatch, **changes)
+        server = LiveServer(create_app(live_server.settings), live_server.port, live_server.settings)
+        server.start()
+        started.append(server)
+        return server
+
+    yield restarted
+    for server in started:
+        server.stop()
+
+
+def open_table(browser: Any, server: LiveServer, token: str, table: str) -> tuple[Any, list[str]]:
+    """A page signed in with ``token`` at ``table``: (page, its console problems)."""
+    page = signed_in_context(browser, token, viewport=DESKTOP).new_page()
+    page.set_default_timeout(15000)
+    problems = watch_console(page)
+    page.goto(f"{server.url}/#/table/{table}")
+    return page, problems
+
+
+def test_a_round_dealt_in_dollars_is_shown_in_dollars_after_the_table_turned_to_euros(
+        browser: Any, live_server: LiveServer, restart: Restart) -> None:
+    """Its stakes, side bet, cash-out offer, total bet and result in the round's currency; the chips for the next
+    round in the table's new one. Before, every amount of the round read in euros."""
+    # A pair of eights (a coloured pair: Perfect Pairs pays 12:1) against a 9; the dealer's 16 draws a ten and busts.
+    live_server.service.stacked.append(["8S", "9H", "8C", "7D", "TS"])
+    token, _ = guest_token(live_server)
+    post = poster(live_server, token)
+    post("/tables/first-person/bets", {"spot": 1, "type": "main", "chip": 2500})
+    post("/tables/first-person/bets", {"spot": 1, "type": "perfect_pairs", "chip": 100})
+    assert post("/tables/first-person/deal")["status"] == "playing"
+    server = restart(**{"first-person": {"currency": "EUR"}})
+    page, problems = open_table(browser, server, token, "first-person")
+    mine = page.locator(".hands.mine .hand")
+    expect(mine.locator(".amount")).to_have_text("$25.00")
+    expect(page.locator("#total-bet strong")).to_have_text("$26.00")
+    expect(page.locator("#side-results")).to_have_text("Perfect Pairs: coloured pair, +$12.00")
+    expect(page.locator("button[data-action='cash-out']")).to_contain_text("CASH OUT $")
+    expect(page.locator("#balance strong")).to_have_text("€1,000.00")  # the table's: the next round's bets
+    page.wait_for_timeout(1000)  # the deal's animation
+    shot(page, "round-in-its-own-currency")
+    page.locator("button[data-action='stand']").click()
+    expect(mine.locator(".outcome.win")).to_have_text("WIN +$25.00")
+    expect(page.locator("#result")).to_contain_text("you won $37.00")
+    page.locator("#next-round").click()
+    expect(page.locator("button.chip[data-chip='2500']")).to_have_text("€25")
+    page.context.close()
+    assert not problems, problems
