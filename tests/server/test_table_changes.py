@@ -13,6 +13,7 @@ from typing import Any
 import pytest
 from fastapi.testclient import TestClient
 from server_helpers import Client, Clock, new_player
+from starlette.websockets import WebSocketDisconnect
 
 from twentyone.server import config as config_module
 from twentyone.server import tables as table_module
@@ -262,3 +263,57 @@ def test_a_seat_that_sits_out_a_round_formed_before_the_currency_changed_is_told
             told = socket.receive_json()
     assert (told["total"], told["currency"]) == (500, "USD"), told
     assert told["reason"].startswith("Your bets sit this round out")
+
+
+CLOSED = "The table 'classic-premium' is closed: it takes no new bets."
+
+
+def test_a_player_reaches_their_round_at_a_table_taken_out_of_the_configuration_and_no_one_else_sees_the_table(
+        http: TestClient, restart: Restart, service: Any) -> None:
+    """The lobby names the round for its player, the table answers them as closed (their round, no slip, no shoe), a
+    bet control there is a 409 that says so, and its socket hears them; to anyone else the table is a 404. Before,
+    the page could not open the round: the table was in no lobby and a 404 to its player too."""
+    ann, bob = new_player(http, "ann"), new_player(http, "bob")
+    service.stacked.append(["TS", "6H", "9D", "TC", "8C"])  # 19 against 6 + 10: in play
+    ann.bet("classic-premium", 500)
+    round_id = ann.post("/tables/classic-premium/deal").json()["id"]
+    bob.bet("classic", 500)  # bob has played elsewhere, never there
+    bob.post("/tables/classic/deal")
+    client, _ = restart(**{"classic-premium": None})
+    ann, bob = again(client, ann), again(client, bob)
+    before = ann.balance()
+    lobby = ann.get("/tables").json()
+    assert "classic-premium" not in [table["id"] for table in lobby["tables"]]
+    [closed] = lobby["closed_tables"]
+    assert (closed["id"], closed["closed"], closed["round_id"], closed["currency"]) == (
+        "classic-premium", True, round_id, "USD")
+    assert bob.get("/tables").json()["closed_tables"] == []
+    assert client.get("/tables").json()["closed_tables"] == []  # signed out
+    state = ann.get("/tables/classic-premium").json()
+    assert state["table"]["closed"] and state["next_shoe"] is None and state["slip"]["total"] == 0
+    view = state["round"]
+    assert (view["id"], view["status"], view["currency"]) == (round_id, "playing", "USD")
+    assert len(view["dealer"]["cards"]) == 1 and view["dealer"]["hidden"] == 1  # the hole card stays hidden
+    assert state["balance"] == before
+    assert bob.get("/tables/classic-premium").json() == {"detail": "There is no table 'classic-premium'."}
+    controls = [("chip", {"chip": 500}), ("bets", {"spot": 1, "type": "main", "chip": 500}), ("deal", None),
+                ("rebet", None), ("undo", None), ("double", None), ("clear", None)]
+    for control, body in controls:
+        refused = ann.post(f"/tables/classic-premium/{control}", body)
+        assert (refused.status_code, refused.json()) == (409, {"detail": CLOSED}), control
+        unknown = bob.post(f"/tables/classic-premium/{control}", body)
+        assert (unknown.status_code, unknown.json()["detail"]) == (404, "There is no table 'classic-premium'.")
+    assert ann.balance() == before
+    with client.websocket_connect(f"/ws/tables/classic-premium?token={ann.token}") as socket:
+        assert socket.receive_json()["type"] == "hello"  # the page hears its round there (the timer's Stand)
+    with client.websocket_connect(f"/ws/tables/classic-premium?token={bob.token}") as socket:
+        with pytest.raises(WebSocketDisconnect) as closed_socket:
+            socket.receive_json()
+        assert closed_socket.value.code == 4404
+    settled = played_out(ann, round_id)
+    assert settled["status"] == "settled" and ann.balance() == before + settled["me"]["returned"]
+    state = ann.get("/tables/classic-premium").json()
+    assert state["table"]["closed"] and state["round"] is None  # the page says the table is closed
+    assert ann.get("/tables").json()["closed_tables"] == []
+    refused = ann.post("/tables/classic-premium/rebet")
+    assert (refused.status_code, refused.json()) == (409, {"detail": CLOSED})

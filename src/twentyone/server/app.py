@@ -35,7 +35,7 @@ from twentyone.core.money import MAX_AMOUNT
 from twentyone.core.shoe import RandomBits
 from twentyone.server.accounts import session_id
 from twentyone.server.cluster import AdvisoryOwnership, PostgresBroadcaster, is_postgres
-from twentyone.server.config import CURRENCIES, Settings
+from twentyone.server.config import CURRENCIES, Settings, TableSpec
 from twentyone.server.context import Busy, Caller, ServiceError
 from twentyone.server.db import Database, migrate, worker_threads
 from twentyone.server.events import DROPPED_CODE
@@ -439,30 +439,72 @@ def create_app(settings: Settings, operator_wallet: OperatorWallet | None = None
         return {"returned_bets": service.reconnect(who)}
 
     # ---------------------------------------------------------- tables
+    def signed_in(authorization: str | None) -> Caller | None:
+        """The caller a bearer token names, for a read that anyone may make: None without a token, or with one that
+        is no longer signed in (the lobby is shown all the same)."""
+        token = authorization.removeprefix("Bearer ").strip() if authorization else ""
+        if not token:
+            return None
+        try:
+            return service.accounts.known(token) or service.authenticate(token)
+        except ServiceError as error:
+            if error.status == 401:
+                return None
+            raise
+
     @app.get("/tables")
-    def tables() -> dict[str, Any]:
+    def tables(authorization: Annotated[str | None, Header()] = None) -> dict[str, Any]:
+        """Every table and its setting; for a signed-in player, ``closed_tables``: those taken out of the
+        configuration where they have a round open, to finish it (each with its ``round_id``)."""
         seated = service.seated()
-        return {"tables": [{**table_json(table), "players": seated.get(table.id, 0)}
-                           for table in service.tables().values()]}
+        configured = service.tables()
+        who = signed_in(authorization)
+        closed = [table_id for table_id in seated if table_id not in configured]  # rounds open, no table now
+        return {"tables": [{**table_json(table), "players": seated.get(table.id, 0)} for table in configured.values()],
+                "closed_tables": service.views.closed_tables(who, closed) if who is not None and closed else []}
+
+    def reached(who: Caller, table_id: str) -> TableSpec:
+        """The table as the caller may reach it: as configured, or a closed one's stand-in for a player who played
+        there (``TableRegistry.seen_by``); else 404."""
+        return service.table(table_id) if who.is_operator else service.registry.seen_by(table_id, who.id)
 
     @app.get("/tables/{table_id}")
     def table_state(who: Me, table_id: str) -> dict[str, Any]:
+        table = reached(who, table_id)
+        if table.closed:  # taken out of the configuration: a player's round there is finished here
+            return service.rounds.closed_table(who, table)
         return service.table_state(who, table_id)
+
+    def at_open_table(who: Caller, table_id: str, work: Callable[[], dict[str, Any]]) -> Callable[[], dict[str, Any]]:
+        """``work``, a bet control or a deal at ``table_id``. At a table taken out of the configuration, for a player
+        who played there, a 409 that says it is closed (to anyone else, the 404 of a table there is not): the page
+        that finishes a round there must not be told the table does not exist."""
+
+        def checked() -> dict[str, Any]:
+            try:
+                return work()
+            except ServiceError as error:
+                if error.status == 404 and not who.is_operator and reached(who, table_id).closed:
+                    raise ServiceError(409, f"The table {table_id!r} is closed: it takes no new bets.") from None
+                raise
+
+        return checked
 
     @app.post("/tables/{table_id}/chip")
     async def chip(who: Me, table_id: str, body: ChipChoice, request: Request, key: Key = None) -> JSONResponse:
-        return await once(who, key, request, body.model_dump(),
-                          lambda: service.bet_control(who, table_id, "chip", chip=body.chip))
+        return await once(who, key, request, body.model_dump(), at_open_table(
+            who, table_id, lambda: service.bet_control(who, table_id, "chip", chip=body.chip)))
 
     @app.post("/tables/{table_id}/bets")
     async def bet(who: Me, table_id: str, body: BetPlacement, request: Request, key: Key = None) -> JSONResponse:
-        return await once(who, key, request, body.model_dump(),
-                          lambda: service.bet_control(who, table_id, "bet", body.spot, body.type, body.chip))
+        return await once(who, key, request, body.model_dump(), at_open_table(
+            who, table_id, lambda: service.bet_control(who, table_id, "bet", body.spot, body.type, body.chip)))
 
     for control in ("undo", "double", "rebet", "clear"):
         def make(name: str) -> Callable[..., Any]:
             async def handler(who: Me, table_id: str, request: Request, key: Key = None) -> JSONResponse:
-                return await once(who, key, request, {}, lambda: service.bet_control(who, table_id, name))
+                return await once(who, key, request, {}, at_open_table(
+                    who, table_id, lambda: service.bet_control(who, table_id, name)))
             handler.__name__ = f"bet_{name}"
             return handler
 
@@ -470,7 +512,7 @@ def create_app(settings: Settings, operator_wallet: OperatorWallet | None = None
 
     @app.post("/tables/{table_id}/deal")
     async def deal(who: Me, table_id: str, request: Request, key: Key = None) -> JSONResponse:
-        return await once(who, key, request, {}, lambda: service.deal(who, table_id))
+        return await once(who, key, request, {}, at_open_table(who, table_id, lambda: service.deal(who, table_id)))
 
     # ---------------------------------------------------------- rounds
     @app.get("/rounds/{round_id}")
@@ -553,7 +595,7 @@ def create_app(settings: Settings, operator_wallet: OperatorWallet | None = None
     async def table_events(websocket: WebSocket, table_id: str, token: str = "") -> None:
         try:
             who = await run_in_threadpool(service.authenticate, token)
-            await run_in_threadpool(service.table, table_id)
+            await run_in_threadpool(reached, who, table_id)  # a closed table's too, for a round played out there
         except ServiceError as error:
             # Accept first: a close before the handshake reaches the client as a bare HTTP 403,
             # without the code that says why.

@@ -113,6 +113,7 @@ class TableSpec:
     theme: str = "green"
     same_bet_deals: bool = False
     extra: Mapping[str, Any] = field(default_factory=dict)
+    closed: bool = False  # taken out of the configuration: a stand-in (retired_table), which takes no bets
 
     @property
     def bet_limits(self) -> BetLimits:
@@ -128,7 +129,8 @@ class TableSpec:
                 "chips": list(self.chips), "limits": {k: list(v) for k, v in self.limits.items()},
                 "hands_per_player": self.hands_per_player, "seats": self.seats or None,
                 "decision_timeout": self.decision_timeout, "betting_window": self.betting_window,
-                "theme": self.theme, "same_bet_deals": self.same_bet_deals, "shared": self.shared}
+                "theme": self.theme, "same_bet_deals": self.same_bet_deals, "shared": self.shared,
+                "closed": self.closed}
 
 
 # The settings a table definition may name (tables.toml, POST /admin/tables, twentyone admin create-table).
@@ -193,26 +195,29 @@ def with_game_timers(data: Mapping[str, Any]) -> dict[str, Any]:
 # A stand-in table's decision time (retired_table): the sheets' (sheet 000: 20 minutes at a private table; the
 # multiplayer and power sheets: 15 s at a shared one).
 STAND_IN_DECISION_SECONDS = {False: 1200, True: 15}
+# A stand-in's chips: nothing is bet with them, but the page draws a round's stakes as stacks of them (a stake of 25.00
+# in ones was a tower of 25).
+STAND_IN_CHIPS = (100, 500, 2500, 10000, 50000)
 
 
 def retired_table(table_id: str, variant: str, currency: str | None, shared: bool) -> TableSpec:
     """A stand-in for a table configured nowhere now (an operator took it out of ``tables.toml``): its id, its
     rounds' game and currency, private or shared as its rounds were (a shared table's rounds took bets in a
     window), and the game's decision time, so that its rounds are still read (history, replay) and a round left in
-    play there is played out. Nothing can be bet there: the table is in no lobby, and a bet or a deal at it is a
-    404. Before, every such read was a 404 and the stake of a round in play stayed out for good (found by a trial
-    of an operator). Built from the game alone, not from another table of it: the operator may have removed the
-    game's only one (found by review).
+    play there is played out. It is ``closed``: nothing can be bet there (a bet control or a deal is a 409), and it
+    is in no lobby; a player who played there still reaches it, to finish a round. Before, every such read was a
+    404 and the stake of a round in play stayed out for good (found by a trial of an operator). Built from the game
+    alone, not from another table of it: the operator may have removed the game's only one (found by review).
 
     >>> gone = retired_table("classic-vip", "classic", "EUR", shared=False)
-    >>> gone.id, gone.name, gone.variant, gone.currency, gone.shared, gone.decision_timeout
-    ('classic-vip', 'classic-vip', 'classic', 'EUR', False, 1200)
+    >>> gone.id, gone.name, gone.variant, gone.currency, gone.shared, gone.decision_timeout, gone.closed
+    ('classic-vip', 'classic-vip', 'classic', 'EUR', False, 1200, True)
     >>> retired_table("power-2", "power", None, shared=True).decision_timeout
     15
     """
-    return TableSpec(id=table_id, name=table_id, variant=variant, currency=currency or "USD", chips=(100,),
+    return TableSpec(id=table_id, name=table_id, variant=variant, currency=currency or "USD", chips=STAND_IN_CHIPS,
                      limits={"main": (100, 100)}, hands_per_player=1, seats=0 if shared else 1,
-                     decision_timeout=STAND_IN_DECISION_SECONDS[shared], betting_window=0)
+                     decision_timeout=STAND_IN_DECISION_SECONDS[shared], betting_window=0, closed=True)
 
 
 def table_from_mapping(table_id: str, data: Mapping[str, Any]) -> TableSpec:

@@ -45,6 +45,7 @@ from twentyone.server.store import AlreadyApplied, Store, inserted
 from twentyone.server.tables import (
     Shoes,
     TableRegistry,
+    bet_slip,
     bets_total,
     find_slip,
     hand_bet_json,
@@ -52,9 +53,11 @@ from twentyone.server.tables import (
     ready_bets,
     save_slip,
     slip_row,
+    slip_view,
+    table_json,
     take_bets,
 )
-from twentyone.server.views import OTHERS_SHOWN, round_json, round_json_held, seat_json, seat_of
+from twentyone.server.views import OTHERS_SHOWN, round_json, round_json_held, seat_json, seat_of, without_new_stakes
 from twentyone.server.wallet import SentDebit, Wallet, WalletError, as_refusal
 from twentyone.variants import builtin_rules
 
@@ -440,6 +443,28 @@ class Rounds:
             return round_json_held(session, round_row, self.tables.of_round(round_row), caller.id, self.live)
 
         return self.store.read_anew(view)
+
+    def closed_table(self, caller: Caller, table: TableSpec) -> dict[str, Any]:
+        """A table taken out of the configuration as a player who played there sees it (``GET /tables/{id}``, shaped
+        as :meth:`Slips.table_state` answers): its stand-in, ``closed``; their balance in its currency; an empty slip
+        and no next shoe, since it takes no bets; and the round open there (theirs, at a private table), to be
+        played out. The table's shoes are not read: none will deal again."""
+
+        def read(session: Session) -> dict[str, Any]:
+            current = current_round(session, table, caller.id)
+            view = None if current is None else without_new_stakes(
+                round_json_held(session, current, self.tables.of_round(current), caller.id, self.live), caller,
+                self.clock())
+            try:
+                balance = self.wallet.balance(session, caller.id, table.currency)
+            except WalletError as error:  # the operator's wallet refused or did not answer: 409 or 503, not a 500
+                raise as_refusal(error) from None
+            return {"table": table_json(table), "balance": balance,
+                    "slip": slip_view(None, bet_slip(None, table, balance)), "next_shoe": None, "round": view,
+                    "last_round": None}
+
+        with self.wallet.balance_known(caller.id, table.currency):  # an operator's wallet, asked once before the read
+            return self.store.read_anew(read)
 
     def close_betting(self, table_id: str, due: datetime | None = None) -> int | None:
         """The betting window closed: debit every seat, deal, and return undealt bets at the table.

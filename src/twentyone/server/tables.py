@@ -41,7 +41,7 @@ from twentyone.server.config import (
 )
 from twentyone.server.context import Caller, ServiceError
 from twentyone.server.direct import defer, run, transaction_notes
-from twentyone.server.models import SHOES, SLIPS, TABLE_CONFIGS, TableConfig
+from twentyone.server.models import ROUND_SEATS, ROUNDS, SHOES, SLIPS, TABLE_CONFIGS, TableConfig
 from twentyone.server.models import Shoe as ShoeRow
 from twentyone.server.money import refusal
 from twentyone.server.store import Store, insert_returning_id
@@ -52,6 +52,12 @@ TABLE_ID_PATTERN = r"^[A-Za-z0-9_.-]{3,32}$"
 
 
 COUNT_TABLES = select(func.count()).select_from(TABLE_CONFIGS)  # operator tables: they are added, never removed
+# A player's newest round at a table: what a table taken out of the configuration is to them (TableRegistry.seen_by).
+NEWEST_OWN_ROUND_AT = (select(ROUNDS.c.table_id, ROUNDS.c.variant, ROUNDS.c.currency, ROUNDS.c.betting_closes_at)
+                       .join(ROUND_SEATS, ROUND_SEATS.c.round_id == ROUNDS.c.id)
+                       .where(ROUNDS.c.table_id == bindparam("table_id"),
+                              ROUND_SEATS.c.player_id == bindparam("player_id"))
+                       .order_by(ROUND_SEATS.c.round_id.desc()).limit(1))
 
 
 class TableRegistry:
@@ -95,6 +101,21 @@ class TableRegistry:
         if table is None:
             raise ServiceError(404, f"There is no table {table_id!r}.")
         return table
+
+    def seen_by(self, table_id: str, player_id: int) -> TableSpec:
+        """The table as a player reaches it: as configured; or, taken out of the configuration, its stand-in
+        (:meth:`of_round`, ``closed``) for a player who has played a round there, so that they can finish one left
+        in play and be told the table is closed. Anyone else gets the 404 of a table there is not: nothing is told of
+        a table one never sat at. Before, a player whose round was in play there could not open it from the page
+        (found by a trial of an operator)."""
+        table = self.all().get(table_id) or self._load().get(table_id)
+        if table is not None:
+            return table
+        with self.store.read() as session:
+            newest = run(session, NEWEST_OWN_ROUND_AT, {"table_id": table_id, "player_id": player_id}).first()
+        if newest is None:
+            raise ServiceError(404, f"There is no table {table_id!r}.")
+        return self.of_round(newest)
 
     def of_round(self, round_row: Any) -> TableSpec:
         """The table a round was played at, as the round reads it: as configured now, in the currency the round's

@@ -10,7 +10,7 @@ rounds they sit in (save a shared table's round, which everyone at the table wat
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Collection, Iterator
 from contextlib import AbstractContextManager, contextmanager, nullcontext
 from datetime import UTC, datetime, timedelta
 from functools import partial
@@ -32,9 +32,16 @@ from twentyone.server.live import FINISHED, LiveRounds, round_actions
 from twentyone.server.models import PLAYERS, ROUND_SEATS, ROUNDS, Round, RoundSeat, WalletCall
 from twentyone.server.models import Shoe as ShoeRow
 from twentyone.server.store import Store
-from twentyone.server.tables import TableRegistry, bets_total, commitment_of, revealed_of
+from twentyone.server.tables import TableRegistry, bets_total, commitment_of, revealed_of, table_json
 
 OPEN = ("betting", "playing")  # a round in play: taking bets (forming) or dealt and being played
+# A player's rounds open at some tables (Views.closed_tables), oldest first.
+OWN_OPEN_ROUNDS_AT = (select(ROUNDS.c.id, ROUNDS.c.table_id, ROUNDS.c.variant, ROUNDS.c.currency,
+                             ROUNDS.c.betting_closes_at)
+                      .join(ROUND_SEATS, ROUND_SEATS.c.round_id == ROUNDS.c.id)
+                      .where(ROUNDS.c.table_id.in_(bindparam("table_ids", expanding=True)), ROUNDS.c.status.in_(OPEN),
+                             ROUND_SEATS.c.player_id == bindparam("player_id"))
+                      .order_by(ROUNDS.c.id))
 STATUSES = (*OPEN, *FINISHED)
 OTHERS_SHOWN = 48  # other players' seats and hands sent in full; past that, counts (power seats hundreds)
 
@@ -449,6 +456,18 @@ class Views:
                                    .join(RoundSeat, RoundSeat.round_id == Round.id)
                                    .where(Round.status.in_(("betting", "playing"))).group_by(Round.table_id)).all()
         return {table_id: int(count) for table_id, count in rows}
+
+    def closed_tables(self, caller: Caller, table_ids: Collection[str]) -> list[dict[str, Any]]:
+        """Of ``table_ids`` (tables taken out of the configuration with rounds open: :meth:`seated` names them), those
+        where the caller has a round open, each as its stand-in (``closed``) with their newest there (``round_id``): the
+        lobby links them, since such a table is in no lobby. Before, a player whose round was in play at a table
+        the operator removed could not reach it from the page (found by a trial of an operator)."""
+        if caller.is_operator or not table_ids:
+            return []
+        with self.store.read() as session:
+            rows = session.execute(OWN_OPEN_ROUNDS_AT, {"table_ids": sorted(table_ids), "player_id": caller.id}).all()
+        newest = {row.table_id: row for row in rows}  # a table's page shows its newest round: one link a table
+        return [{**table_json(self.tables.of_round(row)), "round_id": row.id} for row in newest.values()]
 
     def report(self, caller: Caller, since: datetime | None = None, until: datetime | None = None) -> dict[str, Any]:
         """Operator report: rounds and money by table, each line in one ``currency``, and ``totals`` by currency
