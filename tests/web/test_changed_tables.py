@@ -36,12 +36,13 @@ def restart(live_server: LiveServer, monkeypatch: pytest.MonkeyPatch) -> Iterato
         server.stop()
 
 
-def open_table(browser: Any, server: LiveServer, token: str, table: str) -> tuple[Any, list[str]]:
-    """A page signed in with ``token`` at ``table``: (page, its console problems)."""
+def signed_in_page(browser: Any, server: LiveServer, token: str, where: str = "") -> tuple[Any, list[str]]:
+    """A page signed in with ``token``, opened at ``where`` (``#/table/classic``; the lobby by default): (page, its
+    console problems)."""
     page = signed_in_context(browser, token, viewport=DESKTOP).new_page()
     page.set_default_timeout(15000)
     problems = watch_console(page)
-    page.goto(f"{server.url}/#/table/{table}")
+    page.goto(f"{server.url}/{where}")
     return page, problems
 
 
@@ -57,7 +58,7 @@ def test_a_round_dealt_in_dollars_is_shown_in_dollars_after_the_table_turned_to_
     post("/tables/first-person/bets", {"spot": 1, "type": "perfect_pairs", "chip": 100})
     assert post("/tables/first-person/deal")["status"] == "playing"
     server = restart(**{"first-person": {"currency": "EUR"}})
-    page, problems = open_table(browser, server, token, "first-person")
+    page, problems = signed_in_page(browser, server, token, "#/table/first-person")
     mine = page.locator(".hands.mine .hand")
     expect(mine.locator(".amount")).to_have_text("$25.00")
     expect(page.locator("#total-bet strong")).to_have_text("$26.00")
@@ -71,5 +72,39 @@ def test_a_round_dealt_in_dollars_is_shown_in_dollars_after_the_table_turned_to_
     expect(page.locator("#result")).to_contain_text("you won $37.00")
     page.locator("#next-round").click()
     expect(page.locator("button.chip[data-chip='2500']")).to_have_text("€25")
+    page.context.close()
+    assert not problems, problems
+
+
+def test_a_round_at_a_table_taken_out_of_the_configuration_is_reached_from_the_lobby_and_played_out(
+        browser: Any, live_server: LiveServer, restart: Restart) -> None:
+    """The lobby links the player's round at the closed table; its page plays it out, offers no bet, says the table
+    is closed, and leads back to the lobby, which no longer names it. Before, the table was in no lobby and its page
+    a 404: the round could be finished only through the API."""
+    live_server.service.stacked.append(["TS", "6H", "9D", "TC", "8C"])  # 19 against 6 + 10: the dealer busts
+    token, _ = guest_token(live_server)
+    post = poster(live_server, token)
+    post("/tables/classic-premium/bets", {"spot": 1, "type": "main", "chip": 2500})
+    assert post("/tables/classic-premium/deal")["status"] == "playing"
+    server = restart(**{"classic-premium": None})
+    page, problems = signed_in_page(browser, server, token)
+    link = page.get_by_role("link", name="Your round in play at classic-premium")
+    expect(link).to_be_visible()
+    shot(page, "lobby-round-at-a-closed-table")
+    link.click()
+    expect(page.locator("button[data-action='stand']")).to_be_enabled()
+    expect(page.locator(".felt h2")).to_have_text("classic-premium (closed)")
+    expect(page.locator(".hands.mine .amount")).to_have_text("$25.00")
+    page.wait_for_timeout(1000)  # the deal's animation
+    shot(page, "round-at-a-closed-table")
+    page.locator("button[data-action='stand']").click()
+    expect(page.locator("#result")).to_contain_text("you won $25.00")
+    expect(page.locator("#bet-status")).to_have_text("This table is closed: it takes no new bets.")
+    expect(page.locator("button.chip, button.circle, #deal, #rebet, #next-round")).to_have_count(0)
+    page.wait_for_timeout(1000)  # the dealer's draw
+    shot(page, "closed-table-after-its-last-round")
+    page.locator("#lobby").click()
+    expect(page.get_by_role("heading", name="Tables")).to_be_visible()
+    expect(page.locator("#in-play")).to_have_count(0)
     page.context.close()
     assert not problems, problems

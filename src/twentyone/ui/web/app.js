@@ -42,10 +42,12 @@ async function signedIn(token) {
 }
 
 // --------------------------------------------------------------- lobby
+// The tables, and those a signed-in player has a round open at that the operator has since closed (no lobby lists
+// them otherwise): known by id, so that history and returned bets name them too.
 async function loadTables() {
-  const { tables } = await api("GET", "/tables");
-  state.tables = Object.fromEntries(tables.map((table) => [table.id, table]));
-  return tables;
+  const { tables, closed_tables: closed = [] } = await api("GET", "/tables");
+  state.tables = Object.fromEntries([...closed, ...tables].map((table) => [table.id, table]));
+  return { tables, closed };
 }
 
 const currencyOf = (tableId) => (state.tables[tableId] || {}).currency;
@@ -54,7 +56,7 @@ const returnedIn = (bets) => bets.currency || currencyOf(bets.table_id);
 const minutesText = (minutes) => (minutes === 1 ? "1 minute" : `${minutes} minutes`);
 
 async function renderLobby() {
-  const tables = await loadTables();
+  const { tables, closed } = await loadTables();
   const root = view();
   root.replaceChildren();
   if (!state.me) {
@@ -95,6 +97,13 @@ async function renderLobby() {
   }
   const excluded = exclusionLine();  // they may still watch a table and read its history
   if (excluded) root.append(el("p", { class: "panel exclusion", id: "exclusion", role: "status" }, excluded));
+  if (state.me && closed.length) {  // a round of theirs left in play where the operator closed the table
+    root.append(el("section", { class: "panel in-play", id: "in-play" },
+      el("h2", {}, "Rounds to finish"),
+      el("ul", {}, ...closed.map((table) => el("li", {},
+        el("a", { href: `#/table/${table.id}` }, `Your round in play at ${table.name}`),
+        el("span", { class: "muted" }, " · the table is closed: play the round out there; it takes no new bets."))))));
+  }
   const grid = el("div", { class: "lobby-grid" });
   for (const table of tables) {
     const limits = table.limits.main;

@@ -87,6 +87,15 @@ export function bettingBar(table, slip, { forming, seated, playing, canBet, excl
   return el("div", { class: "betting" }, statusLine, chips, controls);
 }
 
+/** A table the operator took out of the configuration: nothing is bet there; once the player's round there is
+ * played out, the way back to the lobby. */
+export function closedBar() {
+  return el("div", { class: "betting" },
+    el("p", { class: "status-line", id: "bet-status" }, "This table is closed: it takes no new bets."),
+    el("div", { class: "controls" },
+      button("lobby", "BACK TO LOBBY", "l", () => { location.hash = "#/"; }, { id: "lobby", class: "primary" })));
+}
+
 export function decisions(round) {
   const currency = roundCurrency(round);  // the round's money: its stakes, offers and the balance they come from
   const showCashOut = state.me.settings.cash_out_visible;
@@ -190,7 +199,7 @@ document.addEventListener("keydown", (event) => {
     event.preventDefault();
     return;
   }
-  const keys = { d: "#deal", r: "#rebet", u: "#undo", x: "#double-bets", n: "#next-round" };
+  const keys = { d: "#deal", r: "#rebet", u: "#undo", x: "#double-bets", n: "#next-round", l: "#lobby" };
   if (keys[key] && press(keys[key])) event.preventDefault();
   else if (/^[1-9]$/.test(key) && press(`button.circle[data-spot='${key}']`)) event.preventDefault();
   else if (key === "c") {

@@ -1,6 +1,6 @@
 // The table page: state from the server, the requests a player makes, and the felt drawn from them.
 
-import { OFFER_TITLES, answers, bettingBar, decisions, offerPanel, status, whoDecides, wire } from "./bar.js";
+import { OFFER_TITLES, answers, bettingBar, closedBar, decisions, offerPanel, status, whoDecides, wire } from "./bar.js";
 import { chipStack } from "./chips.js";
 import { announce, api, el, exclusionLine, showError, state, view } from "./dom.js";
 import { betsTotal, money } from "./money.js";
@@ -396,7 +396,7 @@ export function renderTable() {
   const inPlay = playing && playing.me;
   // Excluded from play: no bet control is offered (the server refuses each); a round in play goes on.
   const excluded = exclusionLine();
-  const canBet = !excluded && !seatedForming && !inPlay && !(playing && !table.shared);
+  const canBet = !table.closed && !excluded && !seatedForming && !inPlay && !(playing && !table.shared);
   // A round's money is in the round's currency, which a table whose currency changed since no longer has; the slip
   // and the balance are the table's, for the next round. Bets held in a forming round of another currency are not
   // taken from this balance.
@@ -406,7 +406,7 @@ export function renderTable() {
 
   const felt = el("section", { class: `felt${table.shared ? " shared" : ""}`, "aria-label": table.name },
     el("div", { class: "table-head" },
-      el("h2", {}, table.name),
+      el("h2", {}, table.closed ? `${table.name} (closed)` : table.name),
       el("div", { class: "indicators" },
         el("span", { class: "indicator", id: "balance" }, "BALANCE ", el("strong", {}, money(balance - onTable, table.currency))),
         el("span", { class: "indicator", id: "total-bet" }, "TOTAL BET ", el("strong", {}, money(totalBet, betCurrency))),
@@ -422,10 +422,10 @@ export function renderTable() {
       felt.append(el("p", { class: "side-results", id: "side-results" }, early.map((side) => sideResult(side, roundCurrency(shown))).join(" · ")));
     }
     if (ended(shown)) state.settledShown = shown.id;
-  } else if (!playing || table.shared) {
+  } else if (!table.closed && (!playing || table.shared)) {  // a closed table takes no bets: no spots
     felt.append(spots(table, slip, canBet, seatedForming ? forming.me.bets : null, betCurrency));
   }
-  felt.append(el("details", { class: "panel limits", id: "limits" },
+  if (!table.closed) felt.append(el("details", { class: "panel limits", id: "limits" },
     el("summary", {}, "BET LIMITS"),
     el("ul", {}, ...Object.entries(table.limits).map(([type, [low, high]]) =>
       el("li", {}, `${type === "main" ? "Main bet" : sideTitle(type)}: ${money(low, table.currency)}–${money(high, table.currency)}`))),
@@ -436,6 +436,7 @@ export function renderTable() {
   if (playing && playing.legal_actions.length && OFFER_TITLES[playing.decision.kind]) bar = offerPanel(playing);
   else if (decisionHere) bar = decisions(playing);
   else if (inPlay || (playing && !table.shared)) bar = status(whoDecides(playing));
+  else if (table.closed) bar = closedBar();
   else bar = bettingBar(table, slip, { forming, seated: seatedForming, playing, canBet, excluded });
   view().replaceChildren(felt, el("nav", { class: "action-bar", "aria-label": "Actions", id: "action-bar" }, bar));
   restoreFocus(focused);
