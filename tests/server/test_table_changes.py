@@ -317,3 +317,16 @@ def test_a_player_reaches_their_round_at_a_table_taken_out_of_the_configuration_
     assert ann.get("/tables").json()["closed_tables"] == []
     refused = ann.post("/tables/classic-premium/rebet")
     assert (refused.status_code, refused.json()) == (409, {"detail": CLOSED})
+
+
+def test_a_seat_returned_from_a_round_formed_before_the_currency_changed_is_told_in_the_rounds(
+        http: TestClient, restart: Restart) -> None:
+    """A self-exclusion (as a sign-out) takes the player's seat out of a forming round: what it returned names the
+    round's currency, which the table's, changed since, no longer tells."""
+    cat = new_player(http, "cat")
+    cat.bet("multiplayer", 500)
+    cat.post("/tables/multiplayer/deal")
+    client, _ = restart(multiplayer={"currency": "EUR"})
+    answer = again(client, cat).put("/me/limits", {"exclude_days": 1}).json()
+    assert [(bets["table_id"], bets["total"], bets["currency"]) for bets in answer["returned_bets"]] == [
+        ("multiplayer", 500, "USD")], answer

@@ -564,8 +564,9 @@ def leave_forming_rounds(session: Session, player_id: int) -> list[dict[str, Any
         bets = {f"{spot}|{MAIN}": entry["bet"] for spot, entry in enumerate(seat.bets, start=1)}
         bets |= {f"{spot}|{name}": amount for spot, entry in enumerate(seat.bets, start=1)
                  for name, amount in entry["side_bets"].items()}
+        # In the round's currency, which a table changed since it formed no longer tells (found by a helper).
         returned.append({"table_id": round_row.table_id, "round_id": round_row.id, "bets": bets,
-                         "total": sum(bets.values())})
+                         "total": sum(bets.values()), "currency": round_row.currency})
         session.delete(seat)
     return returned
 
