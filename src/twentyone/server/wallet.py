@@ -33,6 +33,7 @@ from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session, SessionTransaction
 
+from twentyone.core.money import MAX_AMOUNT
 from twentyone.server.context import Busy, ServiceError
 from twentyone.server.direct import defer, run, transaction_notes
 from twentyone.server.journal import Debit, DebitJournal
@@ -67,6 +68,24 @@ def as_refusal(error: WalletError) -> ServiceError:
 class WalletTimeout(WalletError):
     def __init__(self, detail: str = "The wallet did not answer in time.") -> None:
         super().__init__(detail, 503)
+
+
+# What a player is told when the operator's wallet gave a balance the game cannot use (RemoteWallet.balance): the log
+# says what it was; the player, that it is unavailable, as for a wallet that does not answer.
+UNUSABLE = "The wallet is unavailable just now: nothing was changed. Try again in a moment."
+
+
+def _shortened(answer: object, most: int = 60) -> str:
+    """``repr(answer)``, cut to ``most`` characters for a log line (a wallet may answer with anything).
+
+    >>> _shortened("abc"), _shortened("x" * 100, 10), _shortened(1e30)
+    ("'abc'", "'xxxxxxxx…", '1e+30')
+    """
+    try:
+        text = repr(answer[:most + 1] if isinstance(answer, str | bytes) else answer)
+    except Exception:  # a repr that fails says so, rather than failing the answer
+        text = f"<{type(answer).__name__} whose repr failed>"
+    return text if len(text) <= most else text[:most - 1] + "…"
 
 
 class OperatorWallet(Protocol):
@@ -546,15 +565,51 @@ class RemoteWallet:
         # The outbox calls a delivery of this process is sending now (by tx id): another delivery leaves them to it.
         self._sending: set[str] = set()
         self._sending_lock = threading.Lock()
+        # Balances the wallet gave that the game could not use, counted by kind for the log (_unusable_balance).
+        self._unusable: dict[str, int] = {}
+        self._unusable_lock = threading.Lock()
 
     def balance(self, player_id: int, currency: str) -> int:
+        """The operator's balance of the player in ``currency``, a timeout retried; its refusal raised as it came.
+
+        An answer that is not an ``int`` from 0 to :data:`MAX_AMOUNT` (``"abc"``, ``None``, ``12.5``, ``True``,
+        ``-5``, ``1e30``), or an exception the contract does not define (a bug in the wallet), is logged and raised as
+        the wallet being unavailable (:data:`UNUSABLE`, a 503 with ``Retry-After``): nothing is changed on it. Before,
+        such an answer went on into the game: a string or ``None`` failed later as a plain-text 500 naming no wallet,
+        and a float or a negative balance reached ``/me`` and a seat's ``balance_before`` (found by an integrator's
+        trial).
+        """
         for attempt in range(self.attempts):
             try:
-                return self.wallet.balance(player_owner(player_id), currency)
+                answer = self.wallet.balance(player_owner(player_id), currency)
             except WalletTimeout:
                 if attempt == self.attempts - 1:
                     raise
+                continue
+            except WalletError:
+                raise
+            except Exception as error:
+                self._unusable_balance(player_id, currency, f"raised {type(error).__name__}", error)
+                raise WalletError(UNUSABLE, 503) from None
+            if isinstance(answer, int) and not isinstance(answer, bool) and 0 <= answer <= MAX_AMOUNT:
+                return int(answer)  # an int subclass (an IntEnum) as the plain int it stands for
+            self._unusable_balance(player_id, currency, f"answered {type(answer).__name__} {_shortened(answer)}", None)
+            raise WalletError(UNUSABLE, 503)
         raise WalletTimeout()  # pragma: no cover
+
+    def _unusable_balance(self, player_id: int, currency: str, what: str, error: Exception | None) -> None:
+        """Log a balance the wallet gave that the game cannot use, naming the wallet and what came back (with the
+        traceback of an exception): at the 1st, 2nd, 4th, 8th... answer of this process of that kind (``what``'s
+        type), as the outbox logs a refused call, since a broken wallet answers every player so (a close of betting
+        asks each seat)."""
+        kind = what.split(" ", 2)[1]
+        with self._unusable_lock:
+            count = self._unusable[kind] = self._unusable.get(kind, 0) + 1
+        if count & (count - 1) == 0:
+            wallet = f"{type(self.wallet).__module__}.{type(self.wallet).__qualname__}"
+            log.error("the operator's wallet %s %s to balance(%r, %r), not an int from 0 to %d: answered as the "
+                      "wallet being unavailable (503), nothing changed (%d such answers in this process)", wallet, what,
+                      player_owner(player_id), currency, MAX_AMOUNT, count, exc_info=error)
 
     def debit_now(self, session: Session, player_id: int, currency: str, amount: int, round_id: int | None,
                   key: str) -> str:

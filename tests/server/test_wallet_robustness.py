@@ -1,0 +1,126 @@
+"""An operator's wallet that misbehaves as integrators' wallets do (found by an integrator's trial): a balance that is
+not an amount, a bug raised from its code, a currency it does not hold, an outage at a close of betting. Each is
+answered in the API's way (JSON, the wallet's words or a 503 with Retry-After), and nothing is changed by it."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Iterator
+from typing import Any
+
+import pytest
+from fake_operator_wallet import ContractWallet
+from fastapi.testclient import TestClient
+from server_helpers import Clock, new_guest
+
+from twentyone.core.money import MAX_AMOUNT
+from twentyone.server.app import create_app
+from twentyone.server.config import Settings
+from twentyone.server.service import GameService
+from twentyone.server.wallet import UNUSABLE, WalletError
+
+
+class OddWallet(ContractWallet):
+    """A :class:`ContractWallet` whose balance answers ``odd(player, currency)`` when set: any value, or an error."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.odd: Callable[[str, str], Any] | None = None
+
+    def balance(self, player: str, currency: str) -> int:
+        if self.odd is not None:
+            return self.odd(player, currency)  # type: ignore[no-any-return]
+        return super().balance(player, currency)
+
+
+@pytest.fixture
+def wallet() -> OddWallet:
+    return OddWallet()
+
+
+@pytest.fixture
+def http(settings: Settings, clock: Clock, wallet: OddWallet) -> Iterator[TestClient]:
+    with TestClient(create_app(settings, operator_wallet=wallet, clock=clock, timers=False)) as client:
+        yield client
+
+
+@pytest.fixture
+def service(http: TestClient) -> GameService:
+    return http.app.state.service  # type: ignore[attr-defined,no-any-return]
+
+
+def unavailable(answer: Any) -> None:
+    """A 503 in the API's words: JSON ``detail``, ``Retry-After``."""
+    assert answer.status_code == 503, answer.text
+    assert answer.headers["content-type"] == "application/json" and answer.headers["Retry-After"]
+    assert answer.json() == {"detail": UNUSABLE}
+
+
+BAD_BALANCES = ["abc", None, "100000", 12.5, True, -5, 1e30, MAX_AMOUNT + 1, [100]]
+
+
+def test_a_balance_that_is_no_amount_is_the_wallet_unavailable(
+        http: TestClient, service: GameService, wallet: OddWallet, caplog: pytest.LogCaptureFixture) -> None:
+    """A balance must be an int (not a bool) from 0 to MAX_AMOUNT. Anything else is logged, naming the wallet and what
+    it answered, and answered as the wallet unavailable: a 503 with Retry-After at ``/me``, a table, a bet control, a
+    deal; nothing changes. Before, ``"abc"`` and ``None`` failed later as a plain-text 500 (a TypeError that named no
+    wallet), and ``12.5``, ``True``, ``-5`` and ``1e30`` reached ``/me``, ``1e30`` stored as a float in a seat's
+    ``balance_before``."""
+    guest = new_guest(http)
+    guest.bet("classic", 500)
+    slip = guest.get("/tables/classic").json()["slip"]
+    with caplog.at_level(logging.ERROR, logger="twentyone.server"):
+        for odd in BAD_BALANCES:
+            wallet.odd = lambda _player, _currency, odd=odd: odd  # type: ignore[misc]
+            for answer in (guest.get("/me"), guest.get("/tables/classic"), guest.get("/tables/multiplayer"),
+                           guest.post("/tables/classic/bets", {"spot": 1, "type": "main", "chip": 500}),
+                           guest.post("/tables/classic/deal")):
+                unavailable(answer)
+    wallet.odd = None
+    # Logged at the first answer of each kind (and the 2nd, 4th...: a broken wallet answers every player so).
+    logged = [record.getMessage() for record in caplog.records]
+    assert all(".OddWallet answered " in line and "balance('player:" in line for line in logged), logged
+    for kind in ("str 'abc'", "NoneType None", "float 12.5", "bool True", "int -5", "float 1e+30", "list [100]",
+                 f"int {MAX_AMOUNT + 1}"):
+        assert any(f"answered {kind} " in line for line in logged), kind
+    assert guest.get("/tables/classic").json()["slip"] == slip  # the refused bet and deal changed nothing
+    assert guest.get("/me").json()["balances"]["USD"] == wallet.start
+    assert wallet.calls == []  # nothing was debited
+
+
+def test_a_wallet_balance_that_raises_a_bug_is_the_wallet_unavailable_and_logged_with_its_traceback(
+        http: TestClient, wallet: OddWallet, caplog: pytest.LogCaptureFixture) -> None:
+    """An exception the contract does not define (not a WalletError) from ``balance()``: logged with its traceback,
+    and a 503 in JSON. Before, a plain-text 500, the connection dropped."""
+    guest = new_guest(http)
+
+    def broken(_player: str, _currency: str) -> int:
+        raise RuntimeError("casino wallet bug in balance")
+
+    wallet.odd = broken
+    with caplog.at_level(logging.ERROR, logger="twentyone.server"):
+        unavailable(guest.get("/me"))
+        unavailable(guest.post("/tables/classic/bets", {"spot": 1, "type": "main", "chip": 500}))
+    [first, *_] = [record for record in caplog.records if "OddWallet" in record.getMessage()]
+    assert "raised RuntimeError" in first.getMessage() and first.exc_info is not None
+    assert "casino wallet bug in balance" in str(first.exc_info[1])
+
+
+def test_a_balance_of_a_whole_range_is_taken(http: TestClient, wallet: OddWallet) -> None:
+    """0 and MAX_AMOUNT are balances; an int subclass is taken as the int it stands for."""
+    guest = new_guest(http)
+    for balance in (0, MAX_AMOUNT):
+        wallet.odd = lambda _player, _currency, balance=balance: balance  # type: ignore[misc]
+        assert guest.get("/me").json()["balances"]["USD"] == balance
+
+
+def test_the_operators_words_still_come_through(http: TestClient, wallet: OddWallet) -> None:
+    """A WalletError is the operator's refusal, answered in its words (unchanged by the checks above)."""
+    guest = new_guest(http)
+
+    def refused(_player: str, _currency: str) -> int:
+        raise WalletError("Your account is closed.", 403)
+
+    wallet.odd = refused
+    answer = guest.post("/tables/classic/bets", {"spot": 1, "type": "main", "chip": 500})
+    assert answer.status_code == 403 and answer.json() == {"detail": "Your account is closed."}
