@@ -15,6 +15,7 @@ import json
 import logging
 import re
 from collections.abc import AsyncIterator, Callable
+from contextvars import ContextVar
 from datetime import UTC, datetime
 from importlib import resources
 from typing import Annotated, Any, Literal
@@ -28,8 +29,11 @@ from fastapi.responses import HTMLResponse, JSONResponse, Response
 from fastapi.staticfiles import StaticFiles
 from pydantic import AfterValidator, AwareDatetime, BaseModel, BeforeValidator, ConfigDict, Field, StrictBool
 from pydantic_core import to_json
+from sqlalchemy import event
+from sqlalchemy.orm import Session
 from starlette.concurrency import run_in_threadpool
 from starlette.exceptions import HTTPException as StarletteHTTPException
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from twentyone.core.money import MAX_AMOUNT
 from twentyone.core.shoe import RandomBits
@@ -38,6 +42,7 @@ from twentyone.server.cluster import AdvisoryOwnership, PostgresBroadcaster, is_
 from twentyone.server.config import CURRENCIES, Settings, TableSpec
 from twentyone.server.context import Busy, Caller, ServiceError
 from twentyone.server.db import Database, migrate, worker_threads
+from twentyone.server.direct import READING
 from twentyone.server.events import DROPPED_CODE
 from twentyone.server.guards import BodyLimit, HashingGate, RateLimiter, SecurityHeaders, SocketLimits, document_errors
 from twentyone.server.rounds import close_answer
@@ -62,6 +67,65 @@ class Answer(JSONResponse):
 
     def render(self, content: Any) -> bytes:
         return to_json(content)
+
+
+# An unexpected error's answer (:class:`Unexpected`): whether the request had committed anything when it failed.
+UNEXPECTED = "Internal error: it is logged; nothing was changed by this request."
+UNEXPECTED_AFTER_A_COMMIT = ("Internal error: it is logged. Part of this request may have been applied: read what it "
+                             "would change before sending it again.")
+# The request being served: a cell that a commit of one of its write transactions fills (_note_a_commit). A list, not
+# a flag: its work runs in worker threads, each in a copy of the request's context, which sees the same list.
+_COMMITS: ContextVar[list[bool] | None] = ContextVar("twentyone_commits", default=None)
+
+
+@event.listens_for(Session, "after_commit")
+def _note_a_commit(session: Session) -> None:
+    """A write transaction of the request being served committed (a read's session ends with a COMMIT too, and a
+    savepoint released is not the transaction's end: neither counts)."""
+    commits = _COMMITS.get()
+    if commits is not None and not session.info.get(READING) and not session.in_nested_transaction():
+        commits.append(True)
+
+
+class Unexpected:
+    """An error no handler answers (a bug) is answered ``{"detail": ...}`` with status 500, as JSON like every other
+    error, and logged with its traceback; the connection stays open. The detail says nothing was changed only where
+    no write transaction of the request committed (a failure after its commit, while the answer was made, is
+    answered :data:`UNEXPECTED_AFTER_A_COMMIT`).
+
+    Before, Starlette's last resort answered ``Internal Server Error`` in plain text and raised the error on to
+    uvicorn, which closed the connection (found by an integrator's trial: a wallet's balance of ``"abc"``). An
+    exception handler for ``Exception`` would not do: Starlette calls it from the same last resort, which raises the
+    error on all the same. Innermost of the middleware, so that the answer carries the security headers.
+    """
+
+    def __init__(self, app: ASGIApp) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        started = False
+        commits: list[bool] = []
+        serving = _COMMITS.set(commits)
+
+        async def watched(message: Message) -> None:
+            nonlocal started
+            started = started or message["type"] == "http.response.start"
+            await send(message)
+
+        try:
+            await self.app(scope, receive, watched)
+        except Exception:
+            if started:  # the answer is on its way: nothing else can be said on this connection
+                raise
+            log.exception("unexpected error answering %s %s%s", scope["method"], scope["path"],
+                          " (after a commit)" if commits else "")
+            detail = UNEXPECTED_AFTER_A_COMMIT if commits else UNEXPECTED
+            await Answer({"detail": detail}, status_code=500)(scope, receive, send)
+        finally:
+            _COMMITS.reset(serving)
 
 
 def freeze_startup_objects() -> None:
@@ -331,6 +395,7 @@ def create_app(settings: Settings, operator_wallet: OperatorWallet | None = None
     app = FastAPI(title="twentyone", version="0.1.0", lifespan=lifespan,
                   description="Blackjack tables, wallet and history. Amounts are integers in minor units.")
     app.state.service = service
+    app.add_middleware(Unexpected)  # innermost: its 500 passes through the others
     app.add_middleware(BodyLimit, limit=MAX_BODY)
     app.add_middleware(SecurityHeaders)  # outermost: a 413 from BodyLimit carries them too
     # This process's count comes first: a flood it has seen alone is refused without a write transaction.

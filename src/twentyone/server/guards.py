@@ -40,6 +40,7 @@ ERROR_STATUSES = {
     "422": "A field is missing or has a wrong value.",
     "429": "Too many requests of this kind from this address.",
     "431": "The request line and headers are larger than 16 KiB.",
+    "500": "An internal error, logged; the detail says whether the request may have changed anything.",
     "503": "The game is busy and changed nothing; retry after Retry-After seconds.",
 }
 
