@@ -11,13 +11,13 @@ from typing import Any
 import pytest
 from fake_operator_wallet import ContractWallet
 from fastapi.testclient import TestClient
-from server_helpers import Clock, new_guest
+from server_helpers import OPERATOR, Clock, new_guest
 
 from twentyone.core.money import MAX_AMOUNT
 from twentyone.server.app import create_app
 from twentyone.server.config import Settings
 from twentyone.server.service import GameService
-from twentyone.server.wallet import UNUSABLE, WalletError
+from twentyone.server.wallet import UNUSABLE, WalletError, WalletTimeout
 
 
 class OddWallet(ContractWallet):
@@ -124,3 +124,52 @@ def test_the_operators_words_still_come_through(http: TestClient, wallet: OddWal
     wallet.odd = refused
     answer = guest.post("/tables/classic/bets", {"spot": 1, "type": "main", "chip": 500})
     assert answer.status_code == 403 and answer.json() == {"detail": "Your account is closed."}
+
+
+def held_in_euros(player: str, currency: str, wallet: ContractWallet) -> int:
+    """A casino that holds each player in euros alone, and refuses the other currencies (409)."""
+    if currency != "EUR":
+        raise WalletError(f"Your casino account is held in EUR, not {currency}.")
+    return ContractWallet.balance(wallet, player, currency)
+
+
+def test_a_player_held_in_one_currency_sees_their_balance_and_the_tables(
+        http: TestClient, wallet: OddWallet) -> None:
+    """``/me`` and the operator's look at the player leave out the currencies the wallet refuses; a table in one of
+    them is shown with a null balance and no chip to bet, and a bet or a deal there is refused in the wallet's words.
+    Before, each answered 409, ``/me`` too, so the page could not learn who was signed in (an integrator's trial)."""
+    guest = new_guest(http)
+    wallet.odd = lambda player, currency: held_in_euros(player, currency, wallet)
+    me = guest.get("/me")
+    assert me.status_code == 200 and me.json()["balances"] == {"EUR": wallet.start}
+    looked_at = http.get(f"/admin/players/{guest.name}", headers={"Authorization": f"Bearer {OPERATOR}"})
+    assert looked_at.status_code == 200 and looked_at.json()["balances"] == {"EUR": wallet.start}
+    for table in ("classic", "multiplayer"):  # USD, private and shared
+        shown = guest.get(f"/tables/{table}")
+        assert shown.status_code == 200, shown.json()
+        assert shown.json()["balance"] is None and shown.json()["slip"]["enabled_chips"] == []
+        for refused in (guest.post(f"/tables/{table}/bets", {"spot": 1, "type": "main", "chip": 500}),
+                        guest.post(f"/tables/{table}/deal")):
+            assert refused.status_code == 409 and refused.json() == {
+                "detail": "Your casino account is held in EUR, not USD."}
+    power = guest.get("/tables/power").json()  # EUR: played as ever
+    assert power["balance"] == wallet.start and power["slip"]["enabled_chips"]
+    assert guest.post("/tables/power/bets", {"spot": 1, "type": "main", "chip": 500}).status_code == 200
+    assert guest.post("/tables/power/deal").json()["status"] == "betting"
+
+
+def test_a_wallet_that_does_not_answer_in_one_currency_is_still_a_503(http: TestClient, wallet: OddWallet) -> None:
+    """Left out means refused: a currency the wallet did not answer for is a 503, not a balance missing."""
+    guest = new_guest(http)
+
+    def silent_in_dollars(player: str, currency: str) -> int:
+        if currency == "USD":
+            raise WalletTimeout()
+        return ContractWallet.balance(wallet, player, currency)
+
+    wallet.odd = silent_in_dollars
+    for answer in (guest.get("/me"), guest.get("/tables/classic"),
+                   http.get(f"/admin/players/{guest.name}", headers={"Authorization": f"Bearer {OPERATOR}"})):
+        assert answer.status_code == 503 and answer.headers["Retry-After"], answer.json()
+        assert answer.json() == {"detail": "The wallet did not answer in time."}
+    assert guest.get("/tables/power").json()["balance"] == wallet.start

@@ -26,7 +26,7 @@ from twentyone.server.context import SESSION_BREAK_MINUTES, Caller, ServiceError
 from twentyone.server.models import GuestArrival, KnownAddress, Player, Round, RoundSeat, SignInFailure, Slip, Token
 from twentyone.server.money import refusal
 from twentyone.server.store import Store
-from twentyone.server.wallet import Wallet, WalletError, as_refusal, net_losses_since
+from twentyone.server.wallet import Wallet, WalletError, held_balances, net_losses_since
 
 NAME = re.compile(r"^[A-Za-z0-9_.-]{3,32}$")
 GUEST_PREFIX = "guest-"  # guests' names; no registered name begins with it
@@ -354,13 +354,20 @@ class Accounts:
             player = session.get(Player, caller.id)
             if player is None:
                 raise ServiceError(404, "The operator has no player profile.")
-            try:
-                balances = {currency: self.wallet.balance(session, player.id, currency) for currency in CURRENCIES}
-            except WalletError as error:  # the operator's wallet refused or did not answer: 409 or 503, not a 500
-                raise as_refusal(error) from None
+            # A currency an operator's wallet refuses (it holds the player in another) is left out; its silence in any
+            # is a 503 (held_balances). Before, one currency refused failed the whole answer with 409, and a page
+            # could not learn who was signed in (found by an integrator's trial).
+            balances = held_balances({currency: self._balance_or_refusal(session, player.id, currency)
+                                      for currency in CURRENCIES})
             return {"id": player.id, "name": player.name, "guest": player.guest, "role": player.role,
                     "settings": {**SETTINGS_DEFAULTS, **player.settings},
                     "limits": limits_in_force(player.limits, self.clock()), "balances": balances}
+
+    def _balance_or_refusal(self, session: Session, player_id: int, currency: str) -> int | WalletError:
+        try:
+            return self.wallet.balance(session, player_id, currency)
+        except WalletError as error:
+            return error
 
     def update_settings(self, caller: Caller, changes: dict[str, bool]) -> dict[str, Any]:
         with self.store.write() as session:

@@ -48,7 +48,7 @@ from twentyone.server.wallet import (
     OperatorWallet,
     Wallet,
     WalletError,
-    as_refusal,
+    held_balances,
 )
 
 # Why a player's undealt bets were returned when they connected again (the disconnection policy of the sheets).
@@ -226,9 +226,9 @@ class GameService:
         their own history shows them (:meth:`Views.history_entries`: the player's view, no card hidden from them).
 
         Balances come from where they live: the built-in ledger, read in the same snapshot; an operator's wallet,
-        asked after the read (no transaction waits on the network, and a read made again does not ask twice), whose
-        refusal or silence is a 409 or 503, as at ``/me``. ``balances=False`` (the command line, which does not call
-        an operator's wallet): ``balances`` is null.
+        asked after the read (no transaction waits on the network, and a read made again does not ask twice): a
+        currency it refuses is left out, and its silence is a 503, as at ``/me``. ``balances=False`` (the command
+        line, which does not call an operator's wallet): ``balances`` is null.
         """
         if not caller.is_operator:
             raise ServiceError(403, "Only the operator can do this.")
@@ -252,11 +252,9 @@ class GameService:
 
         body = self.store.read_anew(read)
         if balances and not from_ledger:
-            asked = {currency: self.wallet.balances_ahead([body["id"]], currency)[0] for currency in CURRENCIES}
-            for answer in asked.values():
-                if isinstance(answer, WalletError):  # refused or unanswered: 409 or 503, never a 500
-                    raise as_refusal(answer)
-            body["balances"] = asked
+            # Those the wallet holds: a currency it refuses is left out, its silence a 503, as at /me (held_balances).
+            body["balances"] = held_balances({currency: self.wallet.balances_ahead([body["id"]], currency)[0]
+                                              for currency in CURRENCIES})
         return body
 
     # ------------------------------------------------------------- timers

@@ -58,7 +58,9 @@ class Slips:
 
     def table_state(self, caller: Caller, table_id: str) -> dict[str, Any]:
         """What a player at the table sees: the table, their slip and balance, the next shoe's commitment,
-        the round in play, and, at a shared table between rounds, the last round for one who watched it."""
+        the round in play, and, at a shared table between rounds, the last round for one who watched it. The balance
+        is null where an operator's wallet refuses to give one in the table's currency (it holds the player in
+        another); its silence is a 503."""
         table = self.rounds.tables.get(table_id)
         # An operator's wallet is asked once, before the read: a read made anew would ask it again (found by review).
         with nullcontext() if caller.is_operator else self.rounds.wallet.balance_known(caller.id, table.currency):
@@ -68,10 +70,16 @@ class Slips:
         # None before a table's first bet control (a private table's: its player's), and after a void.
         shoe = self.rounds.shoes.next_published(session, table, caller.id)
         slip = find_slip(session, caller.id, table.id)
+        balance: int | None
         try:
             balance = 0 if caller.is_operator else self.rounds.wallet.balance(session, caller.id, table.currency)
-        except WalletError as error:  # the operator's wallet refused or did not answer: 409 or 503, not a 500
-            raise as_refusal(error) from None
+        except WalletError as error:
+            if error.status == 503:  # the operator's wallet did not answer: a 503, nothing to show
+                raise as_refusal(error) from None
+            # It refused: it holds no balance of this player in the table's currency (one held in another). The table
+            # is shown all the same, with no balance and no chip to bet, and a bet or a deal is refused in the
+            # wallet's words. Before, the table was a 409 (found by an integrator's trial).
+            balance = None
         current = current_round(session, table, caller.id)
         view = None
         if current is not None:
@@ -80,7 +88,7 @@ class Slips:
                                       self.rounds.clock())
         watching = table.shared and (view is None or (view["status"] == "betting" and "me" not in view))
         return {"table": table_json(table), "balance": balance,
-                "slip": slip_view(slip, bet_slip(slip, table, balance)),
+                "slip": slip_view(slip, bet_slip(slip, table, balance or 0)),
                 "next_shoe": shoe, "round": view,
                 "last_round": self._last_round_watched(session, table, caller) if watching else None}
 

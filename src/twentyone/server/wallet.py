@@ -65,6 +65,25 @@ def as_refusal(error: WalletError) -> ServiceError:
     return ServiceError(error.status, error.detail)
 
 
+def held_balances(asked: Mapping[str, int | WalletError]) -> dict[str, int]:
+    """The balances a wallet gave, by currency, less the currencies it refused: a wallet that holds a player in one
+    currency refuses the others (409), and a look at the player's balances (``/me``, ``/admin/players/{name}``) shows
+    those it holds rather than failing whole. Its silence (503) in any currency is raised, :class:`Busy` as
+    :func:`as_refusal` makes it: a balance left out must mean one the wallet does not hold, not one it did not give.
+
+    >>> held_balances({"USD": WalletError("Held in EUR only."), "EUR": 1200})
+    {'EUR': 1200}
+    >>> held_balances({"USD": WalletTimeout(), "EUR": 1200})
+    Traceback (most recent call last):
+    ...
+    twentyone.server.context.Busy: The wallet did not answer in time.
+    """
+    for answer in asked.values():
+        if isinstance(answer, WalletError) and answer.status == 503:
+            raise as_refusal(answer)
+    return {currency: answer for currency, answer in asked.items() if not isinstance(answer, WalletError)}
+
+
 class WalletTimeout(WalletError):
     def __init__(self, detail: str = "The wallet did not answer in time.") -> None:
         super().__init__(detail, 503)

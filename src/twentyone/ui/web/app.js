@@ -26,8 +26,9 @@ function renderAccount() {
   const who = document.getElementById("who");
   const out = document.getElementById("sign-out");
   if (state.me) {
+    // The balances the casino's wallet holds: one it holds in no currency has none to show.
     const balances = Object.entries(state.me.balances).map(([c, v]) => money(v, c)).join(" · ");
-    who.textContent = `${state.me.name} — ${balances}`;
+    who.textContent = balances ? `${state.me.name} — ${balances}` : state.me.name;
     out.hidden = false;
   } else {
     who.textContent = "";
@@ -93,7 +94,7 @@ async function renderLobby() {
   }
   if (state.me) {  // on a phone the header has no room for them: the lobby says who is signed in, with what
     const balances = Object.entries(state.me.balances).map(([c, v]) => money(v, c)).join(" · ");
-    root.append(el("p", { class: "phone-only", id: "lobby-who" }, `${state.me.name}: ${balances}`));
+    root.append(el("p", { class: "phone-only", id: "lobby-who" }, balances ? `${state.me.name}: ${balances}` : state.me.name));
   }
   const excluded = exclusionLine();  // they may still watch a table and read its history
   if (excluded) root.append(el("p", { class: "panel exclusion", id: "exclusion", role: "status" }, excluded));

@@ -408,7 +408,10 @@ export function renderTable() {
     el("div", { class: "table-head" },
       el("h2", {}, table.closed ? `${table.name} (closed)` : table.name),
       el("div", { class: "indicators" },
-        el("span", { class: "indicator", id: "balance" }, "BALANCE ", el("strong", {}, money(balance - onTable, table.currency))),
+        // No balance (null): the casino's wallet holds none of this player's in the table's currency; a bet is refused
+        // in its words.
+        el("span", { class: "indicator", id: "balance" }, "BALANCE ",
+          el("strong", {}, balance === null ? "not held in " + table.currency : money(balance - onTable, table.currency))),
         el("span", { class: "indicator", id: "total-bet" }, "TOTAL BET ", el("strong", {}, money(totalBet, betCurrency))),
         el("span", { class: "indicator timer", id: "timer" }))),
     dealerArea(shown),
