@@ -594,6 +594,35 @@ def test_serve_on_a_port_in_use_is_one_line_before_it_announces_or_makes_anythin
     assert refused.stdout == "" and not (tmp_path / "new").exists()
 
 
+BROKEN_WALLETS = {  # module: its text (an integrator's trial's wallets that would not start)
+    "wallet_syntax": "def factory(:\n",
+    "wallet_raises_at_import": "raise RuntimeError('config missing: WALLET_URL')\n",
+    "wallet_factories": ("def unreachable():\n    raise ConnectionRefusedError('cannot reach 10.0.0.5:443')\n"
+                         "def misconfigured():\n    raise ValueError('bad config')\n"),
+}
+
+
+@pytest.mark.parametrize("workers", [[], ["--workers", "2", "--database", "postgresql+psycopg://nobody@127.0.0.1:9/x"]])
+@pytest.mark.parametrize(("spec", "error"), [
+    ("wallet_syntax:factory", "importing 'wallet_syntax' raised SyntaxError: "),
+    ("wallet_raises_at_import:factory", "importing 'wallet_raises_at_import' raised RuntimeError: config missing: "
+                                        "WALLET_URL."),
+    ("wallet_factories:unreachable", "the factory raised ConnectionRefusedError: cannot reach 10.0.0.5:443."),
+    ("wallet_factories:misconfigured", "the factory raised ValueError: bad config."),
+])
+def test_serve_with_a_wallet_that_fails_to_load_is_one_line_naming_it(tmp_path: Path, workers: list[str], spec: str,
+                                                                      error: str) -> None:
+    """A wallet module with a syntax error, one that raises at import, a factory that raises: one line naming
+    --wallet, the spec and the error, exit 2, before anything is made (with --workers too, where the supervisor loads
+    it first). Before, a 40-50 line traceback and exit 1, and a factory's ValueError was "error: bad config"."""
+    for module, text in BROKEN_WALLETS.items():
+        (tmp_path / f"{module}.py").write_text(text)
+    path = os.pathsep.join([str(tmp_path), os.environ.get("PYTHONPATH", "")])
+    refused = run("serve", "--wallet", spec, "--data-dir", str(tmp_path / "new"), *workers, env={"PYTHONPATH": path})
+    assert_one_line_error(refused, f"--wallet {spec}: {error}")
+    assert refused.stdout == "" and not (tmp_path / "new").exists()
+
+
 def test_the_servers_docs_name_every_operator_command() -> None:
     """docs/server.md's one-line summary of `twentyone admin` (it left out `debit`: found by an operator trial)."""
     from twentyone.cli.main import admin_app

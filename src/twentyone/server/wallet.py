@@ -125,10 +125,24 @@ class OperatorWallet(Protocol):
 def load_operator_wallet(spec: str) -> OperatorWallet:
     """Build an operator wallet from ``module:factory`` (a class or a function taking no arguments).
 
+    Whatever goes wrong is a ``ValueError`` of one line naming ``--wallet``, the spec and the error (its type and
+    words): a module missing, one that fails to import (a syntax error, an exception at import), a factory that
+    raises. ``serve`` prints it and exits with 2. Before, all but a missing module printed a 40-50 line traceback and
+    exited with 1, and a factory's own ``ValueError`` printed its words alone ("error: bad config"), naming no
+    wallet (found by an integrator's trial).
+
     >>> load_operator_wallet("no_such_module:Wallet")
     Traceback (most recent call last):
     ...
     ValueError: --wallet: cannot import 'no_such_module' (No module named 'no_such_module').
+    >>> load_operator_wallet("fractions:Fraction.from_float")
+    Traceback (most recent call last):
+    ...
+    ValueError: --wallet: 'fractions' has no callable 'Fraction.from_float'.
+    >>> load_operator_wallet("operator:itemgetter")
+    Traceback (most recent call last):
+    ...
+    ValueError: --wallet operator:itemgetter: the factory raised TypeError: itemgetter expected 1 argument, got 0.
     """
     module_name, _, attribute = spec.partition(":")
     if not module_name or not attribute:
@@ -139,10 +153,15 @@ def load_operator_wallet(spec: str) -> OperatorWallet:
         module = importlib.import_module(module_name)
     except ImportError as error:
         raise ValueError(f"--wallet: cannot import {module_name!r} ({error}).") from None
+    except Exception as error:  # the module's own code failed: a syntax error, an exception raised at import
+        raise ValueError(f"--wallet {spec}: importing {module_name!r} raised {_one_line(error)}.") from None
     factory = getattr(module, attribute, None)
     if factory is None or not callable(factory):
         raise ValueError(f"--wallet: {module_name!r} has no callable {attribute!r}.")
-    wallet = factory()
+    try:
+        wallet = factory()
+    except Exception as error:  # a wallet service it could not reach, a setting it lacks...
+        raise ValueError(f"--wallet {spec}: the factory raised {_one_line(error)}.") from None
     for method in ("balance", "debit", "credit", "rollback"):
         if not callable(getattr(wallet, method, None)):
             raise ValueError(f"--wallet: {spec} lacks {method}(): see OperatorWallet in twentyone.server.wallet.")
@@ -197,6 +216,16 @@ def record_wallet_mode(sessions: Sessions, wallet: str | None, when: datetime) -
                     latest.started_at.isoformat(" ", "seconds"), "the built-in ledger" if latest.mode == BUILT_IN else
                     f"the operator's wallet {latest.wallet or '(recorded by the upgrade)'}")
     return latest
+
+
+def _one_line(error: BaseException) -> str:
+    """An error's type and words on one line, for a message of one line (a syntax error's words name its file and line).
+
+    >>> _one_line(RuntimeError("config missing:\\nWALLET_URL"))
+    'RuntimeError: config missing: WALLET_URL'
+    """
+    words = " ".join(str(error).split())
+    return f"{type(error).__name__}: {words.rstrip('.')}" if words else type(error).__name__
 
 
 def now() -> datetime:
