@@ -173,3 +173,95 @@ def test_a_wallet_that_does_not_answer_in_one_currency_is_still_a_503(http: Test
         assert answer.status_code == 503 and answer.headers["Retry-After"], answer.json()
         assert answer.json() == {"detail": "The wallet did not answer in time."}
     assert guest.get("/tables/power").json()["balance"] == wallet.start
+
+
+def published(service: GameService, monkeypatch: pytest.MonkeyPatch) -> list[dict[str, Any]]:
+    """The events the server publishes from now on (and still sends)."""
+    heard: list[dict[str, Any]] = []
+    publish = service.events.publish
+
+    def heard_and_sent(table_id: str, event: dict[str, Any]) -> None:
+        heard.append(event)
+        publish(table_id, event)
+
+    monkeypatch.setattr(service.events, "publish", heard_and_sent)
+    return heard
+
+
+@pytest.mark.parametrize(("down", "refused", "reason"), [
+    (["ann", "bob"], [], "the operator's wallet could not be reached"),
+    ([], ["ann", "bob"], "no seat could cover its bets"),
+    (["ann"], ["bob"], "no seat could cover its bets or the operator's wallet could not be reached for it"),
+])
+def test_a_round_no_seat_of_which_could_be_staked_is_void_and_read_by_its_players(
+        http: TestClient, service: GameService, clock: Clock, wallet: OddWallet, monkeypatch: pytest.MonkeyPatch,
+        down: list[str], refused: list[str], reason: str) -> None:
+    """Two players join a shared round (their DEAL answers its id), and when its betting closes the operator's wallet
+    is down for them (every call times out) or refuses them: the round is void with a reason that tells an outage
+    from refusals, each player reads it (void, its reason, nothing staked) and finds it in their history, and is told.
+    Before, an outage was "no seat could cover its bets", and each player's own round was a 404 "There is no round N
+    of yours." and missing from their history (its seats deleted), and neither the void nor the bets given back were
+    told (found by an integrator's trial)."""
+    players = {"ann": new_guest(http), "bob": new_guest(http)}
+    joins = [player.post("/tables/multiplayer/deal") for player in players.values() if player.bet("multiplayer", 500)]
+    [round_id] = {join.json()["id"] for join in joins}
+    ids = {name: player.player_id() for name, player in players.items()}
+    owners = {name: f"player:{player_id}" for name, player_id in ids.items()}
+
+    def at_the_close(player: str, currency: str) -> int:
+        if player in {owners[name] for name in down}:
+            raise WalletTimeout("The casino's wallet is down.")
+        if player in {owners[name] for name in refused}:
+            raise WalletError("Your casino account is blocked.")
+        return ContractWallet.balance(wallet, player, currency)
+
+    wallet.odd = at_the_close
+    heard = published(service, monkeypatch)
+    operator = {"Authorization": f"Bearer {OPERATOR}"}
+    closed = http.post("/admin/tables/multiplayer/close-betting", headers={**operator, "Idempotency-Key": "close-1"})
+    assert closed.status_code == 200 and closed.json()["round_id"] == round_id, closed.json()
+    [listed] = http.get("/admin/rounds", headers=operator).json()["rounds"]
+    assert (listed["id"], listed["status"], listed["void_reason"], listed["staked"]) == (round_id, "void", reason, 0)
+    for name, player in players.items():
+        view = player.get(f"/rounds/{round_id}")
+        assert view.status_code == 200, view.json()
+        assert (view.json()["status"], view.json()["void_reason"]) == ("void", reason)
+        assert (view.json()["me"]["staked"], view.json()["me"]["returned"]) == (0, 0)
+        # No card was dealt, and none is shown: replayed, the view dealt the cards the shoe holds for the next round.
+        assert view.json()["hands"] == [] and view.json()["dealer"]["cards"] == []
+        [entry] = player.get("/me/history").json()["rounds"]
+        assert (entry["id"], entry["status"], entry["staked"], entry["void_reason"]) == (round_id, "void", 0, reason)
+        assert entry["hands"] == [] and entry["dealer"]["cards"] == []
+        [told] = [event for event in heard if event["type"] == "bets-returned" and event["player_id"] == ids[name]]
+        words = "The casino's wallet is down." if name in down else "Your casino account is blocked."
+        assert (told["round_id"], told["total"], told["reason"]) == (round_id, 500,
+                                                                      f"Your bets sit this round out: {words}")
+    assert {"type": "void", "round_id": round_id, "reason": reason} in heard
+    assert [call for call in wallet.calls if call[0] == "debit"] == []  # nothing was taken
+
+
+def test_a_seat_the_wallet_could_not_be_reached_for_sits_out_a_round_others_play(
+        http: TestClient, service: GameService, clock: Clock, wallet: OddWallet,
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """One seat staked, one the wallet could not be reached for: the round is played by the first; the second leaves
+    it (a round they had no hand in is not theirs to read: 404), and is told which round their bets sat out."""
+    ann, bob = new_guest(http), new_guest(http)
+    for player in (ann, bob):
+        player.bet("multiplayer", 500)
+        round_id = player.post("/tables/multiplayer/deal").json()["id"]
+    bob_id = bob.player_id()
+    bobs = f"player:{bob_id}"
+
+    def bob_unreachable(player: str, currency: str) -> int:
+        if player == bobs:
+            raise WalletTimeout()
+        return ContractWallet.balance(wallet, player, currency)
+
+    wallet.odd = bob_unreachable
+    heard = published(service, monkeypatch)
+    assert service.close_betting("multiplayer") == round_id
+    assert ann.get(f"/rounds/{round_id}").json()["me"]["staked"] == 500
+    assert bob.get(f"/rounds/{round_id}").status_code == 404
+    [told] = [event for event in heard if event["type"] == "bets-returned"]
+    assert (told["player_id"], told["round_id"], told["total"]) == (bob_id, round_id, 500)
+    assert not [event for event in heard if event["type"] == "void"]

@@ -174,13 +174,27 @@ def round_actions(session: Session, round_id: int) -> list[dict[str, Any]]:
     return [{"player": player_id, "action": action, "source": source} for player_id, action, source in rows]
 
 
+def was_dealt(round_row: Round) -> bool:
+    """Whether the round's cards came out of its shoe: it is past taking bets, and not void before its deal (a close of
+    betting that could stake no seat, or whose deal failed: its seats are kept, nothing was staked, and no card was
+    dealt, so its view shows none; replayed, it showed the cards the shoe would have dealt, the next round's). A deal
+    sets ``decision_since`` (``rounds.new_round``, ``Rounds._close_betting``), and only a settlement clears it.
+
+    >>> from types import SimpleNamespace as Row
+    >>> was_dealt(Row(status="void", decision_since=None)), was_dealt(Row(status="void", decision_since="12:00"))
+    (False, True)
+    """
+    return round_row.status != "betting" and not (round_row.status == "void" and round_row.decision_since is None)
+
+
 def dealt_engine(round_row: Round, shoe_cards: str, seats: list[RoundSeat]) -> Engine:
-    """A round's engine with its seats' bets placed, dealt unless the round is still taking bets."""
+    """A round's engine with its seats' bets placed, dealt unless the round is still taking bets or was void before
+    its deal (:func:`was_dealt`)."""
     engine = Engine(builtin_rules(round_row.variant), Shoe.stacked(shoe_cards.split()[round_row.shoe_start:]),
                     lockstep=round_row.lockstep)
     for seat in sorted(seats, key=lambda seat: seat.position):
         engine.place_bets(str(seat.player_id), hand_bets_of(seat.bets))
-    if round_row.status != "betting" and seats:
+    if was_dealt(round_row) and seats:
         engine.deal()
     return engine
 
@@ -196,7 +210,7 @@ def replayed(session: Session, round_row: Round) -> tuple[int, Engine]:
     assert shoe is not None
     seats = list(session.scalars(select(RoundSeat).where(RoundSeat.round_id == round_row.id)).all())
     engine = dealt_engine(round_row, shoe.cards, seats)
-    if round_row.status == "betting" or not seats:
+    if not was_dealt(round_row) or not seats:
         return 0, engine
     actions = round_actions(session, round_row.id)
     for entry in actions:

@@ -20,7 +20,7 @@ from collections.abc import Callable, Iterator, Sequence
 from contextlib import AbstractContextManager, contextmanager, nullcontext
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
-from typing import Any, cast
+from typing import Any, NamedTuple, cast
 
 from sqlalchemy import Row, bindparam, func, insert, literal_column, select
 from sqlalchemy.exc import IntegrityError
@@ -88,6 +88,26 @@ class Malfunction(Exception):
 # its text is the program's, and could name a card that was never shown.
 VOID_IN_PLAY = "malfunction in play"
 VOID_AT_DEAL = "malfunction during the deal"
+# A close of betting that staked no seat (void_reason): the operator's wallet refused them, or their balances or limits
+# did not cover their bets; or it could not be reached (a 503: WalletTimeout, an outage) for any, or for some of them.
+VOID_NONE_COVERED = "no seat could cover its bets"
+VOID_WALLET_UNREACHABLE = "the operator's wallet could not be reached"
+VOID_SOME_UNREACHABLE = "no seat could cover its bets or the operator's wallet could not be reached for it"
+
+
+def void_reason_of(returned: Sequence[Returned]) -> str:
+    """Why a close of betting that staked no seat voided its round, from why its seats sat out: an outage is told
+    apart from refusals (before, an outage was "no seat could cover its bets", found by an integrator's trial).
+
+    >>> void_reason_of([Returned(1, 500, "…", True, unreachable=True), Returned(2, 500, "…", False)])
+    "the operator's wallet could not be reached"
+    >>> void_reason_of([Returned(1, 500, "…", True, unreachable=True), Returned(2, 500, "…", True)])
+    "no seat could cover its bets or the operator's wallet could not be reached for it"
+    """
+    unreachable = {entry.unreachable for entry in returned if entry.sat_out}
+    if unreachable == {True}:
+        return VOID_WALLET_UNREACHABLE
+    return VOID_SOME_UNREACHABLE if True in unreachable else VOID_NONE_COVERED
 
 
 # Built once (building a statement and its cache key costs more than SQLite takes to answer it).
@@ -534,7 +554,9 @@ class Rounds:
 
     def _close_betting(self, table: TableSpec, due: datetime | None, asked: AskedSeats | None) -> int | None:
         round_id = None
-        returned: list[tuple[int, int, str, bool]] = []  # (player, amount given back, why, whether a seat sat out)
+        returned: list[Returned] = []
+        voided: str | None = None  # why its transaction voided the round (told once it committed: void_reason)
+        void_reason: str | None = None
         try:
             with self.store.write() as session:
                 round_row = session.scalars(select(Round).where(Round.table_id == table.id, Round.status == "betting")
@@ -549,8 +571,8 @@ class Rounds:
                 round_id = round_row.id
                 table = self.tables.of_round(round_row)  # its stakes in the currency it formed in
                 dealt: list[RoundSeat] = []
-                seats = session.scalars(select(RoundSeat).where(RoundSeat.round_id == round_row.id)
-                                        .order_by(RoundSeat.position)).all()
+                seats = every_seat = session.scalars(select(RoundSeat).where(RoundSeat.round_id == round_row.id)
+                                                     .order_by(RoundSeat.position)).all()
                 # What the limits need of each player, as plain rows: a thousand ORM players cost a quarter second.
                 players = {row.id: row for row in session.execute(
                     select(PLAYERS.c.id, PLAYERS.c.limits, PLAYERS.c.session_started_at)
@@ -573,7 +595,7 @@ class Rounds:
                         balance, debited = ahead.get(seat.id) or (self.wallet.balance(session, seat.player_id,
                                                                                       table.currency), None)
                         if total > balance:  # spent elsewhere since: the seat sits this round out
-                            self._sit_out(session, seat, returned, "Your balance no longer covered your bets.")
+                            self._sit_out(seat, returned, "Your balance no longer covered your bets.")
                             continue
                         try:  # checked at the join with nothing staked yet: losses or a self-exclusion since count
                             self.accounts.check_limits(session, cast(Player, players[seat.player_id]), table.currency,
@@ -581,35 +603,43 @@ class Rounds:
                         except ServiceError as refused:
                             if debited is not None:
                                 self.wallet.cancel_debit(session, debited)
-                            self._sit_out(session, seat, returned, f"Your bets sit this round out: {refused.detail}")
+                            self._sit_out(seat, returned, f"Your bets sit this round out: {refused.detail}")
                             continue
                         seat.balance_before = balance
                         self._stake(session, table, round_row, seat, total, debited)
                         dealt.append(seat)
+                if dealt:  # the seats that sat out leave the round the others play (its view, settlement and history)
+                    for seat in set(every_seat) - set(dealt):
+                        session.delete(seat)
                 session.flush()
                 for slip in session.scalars(select(Slip).where(Slip.table_id == table.id)).all():
                     if slip.bets:  # bets placed but never confirmed with DEAL are returned
-                        returned.append((slip.player_id, sum(slip.bets.values()),
-                                         "Your bets were not in the round when betting closed: press DEAL to "
-                                         "join the next one.", False))
+                        returned.append(Returned(slip.player_id, sum(slip.bets.values()),
+                                                 "Your bets were not in the round when betting closed: press DEAL to "
+                                                 "join the next one.", False))
                         slip.bets, slip.history = {}, []
                 if not dealt:
+                    # Void, its seats kept: each player who joined reads the round (GET /rounds/{id}, their history),
+                    # void with its reason, nothing staked. Before, they were deleted with it empty, and the round
+                    # their DEAL had answered was a 404 to them (found by an integrator's trial).
                     round_row.status = "void"
-                    round_row.void_reason = "no seat could cover its bets"
+                    round_row.void_reason = voided = void_reason_of(returned)
                     round_row.settled_at = self.clock()  # when it ended: the operator's report by period counts it
                     self.store.answer(session, close_answer(round_id))
-                    return round_id
-                round_row.status = "playing"
-                round_row.decision_since = self.clock()
-                shoe = session.get(ShoeRow, round_row.shoe_id)
-                assert shoe is not None
-                engine = self._deal_engine(round_row, shoe, dealt)
-                self.shoes.following(session, table, dealt[0].player_id, shoe)
-                self._after_change(session, round_row, engine, table, dealt)
-                # The operator's close-betting request's answer, with its deal: a retry of it that waited for this
-                # close's turn finds it (close_betting), whichever process it reached.
-                self.store.answer(session, close_answer(round_id))
-            self._remember(round_row, engine)
+                else:
+                    round_row.status = "playing"
+                    round_row.decision_since = self.clock()
+                    shoe = session.get(ShoeRow, round_row.shoe_id)
+                    assert shoe is not None
+                    engine = self._deal_engine(round_row, shoe, dealt)
+                    self.shoes.following(session, table, dealt[0].player_id, shoe)
+                    self._after_change(session, round_row, engine, table, dealt)
+                    # The operator's close-betting request's answer, with its deal: a retry of it that waited for this
+                    # close's turn finds it (close_betting), whichever process it reached.
+                    self.store.answer(session, close_answer(round_id))
+            if voided is None:
+                self._remember(round_row, engine)
+            void_reason = voided
         except (ServiceError, AlreadyApplied, IntegrityError):
             raise
         except Exception:
@@ -624,13 +654,16 @@ class Rounds:
             if asked is not None:  # debits no transaction recorded nor released (it failed first): owed rollbacks
                 self.wallet.owe_debits(asked.untaken())
             self.deliver_outbox()  # at an operator's wallet, the rollbacks of debits whose seats sat out
-        for player_id, total, reason, sat_out in returned:  # the reason is the player's own: a limit, a balance...
+        for player_id, total, reason, sat_out, _ in returned:  # the reason is the player's own: a limit, a balance...
             news = {"type": "bets-returned", "player_id": player_id, "total": total, "reason": reason, "private": True}
             if sat_out:  # the round its seat sat out of: the page says so where the round ends, not "you watched it"
                 # A seat's bets are in its round's currency, named: the table's (a slip's) may have changed since the
                 # round formed, and the page showed the bets in that one.
                 news |= {"round_id": round_id, "currency": table.currency}
             self.events.publish(table.id, news)
+        if void_reason is not None:  # as a void in play is told (void): the round, and why (before, nothing was)
+            self.events.publish(table.id, round_news(table, {"type": "void", "round_id": round_id,
+                                                             "reason": void_reason}, None))
         self.events.publish(table.id, {"type": "round", "round_id": round_id})
         return round_id
 
@@ -915,10 +948,10 @@ class Rounds:
             entry.sent = debit
 
     def _take_asked(self, session: Session, table: TableSpec, round_row: Round, seats: Sequence[RoundSeat],
-                    asked: AskedSeats, returned: list[tuple[int, int, str, bool]]) -> dict[int, tuple[int, str]]:
+                    asked: AskedSeats, returned: list[Returned]) -> dict[int, tuple[int, str]]:
         """Match what :meth:`_ask_seats_ahead` asked with the seats as the transaction finds them: the seats debited,
         by id, with the balance before and the debit's id; a seat the operator refused, or did not answer for, sits
-        out (deleted, and told why in ``returned``). A seat that joined since, or changed its bets, is asked now
+        out (told why in ``returned``). A seat that joined since, or changed its bets, is asked now
         (:meth:`_debit_seats_ahead`: rare, a join in the moments between); a debit whose seat left, or whose bets
         changed, is rolled back with this transaction."""
         entries: dict[int, AskedSeat] = {}
@@ -943,14 +976,15 @@ class Rounds:
         taken: dict[int, tuple[int, str]] = {}
         for (seat, entry), answer in zip(debited, answers, strict=True):
             if isinstance(answer, WalletError):
-                self._sit_out(session, seat, returned, f"Your bets sit this round out: {answer.detail}")
+                self._sit_out_for(seat, returned, answer)
             else:
                 taken[seat.id] = (cast(int, entry.balance), answer)
         for seat, entry in matched:
             if entry.sent is None:  # the balance was not given, or did not cover the bets
-                reason = (f"Your bets sit this round out: {entry.balance.detail}"
-                          if isinstance(entry.balance, WalletError) else "Your balance no longer covered your bets.")
-                self._sit_out(session, seat, returned, reason)
+                if isinstance(entry.balance, WalletError):
+                    self._sit_out_for(seat, returned, entry.balance)
+                else:
+                    self._sit_out(seat, returned, "Your balance no longer covered your bets.")
         if late:
             taken.update(self._debit_seats_ahead(session, table, round_row, late, returned))
         return taken
@@ -962,19 +996,19 @@ class Rounds:
         asked.take(released)
 
     def _debit_seats_ahead(self, session: Session, table: TableSpec, round_row: Round, seats: Sequence[RoundSeat],
-                           returned: list[tuple[int, int, str, bool]]) -> dict[int, tuple[int, str]]:
+                           returned: list[Returned]) -> dict[int, tuple[int, str]]:
         """An operator's balance and debit for each seat of a close of betting, before any account is locked, several
         seats at once (``RemoteWallet.debit_all``): the seats debited, by id, with the balance before and the debit's
-        id. A seat the operator refuses, or does not answer for, sits the round out alone (deleted, and told why in
+        id. A seat the operator refuses, or does not answer for, sits the round out alone (told why in
         ``returned``)."""
         totals = [bets_total(seat.bets) for seat in seats]
         covered: list[tuple[RoundSeat, int, int]] = []  # (seat, total, balance)
         for seat, total, balance in zip(seats, totals, self.wallet.balances_ahead(
                 [seat.player_id for seat in seats], table.currency), strict=True):
             if isinstance(balance, WalletError):
-                self._sit_out(session, seat, returned, f"Your bets sit this round out: {balance.detail}")
+                self._sit_out_for(seat, returned, balance)
             elif total > balance:
-                self._sit_out(session, seat, returned, "Your balance no longer covered your bets.")
+                self._sit_out(seat, returned, "Your balance no longer covered your bets.")
             else:
                 covered.append((seat, total, balance))
         debits = self.wallet.debit_all_ahead(session, table.currency, round_row.id,
@@ -983,17 +1017,22 @@ class Rounds:
         debited = {}
         for (seat, _total, balance), debit in zip(covered, debits, strict=True):
             if isinstance(debit, WalletError):
-                self._sit_out(session, seat, returned, f"Your bets sit this round out: {debit.detail}")
+                self._sit_out_for(seat, returned, debit)
             else:
                 debited[seat.id] = (balance, debit)
         return debited
 
     @staticmethod
-    def _sit_out(session: Session, seat: RoundSeat, returned: list[tuple[int, int, str, bool]], reason: str) -> None:
-        """The seat leaves the round being closed, its bets not staked; what they came to and ``reason`` go to its
-        player (before, the total was 0, and the page said nothing of the bets: noted by a trial)."""
-        session.delete(seat)
-        returned.append((seat.player_id, bets_total(seat.bets), reason, True))
+    def _sit_out(seat: RoundSeat, returned: list[Returned], reason: str, unreachable: bool = False) -> None:
+        """The seat sits the round being closed out, its bets not staked; what they came to and ``reason`` go to its
+        player (before, the total was 0, and the page said nothing of the bets: noted by a trial). It leaves the round
+        if another seat is dealt (:meth:`_close_betting`); if none is, the round is void with it."""
+        returned.append(Returned(seat.player_id, bets_total(seat.bets), reason, True, unreachable))
+
+    @classmethod
+    def _sit_out_for(cls, seat: RoundSeat, returned: list[Returned], error: WalletError) -> None:
+        """:meth:`_sit_out` for the operator wallet's refusal of the seat, or its silence (a 503: an outage)."""
+        cls._sit_out(seat, returned, f"Your bets sit this round out: {error.detail}", unreachable=error.status == 503)
 
     def _stake(self, session: Session, table: TableSpec, round_row: Round, seat: RoundSeat, amount: int,
                debited: str | None = None) -> None:
@@ -1151,6 +1190,18 @@ class StakeAhead:
     amount: int
     sent: SentDebit
     taken: bool = False
+
+
+class Returned(NamedTuple):
+    """Bets a close of betting gives back: whose, what they came to, and why (the player's own words); ``sat_out``: a
+    seat's of the round (not a slip's bets that never joined it); ``unreachable``: it sat out because the operator's
+    wallet could not be reached for it, not for a refusal."""
+
+    player_id: int
+    total: int
+    reason: str
+    sat_out: bool
+    unreachable: bool = False
 
 
 @dataclass

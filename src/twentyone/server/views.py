@@ -28,7 +28,7 @@ from twentyone.core.view import RoundView, dealer_json, hand_json, operation_jso
 from twentyone.server.config import TableSpec
 from twentyone.server.context import Caller, ServiceError, SnapshotBehind, aware, iso
 from twentyone.server.direct import run
-from twentyone.server.live import FINISHED, LiveRounds, round_actions
+from twentyone.server.live import FINISHED, LiveRounds, round_actions, was_dealt
 from twentyone.server.models import PLAYERS, ROUND_SEATS, ROUNDS, Round, RoundSeat, WalletCall
 from twentyone.server.models import Shoe as ShoeRow
 from twentyone.server.store import Store
@@ -123,7 +123,7 @@ def round_json(session: Session, round_row: Round, table: TableSpec, player_id: 
     if mine is not None:
         view["me"] = {"staked": mine.staked, "returned": mine.returned, "balance_before": mine.balance_before,
                       "balance_after": mine.balance_after, "bets": mine.bets, "timed_out": mine.timed_out}
-    if round_row.status == "betting" or engine is None:
+    if not was_dealt(round_row) or engine is None:  # taking bets, or void before its deal: no card to show
         return view
     with hold():
         seen = engine.view(str(player_id), among=names)  # the hands shown, not a power table's thousand
@@ -163,7 +163,7 @@ def round_json_held(session: Session, round_row: Round, table: TableSpec, player
                     live: LiveRounds) -> dict[str, Any]:
     """:func:`round_json` for a caller that does not hold the round: the round is held while its engine is
     fetched (it may catch up with the log) and read, and not while the database is queried."""
-    if round_row.status == "betting":
+    if not was_dealt(round_row):
         return round_json(session, round_row, table, player_id, None)
     with live.locked(round_row.id):
         engine = live.engine(session, round_row)
@@ -315,8 +315,9 @@ class Views:
 
     @contextmanager
     def engine(self, session: Session, round_row: Round) -> Iterator[Engine | None]:
-        """The round's engine (None while it takes bets), held while the caller reads it (``LiveRounds.held``)."""
-        if round_row.status == "betting":
+        """The round's engine (None while it takes bets, or void before its deal: :func:`was_dealt`), held while the
+        caller reads it (``LiveRounds.held``)."""
+        if not was_dealt(round_row):
             yield None
             return
         with self.live.held(session, round_row) as engine:
