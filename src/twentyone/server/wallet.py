@@ -114,6 +114,16 @@ class OperatorWallet(Protocol):
     of it must not take the money again). A rollback of an id the wallet never saw (a debit lost on its way, or never
     sent: the game journals a debit before it sends it) succeeds, and is remembered as such. ``WalletTimeout``: no
     answer (the call may or may not have been applied); any other ``WalletError``: refused, nothing applied.
+
+    ``player`` is ``player:<id>``, the twentyone player's id (``/me``'s ``id``; ``POST /auth/register`` answers it,
+    ``GET /admin/players/{name}`` finds it by name). A ``WalletError``'s ``detail`` is shown to the player as written
+    (a refusal's 409, a seat's reason at a close of betting): words for players, nothing internal. Its ``status`` is
+    answered as is; 503 means unavailable. Each call returns, or raises ``WalletTimeout``, within a few seconds: a
+    player's request, a close of betting or the timer's tick waits on it, and the game sets no time-out of its own.
+    The factory runs once in ``serve``'s process and, with ``--workers``, once more in each worker; calls come from
+    many threads at once. ``balance`` answers an ``int`` from 0 to ``MAX_AMOUNT`` in minor units of the currency
+    asked (anything else is answered as the wallet unavailable, and logged); a currency the wallet does not hold for
+    the player is refused with ``WalletError`` (409), not answered in another. docs/server.md, "Operator wallet".
     """
 
     def balance(self, player: str, currency: str) -> int: ...
