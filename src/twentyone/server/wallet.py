@@ -94,6 +94,15 @@ class WalletTimeout(WalletError):
 UNUSABLE = "The wallet is unavailable just now: nothing was changed. Try again in a moment."
 
 
+def _balance_call(player_id: int, currency: str) -> str:
+    """The call, as a log names it.
+
+    >>> _balance_call(7, "USD")
+    "balance('player:7', 'USD')"
+    """
+    return f"balance({player_owner(player_id)!r}, {currency!r})"
+
+
 def _shortened(answer: object, most: int = 60) -> str:
     """``repr(answer)``, cut to ``most`` characters for a log line (a wallet may answer with anything).
 
@@ -647,27 +656,28 @@ class RemoteWallet:
             except WalletError:
                 raise
             except Exception as error:
-                self._unusable_balance(player_id, currency, f"raised {type(error).__name__}", error)
+                kind = type(error).__name__
+                self._unusable_balance(kind, f"raised {kind} in {_balance_call(player_id, currency)}", error)
                 raise WalletError(UNUSABLE, 503) from None
             if isinstance(answer, int) and not isinstance(answer, bool) and 0 <= answer <= MAX_AMOUNT:
                 return int(answer)  # an int subclass (an IntEnum) as the plain int it stands for
-            self._unusable_balance(player_id, currency, f"answered {type(answer).__name__} {_shortened(answer)}", None)
+            kind = type(answer).__name__
+            self._unusable_balance(kind, f"answered {_balance_call(player_id, currency)} with {kind} "
+                                         f"{_shortened(answer)}, not an int from 0 to {MAX_AMOUNT}", None)
             raise WalletError(UNUSABLE, 503)
         raise WalletTimeout()  # pragma: no cover
 
-    def _unusable_balance(self, player_id: int, currency: str, what: str, error: Exception | None) -> None:
-        """Log a balance the wallet gave that the game cannot use, naming the wallet and what came back (with the
-        traceback of an exception): at the 1st, 2nd, 4th, 8th... answer of this process of that kind (``what``'s
-        type), as the outbox logs a refused call, since a broken wallet answers every player so (a close of betting
-        asks each seat)."""
-        kind = what.split(" ", 2)[1]
+    def _unusable_balance(self, kind: str, what: str, error: Exception | None) -> None:
+        """Log a balance the wallet gave that the game cannot use, naming the wallet and what came back (``what``;
+        ``kind``, the type of it; with the traceback of an exception): at the 1st, 2nd, 4th, 8th... of that kind in
+        this process, as the outbox logs a refused call, since a broken wallet answers every player so (a close of
+        betting asks each seat)."""
         with self._unusable_lock:
             count = self._unusable[kind] = self._unusable.get(kind, 0) + 1
         if count & (count - 1) == 0:
             wallet = f"{type(self.wallet).__module__}.{type(self.wallet).__qualname__}"
-            log.error("the operator's wallet %s %s to balance(%r, %r), not an int from 0 to %d: answered as the "
-                      "wallet being unavailable (503), nothing changed (%d such answers in this process)", wallet, what,
-                      player_owner(player_id), currency, MAX_AMOUNT, count, exc_info=error)
+            log.error("the operator's wallet %s %s: answered as the wallet being unavailable (503), nothing changed "
+                      "(%d of this kind in this process)", wallet, what, count, exc_info=error)
 
     def debit_now(self, session: Session, player_id: int, currency: str, amount: int, round_id: int | None,
                   key: str) -> str:
