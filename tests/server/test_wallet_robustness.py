@@ -267,3 +267,23 @@ def test_a_seat_the_wallet_could_not_be_reached_for_sits_out_a_round_others_play
     [told] = [event for event in heard if event["type"] == "bets-returned"]
     assert (told["player_id"], told["round_id"], told["total"]) == (bob_id, round_id, 500)
     assert not [event for event in heard if event["type"] == "void"]
+
+
+def test_debits_unanswered_at_the_close_void_the_round_as_an_outage_and_are_rolled_back(
+        http: TestClient, service: GameService, wallet: OddWallet) -> None:
+    """The wallet gives the balances, then takes each debit and loses its answer at every attempt (it went down
+    meanwhile): the round is void for an outage, its players read it, and the debits it may have taken are rolled
+    back, so each holds what they held."""
+    ann, bob = new_guest(http), new_guest(http)
+    for player in (ann, bob):
+        player.bet("multiplayer", 500)
+        round_id = player.post("/tables/multiplayer/deal").json()["id"]
+    owners = {f"player:{player.player_id()}" for player in (ann, bob)}
+    wallet.unanswered |= owners
+    assert service.close_betting("multiplayer") == round_id
+    wallet.unanswered.clear()
+    for player in (ann, bob):
+        view = player.get(f"/rounds/{round_id}").json()
+        assert (view["status"], view["void_reason"], view["me"]["staked"]) == (
+            "void", "the operator's wallet could not be reached", 0)
+    assert len(wallet.rollbacks()) == 2 and {wallet.balance(owner, "USD") for owner in owners} == {wallet.start}
