@@ -363,7 +363,7 @@ def test_a_self_exclusion_takes_the_players_seat_out_of_a_forming_round_and_only
         balance = ann.balance()
         excluded = ann.put("/me/limits", {"exclude_days": 7}).json()
         assert excluded["returned_bets"] == [{"table_id": "multiplayer", "round_id": round_id,
-                                              "bets": {"1|main": 500}, "total": 500}]
+                                              "bets": {"1|main": 500}, "total": 500, "currency": "USD"}]
         assert anns.receive_json()["type"] == "bets-returned"
         assert bobs.receive_json() == {"type": "round", "table_id": "multiplayer", "round_id": round_id}
         assert [seat["name"] for seat in bob.get(f"/rounds/{round_id}").json()["seats"]] == ["bob"]

@@ -76,7 +76,7 @@ def test_the_last_sign_out_takes_the_players_seat_out_of_a_shared_round_still_ta
         balance = ann.balance()
         answer = ann.post("/auth/logout").json()
         assert answer["returned_bets"] == [{"table_id": "multiplayer", "round_id": round_id, "bets": {"1|main": 500},
-                                            "total": 500}]
+                                            "total": 500, "currency": "USD"}]
         news = bobs_page.receive_json()
         while news.get("type") != "round":
             news = bobs_page.receive_json()
