@@ -263,11 +263,7 @@ class GameService:
         retries (:meth:`timers_due`). The server runs them apart instead (``app._timers``: each table's and the
         wallet's at once, so that none waits on another); tests and the command line tick here.
         """
-        done = {"dealt": 0, "auto": 0, "delivered": 0}
-        for _, timer in self.timers_due():
-            for kind, count in timer().items():
-                done[kind] += count
-        return done
+        return {"dealt": 0, "auto": 0, "delivered": 0} | self._in_turn([timer for _, timer in self.timers_due()])()
 
     def timers_due(self) -> list[tuple[str, Callable[[], dict[str, int]]]]:
         """The timers due now, one work per table (its closes of betting, then its decisions timed out) and one for
