@@ -243,11 +243,12 @@ class AdvisoryOwnership:
         return self._connection
 
     def _keep_alive(self) -> None:
-        """While a lock :meth:`hold` took is held: a statement every third of ``idle_session_timeout``. (A frozen
-        process's thread is frozen too: its session still ends, and its locks with it.)"""
+        """While a lock :meth:`hold` took is held: a statement every tenth of ``idle_session_timeout``, so that a beat
+        late by most of the timeout (a loaded host, a pause of the collector) still keeps the session. (A process
+        frozen for the whole timeout has its beats frozen too: its session still ends, and its locks with it.)"""
         import psycopg
 
-        while not self._closed.wait(IDLE_SESSION_TIMEOUT_MS / 3000):
+        while not self._closed.wait(IDLE_SESSION_TIMEOUT_MS / 10_000):
             with self._lock:
                 if not self._holding or self._connection is None:
                     continue
