@@ -177,6 +177,27 @@ def test_a_wallet_that_does_not_answer_in_one_currency_is_still_a_503(http: Test
     assert guest.get("/tables/power").json()["balance"] == wallet.start
 
 
+def test_a_wallet_that_does_not_answer_is_waited_on_once_not_once_per_currency(
+        http: TestClient, service: GameService, wallet: OddWallet) -> None:
+    """``/me`` and the operator's look at a player ask the currencies in turn and stop at the first silence: a wallet
+    that does not answer keeps the player waiting its time-outs once. Before, both asked all three currencies,
+    each with its retries, before answering 503 (nine time-outs where three do)."""
+    guest = new_guest(http)
+    asked: list[str] = []
+
+    def silent(_player: str, currency: str) -> int:
+        asked.append(currency)
+        raise WalletTimeout()
+
+    wallet.odd = silent
+    for look in (lambda: guest.get("/me"),
+                 lambda: http.get(f"/admin/players/{guest.name}", headers={"Authorization": f"Bearer {OPERATOR}"})):
+        answer = look()
+        assert answer.status_code == 503 and answer.headers["Retry-After"], answer.json()
+        assert asked == ["USD"] * service.wallet.remote.attempts  # the first currency, with its retries alone
+        asked.clear()
+
+
 def published(service: GameService, monkeypatch: pytest.MonkeyPatch) -> list[dict[str, Any]]:
     """The events the server publishes from now on (and still sends)."""
     heard: list[dict[str, Any]] = []

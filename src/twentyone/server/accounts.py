@@ -357,8 +357,8 @@ class Accounts:
             # A currency an operator's wallet refuses (it holds the player in another) is left out; its silence in any
             # is a 503 (held_balances). Before, one currency refused failed the whole answer with 409, and a page
             # could not learn who was signed in (found by an integrator's trial).
-            balances = held_balances({currency: self._balance_or_refusal(session, player.id, currency)
-                                      for currency in CURRENCIES})
+            balances = held_balances(lambda currency: self._balance_or_refusal(session, player.id, currency),
+                                     CURRENCIES)
             return {"id": player.id, "name": player.name, "guest": player.guest, "role": player.role,
                     "settings": {**SETTINGS_DEFAULTS, **player.settings},
                     "limits": limits_in_force(player.limits, self.clock()), "balances": balances}

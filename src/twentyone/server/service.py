@@ -253,8 +253,8 @@ class GameService:
         body = self.store.read_anew(read)
         if balances and not from_ledger:
             # Those the wallet holds: a currency it refuses is left out, its silence a 503, as at /me (held_balances).
-            body["balances"] = held_balances({currency: self.wallet.balances_ahead([body["id"]], currency)[0]
-                                              for currency in CURRENCIES})
+            body["balances"] = held_balances(lambda currency: self.wallet.balances_ahead([body["id"]], currency)[0],
+                                             CURRENCIES)
         return body
 
     # ------------------------------------------------------------- timers

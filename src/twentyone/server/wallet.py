@@ -19,7 +19,7 @@ from __future__ import annotations
 import logging
 import threading
 import uuid
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import AbstractContextManager, contextmanager, nullcontext
 from datetime import UTC, datetime
@@ -65,23 +65,37 @@ def as_refusal(error: WalletError) -> ServiceError:
     return ServiceError(error.status, error.detail)
 
 
-def held_balances(asked: Mapping[str, int | WalletError]) -> dict[str, int]:
-    """The balances a wallet gave, by currency, less the currencies it refused: a wallet that holds a player in one
-    currency refuses the others (409), and a look at the player's balances (``/me``, ``/admin/players/{name}``) shows
-    those it holds rather than failing whole. Its silence (503) in any currency is raised, :class:`Busy` as
-    :func:`as_refusal` makes it: a balance left out must mean one the wallet does not hold, not one it did not give.
+def held_balances(ask: Callable[[str], int | WalletError], currencies: Iterable[str]) -> dict[str, int]:
+    """The balances a wallet gives, by currency, ``ask`` asked for each in turn, less the currencies it refuses: a
+    wallet that holds a player in one currency refuses the others (409), and a look at the player's balances
+    (``/me``, ``/admin/players/{name}``) shows those it holds rather than failing whole. Its silence (503) in any
+    currency is raised at once, :class:`Busy` as :func:`as_refusal` makes it, and the currencies after it are not
+    asked: a balance left out must mean one the wallet does not hold, not one it did not give; and a wallet that does
+    not answer is waited on once, not once per currency (before, ``/me`` waited out its time-outs three times).
 
-    >>> held_balances({"USD": WalletError("Held in EUR only."), "EUR": 1200})
+    >>> answers = {"USD": WalletError("Held in EUR only."), "GBP": WalletTimeout(), "EUR": 1200}
+    >>> asked = []
+    >>> def ask(currency):
+    ...     asked.append(currency)
+    ...     return answers[currency]
+    >>> held_balances(ask, ["USD", "EUR"])
     {'EUR': 1200}
-    >>> held_balances({"USD": WalletTimeout(), "EUR": 1200})
+    >>> held_balances(ask, ["USD", "GBP", "EUR"])
     Traceback (most recent call last):
     ...
     twentyone.server.context.Busy: The wallet did not answer in time.
+    >>> asked  # the second look stopped at the silence: EUR was not asked again
+    ['USD', 'EUR', 'USD', 'GBP']
     """
-    for answer in asked.values():
-        if isinstance(answer, WalletError) and answer.status == 503:
-            raise as_refusal(answer)
-    return {currency: answer for currency, answer in asked.items() if not isinstance(answer, WalletError)}
+    held = {}
+    for currency in currencies:
+        answer = ask(currency)
+        if isinstance(answer, WalletError):
+            if answer.status == 503:
+                raise as_refusal(answer)
+            continue
+        held[currency] = answer
+    return held
 
 
 class WalletTimeout(WalletError):
