@@ -19,6 +19,11 @@ Everything runs on this machine over loopback (127.0.0.1). One run:
    (settled, void refunded, or open with its stakes counted); the house equals the
    settled rounds' result plus open stakes less credits; ``/admin/report`` agrees.
 
+With ``--crash-at SECONDS`` the game phase kills every process of the server at once
+(SIGKILL) that far into the measured window, starts it again on the same database and
+port, and plays on: requests the crash cut off are sent again with their keys, as a
+client does, and counted apart; the audit then covers the rounds in play at the kill.
+
 It prints requests/s of both phases and their ratio, decisions/s, rounds/s,
 p50/p95/p99 latency per request kind, errors by status, the CPU of the server's
 process tree and of the load generator, the load average, and the audit. The exit
@@ -94,6 +99,7 @@ class Options:
     fresh: bool = True
     pin_cpu: bool = False
     seed: int = 1
+    crash_at: float | None = None
 
 
 def parse(argv: list[str] | None = None) -> Options:
@@ -119,9 +125,14 @@ def parse(argv: list[str] | None = None) -> Options:
     parser.add_argument("--pin-cpu", action="store_true",
                         help="each server process (and the bare endpoint) on a CPU of its own: serve --pin-cpu")
     parser.add_argument("--seed", type=int, default=1)
+    parser.add_argument("--crash-at", type=float, metavar="SECONDS",
+                        help="kill -9 the server's processes this long into the measured window, start it again on "
+                             "the same database and port, and play on: a crash under load, audited after")
     args = parser.parse_args(argv)
     if args.players < 1 or args.duration <= 0 or args.think < 0 or args.workers < 1:
         parser.error("--players and --workers are at least 1, --duration positive, --think not negative")
+    if args.crash_at is not None and not 0 < args.crash_at < args.duration:
+        parser.error("--crash-at is a time within the measured window: more than 0, less than --duration")
     return Options(**vars(args))
 
 
@@ -164,6 +175,57 @@ def stop(process: subprocess.Popen[bytes]) -> None:
         except subprocess.TimeoutExpired:
             os.killpg(process.pid, signal.SIGKILL)
             process.wait(5)
+
+
+@dataclass
+class Served:
+    """A server a phase plays against: its process, and how to start it again after a crash (``--crash-at``)."""
+
+    command: list[str]
+    env: dict[str, str]
+    log: Path
+    url: str
+    process: subprocess.Popen[bytes] | None = None
+    logs: list[Path] = field(default_factory=list)
+    cpu_of_the_killed: float = 0.0  # CPU seconds of the processes a crash killed, counted at the kill
+    crashes: list[dict[str, float]] = field(default_factory=list)
+
+    def start(self) -> None:
+        log = self.log if not self.logs else self.log.with_name(f"{self.log.stem}-{len(self.logs)}{self.log.suffix}")
+        self.logs.append(log)
+        self.process = start(self.command, self.env, log, self.url)
+
+    @property
+    def pid(self) -> int:
+        assert self.process is not None
+        return self.process.pid
+
+    def cpu(self) -> float:
+        """CPU seconds of the server's processes so far, those a crash killed included."""
+        return self.cpu_of_the_killed + tree_cpu(self.pid)
+
+    def crash(self) -> None:
+        """Kill every process of the server at once (SIGKILL: nothing is flushed, no lock let go in good order, as
+        a machine that loses its power), then start it again on the same database and port, and wait until it
+        answers."""
+        assert self.process is not None
+        self.cpu_of_the_killed += tree_cpu(self.pid)
+        RUN.killed_at, RUN.healthy_at = time.monotonic(), None
+        os.killpg(self.process.pid, signal.SIGKILL)
+        self.process.wait(30)
+        self.start()
+        RUN.healthy_at = time.monotonic()
+        self.crashes.append({"down_s": RUN.healthy_at - RUN.killed_at})
+
+    def stop(self) -> None:
+        if self.process is not None:
+            stop(self.process)
+
+    def tracebacks(self) -> tuple[int, str]:
+        """Tracebacks in the server's logs (every start's), and the last log's tail where there were any."""
+        texts = [log.read_text(errors="replace") for log in self.logs]
+        count = sum(text.count("Traceback (most recent call last)") for text in texts)
+        return count, (next((text for text in reversed(texts) if "Traceback (most recent" in text), "")[-4000:])
 
 
 def tree_cpu(pid: int) -> float:
@@ -237,6 +299,8 @@ class Meter:
     rounds: Counter[str] = field(default_factory=Counter)
     events: int = 0
     retried_503: int = 0
+    cut_off: int = 0  # requests whose connection the crash cut (--crash-at): counted apart from the statuses
+    rounds_after_the_crash: int = 0  # rounds a player saw finished once the server answered again
     signed_in: int = 0
     active: int = 0  # players in the middle of a round
     notes: Counter[str] = field(default_factory=Counter)
@@ -247,6 +311,8 @@ class Meter:
         self.notes.clear()
         self.events = 0
         self.retried_503 = 0
+        self.cut_off = 0
+        self.rounds_after_the_crash = 0
 
 
 @dataclass
@@ -262,6 +328,16 @@ class Run:
     ws_url: str = ""
     counter: Any = field(default_factory=itertools.count)
     forwarded: Any = field(default_factory=itertools.count)
+    killed_at: float | None = None  # time.monotonic() of the crash (--crash-at), and when the server answered again
+    healthy_at: float | None = None
+
+    def cut_off_by_the_crash(self, sent_at: float, answered_at: float) -> bool:
+        """Whether a request was under way while the server was down: sent before it answered again, answered
+        after it was killed. Its lost connection is the crash's, not the server's failure."""
+        if self.killed_at is None:
+            return False
+        back = self.healthy_at if self.healthy_at is not None else answered_at
+        return sent_at <= back and answered_at >= self.killed_at
 
 
 RUN = Run()
@@ -327,9 +403,15 @@ class Guest(FastHttpUser):
             sent["Idempotency-Key"] = uuid.uuid4().hex
         status, body = 0, None
         for attempt in range(MAX_ATTEMPTS):
+            sent_at = time.monotonic()
             with self.client.request(method, path, name=kind, json=json_body, headers=sent,
                                      catch_response=True) as response:
                 status = response.status_code or 0
+                if status == 0 and RUN.cut_off_by_the_crash(sent_at, time.monotonic()):
+                    RUN.meter.cut_off += 1
+                    response.success()  # the connection the crash cut: a real client tries again, same key
+                    gevent.sleep(0.5)
+                    continue
                 RUN.meter.statuses[(kind, status)] += 1
                 try:
                     body = response.json() if response.content else None
@@ -375,9 +457,10 @@ class Guest(FastHttpUser):
         while True:
             try:
                 message = self.ws.recv()
-            except Exception:  # closed: the player re-reads by polling
-                return
+            except Exception:  # closed: the player re-reads by polling, and connects again at its next round
+                message = None
             if not message:
+                self.ws = None
                 return
             RUN.meter.events += 1
             self.inbox.put(json.loads(message))
@@ -438,6 +521,8 @@ class Guest(FastHttpUser):
     def play_shared(self) -> None:
         table = f"/tables/{self.table_id}"
         view = None
+        if self.ws is None:  # its socket was closed (a crash, a client too slow): connected again, as a page does
+            self.connect_events()
         for attempt in range(10):
             if RUN.stopping:
                 if attempt:
@@ -475,6 +560,7 @@ class Guest(FastHttpUser):
         for _ in range(MAX_STEPS):
             if view["status"] in FINISHED:
                 RUN.meter.rounds[view["status"]] += 1
+                RUN.meter.rounds_after_the_crash += RUN.healthy_at is not None
                 return
             if view["legal_actions"] and view["decision"] and view["decision"]["player_id"] == self.player_id:
                 status, answer = self.post(f"/rounds/{round_id}/actions", "action", {"action": choose(view)})
@@ -527,10 +613,13 @@ def percentiles(entry: Any) -> dict[str, float]:
     return {f"p{int(q * 100)}": float(entry.get_response_time_percentile(q)) for q in (0.5, 0.95, 0.99)}
 
 
-def measure(user: type[FastHttpUser], host: str, options: Options, server_pid: int) -> dict[str, Any]:
-    """Start the players, wait for every sign-in, measure ``duration`` seconds, then drain and stop."""
+def measure(user: type[FastHttpUser], host: str, options: Options, server: Served,
+            crash_at: float | None = None) -> dict[str, Any]:
+    """Start the players, wait for every sign-in, measure ``duration`` seconds (the server crashed and started
+    again ``crash_at`` seconds in, if given), then drain and stop."""
     RUN.meter = Meter()
     RUN.stopping = False
+    RUN.killed_at = RUN.healthy_at = None
     RUN.counter = itertools.count()
     env = Environment(user_classes=[user], host=host)
     runner = env.create_local_runner()
@@ -542,14 +631,19 @@ def measure(user: type[FastHttpUser], host: str, options: Options, server_pid: i
     env.stats.reset_all()
     RUN.meter.reset()
     load_before = os.getloadavg()
-    cpu_server, cpu_self, started = tree_cpu(server_pid), own_cpu(), time.perf_counter()
-    switches = tree_switches(server_pid)
+    cpu_server, cpu_self, started = server.cpu(), own_cpu(), time.perf_counter()
+    switches = tree_switches(server.pid)
+    crasher = gevent.spawn_later(crash_at, server.crash) if crash_at is not None else None
     gevent.sleep(options.duration)
+    if crasher is not None:
+        crasher.get(timeout=120)  # a server that did not come back ends the run here, saying why
     elapsed = time.perf_counter() - started
-    cpu_server, cpu_self = tree_cpu(server_pid) - cpu_server, own_cpu() - cpu_self
-    switches_after = tree_switches(server_pid)
-    thread_cpus = tree_thread_cpus(server_pid)
-    switches = switches_after - switches if switches is not None and switches_after is not None else None
+    cpu_server, cpu_self = server.cpu() - cpu_server, own_cpu() - cpu_self
+    switches_after = tree_switches(server.pid)
+    thread_cpus = tree_thread_cpus(server.pid)
+    # A thread's switches are counted while it lives: a crash takes the killed threads' counts with them.
+    switches = switches_after - switches if switches is not None and switches_after is not None and not \
+        server.crashes else None
     load_after = os.getloadavg()
     meter = RUN.meter
     kinds = {}
@@ -571,6 +665,8 @@ def measure(user: type[FastHttpUser], host: str, options: Options, server_pid: i
         "errors_5xx": sum(v for k, v in statuses.items() if k >= 500),
         "failed_requests": sum(v for k, v in statuses.items() if k == 0 or (k >= 400 and k not in (404, 409, 429))),
         "retried_503": meter.retried_503, "ws_events": meter.events, "notes": dict(meter.notes),
+        "crashes": server.crashes, "cut_off_by_the_crash": meter.cut_off,
+        "rounds_after_the_crash": meter.rounds_after_the_crash,
         "server_cpu_s": cpu_server, "server_cores": cpu_server / elapsed,
         "loadgen_cpu_s": cpu_self, "loadgen_cores": cpu_self / elapsed,
         "requests_per_server_cpu_s": http_requests / cpu_server if cpu_server else None,
@@ -592,11 +688,12 @@ def bare_phase(options: Options, work: Path) -> dict[str, Any]:
     port = free_port()
     url = f"http://127.0.0.1:{port}"
     env = {**os.environ, "PYTHONUNBUFFERED": "1", PIN_ENV_VAR: "1" if options.pin_cpu else "0"}
-    process = start([sys.executable, str(HERE / "bare.py"), "--port", str(port)], env, work / "bare.log", url)
+    bare = Served([sys.executable, str(HERE / "bare.py"), "--port", str(port)], env, work / "bare.log", url)
+    bare.start()
     try:
-        return measure(Bare, url, options, process.pid)
+        return measure(Bare, url, options, bare)
     finally:
-        stop(process)
+        bare.stop()
 
 
 def server_command(options: Options, port: int, database: str, work: Path) -> list[str]:
@@ -657,19 +754,18 @@ def game_phase(options: Options, work: Path, database: str) -> tuple[dict[str, A
     env = {**os.environ, "TWENTYONE_OPERATOR_TOKEN": RUN.token, "TWENTYONE_DEMO": "1", "PYTHONUNBUFFERED": "1",
            "TWENTYONE_SOCKETS_PER_ADDRESS": str(options.players + 100)}
     env.pop("TWENTYONE_DATABASE_URL", None)
-    log = work / "server.log"
-    process = start(server_command(options, port, database, work), env, log, url)
+    server = Served(server_command(options, port, database, work), env, work / "server.log", url)
+    server.start()
     try:
         setup_tables(url, RUN.token, options)
-        figures = measure(Guest, url, options, process.pid)
+        figures = measure(Guest, url, options, server, crash_at=options.crash_at)
         figures["tables"] = Counter(kind for kind, _ in RUN.roles)
         audit_result = audit(database, url, RUN.token)
     finally:
-        stop(process)
-    text = log.read_text(errors="replace")
-    figures["server_tracebacks"] = text.count("Traceback (most recent call last)")
+        server.stop()
+    figures["server_tracebacks"], tail = server.tracebacks()
     if figures["server_tracebacks"]:
-        print(text[-4000:], file=sys.stderr)
+        print(tail, file=sys.stderr)
     return figures, audit_result
 
 
@@ -804,6 +900,10 @@ def show(title: str, figures: dict[str, Any]) -> None:
               f"{kind['p99']:>7.0f} {kind['failures']:>7}")
     print(f"   statuses {figures['statuses']}   5xx {figures['errors_5xx']}   503 retried {figures['retried_503']}"
           + (f"   notes {figures['notes']}" if figures["notes"] else ""))
+    for crash in figures.get("crashes", ()):
+        print(f"   crashed (kill -9 of every server process) and answering again {crash['down_s']:.1f} s later; "
+              f"{figures['cut_off_by_the_crash']} requests cut off by it, sent again with their keys; "
+              f"{figures['rounds_after_the_crash']} rounds finished after it")
 
 
 def fresh_postgres(url: str) -> tuple[str, Any]:

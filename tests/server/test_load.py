@@ -12,6 +12,7 @@ import json
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -22,24 +23,45 @@ pytestmark = pytest.mark.skipif(importlib.util.find_spec("locust") is None,
                                 reason="the load benchmark needs Locust (the dev extra)")
 
 
-def test_a_few_dozen_guests_playing_at_once_get_no_5xx_and_every_cent_reconciles(tmp_path: Path,
-                                                                                 database_url: str) -> None:
+def short_load(tmp_path: Path, database_url: str, *options: str) -> tuple[dict[str, Any], str, int]:
+    """``benchmarks/load.py``, short: 24 guests (private tables, one multiplayer table, five at a power table), on a
+    database of the fixture's; its figures, the tail of its report, and its exit status."""
     figures = tmp_path / "load.json"
-    command = [sys.executable, str(ROOT / "benchmarks" / "load.py"), "--players", "24", "--duration", "5",
-               "--no-bare", "--multiplayer-tables", "1", "--power-players", "5", "--warmup", "30", "--drain", "20",
-               "--database", database_url, "--no-fresh", "--json", str(figures)]
+    command = [sys.executable, str(ROOT / "benchmarks" / "load.py"), "--players", "24", "--no-bare",
+               "--multiplayer-tables", "1", "--power-players", "5", "--warmup", "30", "--drain", "20",
+               "--database", database_url, "--no-fresh", "--json", str(figures), *options]
     run = subprocess.run(command, capture_output=True, text=True, timeout=180, cwd=tmp_path)
     assert figures.exists(), run.stdout[-3000:] + run.stderr[-3000:]
-    result = json.loads(figures.read_text())
+    return json.loads(figures.read_text()), run.stdout[-3000:] + run.stderr[-3000:], run.returncode
+
+
+def test_a_few_dozen_guests_playing_at_once_get_no_5xx_and_every_cent_reconciles(tmp_path: Path,
+                                                                                 database_url: str) -> None:
+    result, report, returncode = short_load(tmp_path, database_url, "--duration", "5")
     game, audit = result["game"], result["audit"]
-    report = run.stdout[-3000:]
     assert game["errors_5xx"] == 0, report
     assert game["failed_requests"] == 0, report
-    assert game["server_tracebacks"] == 0, report + run.stderr[-3000:]
+    assert game["server_tracebacks"] == 0, report
     assert audit["ok"], audit["problems"]
     assert game["signed_in"] == 24, report
     assert game["kinds"]["action"]["requests"] > 0 and audit["rounds"].get("settled", 0) > 0, report
-    assert run.returncode == 0, report
+    assert returncode == 0, report
+
+
+def test_a_server_killed_under_load_comes_back_and_every_cent_reconciles(tmp_path: Path, database_url: str) -> None:
+    """Every process of the server killed at once (kill -9) while two dozen guests play, then started again on the
+    same database: the requests the crash cut off are sent again with their keys, the rounds in play at the kill
+    are played on or voided, and every wallet, round and the house reconcile to the cent. On PostgreSQL, two
+    processes, whose timers' advisory locks die with them."""
+    workers = ("--workers", "2") if database_url.startswith("postgresql") else ()
+    result, report, returncode = short_load(tmp_path, database_url, "--duration", "8", "--crash-at", "3", *workers)
+    game, audit = result["game"], result["audit"]
+    [crash] = game["crashes"]
+    assert 0 < crash["down_s"] < 60 and game["cut_off_by_the_crash"] > 0, report  # it was under load when killed
+    assert game["errors_5xx"] == game["failed_requests"] == game["server_tracebacks"] == 0, report
+    assert audit["ok"], audit["problems"]
+    assert game["rounds_after_the_crash"] > 0, report  # the guests played on
+    assert returncode == 0, report
 
 
 def test_a_short_power_crowd_settles_every_socket_and_stamps_each_arrival_by_the_kernel(tmp_path: Path) -> None:
