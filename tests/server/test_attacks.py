@@ -590,10 +590,15 @@ def test_a_twin_in_flight_is_waited_for_and_its_answer_served(guest: Client, ser
                                       "created_at": service.clock()})
             sender = threading.Thread(target=lambda: answers.append(guest.post("/tables/classic/bets", chip, key=key)))
             sender.start()
-            sender.join(timeout=0.5)
-            assert sender.is_alive()  # waiting for the twin: on the key's lock (not only on the twin's rows)
+            # Waiting for the twin: on the key's lock (not only on the twin's rows). Looked for until it shows (a
+            # loaded host may take a while to send), not at one moment.
+            deadline = time.monotonic() + 10
             with service.db.engine.connect() as watcher:
+                while watcher.execute(waiting_for_advisory_locks).scalar() != 1 and time.monotonic() < deadline:
+                    watcher.rollback()
+                    time.sleep(0.02)
                 assert watcher.execute(waiting_for_advisory_locks).scalar() == 1
+            assert sender.is_alive()
             twin.commit()
         sender.join(timeout=10)
         assert not sender.is_alive()
