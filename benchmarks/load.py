@@ -23,6 +23,10 @@ With ``--crash-at SECONDS`` the game phase kills every process of the server at 
 (SIGKILL) that far into the measured window, starts it again on the same database and
 port, and plays on: requests the crash cut off are sent again with their keys, as a
 client does, and counted apart; the audit then covers the rounds in play at the kill.
+With ``--drop-connections-at SECONDS`` (PostgreSQL) the database ends every connection
+the server holds instead, as one restarting or failing over does: the server answers the
+requests it cuts 503, they are sent again, and the server must reconnect (its pool, its
+timers' advisory locks, its event listener) and play on.
 
 It prints requests/s of both phases and their ratio, decisions/s, rounds/s,
 p50/p95/p99 latency per request kind, errors by status, the CPU of the server's
@@ -58,6 +62,7 @@ import tempfile
 import time
 import uuid
 from collections import Counter
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -78,6 +83,7 @@ FINISHED = ("settled", "void")
 PRIVATE_TABLES = ("classic", "first-person", "classic-premium")
 MAX_ATTEMPTS = 20  # a 503 is retried this many times at most (Retry-After apart)
 MAX_STEPS = 200  # requests one round may take a player at most: every loop here is bounded
+DROP_GRACE = 2.0  # seconds after --drop-connections-at in which a request may still meet a connection that is gone
 DEMO_BALANCE = 100_000
 
 
@@ -100,6 +106,7 @@ class Options:
     pin_cpu: bool = False
     seed: int = 1
     crash_at: float | None = None
+    drop_connections_at: float | None = None
 
 
 def parse(argv: list[str] | None = None) -> Options:
@@ -128,11 +135,20 @@ def parse(argv: list[str] | None = None) -> Options:
     parser.add_argument("--crash-at", type=float, metavar="SECONDS",
                         help="kill -9 the server's processes this long into the measured window, start it again on "
                              "the same database and port, and play on: a crash under load, audited after")
+    parser.add_argument("--drop-connections-at", type=float, metavar="SECONDS",
+                        help="PostgreSQL: end every connection the server holds to its database this long into the "
+                             "measured window (pg_terminate_backend), as a database restarting does, and play on")
     args = parser.parse_args(argv)
     if args.players < 1 or args.duration <= 0 or args.think < 0 or args.workers < 1:
         parser.error("--players and --workers are at least 1, --duration positive, --think not negative")
-    if args.crash_at is not None and not 0 < args.crash_at < args.duration:
-        parser.error("--crash-at is a time within the measured window: more than 0, less than --duration")
+    for name, at in (("--crash-at", args.crash_at), ("--drop-connections-at", args.drop_connections_at)):
+        if at is not None and not 0 < at < args.duration:
+            parser.error(f"{name} is a time within the measured window: more than 0, less than --duration")
+    if args.crash_at is not None and args.drop_connections_at is not None:
+        parser.error("one fault a run: --crash-at or --drop-connections-at")
+    if args.drop_connections_at is not None and not (args.database or "").startswith("postgresql"):
+        parser.error("--drop-connections-at ends the server's connections to PostgreSQL: give --database "
+                     "postgresql+psycopg://...")
     return Options(**vars(args))
 
 
@@ -179,7 +195,8 @@ def stop(process: subprocess.Popen[bytes]) -> None:
 
 @dataclass
 class Served:
-    """A server a phase plays against: its process, and how to start it again after a crash (``--crash-at``)."""
+    """A server a phase plays against: its process, how to start it again after a crash (``--crash-at``), and how
+    to end its connections to the database (``--drop-connections-at``)."""
 
     command: list[str]
     env: dict[str, str]
@@ -188,7 +205,7 @@ class Served:
     process: subprocess.Popen[bytes] | None = None
     logs: list[Path] = field(default_factory=list)
     cpu_of_the_killed: float = 0.0  # CPU seconds of the processes a crash killed, counted at the kill
-    crashes: list[dict[str, float]] = field(default_factory=list)
+    faults: list[dict[str, Any]] = field(default_factory=list)
 
     def start(self) -> None:
         log = self.log if not self.logs else self.log.with_name(f"{self.log.stem}-{len(self.logs)}{self.log.suffix}")
@@ -210,12 +227,32 @@ class Served:
         answers."""
         assert self.process is not None
         self.cpu_of_the_killed += tree_cpu(self.pid)
-        RUN.killed_at, RUN.healthy_at = time.monotonic(), None
+        RUN.fault_at, RUN.over_at = time.monotonic(), None
         os.killpg(self.process.pid, signal.SIGKILL)
         self.process.wait(30)
         self.start()
-        RUN.healthy_at = time.monotonic()
-        self.crashes.append({"down_s": RUN.healthy_at - RUN.killed_at})
+        RUN.over_at = time.monotonic()
+        self.faults.append({"kind": "crash", "down_s": RUN.over_at - RUN.fault_at})
+
+    def drop_connections(self, database: str) -> None:
+        """End every connection to the server's PostgreSQL database but this one, at once: the request threads'
+        (mid-transaction, some of them), the timers' (their advisory locks go with it), the event listener's. A
+        request sent up to :data:`DROP_GRACE` seconds after may meet a connection of the server's pool that is
+        gone: its 503 is the drop's."""
+        from sqlalchemy import create_engine, text
+        from sqlalchemy.pool import NullPool
+
+        engine = create_engine(database, poolclass=NullPool)
+        try:
+            with engine.connect() as connection:
+                RUN.fault_at = time.monotonic()
+                RUN.over_at = RUN.fault_at + DROP_GRACE
+                ended = connection.execute(text(
+                    "SELECT count(*) FILTER (WHERE pg_terminate_backend(pid)) FROM pg_stat_activity "
+                    "WHERE datname = current_database() AND pid <> pg_backend_pid()")).scalar_one()
+        finally:
+            engine.dispose()
+        self.faults.append({"kind": "dropped connections", "ended": int(ended)})
 
     def stop(self) -> None:
         if self.process is not None:
@@ -299,8 +336,8 @@ class Meter:
     rounds: Counter[str] = field(default_factory=Counter)
     events: int = 0
     retried_503: int = 0
-    cut_off: int = 0  # requests whose connection the crash cut (--crash-at): counted apart from the statuses
-    rounds_after_the_crash: int = 0  # rounds a player saw finished once the server answered again
+    cut_off: int = 0  # answers that were a fault's (RUN.cut_off_by_the_fault): counted apart from the statuses
+    rounds_after_the_fault: int = 0  # rounds a player saw finished once the fault was over
     signed_in: int = 0
     active: int = 0  # players in the middle of a round
     notes: Counter[str] = field(default_factory=Counter)
@@ -312,7 +349,7 @@ class Meter:
         self.events = 0
         self.retried_503 = 0
         self.cut_off = 0
-        self.rounds_after_the_crash = 0
+        self.rounds_after_the_fault = 0
 
 
 @dataclass
@@ -328,16 +365,19 @@ class Run:
     ws_url: str = ""
     counter: Any = field(default_factory=itertools.count)
     forwarded: Any = field(default_factory=itertools.count)
-    killed_at: float | None = None  # time.monotonic() of the crash (--crash-at), and when the server answered again
-    healthy_at: float | None = None
+    # time.monotonic() of a fault (--crash-at: the kill; --drop-connections-at: the drop), and of its end (the server
+    # answering again; DROP_GRACE after the drop)
+    fault_at: float | None = None
+    over_at: float | None = None
 
-    def cut_off_by_the_crash(self, sent_at: float, answered_at: float) -> bool:
-        """Whether a request was under way while the server was down: sent before it answered again, answered
-        after it was killed. Its lost connection is the crash's, not the server's failure."""
-        if self.killed_at is None:
+    def cut_off_by_the_fault(self, status: int, sent_at: float, answered_at: float) -> bool:
+        """Whether an answer is the fault's: a lost connection (0) or a 503, of a request sent before the fault was
+        over and answered after it began. It is sent again with its key, as a client does; any other answer, and
+        any answer outside the fault, is the server's own."""
+        if self.fault_at is None or status not in (0, 503):
             return False
-        back = self.healthy_at if self.healthy_at is not None else answered_at
-        return sent_at <= back and answered_at >= self.killed_at
+        over = self.over_at if self.over_at is not None else answered_at
+        return sent_at <= over and answered_at >= self.fault_at
 
 
 RUN = Run()
@@ -407,9 +447,9 @@ class Guest(FastHttpUser):
             with self.client.request(method, path, name=kind, json=json_body, headers=sent,
                                      catch_response=True) as response:
                 status = response.status_code or 0
-                if status == 0 and RUN.cut_off_by_the_crash(sent_at, time.monotonic()):
+                if RUN.cut_off_by_the_fault(status, sent_at, time.monotonic()):
                     RUN.meter.cut_off += 1
-                    response.success()  # the connection the crash cut: a real client tries again, same key
+                    response.success()  # the fault's: a real client tries again, with the same key
                     gevent.sleep(0.5)
                     continue
                 RUN.meter.statuses[(kind, status)] += 1
@@ -521,7 +561,7 @@ class Guest(FastHttpUser):
     def play_shared(self) -> None:
         table = f"/tables/{self.table_id}"
         view = None
-        if self.ws is None:  # its socket was closed (a crash, a client too slow): connected again, as a page does
+        if self.ws is None:  # its socket was closed (a fault, a client too slow): connected again, as a page does
             self.connect_events()
         for attempt in range(10):
             if RUN.stopping:
@@ -560,7 +600,7 @@ class Guest(FastHttpUser):
         for _ in range(MAX_STEPS):
             if view["status"] in FINISHED:
                 RUN.meter.rounds[view["status"]] += 1
-                RUN.meter.rounds_after_the_crash += RUN.healthy_at is not None
+                RUN.meter.rounds_after_the_fault += RUN.over_at is not None and time.monotonic() > RUN.over_at
                 return
             if view["legal_actions"] and view["decision"] and view["decision"]["player_id"] == self.player_id:
                 status, answer = self.post(f"/rounds/{round_id}/actions", "action", {"action": choose(view)})
@@ -614,12 +654,12 @@ def percentiles(entry: Any) -> dict[str, float]:
 
 
 def measure(user: type[FastHttpUser], host: str, options: Options, server: Served,
-            crash_at: float | None = None) -> dict[str, Any]:
-    """Start the players, wait for every sign-in, measure ``duration`` seconds (the server crashed and started
-    again ``crash_at`` seconds in, if given), then drain and stop."""
+            fault: tuple[float, Callable[[], None]] | None = None) -> dict[str, Any]:
+    """Start the players, wait for every sign-in, measure ``duration`` seconds (``fault``: at that many seconds in,
+    that call, such as :meth:`Served.crash`), then drain and stop."""
     RUN.meter = Meter()
     RUN.stopping = False
-    RUN.killed_at = RUN.healthy_at = None
+    RUN.fault_at = RUN.over_at = None
     RUN.counter = itertools.count()
     env = Environment(user_classes=[user], host=host)
     runner = env.create_local_runner()
@@ -633,17 +673,17 @@ def measure(user: type[FastHttpUser], host: str, options: Options, server: Serve
     load_before = os.getloadavg()
     cpu_server, cpu_self, started = server.cpu(), own_cpu(), time.perf_counter()
     switches = tree_switches(server.pid)
-    crasher = gevent.spawn_later(crash_at, server.crash) if crash_at is not None else None
+    faulting = gevent.spawn_later(*fault) if fault is not None else None
     gevent.sleep(options.duration)
-    if crasher is not None:
-        crasher.get(timeout=120)  # a server that did not come back ends the run here, saying why
+    if faulting is not None:
+        faulting.get(timeout=120)  # a server that did not come back ends the run here, saying why
     elapsed = time.perf_counter() - started
     cpu_server, cpu_self = server.cpu() - cpu_server, own_cpu() - cpu_self
     switches_after = tree_switches(server.pid)
     thread_cpus = tree_thread_cpus(server.pid)
     # A thread's switches are counted while it lives: a crash takes the killed threads' counts with them.
     switches = switches_after - switches if switches is not None and switches_after is not None and not \
-        server.crashes else None
+        any(fault["kind"] == "crash" for fault in server.faults) else None
     load_after = os.getloadavg()
     meter = RUN.meter
     kinds = {}
@@ -665,8 +705,8 @@ def measure(user: type[FastHttpUser], host: str, options: Options, server: Serve
         "errors_5xx": sum(v for k, v in statuses.items() if k >= 500),
         "failed_requests": sum(v for k, v in statuses.items() if k == 0 or (k >= 400 and k not in (404, 409, 429))),
         "retried_503": meter.retried_503, "ws_events": meter.events, "notes": dict(meter.notes),
-        "crashes": server.crashes, "cut_off_by_the_crash": meter.cut_off,
-        "rounds_after_the_crash": meter.rounds_after_the_crash,
+        "faults": server.faults, "cut_off_by_the_fault": meter.cut_off,
+        "rounds_after_the_fault": meter.rounds_after_the_fault,
         "server_cpu_s": cpu_server, "server_cores": cpu_server / elapsed,
         "loadgen_cpu_s": cpu_self, "loadgen_cores": cpu_self / elapsed,
         "requests_per_server_cpu_s": http_requests / cpu_server if cpu_server else None,
@@ -758,7 +798,10 @@ def game_phase(options: Options, work: Path, database: str) -> tuple[dict[str, A
     server.start()
     try:
         setup_tables(url, RUN.token, options)
-        figures = measure(Guest, url, options, server, crash_at=options.crash_at)
+        fault = (options.crash_at, server.crash) if options.crash_at is not None else \
+            (options.drop_connections_at, lambda: server.drop_connections(database)) \
+            if options.drop_connections_at is not None else None
+        figures = measure(Guest, url, options, server, fault)
         figures["tables"] = Counter(kind for kind, _ in RUN.roles)
         audit_result = audit(database, url, RUN.token)
     finally:
@@ -900,10 +943,11 @@ def show(title: str, figures: dict[str, Any]) -> None:
               f"{kind['p99']:>7.0f} {kind['failures']:>7}")
     print(f"   statuses {figures['statuses']}   5xx {figures['errors_5xx']}   503 retried {figures['retried_503']}"
           + (f"   notes {figures['notes']}" if figures["notes"] else ""))
-    for crash in figures.get("crashes", ()):
-        print(f"   crashed (kill -9 of every server process) and answering again {crash['down_s']:.1f} s later; "
-              f"{figures['cut_off_by_the_crash']} requests cut off by it, sent again with their keys; "
-              f"{figures['rounds_after_the_crash']} rounds finished after it")
+    for fault in figures.get("faults", ()):
+        what = (f"crashed (kill -9 of every server process) and answering again {fault['down_s']:.1f} s later"
+                if fault["kind"] == "crash" else f"the database ended the server's {fault['ended']} connections")
+        print(f"   {what}; {figures['cut_off_by_the_fault']} answers were the fault's (a lost connection or a 503), "
+              f"sent again with their keys; {figures['rounds_after_the_fault']} rounds finished after it")
 
 
 def fresh_postgres(url: str) -> tuple[str, Any]:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import importlib.util
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -30,7 +31,9 @@ def short_load(tmp_path: Path, database_url: str, *options: str) -> tuple[dict[s
     command = [sys.executable, str(ROOT / "benchmarks" / "load.py"), "--players", "24", "--no-bare",
                "--multiplayer-tables", "1", "--power-players", "5", "--warmup", "30", "--drain", "20",
                "--database", database_url, "--no-fresh", "--json", str(figures), *options]
-    run = subprocess.run(command, capture_output=True, text=True, timeout=180, cwd=tmp_path)
+    # Its work directory (the server's log, with --keep) in the test's own.
+    run = subprocess.run(command, capture_output=True, text=True, timeout=180, cwd=tmp_path,
+                         env={**os.environ, "TMPDIR": str(tmp_path)})
     assert figures.exists(), run.stdout[-3000:] + run.stderr[-3000:]
     return json.loads(figures.read_text()), run.stdout[-3000:] + run.stderr[-3000:], run.returncode
 
@@ -56,11 +59,34 @@ def test_a_server_killed_under_load_comes_back_and_every_cent_reconciles(tmp_pat
     workers = ("--workers", "2") if database_url.startswith("postgresql") else ()
     result, report, returncode = short_load(tmp_path, database_url, "--duration", "8", "--crash-at", "3", *workers)
     game, audit = result["game"], result["audit"]
-    [crash] = game["crashes"]
-    assert 0 < crash["down_s"] < 60 and game["cut_off_by_the_crash"] > 0, report  # it was under load when killed
+    [crash] = game["faults"]
+    assert crash["kind"] == "crash" and 0 < crash["down_s"] < 60, report
+    assert game["cut_off_by_the_fault"] > 0, report  # it was under load when killed
     assert game["errors_5xx"] == game["failed_requests"] == game["server_tracebacks"] == 0, report
     assert audit["ok"], audit["problems"]
-    assert game["rounds_after_the_crash"] > 0, report  # the guests played on
+    assert game["rounds_after_the_fault"] > 0, report  # the guests played on
+    assert returncode == 0, report
+
+
+def test_a_database_that_ends_every_connection_under_load_is_reconnected_and_every_cent_reconciles(
+        tmp_path: Path, database_url: str) -> None:
+    """PostgreSQL ends every connection two server processes hold (``pg_terminate_backend``, as a database
+    restarting or failing over does) while two dozen guests play: the requests it cuts are answered 503 and sent
+    again, the servers reconnect (their pools, their timers' advisory locks, their event listeners) and play on, and
+    every wallet, round and the house reconcile to the cent. The servers' logs say what they lost and took again."""
+    if not database_url.startswith("postgresql"):
+        pytest.skip("SQLite's connections are the server's own: nothing outside ends them")
+    result, report, returncode = short_load(tmp_path, database_url, "--duration", "8", "--drop-connections-at",
+                                            "3", "--workers", "2", "--keep")
+    game, audit = result["game"], result["audit"]
+    [drop] = game["faults"]
+    # Each process's request connections in the pool, its timers' and its listener's, at the least.
+    assert drop["kind"] == "dropped connections" and drop["ended"] >= 4, report
+    assert game["errors_5xx"] == game["failed_requests"] == game["server_tracebacks"] == 0, report
+    assert audit["ok"], audit["problems"]
+    assert game["rounds_after_the_fault"] > 0, report
+    log = "".join(path.read_text() for path in tmp_path.glob("twentyone-load-*/server.log"))
+    assert "event listener disconnected" in log and "timer ownership lost" in log, log[-3000:]
     assert returncode == 0, report
 
 

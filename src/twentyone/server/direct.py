@@ -712,7 +712,25 @@ def _driver_error(connection: Connection, error: BaseException, sql: str, values
     pooled = connection.connection
     pooled.info.pop(_CURSOR, None)
     pooled.info.pop(_CURSORS, None)
+    if connection.engine.dialect.name == "postgresql":
+        _close_if_left_in_a_pipeline(pooled.driver_connection)
     connection._handle_dbapi_exception(error, sql, values, cursor, None)
+
+
+def _close_if_left_in_a_pipeline(driver: Any) -> None:
+    """psycopg: close a connection its pipeline could not leave, so that SQLAlchemy sees it gone and discards it.
+
+    When PostgreSQL ends a connection (restarting, failing over, ``pg_terminate_backend``) while a pipeline waits
+    on its answers, psycopg may read the server's last message (AdminShutdown) before it notices the connection
+    closed: it raises that, and cannot leave pipeline mode ("cannot exit pipeline mode while busy"), so the
+    connection is still open to SQLAlchemy, which took it for alive and put it back in the pool, whose reset (a
+    ``ROLLBACK``, refused in pipeline mode) failed and was logged with three tracebacks, once for each request the
+    database cut (found by a load run whose database ended every connection). Nothing can be sent on such a
+    connection again, whatever the error was."""
+    from psycopg import pq
+
+    if not driver.closed and driver.pgconn.pipeline_status != pq.PipelineStatus.OFF:
+        driver.close()
 
 
 class Record:
