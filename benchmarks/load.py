@@ -23,6 +23,8 @@ With ``--crash-at SECONDS`` the game phase kills every process of the server at 
 (SIGKILL) that far into the measured window, starts it again on the same database and
 port, and plays on: requests the crash cut off are sent again with their keys, as a
 client does, and counted apart; the audit then covers the rounds in play at the kill.
+With ``--kill-worker-at SECONDS`` it kills one of the ``--workers`` processes: the
+others serve on, and the supervisor starts another in its place.
 With ``--drop-connections-at SECONDS`` (PostgreSQL) the database ends every connection
 the server holds instead, as one restarting or failing over does: the server answers the
 requests it cuts 503, they are sent again, and the server must reconnect (its pool, its
@@ -106,6 +108,7 @@ class Options:
     pin_cpu: bool = False
     seed: int = 1
     crash_at: float | None = None
+    kill_worker_at: float | None = None
     drop_connections_at: float | None = None
 
 
@@ -135,17 +138,24 @@ def parse(argv: list[str] | None = None) -> Options:
     parser.add_argument("--crash-at", type=float, metavar="SECONDS",
                         help="kill -9 the server's processes this long into the measured window, start it again on "
                              "the same database and port, and play on: a crash under load, audited after")
+    parser.add_argument("--kill-worker-at", type=float, metavar="SECONDS",
+                        help="kill -9 one of the --workers processes this long into the measured window, and play "
+                             "on: the others serve, and the supervisor starts another in its place")
     parser.add_argument("--drop-connections-at", type=float, metavar="SECONDS",
                         help="PostgreSQL: end every connection the server holds to its database this long into the "
                              "measured window (pg_terminate_backend), as a database restarting does, and play on")
     args = parser.parse_args(argv)
     if args.players < 1 or args.duration <= 0 or args.think < 0 or args.workers < 1:
         parser.error("--players and --workers are at least 1, --duration positive, --think not negative")
-    for name, at in (("--crash-at", args.crash_at), ("--drop-connections-at", args.drop_connections_at)):
+    faults = {"--crash-at": args.crash_at, "--kill-worker-at": args.kill_worker_at,
+              "--drop-connections-at": args.drop_connections_at}
+    for name, at in faults.items():
         if at is not None and not 0 < at < args.duration:
             parser.error(f"{name} is a time within the measured window: more than 0, less than --duration")
-    if args.crash_at is not None and args.drop_connections_at is not None:
-        parser.error("one fault a run: --crash-at or --drop-connections-at")
+    if sum(at is not None for at in faults.values()) > 1:
+        parser.error("one fault a run: --crash-at, --kill-worker-at or --drop-connections-at")
+    if args.kill_worker_at is not None and args.workers < 2:
+        parser.error("--kill-worker-at kills one of several server processes: give --workers 2 or more")
     if args.drop_connections_at is not None and not (args.database or "").startswith("postgresql"):
         parser.error("--drop-connections-at ends the server's connections to PostgreSQL: give --database "
                      "postgresql+psycopg://...")
@@ -233,6 +243,33 @@ class Served:
         self.start()
         RUN.over_at = time.monotonic()
         self.faults.append({"kind": "crash", "down_s": RUN.over_at - RUN.fault_at})
+
+    def workers(self) -> list[psutil.Process]:
+        """The processes ``serve --workers N`` serves from (multiprocessing's spawned children, not its resource
+        tracker)."""
+        workers = []
+        for child in psutil.Process(self.pid).children():
+            with contextlib.suppress(psutil.Error):  # one killed, not yet reaped (a zombie), or gone
+                if any("spawn_main" in part for part in child.cmdline()):
+                    workers.append(child)
+        return workers
+
+    def kill_worker(self) -> None:
+        """Kill one worker process of several (SIGKILL), and wait until the supervisor has started another in its
+        place: the requests under way in the one killed are cut, the others' go on. Its CPU seconds so far are
+        counted at the kill (they leave the process tree with it)."""
+        workers = self.workers()
+        victim = workers[-1]
+        self.cpu_of_the_killed += tree_cpu(victim.pid)
+        RUN.fault_at, RUN.over_at = time.monotonic(), None
+        victim.kill()
+        deadline = time.monotonic() + 60
+        while (now := self.workers()) and (len(now) < len(workers) or victim.pid in {w.pid for w in now}):
+            if time.monotonic() > deadline:
+                raise SystemExit("the server started no worker in place of the one killed within 60 s")
+            time.sleep(0.2)
+        RUN.over_at = time.monotonic()
+        self.faults.append({"kind": "killed worker", "replaced_s": RUN.over_at - RUN.fault_at})
 
     def drop_connections(self, database: str) -> None:
         """End every connection to the server's PostgreSQL database but this one, at once: the request threads'
@@ -798,9 +835,9 @@ def game_phase(options: Options, work: Path, database: str) -> tuple[dict[str, A
     server.start()
     try:
         setup_tables(url, RUN.token, options)
-        fault = (options.crash_at, server.crash) if options.crash_at is not None else \
-            (options.drop_connections_at, lambda: server.drop_connections(database)) \
-            if options.drop_connections_at is not None else None
+        faults = [(options.crash_at, server.crash), (options.kill_worker_at, server.kill_worker),
+                  (options.drop_connections_at, lambda: server.drop_connections(database))]
+        fault = next(((at, call) for at, call in faults if at is not None), None)
         figures = measure(Guest, url, options, server, fault)
         figures["tables"] = Counter(kind for kind, _ in RUN.roles)
         audit_result = audit(database, url, RUN.token)
@@ -944,10 +981,17 @@ def show(title: str, figures: dict[str, Any]) -> None:
     print(f"   statuses {figures['statuses']}   5xx {figures['errors_5xx']}   503 retried {figures['retried_503']}"
           + (f"   notes {figures['notes']}" if figures["notes"] else ""))
     for fault in figures.get("faults", ()):
-        what = (f"crashed (kill -9 of every server process) and answering again {fault['down_s']:.1f} s later"
-                if fault["kind"] == "crash" else f"the database ended the server's {fault['ended']} connections")
-        print(f"   {what}; {figures['cut_off_by_the_fault']} answers were the fault's (a lost connection or a 503), "
-              f"sent again with their keys; {figures['rounds_after_the_fault']} rounds finished after it")
+        print(f"   {fault_said(fault)}; {figures['cut_off_by_the_fault']} answers were the fault's (a lost "
+              f"connection or a 503), sent again with their keys; {figures['rounds_after_the_fault']} rounds "
+              "finished after it")
+
+
+def fault_said(fault: dict[str, Any]) -> str:
+    if fault["kind"] == "crash":
+        return f"crashed (kill -9 of every server process) and answering again {fault['down_s']:.1f} s later"
+    if fault["kind"] == "killed worker":
+        return f"one worker killed (kill -9), another started {fault['replaced_s']:.1f} s later"
+    return f"the database ended the server's {fault['ended']} connections"
 
 
 def fresh_postgres(url: str) -> tuple[str, Any]:

@@ -68,6 +68,23 @@ def test_a_server_killed_under_load_comes_back_and_every_cent_reconciles(tmp_pat
     assert returncode == 0, report
 
 
+def test_a_worker_killed_under_load_is_replaced_and_every_cent_reconciles(tmp_path: Path, database_url: str) -> None:
+    """One of two server processes killed (kill -9) while two dozen guests play: the requests under way in it are
+    cut and sent again, the other process serves on and takes over the dead one's timers, the supervisor starts
+    another in its place, and every wallet, round and the house reconcile to the cent."""
+    if not database_url.startswith("postgresql"):
+        pytest.skip("several server processes share PostgreSQL only")
+    result, report, returncode = short_load(tmp_path, database_url, "--duration", "8", "--kill-worker-at", "3",
+                                            "--workers", "2")
+    game, audit = result["game"], result["audit"]
+    [killed] = game["faults"]
+    assert killed["kind"] == "killed worker" and 0 <= killed["replaced_s"] < 60, report
+    assert game["errors_5xx"] == game["failed_requests"] == game["server_tracebacks"] == 0, report
+    assert audit["ok"], audit["problems"]
+    assert game["rounds_after_the_fault"] > 0, report
+    assert returncode == 0, report
+
+
 def test_a_database_that_ends_every_connection_under_load_is_reconnected_and_every_cent_reconciles(
         tmp_path: Path, database_url: str) -> None:
     """PostgreSQL ends every connection two server processes hold (``pg_terminate_backend``, as a database
