@@ -205,8 +205,9 @@ def stop(process: subprocess.Popen[bytes]) -> None:
 
 @dataclass
 class Served:
-    """A server a phase plays against: its process, how to start it again after a crash (``--crash-at``), and how
-    to end its connections to the database (``--drop-connections-at``)."""
+    """A server a phase plays against: its process, and the faults it may be put to: a crash, after which it is
+    started again (``--crash-at``), one worker killed (``--kill-worker-at``), its connections to the database ended
+    (``--drop-connections-at``)."""
 
     command: list[str]
     env: dict[str, str]
@@ -402,8 +403,8 @@ class Run:
     ws_url: str = ""
     counter: Any = field(default_factory=itertools.count)
     forwarded: Any = field(default_factory=itertools.count)
-    # time.monotonic() of a fault (--crash-at: the kill; --drop-connections-at: the drop), and of its end (the server
-    # answering again; DROP_GRACE after the drop)
+    # time.monotonic() of a fault (the kill, or the drop), and of its end (the server answering again after a crash,
+    # another worker started in the killed one's place, DROP_GRACE after the drop)
     fault_at: float | None = None
     over_at: float | None = None
 
@@ -720,7 +721,7 @@ def measure(user: type[FastHttpUser], host: str, options: Options, server: Serve
     thread_cpus = tree_thread_cpus(server.pid)
     # A thread's switches are counted while it lives: a crash takes the killed threads' counts with them.
     switches = switches_after - switches if switches is not None and switches_after is not None and not \
-        any(fault["kind"] == "crash" for fault in server.faults) else None
+        any(fault["kind"] in ("crash", "killed worker") for fault in server.faults) else None
     load_after = os.getloadavg()
     meter = RUN.meter
     kinds = {}
