@@ -567,6 +567,13 @@ def test_a_round_settled_while_away_is_shown_on_return_once(browser: Any, live_s
         expect(page.locator("#result")).to_have_attribute("data-round", str(round_id))
         expect(page.locator("#result")).to_contain_text(f"Round #{round_id}")
         expect(page.locator("#announce")).to_have_text(f"Round #{round_id} was settled while you were away.")
+        # With its cards: the player's 19, the dealer's 6 and 10 that drew an 8 and bust. Before, the felt was empty.
+        expect(page.locator(".dealer .card")).to_have_count(3)
+        expect(page.locator("#dealer-total")).to_have_text("24 Bust")
+        expect(page.locator(".hands.mine .cards .card")).to_have_count(2)
+        expect(page.locator(".hands.mine .total")).to_have_text("19")
+        page.wait_for_timeout(1500)  # the cards dealt onto the felt, for the picture
+        shot(page, "a-round-settled-while-away")
         page.reload()  # shown once: the next visit starts clean
         expect(page.locator("#deal, #rebet")).to_be_visible()
         expect(page.locator("#result")).to_be_hidden()

@@ -73,7 +73,14 @@ async function showMissedResult(tableId) {
     if (Date.now() - Date.parse(last.settled_at) > MISSED_FOR_MS || localStorage.getItem(shownKey()) === String(last.id)) {
       return;
     }
-    finish(await api("GET", `/rounds/${last.id}`));
+    const missed = await api("GET", `/rounds/${last.id}`);
+    if (currentTableId() !== tableId || (state.table && state.table.round && state.table.round.status === "playing")) {
+      return;  // the player went on meanwhile (another table, a round dealt)
+    }
+    finish(missed);
+    // Its cards with its result: the felt shows the finished round only when drawn again (before, the banner named
+    // the result over an empty felt until some later event redrew it; found by a trial of a shared table).
+    if (state.table) renderTable();
     announce(`Round #${last.id} was settled while you were away.`);
   } catch { /* only a courtesy: the table itself is shown */ }
 }
