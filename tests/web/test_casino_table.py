@@ -107,6 +107,28 @@ def test_shared_table_results_after_a_rebet_a_timeout_and_a_blackjack(browser: A
     close(page, problems)
 
 
+def test_a_split_at_a_shared_table_names_each_hand_by_its_number(browser: Any, live_server: LiveServer) -> None:
+    """At a shared table a player has one spot: a split's hands read "Your hand 1" and "Your hand 2", on the felt and
+    in the result. Before, "Your hand.1" (found by a trial of a shared table)."""
+    # Multiplayer deals the player 8S, the dealer 6H, the player 8D, the dealer's hole card TC; the split hands draw
+    # 3C and 2H, and the dealer's 16 draws 7S and busts.
+    live_server.service.stacked.append(["8S", "6H", "8D", "TC", "3C", "2H", "7S"])
+    page, _, problems = table_page(browser, live_server, "multiplayer")
+    chip(page, 100)
+    bet(page)
+    deal(page, live_server, "multiplayer")
+    page.locator("button[data-action='split']").click()
+    hands = page.locator(".hands.mine .hand .owner")
+    expect(hands).to_have_text(["Your hand 1", "Your hand 2"])
+    for number in (1, 2):
+        expect(page.locator(".hands.mine .hand.active .owner")).to_have_text(f"Your hand {number}")
+        page.locator("button[data-action='stand']").click()
+    banner = page.locator("#result")
+    expect(banner).to_contain_text("Your hand 1: Win +$1.00")
+    expect(banner).to_contain_text("Your hand 2: Win +$1.00")
+    close(page, problems)
+
+
 # ------------------------------------------------------------------ money
 def test_money_in_the_tables_currency(browser: Any, live_server: LiveServer) -> None:
     page, _, problems = table_page(browser, live_server, "single-deck")

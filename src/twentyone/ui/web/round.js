@@ -71,10 +71,15 @@ export function dealerArea(round) {
         : el("div", { class: "cards" }), total));
 }
 
+/** A split hand is numbered after the spot it came from at a private table of several spots ("Hand 1.2": spot 1,
+ * its second hand); at a shared table, where a player has one spot, by itself ("Your hand 2", "ann's hand 2").
+ * Before, a shared table's read "Your hand.2" (found by a trial of a shared table). */
 function handLabel(hand, index, mine, shared) {
-  const split = hand.from_split ? `.${hand.hand}` : "";
-  if (shared) return mine ? `Your hand${split}` : `${hand.name}'s hand${split}`;
-  return `Hand ${index}${split}`;
+  if (shared) {
+    const split = hand.from_split ? ` ${hand.hand}` : "";
+    return mine ? `Your hand${split}` : `${hand.name}'s hand${split}`;
+  }
+  return `Hand ${index}${hand.from_split ? `.${hand.hand}` : ""}`;
 }
 
 /** The player's own hands, big, each over its chip stack; the active one is lit. */
