@@ -294,3 +294,36 @@ def test_long_names_are_read_whole_in_the_seat_strip(browser: Any, live_server: 
     finally:
         page.context.close()
         assert not problems, problems
+
+
+def test_a_watcher_on_a_phone_sees_whose_turn_it_is(browser: Any, live_server: LiveServer) -> None:
+    """Six players at multiplayer, watched on a phone, where the strip of seats scrolls sideways: the seat the round
+    waits for is brought into the strip's view as the turn moves along, and the action bar names its player. Before,
+    the deciding seat could be out of sight, and the bar said only "A round is in play" (found by a trial on a
+    phone)."""
+    live_server.service.stacked.append(CALM_SHOE * 2)
+    players = [guest_token(live_server) for _ in range(6)]
+    posts = [poster(live_server, token) for token, _ in players]
+    page, _, problems = table_page(browser, live_server, "multiplayer", viewport=PHONE)
+    try:
+        round_id = 0
+        for post in posts:
+            post("/tables/multiplayer/bets", {"spot": 1, "type": "main", "chip": 100})
+            round_id = post("/tables/multiplayer/deal")["id"]
+        live_server.service.close_betting("multiplayer")
+        strip = page.locator(".others")
+        for index, (post, (_, name)) in enumerate(zip(posts, players, strict=True)):
+            seat = page.locator(f".others .seat.active[data-player='{name}']")
+            expect(seat).to_be_visible()
+            expect(page.locator("#bet-status")).to_contain_text(f"A round is in play ({name} is deciding)")
+            shown, box = strip.bounding_box(), seat.bounding_box()
+            assert shown and box and shown["x"] - 1 <= box["x"] and box["x"] + box["width"] <= shown["x"] + shown[
+                "width"] + 1, (index, shown, box)
+            if index == 4:
+                shot(page, "multiplayer-phone-watcher-sees-the-deciding-seat")
+            post(f"/rounds/{round_id}/actions", {"action": "stand"})
+        assert page.evaluate("document.querySelector('.others').scrollWidth > document.querySelector('.others')"
+                             ".clientWidth"), "six seats fit a phone's strip: the test shows nothing"
+    finally:
+        page.context.close()
+    assert not problems, problems

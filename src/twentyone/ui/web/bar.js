@@ -64,7 +64,12 @@ export function bettingBar(table, slip, { forming, seated, playing, canBet, excl
   let line = state.finished ? "Place your bets for the next round" : "Place your bets";
   if (forming && seated) line = "Your bets are in. Round starts in";
   else if (forming) line = "Round starts in";
-  else if (playing) line = "A round is in play: bet now for the next one";
+  else if (playing) {
+    // Who the round waits for, as the seat strip lights it (which a phone may have scrolled sideways).
+    const waiting = deciders(playing).filter((id) => id !== state.me.id);
+    const name = waiting.length === 1 && (playing.seats.find((seat) => seat.player_id === waiting[0]) || {}).name;
+    line = `A round is in play${name ? ` (${name} is deciding)` : ""}: bet now for the next one`;
+  }
   const timer = forming ? el("span", { class: "timer", id: "window" }) : null;
   const statusLine = el("p", { class: "status-line", id: "bet-status" }, line, timer ? " " : "", timer,
     forming && !seated ? " — bet to join" : "");

@@ -453,6 +453,15 @@ export function renderTable() {
   // On a small screen the hand waiting for a decision is brought into view, beside the dealer.
   const active = view().querySelector(".hand.active");
   if (active) active.scrollIntoView({ block: "nearest" });
+  // The seat the round waits for is brought into the strip of other seats, which scrolls sideways on a small screen
+  // (before, it could be out of sight there: found by a trial on a phone). Sideways only: the page stays put.
+  const strip = view().querySelector(".others");
+  const deciding = strip && strip.querySelector(".seat.active");
+  if (deciding) {
+    const [shown, seat] = [strip.getBoundingClientRect(), deciding.getBoundingClientRect()];
+    if (seat.left < shown.left) strip.scrollLeft -= shown.left - seat.left;
+    else if (seat.right > shown.right) strip.scrollLeft += seat.right - shown.right;
+  }
   startTimers(current);
 }
 
