@@ -207,10 +207,11 @@ def play(
     currency: Annotated[str | None, typer.Option(help="Currency code, like GBP (default: the game's table's, "
                                                  "else USD).")] = None,
 ) -> None:
-    """Sit at a game in the terminal: bet, deal, decide with single keys.
+    """Play a game in the terminal, on this machine: bet, deal, decide with single keys.
 
-    A built-in game sits at the server's table of the same name (its currency, chips and
-    limits); a rules file plays in dollars with 1-5-25-100 chips."""
+    A built-in game is set as the server's table of the same name is (its currency, chips
+    and limits), but played here, by the engine itself: no server is connected to. A rules
+    file plays in dollars with 1-5-25-100 chips."""
     from twentyone.core.money import MAX_AMOUNT
     from twentyone.core.rules import RulesError
     from twentyone.ui.terminal import play as play_terminal
