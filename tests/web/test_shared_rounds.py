@@ -299,8 +299,8 @@ def test_long_names_are_read_whole_in_the_seat_strip(browser: Any, live_server: 
 def test_a_watcher_on_a_phone_sees_whose_turn_it_is(browser: Any, live_server: LiveServer) -> None:
     """Six players at multiplayer, watched on a phone, where the strip of seats scrolls sideways: the seat the round
     waits for is brought into the strip's view as the turn moves along, and the action bar names its player. Before,
-    the deciding seat could be out of sight, and the bar said only "A round is in play" (found by a trial on a
-    phone)."""
+    the deciding seat could be out of sight, the bar said only "A round is in play", and the header's clock read
+    "Decision: 13s" as if it were the watcher's (found by a trial on a phone)."""
     live_server.service.stacked.append(CALM_SHOE * 2)
     players = [guest_token(live_server) for _ in range(6)]
     posts = [poster(live_server, token) for token, _ in players]
@@ -316,6 +316,7 @@ def test_a_watcher_on_a_phone_sees_whose_turn_it_is(browser: Any, live_server: L
             seat = page.locator(f".others .seat.active[data-player='{name}']")
             expect(seat).to_be_visible()
             expect(page.locator("#bet-status")).to_contain_text(f"A round is in play ({name} is deciding)")
+            expect(page.locator("#timer")).to_contain_text(f"{name} decides: ")  # their clock, not the watcher's
             shown, box = strip.bounding_box(), seat.bounding_box()
             assert shown and box and shown["x"] - 1 <= box["x"] and box["x"] + box["width"] <= shown["x"] + shown[
                 "width"] + 1, (index, shown, box)

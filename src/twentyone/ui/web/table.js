@@ -526,9 +526,12 @@ function startTimers(round) {
     const deadline = round && ((round.decision && round.decision.deadline) || round.deadline);
     const decisionLeft = deadline ? left(deadline) : null;
     const text = decisionLeft === null ? "" : `${decisionLeft >= 60 ? `${Math.floor(decisionLeft / 60)}m ` : ""}${decisionLeft % 60}s`;
+    // Another player's clock is named theirs (before, "Decision: 13s" read as the watcher's own: found by a trial).
+    const decider = round && round.decision && !round.legal_actions.length && round.seats
+      && (round.seats.find((seat) => seat.player_id === round.decision.player_id) || {}).name;
     for (const id of ["timer", "bar-timer"]) {
       const node = document.getElementById(id);
-      if (node) node.textContent = text && id === "timer" ? `Decision: ${text}` : text;
+      if (node) node.textContent = text && id === "timer" ? `${decider ? `${decider} decides` : "Decision"}: ${text}` : text;
     }
     const windowNode = document.getElementById("window");
     if (round && round.betting_closes_at && windowNode) windowNode.textContent = `${left(round.betting_closes_at)} s`;
