@@ -4,7 +4,7 @@
 import { chipColour } from "./chips.js";
 import { el, keyed, state, view } from "./dom.js";
 import { chipLabel, money } from "./money.js";
-import { deciders, roundCurrency, tableInfo, timedOut } from "./round.js";
+import { deciders, otherDecider, roundCurrency, seatName, tableInfo, timedOut } from "./round.js";
 
 export const ACTIONS = [
   ["hit", "HIT", "h"], ["stand", "STAND", "s"], ["double", "DOUBLE", "d"], ["triple", "TRIPLE", "t"],
@@ -45,7 +45,7 @@ function waitingLine(round) {
     return round.drawing ? "Your card is dealt once every player has chosen…" : "Waiting for the other players to decide…";
   }
   if (!waiting.length) return "Dealing…";
-  const names = waiting.map((id) => (round.seats.find((seat) => seat.player_id === id) || {}).name).filter(Boolean);
+  const names = waiting.map((id) => seatName(round, id)).filter(Boolean);
   if (waiting.length === 1 && names.length) return `${names[0]} is deciding…`;
   return `Waiting for ${waiting.length} players to decide…`;
 }
@@ -66,8 +66,7 @@ export function bettingBar(table, slip, { forming, seated, playing, canBet, excl
   else if (forming) line = "Round starts in";
   else if (playing) {
     // Who the round waits for, as the seat strip lights it (which a phone may have scrolled sideways).
-    const waiting = deciders(playing).filter((id) => id !== state.me.id);
-    const name = waiting.length === 1 && (playing.seats.find((seat) => seat.player_id === waiting[0]) || {}).name;
+    const name = otherDecider(playing);
     line = `A round is in play${name ? ` (${name} is deciding)` : ""}: bet now for the next one`;
   }
   const timer = forming ? el("span", { class: "timer", id: "window" }) : null;

@@ -175,6 +175,17 @@ export function deciders(round) {
   return round.decision ? [round.decision.player_id] : [];
 }
 
+/** A seated player's name, or null (a round without seats, a player not among them). */
+export function seatName(round, playerId) {
+  return ((round.seats || []).find((seat) => seat.player_id === playerId) || {}).name || null;
+}
+
+/** The one other player the round waits for, by name; null where it waits for this player, for several, or none. */
+export function otherDecider(round) {
+  const waiting = deciders(round).filter((id) => id !== state.me.id);
+  return waiting.length === 1 ? seatName(round, waiting[0]) : null;
+}
+
 /** A round this player only watched (a shared table's): how the dealer's hand ended; the felt shows everyone's. */
 function watchedSummary(round) {
   const { total, blackjack } = round.dealer;

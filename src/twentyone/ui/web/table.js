@@ -4,7 +4,7 @@ import { OFFER_TITLES, answers, bettingBar, closedBar, decisions, offerPanel, st
 import { chipStack } from "./chips.js";
 import { announce, api, el, exclusionLine, showError, state, view } from "./dom.js";
 import { betsTotal, money } from "./money.js";
-import { dealerArea, myHands, othersStrip, resultSummary, roundCurrency, sideResult, sideTitle } from "./round.js";
+import { dealerArea, myHands, otherDecider, othersStrip, resultSummary, roundCurrency, sideResult, sideTitle } from "./round.js";
 
 const ended = (round) => round && (round.status === "settled" || round.status === "void");
 
@@ -527,8 +527,7 @@ function startTimers(round) {
     const decisionLeft = deadline ? left(deadline) : null;
     const text = decisionLeft === null ? "" : `${decisionLeft >= 60 ? `${Math.floor(decisionLeft / 60)}m ` : ""}${decisionLeft % 60}s`;
     // Another player's clock is named theirs (before, "Decision: 13s" read as the watcher's own: found by a trial).
-    const decider = round && round.decision && !round.legal_actions.length && round.seats
-      && (round.seats.find((seat) => seat.player_id === round.decision.player_id) || {}).name;
+    const decider = round && round.status === "playing" && !(round.legal_actions || []).length ? otherDecider(round) : null;
     for (const id of ["timer", "bar-timer"]) {
       const node = document.getElementById(id);
       if (node) node.textContent = text && id === "timer" ? `${decider ? `${decider} decides` : "Decision"}: ${text}` : text;
