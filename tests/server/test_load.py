@@ -57,7 +57,7 @@ def test_a_server_killed_under_load_comes_back_and_every_cent_reconciles(tmp_pat
     are played on or voided, and every wallet, round and the house reconcile to the cent. On PostgreSQL, two
     processes, whose timers' advisory locks die with them."""
     workers = ("--workers", "2") if database_url.startswith("postgresql") else ()
-    result, report, returncode = short_load(tmp_path, database_url, "--duration", "8", "--crash-at", "3", *workers)
+    result, report, returncode = short_load(tmp_path, database_url, "--duration", "6", "--crash-at", "2", *workers)
     game, audit = result["game"], result["audit"]
     [crash] = game["faults"]
     assert crash["kind"] == "crash" and 0 < crash["down_s"] < 60, report
@@ -74,7 +74,7 @@ def test_a_worker_killed_under_load_is_replaced_and_every_cent_reconciles(tmp_pa
     another in its place, and every wallet, round and the house reconcile to the cent."""
     if not database_url.startswith("postgresql"):
         pytest.skip("several server processes share PostgreSQL only")
-    result, report, returncode = short_load(tmp_path, database_url, "--duration", "8", "--kill-worker-at", "3",
+    result, report, returncode = short_load(tmp_path, database_url, "--duration", "6", "--kill-worker-at", "2",
                                             "--workers", "2")
     game, audit = result["game"], result["audit"]
     [killed] = game["faults"]
@@ -93,8 +93,8 @@ def test_a_database_that_ends_every_connection_under_load_is_reconnected_and_eve
     every wallet, round and the house reconcile to the cent. The servers' logs say what they lost and took again."""
     if not database_url.startswith("postgresql"):
         pytest.skip("SQLite's connections are the server's own: nothing outside ends them")
-    result, report, returncode = short_load(tmp_path, database_url, "--duration", "8", "--drop-connections-at",
-                                            "3", "--workers", "2", "--keep")
+    result, report, returncode = short_load(tmp_path, database_url, "--duration", "6", "--drop-connections-at",
+                                            "2", "--workers", "2", "--keep")
     game, audit = result["game"], result["audit"]
     [drop] = game["faults"]
     # Each process's request connections in the pool, its timers' and its listener's, at the least.

@@ -32,6 +32,15 @@ def deal(page: Any, server: LiveServer, table: str) -> None:
     expect(page.locator("#action-bar [data-action], #result:not([hidden])").first).to_be_visible()
 
 
+def dealt_a_dollar(browser: Any, server: LiveServer, table: str) -> tuple[Any, list[str]]:
+    """A new guest's page at ``table``, a 1-unit main bet dealt: (page, console problems)."""
+    page, _, problems = table_page(browser, server, table)
+    chip(page, 100)
+    bet(page)
+    deal(page, server, table)
+    return page, problems
+
+
 def current_round(page: Any, server: LiveServer, table: str) -> int:
     token = page.evaluate("localStorage.getItem('twentyone.token')")
     state = httpx.get(f"{server.url}/tables/{table}", headers={"Authorization": f"Bearer {token}"}).json()
@@ -52,10 +61,7 @@ def test_each_result_is_the_round_that_just_ended(browser: Any, live_server: Liv
     service = live_server.service
     service.stacked.append(["TS", "6H", "9D", "TC", "8C"])  # 19 against a dealer who busts: a win
     service.stacked.append(["TS", "TH", "6D", "9C"])  # 16 against 19: a loss
-    page, _, problems = table_page(browser, live_server, "classic")
-    chip(page, 100)
-    bet(page)
-    deal(page, live_server, "classic")
+    page, problems = dealt_a_dollar(browser, live_server, "classic")
     page.locator("button[data-action='stand']").click()
     banner = page.locator("#result")
     expect(banner).to_contain_text("you won $1.00")
@@ -81,10 +87,7 @@ def test_shared_table_results_after_a_rebet_a_timeout_and_a_blackjack(browser: A
     service = live_server.service
     # Power's shoe runs on from round to round: a win, then 16 against 17 (left to the timer), then a blackjack.
     service.stacked.append(["KS", "6H", "8D", "QC", "7C", "8S", "KH", "8D", "7C", "AS", "6H", "KD", "7C"])
-    page, _, problems = table_page(browser, live_server, "power")
-    chip(page, 100)
-    bet(page)
-    deal(page, live_server, "power")
+    page, problems = dealt_a_dollar(browser, live_server, "power")
     page.locator("button[data-action='stand']").click()
     banner = page.locator("#result")
     expect(banner).to_contain_text("you won €1.00")
@@ -113,10 +116,7 @@ def test_a_split_at_a_shared_table_names_each_hand_by_its_number(browser: Any, l
     # Multiplayer deals the player 8S, the dealer 6H, the player 8D, the dealer's hole card TC; the split hands draw
     # 3C and 2H, and the dealer's 16 draws 7S and busts.
     live_server.service.stacked.append(["8S", "6H", "8D", "TC", "3C", "2H", "7S"])
-    page, _, problems = table_page(browser, live_server, "multiplayer")
-    chip(page, 100)
-    bet(page)
-    deal(page, live_server, "multiplayer")
+    page, problems = dealt_a_dollar(browser, live_server, "multiplayer")
     page.locator("button[data-action='split']").click()
     hands = page.locator(".hands.mine .hand .owner")
     expect(hands).to_have_text(["Your hand 1", "Your hand 2"])
@@ -194,10 +194,7 @@ def test_side_bets_in_words_and_a_push_is_even(browser: Any, live_server: LiveSe
     close(page, problems)
 
     service.stacked.append(["TS", "7H", "7D", "TC"])  # 17 against 17
-    page, _, problems = table_page(browser, live_server, "classic")
-    chip(page, 100)
-    bet(page)
-    deal(page, live_server, "classic")
+    page, problems = dealt_a_dollar(browser, live_server, "classic")
     page.locator("button[data-action='stand']").click()
     expect(page.locator(".outcome")).to_have_text("PUSH even")
     expect(page.locator("#result strong")).to_have_text(f"Round #{current_round_id(page)}: even")
