@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
+import time
 import uuid
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from datetime import UTC, datetime, timedelta
 from typing import Any
@@ -147,3 +148,15 @@ def migrated_postgres_engine() -> Iterator[Engine]:
             yield engine
         finally:
             engine.dispose()
+
+
+def eventually(check: Callable[[], Any], seconds: float, what: str) -> Any:
+    """Poll ``check`` until it returns something true, for at most ``seconds``; return what it returned."""
+    deadline = time.monotonic() + seconds
+    while True:
+        result = check()
+        if result:
+            return result
+        if time.monotonic() > deadline:
+            raise AssertionError(f"{what}: not within {seconds} s")
+        time.sleep(0.02)

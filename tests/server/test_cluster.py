@@ -22,7 +22,7 @@ import pytest
 from alembic.script import ScriptDirectory
 from fastapi.testclient import TestClient
 from live import call, free_port, start_server
-from server_helpers import OPERATOR, Client, Clock, fresh_postgres_database, new_player
+from server_helpers import OPERATOR, Client, Clock, eventually, fresh_postgres_database, new_player
 from sqlalchemy import create_engine, text
 from starlette.websockets import WebSocketDisconnect
 
@@ -68,18 +68,6 @@ def lock_holders(url: str, name: str) -> list[str]:
              "AND l.database = (SELECT oid FROM pg_database WHERE datname = current_database()) "
              "AND l.classid::bigint = :high AND l.objid::bigint = :low",
         high=(key >> 32) & 0xFFFFFFFF, low=key & 0xFFFFFFFF)]
-
-
-def eventually(check: Callable[[], Any], seconds: float, what: str) -> Any:
-    """Poll ``check`` until it returns something true, for at most ``seconds``."""
-    deadline = time.monotonic() + seconds
-    while True:
-        result = check()
-        if result:
-            return result
-        if time.monotonic() > deadline:
-            raise AssertionError(f"{what}: not within {seconds} s")
-        time.sleep(0.1)
 
 
 def reconcile(url: str, players: dict[int, tuple[str, int]], currencies: dict[str, str]) -> None:

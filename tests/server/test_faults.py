@@ -29,10 +29,12 @@ import pytest
 from fastapi.testclient import TestClient
 from integrity import ledger_totals
 from live import free_port
-from server_helpers import OPERATOR, Client
+from server_helpers import OPERATOR, Client, Clock, eventually, new_guest
 from sqlalchemy import create_engine, func, select
 from sqlalchemy import exc as db_errors
 
+from twentyone.server.app import create_app
+from twentyone.server.config import Settings
 from twentyone.server.models import Account, LedgerEntry, Round, RoundSeat
 from twentyone.server.service import GameService
 
@@ -395,6 +397,36 @@ def test_a_database_error_inside_the_deal_is_503_and_stakes_nothing(service: Gam
     dealt = guest.post("/tables/classic/deal", key="deal-x")
     assert dealt.status_code == 200 and guest.balance() == balance - 500
     assert dealt.json()["status"] == "playing" and dealt.json()["hands"][0]["cards"] == ["2S", "3D"]
+
+
+def test_an_outage_is_one_line_and_a_count_in_the_log_not_a_line_a_request(
+        tmp_path: Path, database_url: str, caplog: pytest.LogCaptureFixture) -> None:
+    """Every refused request used to log its own line: a database restart under 200 players wrote hundreds a
+    second. Now the first is logged in full and the timer tick tells the rest as one count when the window ends."""
+    app = create_app(Settings(database_url, tmp_path, OPERATOR, tick_seconds=0.05), clock=Clock())
+    with TestClient(app) as http, caplog.at_level("WARNING", "twentyone.server.store"):
+        service: GameService = app.state.service
+        window = service.store.busy_lines
+        seconds = [0.0]
+        window.clock = lambda: seconds[0]
+        guest = new_guest(http)
+        guest.bet("classic", 500)
+        balance = guest.balance()
+        with Refuse(service, ERRORS["connection lost"]) as refuse:
+            for attempt in range(5):
+                refuse.armed = True
+                assert guest.post("/tables/classic/deal", key=f"deal-{attempt}").status_code == 503
+        assert guest.balance() == balance
+
+        def said() -> list[str]:
+            return [record.getMessage() for record in caplog.records if record.name == "twentyone.server.store"]
+
+        time.sleep(0.2)  # ticks pass inside the window: nothing more is said
+        assert said() == ["storage busy, answered 503: Exception: server closed the connection"]
+        seconds[0] = window.window_seconds
+        eventually(lambda: len(said()) == 2, 5, "the tick tells the repeats")
+        assert said()[1] == "storage busy, answered 503: Exception: server closed the connection " \
+                            "(4 more times in the last 10 s)"
 
 
 def test_connections_postgresql_ends_cost_one_503_at_most_and_change_nothing(

@@ -5,12 +5,11 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Callable
 from pathlib import Path
 
 from fake_operator_wallet import ContractWallet
 from fastapi.testclient import TestClient
-from server_helpers import OPERATOR, Clock, new_guest
+from server_helpers import OPERATOR, Clock, eventually, new_guest
 
 from twentyone.server.app import create_app
 from twentyone.server.config import Settings
@@ -40,13 +39,6 @@ class SlowCredits(ContractWallet):
             self.held.set()
             self.release.wait(30)
         super().credit(player, currency, amount, tx_id, round_id)
-
-
-def eventually(condition: Callable[[], bool], seconds: float, what: str) -> None:
-    deadline = time.monotonic() + seconds
-    while not condition():
-        assert time.monotonic() < deadline, f"not within {seconds} s: {what}"
-        time.sleep(0.02)
 
 
 def test_a_wallet_call_held_up_holds_up_no_other_tables_timers(tmp_path: Path, database_url: str) -> None:

@@ -771,6 +771,7 @@ async def _timers(service: GameService) -> None:
             for key, timer in due:
                 if key not in running:
                     running[key] = asyncio.create_task(_run_timer(timer, limiter))
+            service.store.busy_lines.flush()  # the repeats of an outage's 503s, told as their window ends
             await asyncio.sleep(service.settings.tick_seconds)
     finally:  # at the stop: the timers under way end (their threads finish) before the database closes
         for task in list(running.values()):

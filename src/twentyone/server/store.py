@@ -29,6 +29,7 @@ from twentyone.server.context import Busy, Caller, ServiceError, SnapshotBehind
 from twentyone.server.db import Database
 from twentyone.server.direct import Result, defer, defer_read, run
 from twentyone.server.models import IDEMPOTENCY, Base
+from twentyone.server.repeats import RepeatedLines
 
 log = logging.getLogger(__name__)
 MAX_KEY = 128
@@ -103,16 +104,17 @@ class AlreadyApplied(Exception):
 
 
 @contextmanager
-def storage_trouble_as_busy() -> Iterator[None]:
-    """Turn a lock, pool time-out or lost connection into :class:`Busy` (nothing was committed)."""
+def storage_trouble_as_busy(lines: RepeatedLines) -> Iterator[None]:
+    """Turn a lock, pool time-out or lost connection into :class:`Busy` (nothing was committed), logged on
+    ``lines`` (:func:`_busy`)."""
     try:
         yield
     except (db_errors.OperationalError, db_errors.TimeoutError, db_errors.InterfaceError) as error:
-        _busy(error)
+        _busy(lines, error)
         raise Busy() from error
     except db_errors.DBAPIError as error:
         if error.connection_invalidated:
-            _busy(error)
+            _busy(lines, error)
             raise Busy() from error
         raise
 
@@ -150,11 +152,13 @@ def _check_key(session: Session, pending: _Pending, strict: bool = False) -> Non
         defer_read(session, SEEN, key, judge)
 
 
-def _busy(error: Exception) -> None:
-    """One line in the log for each 503 that storage caused: what an operator needs to tell contention from faults."""
+def _busy(lines: RepeatedLines, error: Exception) -> None:
+    """One line in the log for the 503s that storage caused, what an operator needs to tell contention from faults:
+    the first of each cause in full, its repeats counted in one line per window (an outage answers every request
+    503, and a line per request buried the outage's start and end)."""
     cause = error.orig if isinstance(error, db_errors.DBAPIError) else error
     first_line = str(cause).splitlines()[0] if str(cause) else ""
-    log.warning("storage busy, answered 503: %s: %s", type(cause).__name__, first_line)
+    lines.warning(f"storage busy, answered 503: {type(cause).__name__}: {first_line}")
 
 
 def end_read(session: Session) -> None:
@@ -190,6 +194,7 @@ class Store:
         self.db = db
         self.clock = clock
         self.strict_twins = strict_twins  # see _check_key
+        self.busy_lines = RepeatedLines(log)  # the 503s storage caused; flushed at each timer tick
         self._local = threading.local()
 
     @contextmanager
@@ -199,7 +204,7 @@ class Store:
         The block's transaction ends with ``COMMIT`` (:func:`end_read`), not the ``ROLLBACK`` that closing the session
         would send; a block that raises still rolls back.
         """
-        with storage_trouble_as_busy(), self.db.readers() as session:
+        with storage_trouble_as_busy(self.busy_lines), self.db.readers() as session:
             yield session
             end_read(session)
 
@@ -225,7 +230,7 @@ class Store:
         pending: _Pending | None = getattr(self._local, "pending", None)
         answered = pending is None or pending.recorded
         try:
-            with storage_trouble_as_busy(), self.db.transaction() as session:
+            with storage_trouble_as_busy(self.busy_lines), self.db.transaction() as session:
                 if pending is not None and not pending.recorded:
                     _check_key(session, pending, self.strict_twins)
                 yield session
@@ -238,7 +243,7 @@ class Store:
     def write_apart(self) -> Iterator[Session]:
         """A write transaction of the server's own beside the request being served (the outbox's delivery after its
         commit): its key is neither checked nor recorded there."""
-        with storage_trouble_as_busy(), self.db.transaction() as session:
+        with storage_trouble_as_busy(self.busy_lines), self.db.transaction() as session:
             yield session
 
     def applied_before(self) -> None:
@@ -305,7 +310,7 @@ class Store:
 
     def _stored(self, player_id: int, key: str, request: str) -> tuple[int, dict[str, Any]] | None:
         # A plain connection and a prepared statement (no ORM session): a read, outside any transaction block.
-        with storage_trouble_as_busy(), self.db.reading.connect() as connection:
+        with storage_trouble_as_busy(self.busy_lines), self.db.reading.connect() as connection:
             row = connection.execute(STORED, {"player_id": player_id, "key": key}).first()
             connection.commit()  # not a ROLLBACK: see end_read
         if row is None:
