@@ -200,23 +200,41 @@ def replay(
 
 @app.command()
 def play(
-    variant: Annotated[str, typer.Argument(help=f"One of: {', '.join(VARIANTS)}.")] = "first-person",
-    balance: Annotated[int, typer.Option(help="Starting balance in whole currency units.")] = 1000,
+    variant: Annotated[str, typer.Argument(help=f"One of: {', '.join(VARIANTS)}; with --server, a table's id.")
+                       ] = "first-person",
+    balance: Annotated[int | None, typer.Option(help="Starting balance in whole currency units (default 1000).")
+                       ] = None,
     seed: Annotated[int | None, typer.Option(help="Seed the shuffle (repeatable games).")] = None,
     rules_file: Annotated[Path | None, typer.Option("--rules", help="Play a rules file instead.")] = None,
     currency: Annotated[str | None, typer.Option(help="Currency code, like GBP (default: the game's table's, "
                                                  "else USD).")] = None,
+    server: Annotated[str | None, typer.Option(help="Sit at this table of a running server instead, like "
+                                               "http://localhost:8000: its deal, balance and history.")] = None,
+    name: Annotated[str | None, typer.Option(help="With --server: sign in as this player (password from "
+                                             "TWENTYONE_PASSWORD, else asked for); default a new guest.")] = None,
 ) -> None:
-    """Play a game in the terminal, on this machine: bet, deal, decide with single keys.
+    """Play a game in the terminal: bet, deal, decide with single keys.
 
-    A built-in game is set as the server's table of the same name is (its currency, chips
-    and limits), but played here, by the engine itself: no server is connected to. A rules
-    file plays in dollars with 1-5-25-100 chips."""
+    On this machine by default: a built-in game is set as the server's table of the same name is
+    (its currency, chips and limits) and played by the engine itself. A rules file plays in dollars
+    with 1-5-25-100 chips. With --server URL the same keys play at that server's table: the server
+    deals, keeps the balance and records the rounds, and a shared table is shared with the web page's
+    players."""
+    if server is not None:
+        given = [option for option, value in (("--balance", balance), ("--seed", seed), ("--rules", rules_file),
+                                              ("--currency", currency)) if value is not None]
+        if given:
+            fail(f"{', '.join(given)} cannot be used with --server: the server's table sets its game and balance.")
+        _play_at_server(server, variant, name)
+        return
+    if name is not None:
+        fail("--name signs in at a server: give --server URL too.")
     from twentyone.core.money import MAX_AMOUNT
     from twentyone.core.rules import RulesError
     from twentyone.ui.terminal import play as play_terminal
     from twentyone.variants import resolve_rules
 
+    balance = 1000 if balance is None else balance
     if balance < 1:
         fail(f"--balance must be at least 1, got {balance}.")
     if balance * 100 > MAX_AMOUNT:
@@ -237,6 +255,29 @@ def play(
         fail(f"--currency must be a three-letter code like USD or GBP, got {currency!r}.")
     play_terminal(rules, balance * 100, seed, currency=code, chips=table.chips if table else None,
                   limits=table.bet_limits if table else None)
+
+
+def _play_at_server(url: str, table_id: str, name: str | None) -> None:
+    """``play --server``: sign in, sit at the table, play; a server that cannot be reached, a sign-in it refuses or
+    a table it does not have is one line and exit code 2, before anything is played."""
+    import getpass
+    import os
+
+    from twentyone.ui.remote import ServerError, play_at_server
+
+    if not url.startswith(("http://", "https://")):
+        fail(f"--server must be an http:// or https:// URL, got {url!r}.")
+    password = None
+    if name is not None:
+        password = os.environ.get("TWENTYONE_PASSWORD")
+        if password is None:
+            if not sys.stdin.isatty():  # the keys come from standard input: the password cannot
+                fail("--name: set TWENTYONE_PASSWORD when the keys come from a pipe.")
+            password = getpass.getpass(f"Password for {name}: ")
+    try:
+        play_at_server(url, table_id, name, password)
+    except ServerError as error:
+        fail(str(error))
 
 
 RulesOption = Annotated[Path | None, typer.Option("--rules", help="A rules file instead of a built-in game.")]

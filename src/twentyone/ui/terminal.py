@@ -13,7 +13,7 @@ from __future__ import annotations
 import random
 import re
 import sys
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import TextIO, TypedDict
 
@@ -61,8 +61,18 @@ def side_bet_words(kind: str, result: str) -> str:
     ('dealer busts with 4 cards', 'no win')
     """
     spec = SIDE_BETS.get(kind)
-    if spec is not None and result in spec.line_titles:
-        return spec.line_titles[result]
+    return result_words(spec.line_titles if spec is not None else {}, result)
+
+
+def result_words(line_titles: Mapping[str, str], result: str) -> str:
+    """A side bet's result in the words of its paytable's lines (``line_titles``; a server's table gives them as
+    ``side_bet_lines``); a loss or a push in the same words whatever the bet.
+
+    >>> result_words({"perfect": "perfect pair"}, "perfect"), result_words({}, "lose"), result_words({}, "bust_3")
+    ('perfect pair', 'no win', 'bust 3')
+    """
+    if result in line_titles:
+        return line_titles[result]
     return {"lose": "no win", "push": "stake returned"}.get(str(result), str(result).replace("_", " "))
 
 
@@ -87,6 +97,29 @@ def amounts_in_currency(message: str, currency: str) -> str:
     'Doubling every bet needs £20.00 but the balance is £15.00.'
     """
     return _BARE_AMOUNT.sub(lambda match: f"{match[1]} {format_money(int(match[2]), currency)}", message)
+
+
+def short_money(amount: int, currency: str) -> str:
+    """An amount without a zero minor part, the currency where it is written.
+
+    >>> short_money(2500, "USD"), short_money(2500, "CHF"), short_money(250, "USD")
+    ('$25', '25 CHF', '$2.50')
+    """
+    text = format_money(amount, currency)
+    return text.replace(".00", "", 1) if amount % 100 == 0 else text
+
+
+def limits_text(low: int, high: int, currency: str) -> str:
+    """A bet's limits as the table lists them under its column: the currency code once, where it is written after.
+
+    >>> limits_text(100, 500000, "USD"), limits_text(100, 20000, "CHF")
+    ('$1–$5,000', '1–200 CHF')
+    """
+    low_text, high_text = short_money(low, currency), short_money(high, currency)
+    code = f" {currency}"
+    if low_text.endswith(code) and high_text.endswith(code):  # "1–5,000 CHF", not "1 CHF–5,000 CHF"
+        low_text = low_text.removesuffix(code)
+    return f"{low_text}–{high_text}"
 
 
 def card_text(card: Card | None) -> Text:
@@ -419,16 +452,11 @@ class TerminalTable:
         return [Panel(table, title="Place your bets", border_style="green"), chips, summary]
 
     def _limits_text(self, bet_type: str) -> str:
-        low, high = (self.money_short(amount) for amount in self.limits.of(bet_type))
-        code = f" {self.currency}"
-        if low.endswith(code) and high.endswith(code):  # "1–5,000 CHF": the code once, where it is written after
-            low = low.removesuffix(code)
-        return f"{low}–{high}"
+        return limits_text(*self.limits.of(bet_type), self.currency)
 
     def money_short(self, amount: int) -> str:
         """An amount without a zero minor part, the currency where it is written: "$25", "25 CHF", "$2.50"."""
-        text = self.money(amount)
-        return text.replace(".00", "", 1) if amount % 100 == 0 else text
+        return short_money(amount, self.currency)
 
     def _render_keys(self) -> Text:
         game = self.game

@@ -1,0 +1,505 @@
+"""Terminal play at a server's table: the keys and screen of terminal play, over the server's HTTP API.
+
+``twentyone play TABLE --server URL`` sits at a table of a running ``twentyone serve``: the server deals, keeps
+the balance and the bets, settles, and records every round in the player's history, as it does for the web page.
+Nothing here judges a bet or a decision: each key is the request the web page would send, and what the server
+answers (the slip, the round as this player may see it, or a refusal's ``detail``) is what the screen shows. At a
+shared table the player's bets join the round being formed; the client then shows the table as it moves (the
+betting window, other players' turns) by reading the round again until it is this player's turn or the round is
+over. A player who quits mid-round leaves it to the server's policy for a player who leaves: each open decision is
+taken for them (stand, decline) when its time is up.
+
+Why over HTTP and not the WebSocket: a terminal reads one key at a time and has nothing to draw between keys but
+what it waits for, so it reads the round when it needs it; the events would add a thread and change nothing seen.
+"""
+
+from __future__ import annotations
+
+import time
+import uuid
+from collections.abc import Callable, Iterator, Mapping
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from typing import Any
+
+import httpx
+from rich.console import Console, Group, RenderableType
+from rich.panel import Panel
+from rich.table import Table
+from rich.text import Text
+
+from twentyone.core.cards import Card, parse_card
+from twentyone.core.hand import HandValue, format_total
+from twentyone.core.money import format_money
+from twentyone.core.operations import OFFER_ANSWERS
+from twentyone.ui.terminal import (
+    INSURANCE_WORDS,
+    OFFER_KEYS,
+    PLAY_KEYS,
+    SIDE_BET_KEYS,
+    amounts_in_currency,
+    cards_text,
+    limits_text,
+    net_text,
+    read_keys,
+    result_words,
+    short_money,
+)
+
+MAIN = "main"
+TRIES = 4  # a 503 or an answer that never came is sent again with the same key, as the web page does
+MOST_WAIT = 5.0  # seconds: a longer Retry-After is cut to this, so a key never hangs for long
+OPEN = ("betting", "playing")
+
+
+class ServerError(Exception):
+    """The server refused a request (its ``detail``) or could not be reached: one line for the player."""
+
+    def __init__(self, message: str, status: int | None = None) -> None:
+        super().__init__(message)
+        self.status = status
+
+
+@dataclass
+class Api:
+    """The server's HTTP API as one signed-in player calls it.
+
+    Each request that changes state carries an ``Idempotency-Key``; a 503, or an answer that never came, is sent
+    again with the same key (the server applies it once), after the answer's ``Retry-After`` (at most
+    :data:`MOST_WAIT`) or 0.5, 1 and 2 s, up to :data:`TRIES` tries in all.
+
+    >>> answers = iter([httpx.Response(503, json={"detail": "busy"}, headers={"Retry-After": "1"}),
+    ...                 httpx.Response(200, json={"id": 7, "status": "playing"}),
+    ...                 httpx.Response(409, json={"detail": "Place a main bet before the deal."})])
+    >>> waited = []
+    >>> api = Api(httpx.Client(transport=httpx.MockTransport(lambda request: next(answers)),
+    ...                        base_url="http://table.example"), sleep=waited.append)
+    >>> api.post("/tables/classic/deal"), waited
+    ({'id': 7, 'status': 'playing'}, [1.0])
+    >>> api.post("/tables/classic/deal")
+    Traceback (most recent call last):
+    ...
+    twentyone.ui.remote.ServerError: Place a main bet before the deal.
+    """
+
+    http: httpx.Client
+    token: str = ""
+    sleep: Callable[[float], None] = time.sleep
+
+    def get(self, path: str) -> Any:
+        return self._send("GET", path, None)
+
+    def post(self, path: str, body: Mapping[str, Any] | None = None) -> Any:
+        return self._send("POST", path, body, key=uuid.uuid4().hex)
+
+    def _send(self, method: str, path: str, body: Mapping[str, Any] | None, key: str | None = None) -> Any:
+        headers = {"Authorization": f"Bearer {self.token}"} if self.token else {}
+        if key is not None:
+            headers["Idempotency-Key"] = key
+        for attempt in range(TRIES):
+            wait = 0.5 * 2 ** attempt
+            try:
+                answer = self.http.request(method, path, json=body, headers=headers)
+            except httpx.TransportError as error:
+                if attempt == TRIES - 1:
+                    raise ServerError(f"The server at {self.http.base_url} did not answer ({error or type(error)})."
+                                      ) from error
+            else:
+                if answer.status_code != 503:
+                    return _answer(answer)
+                if attempt == TRIES - 1:
+                    raise ServerError(_detail(answer), 503)
+                wait = min(float(answer.headers.get("Retry-After", wait)), MOST_WAIT)
+            self.sleep(wait)
+        raise AssertionError("unreachable")  # pragma: no cover: the last try returns or raises
+
+
+def _detail(answer: httpx.Response) -> str:
+    try:
+        detail = answer.json().get("detail")
+    except ValueError:
+        detail = None
+    if isinstance(detail, list):  # a 422's list of fields: the first one's words
+        detail = detail[0].get("msg") if detail and isinstance(detail[0], dict) else None
+    return str(detail) if detail else f"The server answered {answer.status_code}."
+
+
+def _answer(answer: httpx.Response) -> Any:
+    if answer.status_code >= 400:
+        raise ServerError(_detail(answer), answer.status_code)
+    return answer.json()
+
+
+def sign_in(api: Api, name: str | None = None, password: str | None = None) -> dict[str, Any]:
+    """Sign ``api`` in (as a new guest without a name) and return the player (``id``, ``name``, ``guest``)."""
+    if name is None:
+        answer = api.post("/auth/guest")
+    else:
+        answer = api.post("/auth/login", {"name": name, "password": password or ""})
+    api.token = answer["token"]
+    return dict(answer["player"])
+
+
+def _total(part: Mapping[str, Any]) -> str:
+    return format_total(HandValue(int(part["total"]), bool(part["soft"])))
+
+
+def _deadline_seconds(stamp: str | None, now: datetime) -> int | None:
+    if not stamp:
+        return None
+    return max(0, round((datetime.fromisoformat(stamp) - now).total_seconds()))
+
+
+@dataclass
+class RemoteTable:
+    """One player at one of a server's tables, in a terminal."""
+
+    api: Api
+    table_id: str
+    player: dict[str, Any]
+    console: Console
+    poll_seconds: float = 0.5
+    wait_seconds: float = 600.0  # the most one wait for the table to move (a window, others' turns) lasts
+    clock: Callable[[], datetime] = field(default=lambda: datetime.now(UTC))
+    message: str = ""
+    selected_spot: int = 1
+    rounds: int = 0
+    state: dict[str, Any] = field(default_factory=dict)  # GET /tables/{id}
+    round: dict[str, Any] | None = None  # the round this player is in, or the one that just ended for them
+
+    def __post_init__(self) -> None:
+        self.refresh()
+
+    @property
+    def table(self) -> dict[str, Any]:
+        return dict(self.state["table"])
+
+    @property
+    def currency(self) -> str:
+        return str(self.table["currency"])
+
+    def money(self, amount: int) -> str:
+        return format_money(amount, self.currency)
+
+    def refresh(self) -> None:
+        """Read the table again (balance, slip, the round this player is in)."""
+        self.state = self.api.get(f"/tables/{self.table_id}")
+        if self.state["round"] is not None:
+            self.round = self.state["round"]
+
+    # ------------------------------------------------------------ the loop
+    def run(self, keys: Iterator[str]) -> None:
+        """Play until ``q`` or the end of the keys; a round still open is left to the server's policy."""
+        self.wait_for_turn()
+        self.draw()
+        try:
+            for key in keys:
+                if not self.press(key):
+                    break
+                self.wait_for_turn()
+                self.draw()
+        except KeyboardInterrupt:
+            pass
+        if self.round_open():
+            self.console.print("You left mid-round: the server takes each of your open decisions (stand, decline) "
+                               "when its time is up, as it does for any player who leaves.")
+        rounds = f"{self.rounds} round{'s' if self.rounds != 1 else ''}"
+        balance = self.state.get("balance")
+        held = self.money(balance) if balance is not None else "not given by the operator's wallet"
+        self.console.print(f"Goodbye. Balance {held} after {rounds} at {self.table['name']}.")
+
+    def round_open(self) -> bool:
+        return self.round is not None and self.round["status"] in OPEN
+
+    def my_turn(self) -> bool:
+        return self.round_open() and bool(self.round and self.round["legal_actions"])
+
+    def wait_for_turn(self) -> None:
+        """While the round this player is in moves without them (its betting window, others' turns), read it every
+        :attr:`poll_seconds` and draw it, until it is their turn or it is over."""
+        deadline = time.monotonic() + self.wait_seconds
+        drawn = None
+        while self.round_open() and not self.my_turn() and time.monotonic() < deadline:
+            now = (self.round, self._status())
+            if now != drawn:  # a screen a second at most while the clock runs, none while nothing moves
+                self.draw()
+                drawn = now
+            time.sleep(self.poll_seconds)
+            self._read_round()
+
+    def _read_round(self) -> None:
+        assert self.round is not None
+        status = self.round["status"]
+        try:
+            self.round = self.api.get(f"/rounds/{self.round['id']}")
+            if not self.round_open():
+                self._round_over()
+            elif self.round["status"] != status:  # dealt: the stakes left the balance at the close of betting
+                self.refresh()
+        except ServerError as error:  # the next read tries again; the screen says why it did not move
+            self.message = str(error)
+
+    def press(self, key: str) -> bool:
+        """Handle one key; False means quit."""
+        if key == "q":
+            return False
+        self.message = ""
+        try:
+            if self.round_open():
+                self._playing_key(key)
+            else:
+                self._betting_key(key)
+        except ServerError as error:
+            self.message = amounts_in_currency(str(error), self.currency)
+        return True
+
+    def _betting_key(self, key: str) -> None:
+        self.round = None  # a round that ended on screen: any key starts betting again
+        slip = self.state["slip"]
+        spots = int(self.table["hands_per_player"])
+        path = f"/tables/{self.table_id}"
+        if key.isdigit() and 1 <= int(key) <= spots:
+            self.selected_spot = int(key)
+            return
+        if key == "c":
+            chips = slip["enabled_chips"] or self.table["chips"]
+            later = [chip for chip in chips if chip > slip["chip"]]
+            self._slip(self.api.post(f"{path}/chip", {"chip": later[0] if later else chips[0]}))
+        elif key == "b":
+            self._slip(self.api.post(f"{path}/bets", {"spot": self.selected_spot, "type": MAIN}))
+        elif key in self._side_keys():
+            self._slip(self.api.post(f"{path}/bets", {"spot": self.selected_spot, "type": self._side_keys()[key]}))
+        elif key in ("u", "x", "r"):
+            self.api.post(f"{path}/{ {'u': 'undo', 'x': 'double', 'r': 'rebet'}[key]}")
+            self.refresh()  # single-deck's Same Bet deals with its rebet: the table says so
+        elif key == "d":
+            self.round = self.api.post(f"{path}/deal")
+            self.refresh()
+            if not self.round_open():
+                self._round_over()
+        else:
+            self.message = f"Key {key!r} does nothing while betting; see the keys below."
+
+    def _slip(self, answer: Mapping[str, Any]) -> None:
+        self.state["slip"] = answer["slip"]
+
+    def _sides(self) -> list[str]:
+        """The side bets this table takes: those it sets limits for, as the web page lists them."""
+        return [name for name in self.table["limits"] if name != MAIN]
+
+    def _side_title(self, name: str) -> str:
+        return str(self.table["side_bet_titles"].get(name, name.replace("_", " ")))
+
+    def _side_keys(self) -> dict[str, str]:
+        return {SIDE_BET_KEYS[name]: name for name in self._sides() if name in SIDE_BET_KEYS}
+
+    def _offer(self) -> str | None:
+        """The offer this player is asked to answer (insurance, even money, surrender), if any."""
+        legal = set(self.round["legal_actions"]) if self.round else set()
+        return next((str(kind) for kind, answers in OFFER_ANSWERS.items() if legal & {str(a) for a in answers}), None)
+
+    def _keys_now(self) -> Mapping[str, str]:
+        offer = self._offer()
+        keys = OFFER_KEYS[offer] if offer is not None else PLAY_KEYS  # type: ignore[index]
+        return {key: str(action) for key, action in keys.items()}
+
+    def _playing_key(self, key: str) -> None:
+        assert self.round is not None
+        if not self.my_turn():
+            self.message = "It is not your turn."
+            return
+        if key == "?":
+            self.message = self._hint_text()
+            return
+        legal = self.round["legal_actions"]
+        keys = self._keys_now()
+        if key not in keys or keys[key] not in legal:
+            choices = ", ".join(f"[{k}] {action}" for k, action in keys.items() if action in legal)
+            self.message = f"Key {key!r} is not an action here; legal: {choices}."
+            return
+        self.round = self.api.post(f"/rounds/{self.round['id']}/actions", {"action": keys[key]})
+        if not self.round_open():
+            self._round_over()
+
+    def _round_over(self) -> None:
+        assert self.round is not None
+        self.refresh()
+        if self.round["status"] == "void":
+            self.message = f"Round void: {self.round['void_reason']}. Every stake was returned."
+            return
+        me = self.round.get("me") or {}
+        net = int(me.get("returned", 0)) - int(me.get("staked", 0))
+        result = f"won {self.money(net)}" if net > 0 else f"lost {self.money(-net)}" if net < 0 else "even"
+        self.rounds += 1
+        self.message = f"Round over: {result}."
+
+    def _hint_text(self) -> str:
+        assert self.round is not None
+        ranked = self.api.get(f"/rounds/{self.round['id']}/hint")["actions"]
+        if not ranked:
+            return "No hint for this offer."
+        return "Hint (EV per unit bet): " + "  ".join(f"{row['action']} {row['ev']:+.3f}" for row in ranked)
+
+    # ------------------------------------------------------------ drawing
+    def draw(self) -> None:
+        self.console.clear()
+        self.console.print(self.render())
+
+    def render(self) -> Group:
+        header = Table.grid(expand=True)
+        header.add_column()
+        header.add_column(justify="right")
+        balance = self.state.get("balance")
+        header.add_row(Text(f"{self.table['name']} · {self.player['name']}", style="bold green"),
+                       Text(f"Balance {self.money(balance)}" if balance is not None
+                            else f"Balance not held in {self.currency}", style="bold yellow"))
+        parts: list[RenderableType] = [header]
+        parts += self._render_round(self.round) if self.round is not None else self._render_betting()
+        parts.append(Text(self.message or self._status(), style="bold cyan"))
+        parts.append(self._render_keys())
+        return Group(*parts)
+
+    def _status(self) -> str:
+        """What the table waits for, when it is not this player: the betting window, another player's turn."""
+        seen = self.round
+        if seen is None or not self.round_open() or self.my_turn():
+            return " "
+        now = self.clock()
+        if seen["status"] == "betting":
+            left = _deadline_seconds(seen.get("betting_closes_at"), now)
+            return f"Bets are in. Betting closes in {left} s." if left is not None else "Bets are in."
+        decision = seen.get("decision")
+        left = _deadline_seconds(seen.get("deadline"), now)
+        clock = f" ({left} s)" if left is not None else ""
+        if decision and decision.get("player_id") != self.player["id"]:
+            return f"Waiting for {decision.get('name', 'another player')}{clock}."
+        return f"Waiting for the other players{clock}."
+
+    def _render_round(self, seen: Mapping[str, Any]) -> list[RenderableType]:
+        dealer_seen = seen["dealer"]
+        cards: list[Card | None] = [parse_card(text) for text in dealer_seen["cards"]]
+        hidden = int(dealer_seen.get("hidden") or 0)
+        at = dealer_seen.get("hidden_at")
+        at = len(cards) if at is None else int(at)
+        shown = (*cards[:at], *[None] * hidden, *cards[at:])
+        dealer = Text("Dealer  ")
+        dealer.append_text(cards_text(tuple(shown)))
+        if cards:
+            bust = "BUST " if int(dealer_seen["total"]) > 21 else ""
+            dealer.append(f"   {bust}{_total(dealer_seen)}")
+        if dealer_seen.get("blackjack"):
+            dealer.append("  BLACKJACK", style="bold red")
+        shared = bool(self.table["shared"])
+        table = Table(expand=True, show_edge=False, box=None, padding=(0, 1))
+        for column in ("", *(("Player",) if shared else ()), "Hand", "Cards", "Total", "Stake", "Result"):
+            table.add_column(column)
+        decision = seen.get("decision") or {}
+        mine = self.player["id"]
+        for hand in seen["hands"]:
+            active = (decision.get("player_id") == hand["player_id"] and decision.get("seat") == hand["seat"]
+                      and decision.get("hand") == hand["hand"])
+            total = "BJ" if hand["status"] == "blackjack" else _total(hand)
+            if int(hand["total"]) > 21:
+                total = f"BUST {total}"
+            result = ""
+            if hand["outcome"] is not None:
+                result = f"{hand['outcome']} {net_text(int(hand['returned'] or 0) - int(hand['stake']), self.currency)}"
+            who = ("you" if hand["player_id"] == mine else str(hand["name"]),) if shared else ()
+            table.add_row("▶" if active else "", *who,
+                          f"{hand['seat']}" + (f".{hand['hand']}" if hand["from_split"] else ""),
+                          cards_text(tuple(parse_card(text) for text in hand["cards"])), total,
+                          self.money(int(hand["stake"])), result, style="bold" if active else None)
+        parts: list[RenderableType] = [Panel(dealer, title=f"Dealer · round {seen['id']} · {seen['status']}",
+                                             border_style="green"), table]
+        sides = self._side_results(seen)
+        if sides:
+            parts.append(Text("  ".join(sides), style="magenta"))
+        return parts
+
+    def _side_results(self, seen: Mapping[str, Any]) -> list[str]:
+        mine = self.player["id"]
+        lines = []
+        for bet in seen.get("side_bets", []):
+            if bet["player_id"] != mine:
+                continue
+            title = self._side_title(bet["name"])
+            words = result_words(self.table["side_bet_lines"].get(bet["name"], {}), bet["result"])
+            lines.append(f"{title} #{bet['seat']}: {words}, "
+                         f"{net_text(int(bet['returned']) - int(bet['stake']), self.currency)}")
+        for bet in seen.get("insurance", []):
+            if bet["player_id"] == mine:
+                words = INSURANCE_WORDS.get(bet["result"], bet["result"])
+                lines.append(f"Insurance #{bet['seat']}: {words}, "
+                             f"{net_text(int(bet['returned']) - int(bet['stake']), self.currency)}")
+        return lines
+
+    def _render_betting(self) -> list[RenderableType]:
+        slip, table_setting = self.state["slip"], self.table
+        sides = self._sides()
+        bets = {(bet["spot"], bet["type"]): int(bet["amount"]) for bet in slip["bets"]}
+        table = Table(expand=True, show_edge=False, box=None, padding=(0, 1))
+        table.add_column("Spot")
+        table.add_column("Main")
+        for name in sides:
+            table.add_column(self._side_title(name))
+        for spot in range(1, int(table_setting["hands_per_player"]) + 1):
+            marker = "▶ " if spot == self.selected_spot else "  "
+            table.add_row(marker + str(spot), *(self.money(bets.get((spot, name), 0)) for name in (MAIN, *sides)))
+        limits = {name: (int(low), int(high)) for name, (low, high) in table_setting["limits"].items()}
+        table.add_row("Limits", *(limits_text(*limits[name], self.currency) for name in (MAIN, *sides)), style="dim")
+        chips = Text("Chips: ")
+        for chip in table_setting["chips"]:
+            style = "bold reverse" if chip == slip["chip"] else ("" if chip in slip["enabled_chips"] else "dim")
+            chips.append(f" {short_money(chip, self.currency)} ", style=style)
+        chips.append(f"   TOTAL BET {self.money(int(slip['total']))}", style="bold")
+        title = "Place your bets" + (" · shared table" if table_setting["shared"] else "")
+        return [Panel(table, title=title, border_style="green"), chips]
+
+    def _render_keys(self) -> Text:
+        if not self.round_open():
+            side = "  ".join(f"[{key}] {self._side_title(name)}" for key, name in self._side_keys().items())
+            spots = int(self.table["hands_per_player"])
+            spot_keys = f"[1-{spots}] spot  " if spots > 1 else ""
+            keys = f"{spot_keys}[c] chip  [b] bet  [u] undo  [x] x2  [r] rebet  [d] deal  [q] quit"
+            return Text(keys + (f"\nSide bets on this spot: {side}" if side else ""), style="bold")
+        if not self.my_turn():
+            return Text("[q] quit (the server plays your open decisions when their time is up)", style="bold")
+        assert self.round is not None
+        offer = self._offer()
+        legal = self.round["legal_actions"]
+        if offer is not None:
+            pending = [row for row in self.round.get("offers", {}).get("pending", []) if row["kind"] == offer]
+            cost = int(pending[0]["cost"]) if pending else 0
+            price = f" for {self.money(cost)}" if cost else ""
+            seat = f" on hand {pending[0]['seat']}" if pending else ""
+            return Text(f"{offer.replace('-', ' ').title()}{price}{seat}? [y]es [n]o  [?] hint  [q] quit",
+                        style="bold")
+        labels = []
+        for key, action in self._keys_now().items():
+            if action in legal:
+                label = f"[{key}] {action}"
+                cash_out = self.round.get("offers", {}).get("cash-out")
+                if action == "cash-out" and cash_out is not None:
+                    label += f" {self.money(int(cash_out))}"
+                labels.append(label)
+        return Text("  ".join(labels) + "  [?] hint  [q] quit", style="bold")
+
+
+def play_at_server(url: str, table_id: str, name: str | None = None, password: str | None = None,
+                   console: Console | None = None, keys: Iterator[str] | None = None,
+                   http: httpx.Client | None = None) -> RemoteTable:
+    """Sign in at the server at ``url`` (a new guest without ``name``), sit at ``table_id`` and play until the
+    player quits or the keys end; returns the table as it was left. A server that cannot be reached, a sign-in
+    refused or a table it does not have raise :class:`ServerError` before anything is played."""
+    client = http or httpx.Client(base_url=url, timeout=30.0)
+    api = Api(client)
+    player = sign_in(api, name, password)
+    try:
+        table = RemoteTable(api, table_id, player, console or Console())
+    except ServerError as error:
+        if error.status == 404:
+            tables = ", ".join(row["id"] for row in api.get("/tables")["tables"])
+            raise ServerError(f"The server has no table {table_id!r}; its tables: {tables}.", 404) from error
+        raise
+    table.run(keys if keys is not None else read_keys())
+    return table
