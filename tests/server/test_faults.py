@@ -427,6 +427,15 @@ def test_an_outage_is_one_line_and_a_count_in_the_log_not_a_line_a_request(
         eventually(lambda: len(said()) == 2, 5, "the tick tells the repeats")
         assert said()[1] == "storage busy, answered 503: Exception: server closed the connection " \
                             "(4 more times in the last 10 s)"
+        with Refuse(service, ERRORS["connection lost"]) as refuse:  # a second outage, the server stopped in it
+            for attempt in range(2):
+                refuse.armed = True
+                assert guest.post("/tables/classic/deal", key=f"again-{attempt}").status_code == 503
+        seconds[0] += 3
+    # Its count is told as the server stops, not lost with it.
+    assert said()[2:] == ["storage busy, answered 503: Exception: server closed the connection",
+                          "storage busy, answered 503: Exception: server closed the connection "
+                          "(1 more time in the last 3 s)"]
 
 
 def test_connections_postgresql_ends_cost_one_503_at_most_and_change_nothing(

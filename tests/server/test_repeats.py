@@ -57,6 +57,18 @@ def test_a_repeat_after_the_window_tells_the_count_before_it_starts_another(log:
     assert log.messages == ["x", "x (1 more time in the last 12 s)", "x"]
 
 
+def test_as_the_server_stops_every_count_is_told(log: pytest.LogCaptureFixture) -> None:
+    clock = Clock()
+    lines = lines_at(clock)
+    for _ in range(3):
+        lines.warning("x")
+    clock.now += 4
+    lines.flush()
+    assert log.messages == ["x"]  # its window is still open
+    lines.flush(every=True)
+    assert log.messages == ["x", "x (2 more times in the last 4 s)"]
+
+
 def test_past_the_held_lines_each_is_logged_as_it_comes(log: pytest.LogCaptureFixture) -> None:
     lines = lines_at(Clock())
     for number in range(MAX_LINES + 3):

@@ -7,6 +7,7 @@ import subprocess
 import sys
 import threading
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -15,10 +16,10 @@ import pytest
 from fastapi.testclient import TestClient
 from live import call, free_port, start_server
 from rich.console import Console
-from server_helpers import OPERATOR, Client
+from server_helpers import OPERATOR, Clock, new_guest, new_player
 
 from twentyone.server.service import GameService
-from twentyone.ui.remote import Api, RemoteTable, ServerError, play_at_server
+from twentyone.ui.remote import Api, RemoteTable, ServerError, play_at_server, sign_in
 
 # Classic: the player's 10 and 9, the dealer's 6 and 10; the dealer draws the 8 and busts.
 WIN = ["TS", "6H", "9D", "TC", "8C"]
@@ -84,33 +85,158 @@ def test_an_offer_is_asked_with_its_price_and_answered_with_y_or_n(http: TestCli
     assert "Round over: won $1.00." in shown  # 19 against the dealer's 18
 
 
+def test_single_decks_same_bet_deals_and_its_round_is_shown(http: TestClient, service: GameService) -> None:
+    """At single-deck REBET is the sheet's Same Bet: it repeats the bets and deals, and its answer is the round."""
+    service.stacked.append(["TS", "6H", "9D", "TC", "8C"])  # 10 and 9 against 6, 10, 8: the dealer busts
+    service.stacked.append(["AS", "5H", "KD", "TC", "9C"])  # a blackjack against 5, 10, 9: paid at once
+    table = played(http, "single-deck", "bdsr")
+    assert table.round is not None and table.round["status"] == "settled" and table.rounds == 2
+    assert table.message == "Round over: won £37.50." and table.state["balance"] == 1_000_00 + 25_00 + 37_50
+    assert "BJ" in screen(table).split("Round over: won £25.00.")[-1]
+
+
+def test_cash_out_shows_its_amount_and_follows_the_players_setting(http: TestClient, service: GameService) -> None:
+    service.stacked.append(WIN)
+    offered = played(http, "first-person", "bd")
+    amount = offered.round["offers"]["cash_out"] if offered.round else None
+    keys_line = next(line for line in reversed(screen(offered).splitlines()) if line.startswith("[h] hit"))
+    assert amount and f"[c] cash-out ${amount / 100:.2f}" in keys_line
+    guest = new_guest(http)
+    assert guest.put("/me/settings", {"cash_out_visible": False}).status_code == 200
+    service.stacked.append(WIN)
+    hidden = RemoteTable(Api(http, guest.token), "first-person", {"id": guest.player_id(), "name": guest.name},
+                         console())
+    hidden.run(iter("bdc"))
+    assert hidden.message.startswith("Cash out is hidden by your settings")
+    assert "cash-out" not in screen(hidden).split("Cash out is hidden")[-1]
+    assert hidden.round is not None and hidden.round["status"] == "playing"
+
+
+def test_a_login_that_returned_undealt_bets_says_so(http: TestClient) -> None:
+    ann = new_player(http, "ann")
+    ann.bet("classic", 500)
+    table = play_at_server("http://testserver", "power", "ann", "correct horse", console=console(), keys=iter(""),
+                           http=http)
+    assert "Your undealt bets were returned: $5.00 at classic." in screen(table)
+    assert table.state["balance"] == 100000
+
+
+# Multiplayer, two seats: no Ace, so no blackjack and no offer whichever card goes where; small cards to draw.
+NO_ACE = ["9S", "6H", "7D", "TC", "9D", "7C", "2S", "2H", "2D", "2C", "3S", "3H"]
+
+
+def sat_down(http: TestClient, table: str) -> RemoteTable:
+    api = Api(http)
+    return RemoteTable(api, table, sign_in(api)["player"], console(), wait_seconds=0)
+
+
+def test_another_players_forming_round_is_watched_and_joined_not_taken_for_ones_own(http: TestClient) -> None:
+    """Bob's round is forming when the terminal player sits down: her bets and DEAL join it. Before, the client took
+    it for hers, answered every key "It is not your turn", and read it as a 404 until she quit."""
+    bob = new_guest(http)
+    bob.bet("multiplayer", 500)
+    forming = bob.post("/tables/multiplayer/deal").json()
+    ann = sat_down(http, "multiplayer")
+    assert ann.round is None and ann.watched is not None and ann.watched["id"] == forming["id"]
+    assert f"Round {forming['id']} is taking bets" in ann._status()
+    ann.press("b")
+    ann.press("d")
+    assert ann.message == "" and ann.round is not None and ann.round["id"] == forming["id"] and "me" in ann.round
+    assert ann.round["seat_count"] == 2 and ann.state["slip"]["total"] == 0 and ann.watched is None
+
+
+def test_a_round_that_ends_while_the_next_forms_is_told_as_ones_own(http: TestClient, service: GameService,
+                                                                    clock: Clock) -> None:
+    """Ann's round ends at Bob's stand, and Bob forms the next round before Ann's screen reads hers again: her
+    result is her round's, and she bets on beside his. Before, the client took his for hers ("Round over: even")."""
+    service.stacked.append(NO_ACE)
+    ann, bob = sat_down(http, "multiplayer"), new_guest(http)
+    ann.press("b")
+    ann.press("d")  # Ann forms the round (seat 1), Bob joins it (seat 2)
+    bob.bet("multiplayer", 500)
+    round_id = bob.post("/tables/multiplayer/deal").json()["id"]
+    clock.advance(service.table("multiplayer").betting_window + 1)
+    service.tick()
+    ann._read_round()
+    assert ann.my_turn()
+    ann.press("s")
+    assert ann.round is not None and ann.round["status"] == "playing" and not ann.my_turn()
+    while bob.get(f"/rounds/{round_id}").json()["legal_actions"]:
+        bob.act(round_id, "stand")
+    bob.bet("multiplayer", 500)
+    following = bob.post("/tables/multiplayer/deal").json()
+    ann._read_round()
+    hers = [hand for hand in bob.get(f"/rounds/{round_id}").json()["hands"] if hand["player_id"] == ann.player["id"]]
+    net = sum(hand["returned"] - hand["stake"] for hand in hers)
+    told = f"won ${net / 100:.2f}" if net > 0 else f"lost ${-net / 100:.2f}" if net < 0 else "even"
+    assert ann.message == f"Round over: {told}." and ann.rounds == 1 and ann.state["balance"] == 100000 + net
+    assert ann.round is not None and ann.round["id"] == round_id and ann.round["status"] == "settled"
+    assert ann.watched is not None and ann.watched["id"] == following["id"]
+    ann.press("b")
+    assert ann.state["slip"]["total"] == 100 and ann.round is None  # betting on, beside Bob's forming round
+
+
 def test_a_table_the_server_does_not_have_is_named_with_the_ones_it_has(http: TestClient) -> None:
     with pytest.raises(ServerError, match=r"The server has no table 'nope'; its tables: first-person, classic"):
         played(http, "nope", "q")
 
 
-def test_a_503_is_sent_again_with_the_same_key_and_applied_once(http: TestClient) -> None:
-    """Storage trouble answers 503 with Retry-After; the terminal sends the same request again, with the same key,
-    as the web page does, and the player sees the answer, not the trouble."""
-    sent: list[tuple[str, str | None]] = []
-    refusals = [True, True]
+def through(http: TestClient, fault: Callable[[httpx.Request], httpx.Response | None]) -> tuple[Api, list[float]]:
+    """An :class:`Api` whose requests reach the app, unless ``fault`` answers one first (or raises for it), and the
+    waits it made between tries."""
 
-    def busy_then_through(request: httpx.Request) -> httpx.Response:
-        sent.append((request.url.path, request.headers.get("Idempotency-Key")))
-        if request.url.path.endswith("/bets") and refusals:
-            refusals.pop()
-            return httpx.Response(503, json={"detail": "busy"}, headers={"Retry-After": "1"})
+    def send(request: httpx.Request) -> httpx.Response:
+        made_up = fault(request)
+        if made_up is not None:
+            return made_up
         answer = http.request(request.method, request.url.path, content=request.content, headers=request.headers)
         return httpx.Response(answer.status_code, content=answer.content, headers=answer.headers)
 
     waits: list[float] = []
-    api = Api(httpx.Client(transport=httpx.MockTransport(busy_then_through), base_url="http://testserver"),
-              sleep=waits.append)
+    api = Api(httpx.Client(transport=httpx.MockTransport(send), base_url="http://testserver"), sleep=waits.append)
     api.token = http.post("/auth/guest").json()["token"]
+    return api, waits
+
+
+def test_a_503_is_sent_again_with_the_same_key_and_applied_once(http: TestClient) -> None:
+    """Storage trouble answers 503 with Retry-After; the terminal sends the same request again, with the same key,
+    as the web page does, and the player sees the answer, not the trouble."""
+    keys: list[str | None] = []
+    refusals = [True, True]
+
+    def busy_twice(request: httpx.Request) -> httpx.Response | None:
+        keys.append(request.headers.get("Idempotency-Key"))
+        if refusals:
+            refusals.pop()
+            return httpx.Response(503, json={"detail": "busy"}, headers={"Retry-After": "1"})
+        return None
+
+    api, waits = through(http, lambda request: busy_twice(request) if request.url.path.endswith("/bets") else None)
     assert api.post("/tables/classic/bets", {"spot": 1, "type": "main"})["slip"]["total"] == 100
-    keys = [key for path, key in sent if path.endswith("/bets")]
     assert len(keys) == 3 and len(set(keys)) == 1 and waits == [1.0, 1.0]
-    assert Client(http, api.token, "").balance() == 100000  # held on the slip: nothing staked twice
+
+
+def test_an_answer_lost_on_the_way_is_asked_again_and_the_bet_is_placed_once(http: TestClient) -> None:
+    """The server placed the chip, and its answer never came back: the same request with the same key gets the
+    first answer, and the spot holds one chip, not two."""
+    lost = [True]
+
+    def lose_the_first_answer(request: httpx.Request) -> None:
+        if request.url.path.endswith("/bets") and lost:
+            lost.pop()
+            http.request(request.method, request.url.path, content=request.content, headers=request.headers)
+            raise httpx.ReadTimeout("the answer was lost", request=request)
+
+    api, waits = through(http, lose_the_first_answer)
+    assert api.post("/tables/classic/bets", {"spot": 1, "type": "main"})["slip"]["total"] == 100
+    assert api.get("/tables/classic")["slip"]["total"] == 100 and not lost and waits == [0.5]
+
+
+def test_an_answer_that_is_not_the_servers_is_one_line() -> None:
+    api = Api(httpx.Client(transport=httpx.MockTransport(lambda request: httpx.Response(200, text="<html>hi</html>")),
+                           base_url="http://proxy.example"))
+    with pytest.raises(ServerError, match="no JSON object: is it a twentyone server"):
+        api.get("/tables/classic")
 
 
 def test_command_line_refusals_are_one_line_and_exit_2() -> None:
@@ -137,7 +263,7 @@ def test_a_shared_round_with_a_player_of_the_web_page(tmp_path: Path) -> None:
     try:
         created = call(port, "POST", "/admin/tables", OPERATOR, {
             "id": "duo", "name": "Duo", "variant": "multiplayer", "currency": "USD", "chips": [100, 500],
-            "limits": {"main": [100, 10000]}, "seats": 7, "decision_timeout": 60, "betting_window": 3})
+            "limits": {"main": [100, 10000]}, "seats": 7, "decision_timeout": 60, "betting_window": 5})
         assert created.status_code == 201, created.json()
         bob = call(port, "POST", "/auth/guest").json()
         terminal = subprocess.Popen(

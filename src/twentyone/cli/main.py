@@ -263,9 +263,15 @@ def _play_at_server(url: str, table_id: str, name: str | None) -> None:
     import getpass
     import os
 
+    import httpx
+
     from twentyone.ui.remote import ServerError, play_at_server
 
-    if not url.startswith(("http://", "https://")):
+    try:
+        parsed = httpx.URL(url)
+    except httpx.InvalidURL as error:
+        fail(f"--server must be an http:// or https:// URL, got {url!r}: {error}.")
+    if parsed.scheme not in ("http", "https") or not parsed.host:
         fail(f"--server must be an http:// or https:// URL, got {url!r}.")
     password = None
     if name is not None:

@@ -759,6 +759,9 @@ async def _timers(service: GameService) -> None:
     running: dict[str, asyncio.Task[None]] = {}
     try:
         while True:
+            # The repeats of an outage's 503s, told as their window ends; before the look below, which an outage
+            # can hold up until the pool's time-out.
+            service.store.busy_lines.flush()
             try:
                 due = await run_in_threadpool(service.timers_due)
             except Busy:  # storage contention, logged as one line where it arose: the next tick tries again
@@ -771,12 +774,12 @@ async def _timers(service: GameService) -> None:
             for key, timer in due:
                 if key not in running:
                     running[key] = asyncio.create_task(_run_timer(timer, limiter))
-            service.store.busy_lines.flush()  # the repeats of an outage's 503s, told as their window ends
             await asyncio.sleep(service.settings.tick_seconds)
     finally:  # at the stop: the timers under way end (their threads finish) before the database closes
         for task in list(running.values()):
             task.cancel()
         await asyncio.gather(*running.values(), return_exceptions=True)
+        service.store.busy_lines.flush(every=True)  # repeats counted in the last window are not lost
 
 
 async def _run_timer(timer: Callable[[], dict[str, int]], limiter: CapacityLimiter) -> None:

@@ -3,7 +3,8 @@
 Why: a storage outage answers every request 503, and each 503 logged its own line. With 200 players a restart of
 PostgreSQL wrote hundreds of identical lines a second, burying what the operator needs (when it began, what it
 was, when it ended, how many were refused). Now the first of each line is logged at once, and the repeats within
-the window go into one line when the window ends (``flush``, called each timer tick) or at the next repeat after it.
+the window go into one line when the window ends (``flush``, called each timer tick and at the server's stop) or at
+the next repeat after it: an outage is two lines for each cause and window of ten seconds.
 """
 
 from __future__ import annotations
@@ -65,12 +66,13 @@ class RepeatedLines:
             self._say(line, repeats, now - window.started if window is not None else 0.0)
         self.logger.warning("%s", line)
 
-    def flush(self) -> None:
-        """Report the repeats of every window that has ended, and forget those lines."""
+    def flush(self, every: bool = False) -> None:
+        """Report the repeats of every window that has ended (``every``: of every window, as the server stops), and
+        forget those lines."""
         now = self.clock()
         with self._lock:
             ended = [(line, window) for line, window in self._windows.items()
-                     if now - window.started >= self.window_seconds]
+                     if every or now - window.started >= self.window_seconds]
             for line, _ in ended:
                 del self._windows[line]
         for line, window in ended:

@@ -28,23 +28,22 @@ from rich.panel import Panel
 from rich.table import Table
 from rich.text import Text
 
-from twentyone.core.cards import Card, parse_card
-from twentyone.core.hand import HandValue, format_total
 from twentyone.core.money import format_money
-from twentyone.core.operations import OFFER_ANSWERS
 from twentyone.ui.terminal import (
     INSURANCE_WORDS,
     OFFER_KEYS,
     PLAY_KEYS,
     SIDE_BET_KEYS,
     amounts_in_currency,
-    cards_text,
+    dealer_text,
+    hand_cells,
     limits_text,
     net_text,
     read_keys,
     result_words,
     short_money,
 )
+from twentyone.variants import builtin_rules
 
 MAIN = "main"
 TRIES = 4  # a 503 or an answer that never came is sent again with the same key, as the web page does
@@ -109,16 +108,38 @@ class Api:
                     return _answer(answer)
                 if attempt == TRIES - 1:
                     raise ServerError(_detail(answer), 503)
-                wait = min(float(answer.headers.get("Retry-After", wait)), MOST_WAIT)
+                wait = min(_retry_after(answer, wait), MOST_WAIT)
             self.sleep(wait)
         raise AssertionError("unreachable")  # pragma: no cover: the last try returns or raises
 
 
-def _detail(answer: httpx.Response) -> str:
+def _retry_after(answer: httpx.Response, otherwise: float) -> float:
+    """The answer's ``Retry-After`` in seconds; ``otherwise`` where it is missing or not a number (an HTTP date).
+
+    >>> _retry_after(httpx.Response(503, headers={"Retry-After": "2"}), 0.5)
+    2.0
+    >>> _retry_after(httpx.Response(503, headers={"Retry-After": "Wed, 21 Oct 2026 07:28:00 GMT"}), 0.5)
+    0.5
+    """
     try:
-        detail = answer.json().get("detail")
+        return max(0.0, float(answer.headers.get("Retry-After", otherwise)))
     except ValueError:
-        detail = None
+        return otherwise
+
+
+def _detail(answer: httpx.Response) -> str:
+    """A refusal's words: its ``detail`` (a 422's first field's), else its status.
+
+    >>> _detail(httpx.Response(422, json={"detail": [{"msg": "Field required"}]}))
+    'Field required'
+    >>> _detail(httpx.Response(502, text="<html>Bad Gateway</html>")), _detail(httpx.Response(409, json=[1]))
+    ('The server answered 502.', 'The server answered 409.')
+    """
+    try:
+        body = answer.json()
+    except ValueError:
+        body = None
+    detail = body.get("detail") if isinstance(body, dict) else None
     if isinstance(detail, list):  # a 422's list of fields: the first one's words
         detail = detail[0].get("msg") if detail and isinstance(detail[0], dict) else None
     return str(detail) if detail else f"The server answered {answer.status_code}."
@@ -127,21 +148,45 @@ def _detail(answer: httpx.Response) -> str:
 def _answer(answer: httpx.Response) -> Any:
     if answer.status_code >= 400:
         raise ServerError(_detail(answer), answer.status_code)
-    return answer.json()
+    try:
+        body = answer.json()
+    except ValueError:
+        body = None
+    if not isinstance(body, dict):  # a proxy's page, say: not this server's API
+        raise ServerError(f"The server answered {answer.status_code} with no JSON object: is it a twentyone server?")
+    return body
 
 
 def sign_in(api: Api, name: str | None = None, password: str | None = None) -> dict[str, Any]:
-    """Sign ``api`` in (as a new guest without a name) and return the player (``id``, ``name``, ``guest``)."""
+    """Sign ``api`` in (as a new guest without a name) and return the server's answer: ``player`` (``id``,
+    ``name``) and, for a login, ``returned_bets`` (bets held but never dealt, returned by the sign-in)."""
     if name is None:
         answer = api.post("/auth/guest")
     else:
         answer = api.post("/auth/login", {"name": name, "password": password or ""})
     api.token = answer["token"]
-    return dict(answer["player"])
+    return dict(answer)
 
 
-def _total(part: Mapping[str, Any]) -> str:
-    return format_total(HandValue(int(part["total"]), bool(part["soft"])))
+def returned_bets_text(returned: list[dict[str, Any]], currencies: Mapping[str, str]) -> str:
+    """What a sign-in returned, as the web page announces it: each table's total in its round's or table's currency.
+
+    >>> returned_bets_text([{"table_id": "classic", "total": 500}, {"table_id": "power", "total": 100,
+    ...                     "currency": "EUR"}], {"classic": "USD"})
+    'Your undealt bets were returned: $5.00 at classic, €1.00 at power.'
+    """
+    told = [f"{format_money(int(bets['total']), bets.get('currency') or currencies.get(bets['table_id'], 'USD'))} "
+            f"at {bets['table_id']}" for bets in returned]
+    return f"Your undealt bets were returned: {', '.join(told)}."
+
+
+def _rules_line(variant: str) -> str:
+    """The game's rules in one line, as terminal play shows them under the bets; none for a game this client does not
+    know (a newer server's)."""
+    try:
+        return builtin_rules(variant).summary
+    except (KeyError, ValueError):
+        return ""
 
 
 def _deadline_seconds(stamp: str | None, now: datetime) -> int | None:
@@ -166,9 +211,12 @@ class RemoteTable:
     rounds: int = 0
     state: dict[str, Any] = field(default_factory=dict)  # GET /tables/{id}
     round: dict[str, Any] | None = None  # the round this player is in, or the one that just ended for them
+    watched: dict[str, Any] | None = None  # a shared table's round this player has no seat in
+    cash_out_shown: bool = True  # the player's setting, as the web page honours it
 
     def __post_init__(self) -> None:
         self.refresh()
+        self.cash_out_shown = bool(self.api.get("/me")["settings"]["cash_out_visible"])
 
     @property
     def table(self) -> dict[str, Any]:
@@ -182,17 +230,21 @@ class RemoteTable:
         return format_money(amount, self.currency)
 
     def refresh(self) -> None:
-        """Read the table again (balance, slip, the round this player is in)."""
+        """Read the table again: balance, slip, and its round. At a shared table that round may be one this player
+        has no seat in (another's, forming or in play): it is watched, and the player bets meanwhile (bets and DEAL
+        join a forming round), never taken for their own."""
         self.state = self.api.get(f"/tables/{self.table_id}")
-        if self.state["round"] is not None:
-            self.round = self.state["round"]
+        current = self.state["round"]
+        self.watched = current if current is not None and "me" not in current else None
+        if current is not None and "me" in current:
+            self.round = current
 
     # ------------------------------------------------------------ the loop
     def run(self, keys: Iterator[str]) -> None:
         """Play until ``q`` or the end of the keys; a round still open is left to the server's policy."""
-        self.wait_for_turn()
-        self.draw()
         try:
+            self.wait_for_turn()
+            self.draw()
             for key in keys:
                 if not self.press(key):
                     break
@@ -270,18 +322,26 @@ class RemoteTable:
         elif key in self._side_keys():
             self._slip(self.api.post(f"{path}/bets", {"spot": self.selected_spot, "type": self._side_keys()[key]}))
         elif key in ("u", "x", "r"):
-            self.api.post(f"{path}/{ {'u': 'undo', 'x': 'double', 'r': 'rebet'}[key]}")
-            self.refresh()  # single-deck's Same Bet deals with its rebet: the table says so
+            answer = self.api.post(f"{path}/{ {'u': 'undo', 'x': 'double', 'r': 'rebet'}[key]}")
+            if "id" in answer:  # single-deck's Same Bet: the rebet dealt, and its answer is the round
+                self._dealt(answer)
+            else:
+                self._slip(answer)
         elif key == "d":
-            self.round = self.api.post(f"{path}/deal")
-            self.refresh()
-            if not self.round_open():
-                self._round_over()
+            self._dealt(self.api.post(f"{path}/deal"))
         else:
             self.message = f"Key {key!r} does nothing while betting; see the keys below."
 
     def _slip(self, answer: Mapping[str, Any]) -> None:
         self.state["slip"] = answer["slip"]
+
+    def _dealt(self, round_seen: dict[str, Any]) -> None:
+        """A deal's answer: this player's round (a private one dealt, perhaps settled at once; a shared one forming)."""
+        self.round = round_seen
+        if self.round_open():
+            self.refresh()  # the stake left the balance (a private table's), the slip emptied
+        else:
+            self._round_over()
 
     def _sides(self) -> list[str]:
         """The side bets this table takes: those it sets limits for, as the web page lists them."""
@@ -294,9 +354,11 @@ class RemoteTable:
         return {SIDE_BET_KEYS[name]: name for name in self._sides() if name in SIDE_BET_KEYS}
 
     def _offer(self) -> str | None:
-        """The offer this player is asked to answer (insurance, even money, surrender), if any."""
-        legal = set(self.round["legal_actions"]) if self.round else set()
-        return next((str(kind) for kind, answers in OFFER_ANSWERS.items() if legal & {str(a) for a in answers}), None)
+        """The offer this player is asked to answer (insurance, even money, early surrender), if any: the kind of
+        the decision asked of them, as terminal play reads it from the engine."""
+        decision = self.round.get("decision") if self.my_turn() and self.round else None
+        kind = decision.get("kind") if decision else None
+        return str(kind) if kind in OFFER_KEYS else None
 
     def _keys_now(self) -> Mapping[str, str]:
         offer = self._offer()
@@ -313,8 +375,12 @@ class RemoteTable:
             return
         legal = self.round["legal_actions"]
         keys = self._keys_now()
+        if keys.get(key) == "cash-out" and not self.cash_out_shown:
+            self.message = "Cash out is hidden by your settings (the web page's Settings shows it again)."
+            return
         if key not in keys or keys[key] not in legal:
-            choices = ", ".join(f"[{k}] {action}" for k, action in keys.items() if action in legal)
+            choices = ", ".join(f"[{k}] {action}" for k, action in keys.items()
+                                if action in legal and (action != "cash-out" or self.cash_out_shown))
             self.message = f"Key {key!r} is not an action here; legal: {choices}."
             return
         self.round = self.api.post(f"/rounds/{self.round['id']}/actions", {"action": keys[key]})
@@ -322,16 +388,20 @@ class RemoteTable:
             self._round_over()
 
     def _round_over(self) -> None:
-        assert self.round is not None
+        """This player's round ended: its result from its own last view (the table may already hold the next round,
+        another player's), then the table read again for the balance."""
+        ended = self.round
+        assert ended is not None
+        if ended["status"] == "void":
+            self.message = f"Round void: {ended['void_reason']}. Every stake was returned."
+        else:
+            me = ended.get("me") or {}
+            net = int(me.get("returned", 0)) - int(me.get("staked", 0))
+            result = f"won {self.money(net)}" if net > 0 else f"lost {self.money(-net)}" if net < 0 else "even"
+            self.rounds += 1
+            self.message = f"Round over: {result}."
         self.refresh()
-        if self.round["status"] == "void":
-            self.message = f"Round void: {self.round['void_reason']}. Every stake was returned."
-            return
-        me = self.round.get("me") or {}
-        net = int(me.get("returned", 0)) - int(me.get("staked", 0))
-        result = f"won {self.money(net)}" if net > 0 else f"lost {self.money(-net)}" if net < 0 else "even"
-        self.rounds += 1
-        self.message = f"Round over: {result}."
+        self.round = ended  # shown until the next key
 
     def _hint_text(self) -> str:
         assert self.round is not None
@@ -360,11 +430,21 @@ class RemoteTable:
         return Group(*parts)
 
     def _status(self) -> str:
-        """What the table waits for, when it is not this player: the betting window, another player's turn."""
-        seen = self.round
-        if seen is None or not self.round_open() or self.my_turn():
-            return " "
+        """What the table waits for, when it is not this player: the betting window, another player's turn; while
+        the player bets, the round of others at the table."""
         now = self.clock()
+        if not self.round_open():
+            watched = self.watched if self.round is None else None
+            if watched is None:
+                return " "
+            if watched["status"] == "betting":
+                left = _deadline_seconds(watched.get("betting_closes_at"), now)
+                closes = f" (betting closes in {left} s)" if left is not None else ""
+                return f"Round {watched['id']} is taking bets{closes}: your bets and DEAL join it."
+            return f"Round {watched['id']} is in play without you: your bets go to the next round."
+        seen = self.round
+        if seen is None or self.my_turn():
+            return " "
         if seen["status"] == "betting":
             left = _deadline_seconds(seen.get("betting_closes_at"), now)
             return f"Bets are in. Betting closes in {left} s." if left is not None else "Bets are in."
@@ -376,19 +456,7 @@ class RemoteTable:
         return f"Waiting for the other players{clock}."
 
     def _render_round(self, seen: Mapping[str, Any]) -> list[RenderableType]:
-        dealer_seen = seen["dealer"]
-        cards: list[Card | None] = [parse_card(text) for text in dealer_seen["cards"]]
-        hidden = int(dealer_seen.get("hidden") or 0)
-        at = dealer_seen.get("hidden_at")
-        at = len(cards) if at is None else int(at)
-        shown = (*cards[:at], *[None] * hidden, *cards[at:])
-        dealer = Text("Dealer  ")
-        dealer.append_text(cards_text(tuple(shown)))
-        if cards:
-            bust = "BUST " if int(dealer_seen["total"]) > 21 else ""
-            dealer.append(f"   {bust}{_total(dealer_seen)}")
-        if dealer_seen.get("blackjack"):
-            dealer.append("  BLACKJACK", style="bold red")
+        dealer = dealer_text(seen["dealer"])
         shared = bool(self.table["shared"])
         table = Table(expand=True, show_edge=False, box=None, padding=(0, 1))
         for column in ("", *(("Player",) if shared else ()), "Hand", "Cards", "Total", "Stake", "Result"):
@@ -398,17 +466,11 @@ class RemoteTable:
         for hand in seen["hands"]:
             active = (decision.get("player_id") == hand["player_id"] and decision.get("seat") == hand["seat"]
                       and decision.get("hand") == hand["hand"])
-            total = "BJ" if hand["status"] == "blackjack" else _total(hand)
-            if int(hand["total"]) > 21:
-                total = f"BUST {total}"
-            result = ""
-            if hand["outcome"] is not None:
-                result = f"{hand['outcome']} {net_text(int(hand['returned'] or 0) - int(hand['stake']), self.currency)}"
+            cards, total, result = hand_cells(hand, self.currency)
             who = ("you" if hand["player_id"] == mine else str(hand["name"]),) if shared else ()
             table.add_row("▶" if active else "", *who,
                           f"{hand['seat']}" + (f".{hand['hand']}" if hand["from_split"] else ""),
-                          cards_text(tuple(parse_card(text) for text in hand["cards"])), total,
-                          self.money(int(hand["stake"])), result, style="bold" if active else None)
+                          cards, total, self.money(int(hand["stake"])), result, style="bold" if active else None)
         parts: list[RenderableType] = [Panel(dealer, title=f"Dealer · round {seen['id']} · {seen['status']}",
                                              border_style="green"), table]
         sides = self._side_results(seen)
@@ -453,7 +515,8 @@ class RemoteTable:
             chips.append(f" {short_money(chip, self.currency)} ", style=style)
         chips.append(f"   TOTAL BET {self.money(int(slip['total']))}", style="bold")
         title = "Place your bets" + (" · shared table" if table_setting["shared"] else "")
-        return [Panel(table, title=title, border_style="green"), chips]
+        return [Panel(table, title=title, border_style="green"), chips,
+                Text(_rules_line(str(table_setting["variant"])), style="dim")]
 
     def _render_keys(self) -> Text:
         if not self.round_open():
@@ -476,9 +539,9 @@ class RemoteTable:
                         style="bold")
         labels = []
         for key, action in self._keys_now().items():
-            if action in legal:
+            if action in legal and (action != "cash-out" or self.cash_out_shown):
                 label = f"[{key}] {action}"
-                cash_out = self.round.get("offers", {}).get("cash-out")
+                cash_out = self.round.get("offers", {}).get("cash_out")
                 if action == "cash-out" and cash_out is not None:
                     label += f" {self.money(int(cash_out))}"
                 labels.append(label)
@@ -491,15 +554,18 @@ def play_at_server(url: str, table_id: str, name: str | None = None, password: s
     """Sign in at the server at ``url`` (a new guest without ``name``), sit at ``table_id`` and play until the
     player quits or the keys end; returns the table as it was left. A server that cannot be reached, a sign-in
     refused or a table it does not have raise :class:`ServerError` before anything is played."""
-    client = http or httpx.Client(base_url=url, timeout=30.0)
-    api = Api(client)
-    player = sign_in(api, name, password)
-    try:
-        table = RemoteTable(api, table_id, player, console or Console())
-    except ServerError as error:
-        if error.status == 404:
-            tables = ", ".join(row["id"] for row in api.get("/tables")["tables"])
-            raise ServerError(f"The server has no table {table_id!r}; its tables: {tables}.", 404) from error
-        raise
-    table.run(keys if keys is not None else read_keys())
+    with http or httpx.Client(base_url=url, timeout=30.0) as client:
+        api = Api(client)
+        signed_in = sign_in(api, name, password)
+        try:
+            table = RemoteTable(api, table_id, signed_in["player"], console or Console())
+        except ServerError as error:
+            if error.status == 404:
+                tables = ", ".join(row["id"] for row in api.get("/tables")["tables"])
+                raise ServerError(f"The server has no table {table_id!r}; its tables: {tables}.", 404) from error
+            raise
+        if signed_in.get("returned_bets"):
+            currencies = {row["id"]: row["currency"] for row in api.get("/tables")["tables"]}
+            table.message = returned_bets_text(signed_in["returned_bets"], currencies)
+        table.run(keys if keys is not None else read_keys())
     return table

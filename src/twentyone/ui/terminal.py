@@ -15,7 +15,7 @@ import re
 import sys
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
-from typing import TextIO, TypedDict
+from typing import Any, TextIO, TypedDict
 
 from rich.console import Console, Group, RenderableType
 from rich.panel import Panel
@@ -23,14 +23,15 @@ from rich.table import Table
 from rich.text import Text
 
 from twentyone.core.betting import MAIN, BetLimits, BetSlip, BetSlipError
-from twentyone.core.cards import Card
-from twentyone.core.hand import format_total
+from twentyone.core.cards import Card, parse_card
+from twentyone.core.hand import HandValue, format_total
 from twentyone.core.money import format_money
 from twentyone.core.operations import OFFER_ANSWERS, Action
 from twentyone.core.round import ACTION_WORDS, IllegalActionError, Phase, Round
 from twentyone.core.rules import Rules
 from twentyone.core.shoe import RandomBits, Shoe, system_rng
 from twentyone.core.sidebets import SIDE_BETS
+from twentyone.core.view import dealer_json, hand_json
 
 PLAYER = "you"  # the one player at a terminal table
 SUIT_SYMBOLS = {"S": "♠", "H": "♥", "D": "♦", "C": "♣"}
@@ -138,6 +139,48 @@ def cards_text(cards: tuple[Card | None, ...]) -> Text:
             text.append(" ")
         text.append_text(card_text(card))
     return text
+
+
+def dealer_text(dealer: Mapping[str, Any]) -> Text:
+    """The dealer's line from a round view's ``dealer`` (``core.view.dealer_json``, which the server sends too): the
+    face-down card where it lies (multiplayer deals it first: it turns over in place), the visible total, BLACKJACK.
+
+    >>> dealer_text({"cards": ["8S"], "total": 8, "soft": False, "hidden": 1, "hidden_at": 0, "blackjack": False}).plain
+    'Dealer  ▒▒ 8♠   8'
+    >>> dealer_text({"cards": ["AS", "KH"], "total": 21, "soft": True, "hidden": 0, "hidden_at": None,
+    ...              "blackjack": True}).plain
+    'Dealer  A♠ K♥   21  BLACKJACK'
+    """
+    cards: list[Card | None] = [parse_card(text) for text in dealer["cards"]]
+    at = len(cards) if dealer.get("hidden_at") is None else int(dealer["hidden_at"])
+    shown = (*cards[:at], *[None] * int(dealer.get("hidden") or 0), *cards[at:])
+    line = Text("Dealer  ")
+    line.append_text(cards_text(shown))
+    if cards:  # none yet while a shared round takes bets
+        value = HandValue(int(dealer["total"]), bool(dealer["soft"]))
+        line.append(f"   {'BUST ' if value.bust else ''}{format_total(value)}")
+    if dealer.get("blackjack"):
+        line.append("  BLACKJACK", style="bold red")
+    return line
+
+
+def hand_cells(hand: Mapping[str, Any], currency: str) -> tuple[Text, str, str]:
+    """A hand's cards, total and result as the hands' table shows them, from a round view's hand
+    (``core.view.hand_json``, which the server sends too).
+
+    >>> cards, total, result = hand_cells({"cards": ["TS", "QH", "5D"], "total": 25, "soft": False, "stake": 100,
+    ...                                    "status": "bust", "outcome": "lose", "returned": 0}, "USD")
+    >>> cards.plain, total, result
+    ('10♠ Q♥ 5♦', 'BUST 25', 'lose −$1.00')
+    """
+    value = HandValue(int(hand["total"]), bool(hand["soft"]))
+    total = "BJ" if hand["status"] == "blackjack" else format_total(value)
+    if value.bust:
+        total = f"BUST {total}"
+    result = ""
+    if hand["outcome"] is not None:
+        result = f"{hand['outcome']} {net_text(int(hand['returned'] or 0) - int(hand['stake']), currency)}"
+    return cards_text(tuple(parse_card(text) for text in hand["cards"])), total, result
 
 
 def read_keys(stream: TextIO | None = None) -> Iterator[str]:
@@ -388,31 +431,16 @@ class TerminalTable:
 
     def _render_round(self, game: Round) -> list[RenderableType]:
         seen = game.view(PLAYER)  # what the player may see: the hole card stays face down until turned
-        # The face-down card where it lies (multiplayer deals it first): it turns over in place.
-        at = len(seen.dealer_cards) if seen.dealer_hidden_at is None else seen.dealer_hidden_at
-        shown: tuple[Card | None, ...] = (*seen.dealer_cards[:at], *[None] * seen.dealer_hidden,
-                                          *seen.dealer_cards[at:])
-        dealer = Text("Dealer  ")
-        dealer.append_text(cards_text(shown))
-        dealer_value = seen.dealer_value
-        dealer.append(f"   {'BUST ' if dealer_value.bust else ''}{format_total(dealer_value)}")
-        if seen.dealer_blackjack:
-            dealer.append("  BLACKJACK", style="bold red")
+        dealer = dealer_text(dealer_json(seen))
         table = Table(expand=True, show_edge=False, box=None, padding=(0, 1))
         for column in ("", "Hand", "Cards", "Total", "Stake", "Result"):
             table.add_column(column)
         decision = seen.decision
         for hand in seen.hands:
             active = decision is not None and decision.seat == hand.seat and decision.hand == hand.hand
-            total = "BJ" if hand.status == "blackjack" else format_total(hand.value)
-            if hand.value.bust:
-                total = f"BUST {total}"
-            result = ""
-            if hand.outcome is not None:
-                result = f"{hand.outcome} {net_text((hand.returned or 0) - hand.stake, self.currency)}"
+            cards, total, result = hand_cells(hand_json(hand), self.currency)
             table.add_row("▶" if active else "", f"{hand.seat}" + (f".{hand.hand}" if hand.from_split else ""),
-                          cards_text(hand.cards), total, self.money(hand.stake), result,
-                          style="bold" if active else None)
+                          cards, total, self.money(hand.stake), result, style="bold" if active else None)
         sides = []
         for s in seen.settlements:
             if s.item in game.rules.side_bets:
