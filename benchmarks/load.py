@@ -691,10 +691,14 @@ def percentiles(entry: Any) -> dict[str, float]:
     return {f"p{int(q * 100)}": float(entry.get_response_time_percentile(q)) for q in (0.5, 0.95, 0.99)}
 
 
+AFTER_FAULT_S = 2.0  # seconds measured at least after a fault is over
+
+
 def measure(user: type[FastHttpUser], host: str, options: Options, server: Served,
             fault: tuple[float, Callable[[], None]] | None = None) -> dict[str, Any]:
     """Start the players, wait for every sign-in, measure ``duration`` seconds (``fault``: at that many seconds in,
-    that call, such as :meth:`Served.crash`), then drain and stop."""
+    that call, such as :meth:`Served.crash`, and the window then lasts at least :data:`AFTER_FAULT_S` past the fault's
+    end), then drain and stop."""
     RUN.meter = Meter()
     RUN.stopping = False
     RUN.fault_at = RUN.over_at = None
@@ -715,6 +719,10 @@ def measure(user: type[FastHttpUser], host: str, options: Options, server: Serve
     gevent.sleep(options.duration)
     if faulting is not None:
         faulting.get(timeout=120)  # a server that did not come back ends the run here, saying why
+        # The window runs on until play after the fault has had its time: a server slow to come back (5.4 s after a
+        # crash 2 s into a 6 s window, on a loaded host) left no time to see a round finished after it.
+        if RUN.over_at is not None:
+            gevent.sleep(max(0.0, RUN.over_at + AFTER_FAULT_S - time.monotonic()))
     elapsed = time.perf_counter() - started
     cpu_server, cpu_self = server.cpu() - cpu_server, own_cpu() - cpu_self
     switches_after = tree_switches(server.pid)
