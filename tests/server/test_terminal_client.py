@@ -3,6 +3,7 @@ play, the server's deal, balance, refusals and history, and a shared table with 
 
 from __future__ import annotations
 
+import re
 import subprocess
 import sys
 import threading
@@ -16,7 +17,7 @@ import pytest
 from fastapi.testclient import TestClient
 from live import call, free_port, start_server
 from rich.console import Console
-from server_helpers import OPERATOR, Clock, new_guest, new_player
+from server_helpers import OPERATOR, Client, Clock, dealt_shared_round, new_guest, new_player
 
 from twentyone.server.service import GameService
 from twentyone.ui.remote import Api, RemoteTable, ServerError, play_at_server, sign_in
@@ -89,6 +90,7 @@ def test_single_decks_same_bet_deals_and_its_round_is_shown(http: TestClient, se
     """At single-deck REBET is the sheet's Same Bet: it repeats the bets and deals, and its answer is the round."""
     service.stacked.append(["TS", "6H", "9D", "TC", "8C"])  # 10 and 9 against 6, 10, 8: the dealer busts
     service.stacked.append(["AS", "5H", "KD", "TC", "9C"])  # a blackjack against 5, 10, 9: paid at once
+    assert "[r] same bet (deals)" in screen(played(http, "single-deck", ""))
     table = played(http, "single-deck", "bdsr")
     assert table.round is not None and table.round["status"] == "settled" and table.rounds == 2
     assert table.message == "Round over: won £37.50." and table.state["balance"] == 1_000_00 + 25_00 + 37_50
@@ -125,9 +127,10 @@ def test_a_login_that_returned_undealt_bets_says_so(http: TestClient) -> None:
 NO_ACE = ["9S", "6H", "7D", "TC", "9D", "7C", "2S", "2H", "2D", "2C", "3S", "3H"]
 
 
-def sat_down(http: TestClient, table: str) -> RemoteTable:
+def sat_down(http: TestClient, table: str, clock: Clock | None = None) -> RemoteTable:
+    """A terminal player at ``table``, on the server's clock where a test moves it."""
     api = Api(http)
-    return RemoteTable(api, table, sign_in(api)["player"], console(), wait_seconds=0)
+    return RemoteTable(api, table, sign_in(api)["player"], console(), wait_seconds=0, clock=clock or Clock())
 
 
 def test_another_players_forming_round_is_watched_and_joined_not_taken_for_ones_own(http: TestClient) -> None:
@@ -174,6 +177,46 @@ def test_a_round_that_ends_while_the_next_forms_is_told_as_ones_own(http: TestCl
     assert ann.watched is not None and ann.watched["id"] == following["id"]
     ann.press("b")
     assert ann.state["slip"]["total"] == 100 and ann.round is None  # betting on, beside Bob's forming round
+
+
+def test_a_decision_the_servers_timer_took_is_caught_up_with(http: TestClient, service: GameService,
+                                                             clock: Clock) -> None:
+    """Ann let her turn run out: the server stood for her and the round settled. Her next key is refused, and the
+    screen reads the round again, where it stayed on the old one and refused every key (found by a trial)."""
+    service.stacked.append(NO_ACE)
+    ann = sat_down(http, "multiplayer", clock)
+    ann.press("b")
+    ann.press("d")
+    table = service.table("multiplayer")
+    clock.advance(table.betting_window + 1)
+    service.tick()
+    ann._read_round()
+    assert ann.my_turn() and ann._status() == f"Your decision: {table.decision_timeout} s left."
+    clock.advance(table.decision_timeout + 1)
+    service.tick()
+    ann.press("s")
+    assert ann.round is not None and ann.round["status"] == "settled" and not ann.round_open()
+    assert "no decision is pending" in ann.message and "Round over:" in ann.message and ann.rounds == 1
+
+
+def test_a_double_or_insurance_takes_its_stake_from_the_balance_on_screen(http: TestClient,
+                                                                          service: GameService) -> None:
+    service.stacked.append(ACE_UP)
+    table = played(http, "first-person", "bdy")  # insurance for half the bet; the round goes on
+    assert table.round is not None and table.round_open()
+    assert table.state["balance"] == 100000 - 100 - 50 == me(http, table)["balances"]["USD"]
+
+
+def test_a_crowded_round_lists_a_few_others_and_counts_the_rest(http: TestClient, service: GameService,
+                                                                clock: Clock) -> None:
+    service.stacked.append(["5S", "6H", "7D", "8C", "2S", "3H", "4D", "5C", "6S", "7H", "2C", "3D"])
+    ann = sat_down(http, "power")
+    guests = [Client(http, ann.api.token, ann.player["name"]), *(new_guest(http) for _ in range(6))]
+    dealt_shared_round(service, clock, guests, "power")
+    ann.refresh()
+    ann.draw()
+    shown = screen(ann)
+    assert "and 2 more hands, of 2 players" in shown and shown.count("\n") <= 24, shown
 
 
 def test_a_table_the_server_does_not_have_is_named_with_the_ones_it_has(http: TestClient) -> None:
@@ -249,6 +292,9 @@ def test_command_line_refusals_are_one_line_and_exit_2() -> None:
         mixed.stderr
     alone = run("classic", "--name", "ann")
     assert alone.returncode == 2 and "--name signs in at a server: give --server URL too." in alone.stderr
+    for odd in ("http://127.0.0.1:abc", "http://[::1", "http://", "http://127.0.0.1:8000/tables", "ftp://host"):
+        refused = run("classic", "--server", odd)
+        assert refused.returncode == 2 and refused.stderr.count("\n") == 1 and "--server" in refused.stderr, odd
     nowhere = run("classic", "--server", f"http://127.0.0.1:{free_port()}")
     assert nowhere.returncode == 2 and nowhere.stderr.count("\n") == 1 and "did not answer" in nowhere.stderr
     assert "Traceback" not in nowhere.stderr
@@ -280,7 +326,7 @@ def test_a_shared_round_with_a_player_of_the_web_page(tmp_path: Path) -> None:
         [round_id] = bobs
         settled = call(port, "GET", f"/rounds/{round_id}", bob["token"]).json()
         assert settled["status"] == "settled" and settled["seat_count"] == 2
-        assert "Bets are in. Betting closes in" in output  # the window, drawn while it ran
+        assert re.search(r"Bets are in \([12] seats?\)\. Betting closes in \d s\.", output)  # the window, as it ran
         assert "Round over:" in output and "Goodbye. Balance" in output, output[-2000:]
         names = {seat["name"] for seat in settled["seats"]}
         assert bob["player"]["name"] in names and len(names) == 2

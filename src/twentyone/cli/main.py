@@ -215,11 +215,11 @@ def play(
 ) -> None:
     """Play a game in the terminal: bet, deal, decide with single keys.
 
-    On this machine by default: a built-in game is set as the server's table of the same name is
-    (its currency, chips and limits) and played by the engine itself. A rules file plays in dollars
-    with 1-5-25-100 chips. With --server URL the same keys play at that server's table: the server
-    deals, keeps the balance and records the rounds, and a shared table is shared with the web page's
-    players."""
+    On this machine by default, by the engine itself, set as the server's table of that name is.
+
+    A rules file plays in dollars with 1-5-25-100 chips.
+
+    With --server URL the same keys play at that server's table: its deal, balance and history."""
     if server is not None:
         given = [option for option, value in (("--balance", balance), ("--seed", seed), ("--rules", rules_file),
                                               ("--currency", currency)) if value is not None]
@@ -273,6 +273,9 @@ def _play_at_server(url: str, table_id: str, name: str | None) -> None:
         fail(f"--server must be an http:// or https:// URL, got {url!r}: {error}.")
     if parsed.scheme not in ("http", "https") or not parsed.host:
         fail(f"--server must be an http:// or https:// URL, got {url!r}.")
+    if parsed.path not in ("", "/") or parsed.query or parsed.fragment or parsed.userinfo:
+        fail(f"--server is the server's own address, like http://localhost:8000, with no path, query or user; "
+             f"got {url!r}.")
     password = None
     if name is not None:
         password = os.environ.get("TWENTYONE_PASSWORD")

@@ -15,12 +15,13 @@ what it waits for, so it reads the round when it needs it; the events would add 
 
 from __future__ import annotations
 
+import sys
 import time
 import uuid
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from typing import Any
+from typing import Any, TextIO
 
 import httpx
 from rich.console import Console, Group, RenderableType
@@ -29,6 +30,7 @@ from rich.table import Table
 from rich.text import Text
 
 from twentyone.core.money import format_money
+from twentyone.core.operations import COSTLY_ACTIONS
 from twentyone.ui.terminal import (
     INSURANCE_WORDS,
     OFFER_KEYS,
@@ -36,7 +38,9 @@ from twentyone.ui.terminal import (
     SIDE_BET_KEYS,
     amounts_in_currency,
     dealer_text,
+    discard_typed_ahead,
     hand_cells,
+    key_waiting,
     limits_text,
     net_text,
     read_keys,
@@ -46,9 +50,14 @@ from twentyone.ui.terminal import (
 from twentyone.variants import builtin_rules
 
 MAIN = "main"
+OTHERS_SHOWN = 4  # other players' hands listed at a shared table; the rest are counted
 TRIES = 4  # a 503 or an answer that never came is sent again with the same key, as the web page does
 MOST_WAIT = 5.0  # seconds: a longer Retry-After is cut to this, so a key never hangs for long
 OPEN = ("betting", "playing")
+
+
+class _Quit(Exception):
+    """``q`` pressed while the table moved without the player."""
 
 
 class ServerError(Exception):
@@ -189,6 +198,15 @@ def _rules_line(variant: str) -> str:
         return ""
 
 
+def _clock_text(seconds: int) -> str:
+    """A time left as a player reads it: seconds under a minute, else minutes and seconds.
+
+    >>> _clock_text(14), _clock_text(1198)
+    ('14 s', '19:58')
+    """
+    return f"{seconds} s" if seconds < 60 else f"{seconds // 60}:{seconds % 60:02d}"
+
+
 def _deadline_seconds(stamp: str | None, now: datetime) -> int | None:
     if not stamp:
         return None
@@ -213,6 +231,7 @@ class RemoteTable:
     round: dict[str, Any] | None = None  # the round this player is in, or the one that just ended for them
     watched: dict[str, Any] | None = None  # a shared table's round this player has no seat in
     cash_out_shown: bool = True  # the player's setting, as the web page honours it
+    keyboard: TextIO | None = None  # the terminal the keys come from: q while the table moves, keys typed ahead
 
     def __post_init__(self) -> None:
         self.refresh()
@@ -246,11 +265,14 @@ class RemoteTable:
             self.wait_for_turn()
             self.draw()
             for key in keys:
+                asked = self._asked()
                 if not self.press(key):
                     break
                 self.wait_for_turn()
+                if self.keyboard is not None and self._asked() not in (None, asked):
+                    discard_typed_ahead(self.keyboard)  # a new decision: only keys pressed once it shows count
                 self.draw()
-        except KeyboardInterrupt:
+        except (KeyboardInterrupt, _Quit):
             pass
         if self.round_open():
             self.console.print("You left mid-round: the server takes each of your open decisions (stand, decline) "
@@ -259,6 +281,13 @@ class RemoteTable:
         balance = self.state.get("balance")
         held = self.money(balance) if balance is not None else "not given by the operator's wallet"
         self.console.print(f"Goodbye. Balance {held} after {rounds} at {self.table['name']}.")
+
+    def _asked(self) -> tuple[Any, ...] | None:
+        """The decision asked of this player now (round, hand, kind), if any."""
+        if not self.my_turn() or self.round is None:
+            return None
+        decision = self.round.get("decision") or {}
+        return self.round["id"], decision.get("seat"), decision.get("hand"), decision.get("kind")
 
     def round_open(self) -> bool:
         return self.round is not None and self.round["status"] in OPEN
@@ -276,8 +305,17 @@ class RemoteTable:
             if now != drawn:  # a screen a second at most while the clock runs, none while nothing moves
                 self.draw()
                 drawn = now
-            time.sleep(self.poll_seconds)
+            self._pause()
             self._read_round()
+
+    def _pause(self) -> None:
+        """Wait :attr:`poll_seconds`; at a terminal, ``q`` quits meanwhile (other keys typed while the table moves
+        are dropped: they were not meant for a screen the player had not seen)."""
+        deadline = time.monotonic() + self.poll_seconds
+        while (left := deadline - time.monotonic()) > 0:
+            time.sleep(min(left, 0.05))
+            if self.keyboard is not None and key_waiting(self.keyboard) == "q":
+                raise _Quit()
 
     def _read_round(self) -> None:
         assert self.round is not None
@@ -303,7 +341,24 @@ class RemoteTable:
                 self._betting_key(key)
         except ServerError as error:
             self.message = amounts_in_currency(str(error), self.currency)
+            self._catch_up()
         return True
+
+    def _catch_up(self) -> None:
+        """After a refusal, read again what may have moved without this screen: a decision the server's timer took
+        ("Round 4 is settled: no decision is pending."), a round dealt from the web page on the same account, a
+        balance an operator credited. The refusal's words stay on screen."""
+        told = self.message
+        try:
+            if self.round_open():
+                self._read_round()
+            else:
+                self.refresh()
+                if self.state["round"] is not None and "me" in self.state["round"]:
+                    self.round = self.state["round"]  # a round of this player's begun elsewhere: played here on
+        except ServerError:
+            pass  # the server did not answer: the refusal said so
+        self.message = told if not self.message.startswith("Round over") else f"{told} {self.message}"
 
     def _betting_key(self, key: str) -> None:
         self.round = None  # a round that ended on screen: any key starts betting again
@@ -386,6 +441,8 @@ class RemoteTable:
         self.round = self.api.post(f"/rounds/{self.round['id']}/actions", {"action": keys[key]})
         if not self.round_open():
             self._round_over()
+        elif keys[key] in COSTLY_ACTIONS:  # a double, split or insurance took more from the balance
+            self.refresh()
 
     def _round_over(self) -> None:
         """This player's round ended: its result from its own last view (the table may already hold the next round,
@@ -443,14 +500,18 @@ class RemoteTable:
                 return f"Round {watched['id']} is taking bets{closes}: your bets and DEAL join it."
             return f"Round {watched['id']} is in play without you: your bets go to the next round."
         seen = self.round
-        if seen is None or self.my_turn():
+        if seen is None:
             return " "
         if seen["status"] == "betting":
             left = _deadline_seconds(seen.get("betting_closes_at"), now)
-            return f"Bets are in. Betting closes in {left} s." if left is not None else "Bets are in."
+            seats = int(seen.get("seat_count") or 1)
+            bets_in = f"Bets are in ({seats} seat{'s' if seats != 1 else ''})."
+            return f"{bets_in} Betting closes in {left} s." if left is not None else bets_in
         decision = seen.get("decision")
         left = _deadline_seconds(seen.get("deadline"), now)
-        clock = f" ({left} s)" if left is not None else ""
+        if self.my_turn():  # the server decides for the player when this runs out (stand, decline)
+            return f"Your decision: {_clock_text(left)} left." if left is not None else " "
+        clock = f" ({_clock_text(left)})" if left is not None else ""
         if decision and decision.get("player_id") != self.player["id"]:
             return f"Waiting for {decision.get('name', 'another player')}{clock}."
         return f"Waiting for the other players{clock}."
@@ -463,14 +524,25 @@ class RemoteTable:
             table.add_column(column)
         decision = seen.get("decision") or {}
         mine = self.player["id"]
-        for hand in seen["hands"]:
-            active = (decision.get("player_id") == hand["player_id"] and decision.get("seat") == hand["seat"]
-                      and decision.get("hand") == hand["hand"])
+
+        def deciding(hand: Mapping[str, Any]) -> bool:
+            return bool(decision.get("player_id") == hand["player_id"] and decision.get("seat") == hand["seat"]
+                        and decision.get("hand") == hand["hand"])
+
+        # Each of the player's hands, and others' up to a few (the one deciding first): a crowded power round would
+        # push the header off a 24-line screen.
+        others = sorted((hand for hand in seen["hands"] if hand["player_id"] != mine), key=lambda h: not deciding(h))
+        shown = [hand for hand in seen["hands"] if hand["player_id"] == mine or hand in others[:OTHERS_SHOWN]]
+        for hand in shown:
+            active = deciding(hand)
             cards, total, result = hand_cells(hand, self.currency)
             who = ("you" if hand["player_id"] == mine else str(hand["name"]),) if shared else ()
             table.add_row("▶" if active else "", *who,
                           f"{hand['seat']}" + (f".{hand['hand']}" if hand["from_split"] else ""),
                           cards, total, self.money(int(hand["stake"])), result, style="bold" if active else None)
+        if len(others) > OTHERS_SHOWN:
+            players = len({hand["player_id"] for hand in others[OTHERS_SHOWN:]})
+            table.add_row("", f"and {len(others) - OTHERS_SHOWN} more hands, of {players} players", style="dim")
         parts: list[RenderableType] = [Panel(dealer, title=f"Dealer · round {seen['id']} · {seen['status']}",
                                              border_style="green"), table]
         sides = self._side_results(seen)
@@ -523,7 +595,8 @@ class RemoteTable:
             side = "  ".join(f"[{key}] {self._side_title(name)}" for key, name in self._side_keys().items())
             spots = int(self.table["hands_per_player"])
             spot_keys = f"[1-{spots}] spot  " if spots > 1 else ""
-            keys = f"{spot_keys}[c] chip  [b] bet  [u] undo  [x] x2  [r] rebet  [d] deal  [q] quit"
+            rebet = "[r] same bet (deals)" if self.table["same_bet_deals"] else "[r] rebet"
+            keys = f"{spot_keys}[c] chip  [b] bet  [u] undo  [x] x2  {rebet}  [d] deal  [q] quit"
             return Text(keys + (f"\nSide bets on this spot: {side}" if side else ""), style="bold")
         if not self.my_turn():
             return Text("[q] quit (the server plays your open decisions when their time is up)", style="bold")
@@ -556,7 +629,13 @@ def play_at_server(url: str, table_id: str, name: str | None = None, password: s
     refused or a table it does not have raise :class:`ServerError` before anything is played."""
     with http or httpx.Client(base_url=url, timeout=30.0) as client:
         api = Api(client)
-        signed_in = sign_in(api, name, password)
+        try:
+            signed_in = sign_in(api, name, password)
+        except ServerError as error:
+            if error.status in (404, 405):  # another program answers there
+                raise ServerError(f"No twentyone server answers at {url} (the sign-in was a {error.status}).",
+                                  error.status) from error
+            raise
         try:
             table = RemoteTable(api, table_id, signed_in["player"], console or Console())
         except ServerError as error:
@@ -567,5 +646,7 @@ def play_at_server(url: str, table_id: str, name: str | None = None, password: s
         if signed_in.get("returned_bets"):
             currencies = {row["id"]: row["currency"] for row in api.get("/tables")["tables"]}
             table.message = returned_bets_text(signed_in["returned_bets"], currencies)
+        if keys is None:
+            table.keyboard = sys.stdin
         table.run(keys if keys is not None else read_keys())
     return table

@@ -10,6 +10,7 @@ share the table's state and would only pass it around if split.
 
 from __future__ import annotations
 
+import os
 import random
 import re
 import sys
@@ -172,9 +173,14 @@ def hand_cells(hand: Mapping[str, Any], currency: str) -> tuple[Text, str, str]:
     ...                                    "status": "bust", "outcome": "lose", "returned": 0}, "USD")
     >>> cards.plain, total, result
     ('10♠ Q♥ 5♦', 'BUST 25', 'lose −$1.00')
+    >>> [hand_cells({"cards": ["AS", "8H"], "total": 19, "soft": True, "stake": 100, "status": status,
+    ...              "outcome": None, "returned": None}, "USD")[1] for status in ("playing", "stood")]
+    ['9/19', '19']
     """
     value = HandValue(int(hand["total"]), bool(hand["soft"]))
-    total = "BJ" if hand["status"] == "blackjack" else format_total(value)
+    # A soft total reads as two numbers (7/17) while the hand is played; a hand done counts its best one.
+    total = "BJ" if hand["status"] == "blackjack" else format_total(value) if hand["status"] == "playing" else \
+        str(value.total)
     if value.bust:
         total = f"BUST {total}"
     result = ""
@@ -186,7 +192,7 @@ def hand_cells(hand: Mapping[str, Any], currency: str) -> tuple[Text, str, str]:
 def read_keys(stream: TextIO | None = None) -> Iterator[str]:
     """Yield single keys: raw mode on a terminal, one character at a time from a pipe."""
     stdin = stream or sys.stdin
-    if hasattr(stdin, "isatty") and stdin.isatty():
+    if is_terminal(stdin):
         import termios
         import tty
 
@@ -195,7 +201,9 @@ def read_keys(stream: TextIO | None = None) -> Iterator[str]:
         try:
             tty.setcbreak(fd)
             while True:
-                key = stdin.read(1)
+                # The file descriptor, not the text stream: a stream would read ahead into a buffer of its own, where
+                # discard_typed_ahead and key_waiting could not see what was typed.
+                key = os.read(fd, 1).decode("ascii", errors="replace")
                 if key in ("", "\x03", "\x04"):
                     return
                 yield key
@@ -208,6 +216,34 @@ def read_keys(stream: TextIO | None = None) -> Iterator[str]:
                 return
             if not key.isspace():
                 yield key
+
+
+def is_terminal(stream: TextIO) -> bool:
+    """Whether keys come from a person at a terminal (not a pipe or a file).
+
+    >>> import io
+    >>> is_terminal(io.StringIO("bds"))
+    False
+    """
+    return bool(hasattr(stream, "isatty") and stream.isatty())
+
+
+def key_waiting(stream: TextIO) -> str | None:
+    """A key typed at a terminal and not yet read, taken without waiting; None where none is (or from a pipe)."""
+    import select
+
+    if not is_terminal(stream) or not select.select([stream.fileno()], [], [], 0)[0]:
+        return None
+    return os.read(stream.fileno(), 1).decode("ascii", errors="replace")
+
+
+def discard_typed_ahead(stream: TextIO) -> None:
+    """Drop the keys typed at a terminal before a new screen showed (a second ``d`` typed with the deal would
+    double a hand its player has not seen); a pipe's keys are a script, and are kept."""
+    if is_terminal(stream):
+        import termios
+
+        termios.tcflush(stream.fileno(), termios.TCIFLUSH)
 
 
 @dataclass
