@@ -9,6 +9,7 @@ import sys
 import threading
 import time
 from collections.abc import Callable
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
@@ -20,7 +21,7 @@ from rich.console import Console
 from server_helpers import OPERATOR, Client, Clock, dealt_shared_round, new_guest, new_player
 
 from twentyone.server.service import GameService
-from twentyone.ui.remote import Api, RemoteTable, ServerError, play_at_server, sign_in
+from twentyone.ui.remote import Api, Presence, RemoteTable, ServerError, play_at_server, sign_in
 
 # Classic: the player's 10 and 9, the dealer's 6 and 10; the dealer draws the 8 and busts.
 WIN = ["TS", "6H", "9D", "TC", "8C"]
@@ -330,6 +331,48 @@ def test_a_shared_round_with_a_player_of_the_web_page(tmp_path: Path) -> None:
         assert "Round over:" in output and "Goodbye. Balance" in output, output[-2000:]
         names = {seat["name"] for seat in settled["seats"]}
         assert bob["player"]["name"] in names and len(names) == 2
+    finally:
+        server.kill()
+        server.wait(timeout=30)
+
+
+def test_a_terminal_at_a_shared_table_is_at_it_for_the_server(tmp_path: Path) -> None:
+    """The terminal holds the table's WebSocket, as the page does: sitting there with no bet, it counts, so another
+    player's round waits the table's whole betting window for it (a player alone gets 3 s: without the socket the
+    round dealt before the terminal's player could join). A dropped line returns the bets never dealt, as the sheet
+    says, and the terminal tells it and reads the slip again."""
+    port = free_port()
+    server = start_server(tmp_path, port, f"sqlite:///{tmp_path / 'server.db'}")
+    url = f"http://127.0.0.1:{port}"
+    try:
+        assert call(port, "POST", "/admin/tables", OPERATOR, {
+            "id": "duo", "name": "Duo", "variant": "multiplayer", "currency": "USD", "chips": [100, 500],
+            "limits": {"main": [100, 10000]}, "seats": 7, "decision_timeout": 60, "betting_window": 30},
+        ).status_code == 201
+        with httpx.Client(base_url=url) as http:
+            api = Api(http)
+            ann = RemoteTable(api, "duo", sign_in(api)["player"], console())
+            ann.presence = Presence(url, "duo", api.token).start()
+            try:
+                assert ann.presence.connected.wait(10), "the table's socket did not open"
+                bob = call(port, "POST", "/auth/guest").json()["token"]
+                assert call(port, "POST", "/tables/duo/bets", bob, {"spot": 1, "type": "main"}).status_code == 200
+                forming = call(port, "POST", "/tables/duo/deal", bob).json()
+                opened = call(port, "GET", "/admin/rounds?table=duo", OPERATOR).json()["rounds"][0]
+                window = datetime.fromisoformat(forming["betting_closes_at"]) - \
+                    datetime.fromisoformat(opened["created_at"])
+                assert window.total_seconds() > 20, window  # the table's 30 s, not a lone player's 3
+
+                ann.press("b")
+                assert ann.state["slip"]["total"] == 100
+                ann.presence.connected.clear()
+                ann.presence._socket.close()  # the line drops; the socket connects again
+                assert ann.presence.connected.wait(10), "the table's socket did not open again"
+                ann.press("b")  # the key meets the news first
+                assert ann.message == "Your undealt bets were returned: $1.00 at duo.", ann.message
+                assert ann.state["slip"]["total"] == 0
+            finally:
+                ann.presence.stop()
     finally:
         server.kill()
         server.wait(timeout=30)

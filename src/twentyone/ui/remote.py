@@ -9,13 +9,17 @@ betting window, other players' turns) by reading the round again until it is thi
 over. A player who quits mid-round leaves it to the server's policy for a player who leaves: each open decision is
 taken for them (stand, decline) when its time is up.
 
-Why over HTTP and not the WebSocket: a terminal reads one key at a time and has nothing to draw between keys but
-what it waits for, so it reads the round when it needs it; the events would add a thread and change nothing seen.
+At a shared table the client also holds the table's WebSocket (:class:`Presence`), as the page does: the server
+counts a player with one open as at the table, and its events wake the screen. The screen itself is drawn from the
+HTTP reads: a terminal reads one key at a time and has nothing to draw between keys but what it waits for.
 """
 
 from __future__ import annotations
 
+import contextlib
+import json
 import sys
+import threading
 import time
 import uuid
 from collections.abc import Callable, Iterator, Mapping
@@ -189,6 +193,63 @@ def returned_bets_text(returned: list[dict[str, Any]], currencies: Mapping[str, 
     return f"Your undealt bets were returned: {', '.join(told)}."
 
 
+class Presence:
+    """The player's WebSocket to the table, as the web page holds one: while it is open the server counts the player
+    at the table (a shared round's betting window runs its full length for them, not the few seconds it gives a
+    player alone), and its events wake the screen (:attr:`moved`) sooner than the next read. It reconnects after a
+    drop; the server's hello after a reconnection may return bets never dealt (the sheet's disconnection policy),
+    which :attr:`returned` keeps for the screen to tell. Everything runs in a daemon thread of its own; the screen
+    reads only :attr:`moved` and :attr:`returned`."""
+
+    def __init__(self, url: str, table_id: str, token: str) -> None:
+        scheme = "wss" if url.startswith("https") else "ws"
+        self.url = f"{scheme}://{url.split('://', 1)[1].rstrip('/')}/ws/tables/{table_id}?token={token}"
+        self.moved = threading.Event()
+        self.returned: list[dict[str, Any]] = []
+        self.connected = threading.Event()
+        self._stop = threading.Event()
+        self._socket: Any = None
+        self._thread = threading.Thread(target=self._run, name="twentyone-presence", daemon=True)
+
+    def start(self) -> Presence:
+        self._thread.start()
+        return self
+
+    def stop(self) -> None:
+        self._stop.set()
+        socket = self._socket
+        if socket is not None:
+            with contextlib.suppress(Exception):
+                socket.close()
+        self._thread.join(timeout=5)
+
+    def _run(self) -> None:
+        from websockets.exceptions import WebSocketException
+        from websockets.sync.client import connect
+
+        pause = 1.0
+        while not self._stop.is_set():
+            try:
+                with connect(self.url, open_timeout=10) as socket:
+                    self._socket = socket
+                    for message in socket:
+                        self._heard(json.loads(message))
+                        pause = 1.0
+            except (OSError, WebSocketException, ValueError):
+                pass  # the next try reconnects; the screen's reads go on meanwhile
+            finally:
+                self._socket = None
+                self.connected.clear()
+            self._stop.wait(pause)
+            pause = min(pause * 2, 10.0)
+
+    def _heard(self, event: Mapping[str, Any]) -> None:
+        if event.get("type") == "hello":
+            self.connected.set()
+            self.returned.extend(event.get("returned_bets") or [])
+        self.moved.set()
+
+
 def _rules_line(variant: str) -> str:
     """The game's rules in one line, as terminal play shows them under the bets; none for a game this client does not
     know (a newer server's)."""
@@ -232,6 +293,7 @@ class RemoteTable:
     watched: dict[str, Any] | None = None  # a shared table's round this player has no seat in
     cash_out_shown: bool = True  # the player's setting, as the web page honours it
     keyboard: TextIO | None = None  # the terminal the keys come from: q while the table moves, keys typed ahead
+    presence: Presence | None = None  # the table's WebSocket, at a shared table
 
     def __post_init__(self) -> None:
         self.refresh()
@@ -312,8 +374,10 @@ class RemoteTable:
         """Wait :attr:`poll_seconds`; at a terminal, ``q`` quits meanwhile (other keys typed while the table moves
         are dropped: they were not meant for a screen the player had not seen)."""
         deadline = time.monotonic() + self.poll_seconds
-        while (left := deadline - time.monotonic()) > 0:
-            time.sleep(min(left, 0.05))
+        moved = self.presence.moved if self.presence is not None else threading.Event()
+        moved.clear()
+        while (left := deadline - time.monotonic()) > 0 and not moved.is_set():
+            moved.wait(min(left, 0.05))  # an event of the table's reads the round at once
             if self.keyboard is not None and key_waiting(self.keyboard) == "q":
                 raise _Quit()
 
@@ -334,6 +398,8 @@ class RemoteTable:
         if key == "q":
             return False
         self.message = ""
+        if self._bets_returned():
+            return True  # the key was meant for a slip that is no longer there: the screen says so first
         try:
             if self.round_open():
                 self._playing_key(key)
@@ -342,6 +408,16 @@ class RemoteTable:
         except ServerError as error:
             self.message = amounts_in_currency(str(error), self.currency)
             self._catch_up()
+        return True
+
+    def _bets_returned(self) -> bool:
+        """Bets the server returned when the table's socket connected again (a dropped line): the slip is read
+        again and the screen says so, as the web page does."""
+        if self.presence is None or not self.presence.returned:
+            return False
+        returned, self.presence.returned = self.presence.returned, []
+        self.refresh()
+        self.message = returned_bets_text(returned, {self.table_id: self.currency})
         return True
 
     def _catch_up(self) -> None:
@@ -648,5 +724,11 @@ def play_at_server(url: str, table_id: str, name: str | None = None, password: s
             table.message = returned_bets_text(signed_in["returned_bets"], currencies)
         if keys is None:
             table.keyboard = sys.stdin
-        table.run(keys if keys is not None else read_keys())
+        if table.table["shared"] and http is None:  # a client of the caller's (a test's app) has no socket
+            table.presence = Presence(url, table_id, api.token).start()
+        try:
+            table.run(keys if keys is not None else read_keys())
+        finally:
+            if table.presence is not None:
+                table.presence.stop()
     return table
