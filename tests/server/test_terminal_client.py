@@ -192,7 +192,9 @@ def test_a_decision_the_servers_timer_took_is_caught_up_with(http: TestClient, s
     clock.advance(table.betting_window + 1)
     service.tick()
     ann._read_round()
-    assert ann.my_turn() and ann._status() == f"Your decision: {table.decision_timeout} s left."
+    by = datetime.fromisoformat(ann.round["deadline"]).astimezone() if ann.round else None
+    assert ann.my_turn() and by is not None and ann._status() == \
+        f"Decide by {by:%H:%M:%S} ({table.decision_timeout} s left when shown)."
     clock.advance(table.decision_timeout + 1)
     service.tick()
     ann.press("s")
@@ -352,9 +354,9 @@ def test_a_terminal_at_a_shared_table_is_at_it_for_the_server(tmp_path: Path) ->
         with httpx.Client(base_url=url) as http:
             api = Api(http)
             ann = RemoteTable(api, "duo", sign_in(api)["player"], console())
-            ann.presence = Presence(url, "duo", api.token).start()
+            ann.presence = Presence.opened(url, "duo", api.token, seconds=10)  # as play_at_server opens it
+            assert ann.presence is not None, "the table's socket did not open"
             try:
-                assert ann.presence.connected.wait(10), "the table's socket did not open"
                 bob = call(port, "POST", "/auth/guest").json()["token"]
                 assert call(port, "POST", "/tables/duo/bets", bob, {"spot": 1, "type": "main"}).status_code == 200
                 forming = call(port, "POST", "/tables/duo/deal", bob).json()

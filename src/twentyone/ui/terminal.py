@@ -203,7 +203,7 @@ def read_keys(stream: TextIO | None = None) -> Iterator[str]:
             while True:
                 # The file descriptor, not the text stream: a stream would read ahead into a buffer of its own, where
                 # discard_typed_ahead and key_waiting could not see what was typed.
-                key = os.read(fd, 1).decode("ascii", errors="replace")
+                key = read_char(fd)
                 if key in ("", "\x03", "\x04"):
                     return
                 yield key
@@ -234,7 +234,24 @@ def key_waiting(stream: TextIO) -> str | None:
 
     if not is_terminal(stream) or not select.select([stream.fileno()], [], [], 0)[0]:
         return None
-    return os.read(stream.fileno(), 1).decode("ascii", errors="replace")
+    return read_char(stream.fileno())
+
+
+def read_char(fd: int) -> str:
+    """One character from a file descriptor, its UTF-8 bytes read together (a £ is one key, not two); "" at the end.
+
+    >>> reading, writing = os.pipe()
+    >>> _ = os.write(writing, "b£".encode()); os.close(writing)
+    >>> read_char(reading), read_char(reading), read_char(reading)
+    ('b', '£', '')
+    >>> os.close(reading)
+    """
+    first = os.read(fd, 1)
+    if not first:
+        return ""
+    lead = first[0]
+    more = 1 if lead >> 5 == 0b110 else 2 if lead >> 4 == 0b1110 else 3 if lead >> 3 == 0b11110 else 0
+    return (first + (os.read(fd, more) if more else b"")).decode("utf-8", errors="replace")
 
 
 def discard_typed_ahead(stream: TextIO) -> None:
