@@ -3,11 +3,15 @@ play, the server's deal, balance, refusals and history, and a shared table with 
 
 from __future__ import annotations
 
+import os
+import pty
 import re
+import select
 import subprocess
 import sys
 import threading
 import time
+import tty
 from collections.abc import Callable
 from datetime import datetime
 from pathlib import Path
@@ -18,10 +22,11 @@ import pytest
 from fastapi.testclient import TestClient
 from live import call, free_port, start_server
 from rich.console import Console
-from server_helpers import OPERATOR, Client, Clock, dealt_shared_round, new_guest, new_player
+from server_helpers import OPERATOR, Client, Clock, dealt_shared_round, eventually, new_guest, new_player
 
 from twentyone.server.service import GameService
-from twentyone.ui.remote import Api, Presence, RemoteTable, ServerError, play_at_server, sign_in
+from twentyone.ui.remote import Api, Presence, RemoteTable, ServerError, _Quit, play_at_server, sign_in
+from twentyone.ui.terminal import discard_typed_ahead, is_terminal, key_waiting
 
 # Classic: the player's 10 and 9, the dealer's 6 and 10; the dealer draws the 8 and busts.
 WIN = ["TS", "6H", "9D", "TC", "8C"]
@@ -408,3 +413,26 @@ def bobs_round(port: int, token: str) -> int:
     player.join(timeout=60)
     done.set()
     return round_id
+
+
+def test_at_a_terminal_q_ends_a_wait_and_keys_typed_before_a_decision_are_dropped(http: TestClient) -> None:
+    """On a pseudo-terminal in single-key mode, as a player's: what was typed ahead is dropped, a key waiting is
+    taken without waiting for Enter, and q while the table moves ends the session at once."""
+    leader, follower = pty.openpty()
+    tty.setcbreak(follower)
+    with os.fdopen(follower, "r") as keyboard:
+        assert is_terminal(keyboard)
+        os.write(leader, b"dd")
+        assert select.select([keyboard], [], [], 5)[0]  # the keys reached the terminal (the kernel passes them on)
+        discard_typed_ahead(keyboard)
+        assert key_waiting(keyboard) is None  # the second d of a deal never doubles an unseen hand
+        os.write(leader, "£".encode())
+        assert eventually(lambda: key_waiting(keyboard), 5, "the key typed") == "£"
+        table = sat_down(http, "classic")
+        table.keyboard, table.poll_seconds = keyboard, 5.0
+        os.write(leader, b"q")
+        started = time.monotonic()
+        with pytest.raises(_Quit):
+            table._pause()
+        assert time.monotonic() - started < 2
+    os.close(leader)
