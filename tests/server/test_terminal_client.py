@@ -25,7 +25,7 @@ from rich.console import Console
 from server_helpers import OPERATOR, Client, Clock, dealt_shared_round, eventually, new_guest, new_player
 
 from twentyone.server.service import GameService
-from twentyone.ui.remote import Api, Presence, RemoteTable, ServerError, _Quit, play_at_server, sign_in
+from twentyone.ui.remote import MIN_READ_GAP, Api, Presence, RemoteTable, ServerError, _Quit, play_at_server, sign_in
 from twentyone.ui.terminal import discard_typed_ahead, is_terminal, key_waiting
 
 # Classic: the player's 10 and 9, the dealer's 6 and 10; the dealer draws the 8 and busts.
@@ -436,3 +436,14 @@ def test_at_a_terminal_q_ends_a_wait_and_keys_typed_before_a_decision_are_droppe
             table._pause()
         assert time.monotonic() - started < 2
     os.close(leader)
+
+
+def test_an_event_of_the_table_reads_the_round_sooner_but_not_at_once(http: TestClient) -> None:
+    """A crowded table's events would send every waiting terminal's read at each one: a read waits for the event,
+    then for five reads a second at most."""
+    table = sat_down(http, "classic")
+    table.poll_seconds, table.presence = 5.0, Presence("http://testserver", "classic", "token")
+    table.presence.moved.set()
+    started = time.monotonic()
+    table._pause()
+    assert MIN_READ_GAP <= time.monotonic() - started < 2 and not table.presence.moved.is_set()

@@ -414,8 +414,12 @@ class RemoteTable:
         while (left := start + self.poll_seconds - time.monotonic()) > 0:
             # An event of the table's reads the round sooner, but not more than five times a second: at a crowded
             # power table every event would otherwise send every waiting terminal's read at once.
-            if moved.wait(min(left, 0.05)) and time.monotonic() - start >= MIN_READ_GAP:
-                break
+            if moved.is_set():
+                if time.monotonic() - start >= MIN_READ_GAP:
+                    break
+                time.sleep(min(left, 0.05))
+            else:
+                moved.wait(min(left, 0.05))
             if self.keyboard is not None and key_waiting(self.keyboard) in ("q", "\x04"):
                 raise _Quit()
         moved.clear()  # before the read: an event during it wakes the next pause
