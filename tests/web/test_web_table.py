@@ -8,7 +8,7 @@ from typing import Any
 
 from playwright.sync_api import expect
 from sqlalchemy import func, select
-from web_helpers import DESKTOP, LiveServer, guest_token, poster, shot, signed_in_context, watch_console
+from web_helpers import DESKTOP, LiveServer, guest_token, poster, shot, signed_in_context, socket_heard, watch_console
 
 from twentyone.server.app import create_app
 from twentyone.server.models import Round
@@ -284,16 +284,13 @@ def test_a_lost_connection_comes_back_to_the_same_decision(page: Any, live_serve
     bet(page, 1, chip="100")
     page.locator("#deal").click()
     expect(page.locator("button[data-action='hit']")).to_be_enabled()
+    socket_heard(live_server, "classic")
     page.outage_from = len(page.console_problems)  # the page fixture forgives the refused retries from here
     live_server.stop()  # the connection drops: the server is gone
     restarted = LiveServer(create_app(live_server.settings), live_server.port)
     restarted.start()
     try:
-        # Without a reload the page reconnects its table socket and shows the same decision.
-        deadline = time.time() + 10
-        while not restarted.service.events._subscribers.get("classic") and time.time() < deadline:
-            time.sleep(0.2)
-        assert restarted.service.events._subscribers.get("classic"), "the page did not reconnect"
+        socket_heard(restarted, "classic")  # without a reload the page reconnects its table socket
         expect(page.locator("button[data-action='hit']")).to_be_enabled()
         page.locator("button[data-action='stand']").click()
         expect(page.locator("#next-round")).to_be_visible()
@@ -715,6 +712,7 @@ def test_a_request_without_any_answer_is_said_in_words_and_cleared_by_the_next_a
     kept saying it once the server was back. Now it says what happened and what to do; the table read when the
     socket comes back clears it."""
     guest_at(page, live_server, "classic")
+    socket_heard(live_server, "classic")
     page.outage_from = len(page.console_problems)  # the page fixture forgives the refused retries from here
     live_server.stop()
     page.locator("button.chip[data-chip='500']").click()
@@ -728,6 +726,7 @@ def test_a_request_without_any_answer_is_said_in_words_and_cleared_by_the_next_a
         expect(page.locator("#announce")).to_have_text("", timeout=20000)  # the socket is back, the table read
         page.locator("button.chip[data-chip='500']").click()
         expect(page.locator("button.chip[data-chip='500']")).to_have_attribute("aria-pressed", "true")
+        socket_heard(restarted, "classic")  # the table read may come before its socket
     finally:
         restarted.stop()
 

@@ -50,6 +50,19 @@ class LiveServer:
         self.thread.join(timeout=10)
 
 
+def socket_heard(server: LiveServer, table: str, seconds: float = 15) -> None:
+    """Wait until a page's socket at ``table`` is open and the server sends it the table's events.
+
+    A test that stops the server waits for this first: uvicorn's shutdown answers a socket whose handshake is half
+    done with an HTTP 500, which chromium logs as an error of the page (it failed a CI run once, the page's socket
+    still connecting when the test stopped the server right after the table showed)."""
+    deadline = time.monotonic() + seconds
+    while not server.service.events.present(table):
+        if time.monotonic() > deadline:
+            raise AssertionError(f"no page's socket at {table} within {seconds} s")
+        time.sleep(0.05)
+
+
 def shot(page: Any, name: str) -> Path:
     ARTIFACTS.mkdir(exist_ok=True)
     path = ARTIFACTS / f"{name}.png"
