@@ -10,13 +10,17 @@ import time
 from collections.abc import Iterator
 from contextlib import ExitStack, contextmanager
 from datetime import datetime, timedelta
+from pathlib import Path
 from typing import Any
 
+import httpx
 import pytest
+import websockets.sync.client
 from fastapi.testclient import TestClient
 from server_helpers import OPERATOR, Client, Clock, dealt_shared_round, new_player, next_shoe
 from sqlalchemy import func, select
 from starlette.websockets import WebSocketDisconnect
+from web_helpers import LiveServer, free_port
 
 from twentyone.server.app import create_app
 from twentyone.server.config import Settings
@@ -44,6 +48,34 @@ def test_a_bet_placed_but_not_dealt_is_returned_on_reconnection(http: TestClient
     assert login["returned_bets"] == [{"table_id": "classic", "bets": {"1|main": 500}, "total": 500}]
     assert ann.get("/tables/classic").json()["slip"]["total"] == 0
     assert ann.balance() == balance  # it was held, never debited
+
+
+def test_a_socket_that_heard_hello_is_already_counted_at_the_table(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The hello says the socket hears the table's events from here and counts the player as present (a lone
+    player's betting window waits for the others present). Before, the server said hello and only then subscribed the
+    socket: an event between the two was lost, and a client that acted on hello (terminal play bets after it) was not
+    yet counted. Over a real connection (the test client runs the app on the test's own loop and cannot show the
+    order), with the subscription slowed as on a busy server, so that the order shows every time."""
+    settings = Settings(f"sqlite:///{tmp_path / 'hello.db'}", tmp_path, OPERATOR)
+    server = LiveServer(create_app(settings, timers=False), free_port(), settings)
+    server.start()
+    try:
+        events = server.service.events
+        subscribe = events.subscribe
+
+        def slow_subscribe(table_id: str, player_id: int | None = None) -> Any:
+            time.sleep(0.5)  # blocks the server's loop; the hello, if sent before, is on its way meanwhile
+            return subscribe(table_id, player_id)
+
+        monkeypatch.setattr(events, "subscribe", slow_subscribe)
+        guest = httpx.post(server.url + "/auth/guest").json()
+        url = f"ws://127.0.0.1:{server.port}/ws/tables/classic?token={guest['token']}"
+        with websockets.sync.client.connect(url, open_timeout=10) as socket:
+            assert json.loads(socket.recv(timeout=10))["type"] == "hello"
+            assert events.present("classic") == {guest["player"]["id"]}
+    finally:
+        server.stop()
 
 
 def test_bets_returned_on_reconnection_are_told_to_the_players_own_pages_at_that_table(http: TestClient) -> None:

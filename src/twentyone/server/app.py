@@ -687,7 +687,9 @@ def create_app(settings: Settings, operator_wallet: OperatorWallet | None = None
         # Another process's sockets are not counted: there a second tab still returns them.
         reconnected = who.role != "operator" and not others
         returned = await run_in_threadpool(service.reconnect, who) if reconnected else []
-        await websocket.send_json({"type": "hello", "table_id": table_id, "returned_bets": returned})
+        # Subscribed before the hello (and after the reconnection, whose own news the hello carries): a client that
+        # heard hello hears every later event, and is counted at the table. Before, an event that fell between the
+        # two was lost to the socket, and a player who heard hello was not yet counted (found by review).
         subscription = service.events.subscribe(table_id, None if who.role == "operator" else who.id)
         signed_in = session_id(token)
 
@@ -727,10 +729,12 @@ def create_app(settings: Settings, operator_wallet: OperatorWallet | None = None
             while (await websocket.receive())["type"] != "websocket.disconnect":
                 pass
 
-        tasks = {asyncio.create_task(forward()), asyncio.create_task(listen()), asyncio.create_task(dropped())}
-        if who.role != "operator":  # the operator's token is the server's own: it does not end
-            tasks.add(asyncio.create_task(watch_sign_in()))
+        tasks: set[asyncio.Task[None]] = set()
         try:
+            await websocket.send_json({"type": "hello", "table_id": table_id, "returned_bets": returned})
+            tasks = {asyncio.create_task(forward()), asyncio.create_task(listen()), asyncio.create_task(dropped())}
+            if who.role != "operator":  # the operator's token is the server's own: it does not end
+                tasks.add(asyncio.create_task(watch_sign_in()))
             _, pending = await asyncio.wait(tasks, return_when=asyncio.FIRST_COMPLETED)
             for task in pending:
                 task.cancel()

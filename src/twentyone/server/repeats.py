@@ -59,11 +59,11 @@ class RepeatedLines:
             if window is not None and now - window.started < self.window_seconds:
                 window.repeats += 1
                 return
-            repeats = window.repeats if window is not None else 0
+            ended = window  # its window is over: its repeats are said before the line starts a new one
             if window is not None or len(self._windows) < MAX_LINES:
                 self._windows[line] = _Window(now)
-        if repeats:
-            self._say(line, repeats, now - window.started if window is not None else 0.0)
+        if ended is not None and ended.repeats:
+            self._say(line, ended.repeats, now - ended.started)
         self.logger.warning("%s", line)
 
     def flush(self, every: bool = False) -> None:

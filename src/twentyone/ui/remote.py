@@ -222,8 +222,8 @@ class Presence:
 
     @classmethod
     def opened(cls, url: str, table_id: str, token: str, seconds: float = 5.0) -> Presence | None:
-        """A socket to the table, once the server has said hello on it; None (and no socket this session) if it
-        did not within ``seconds``."""
+        """A socket to the table, once the server has said hello on it (from then the server counts the player at
+        the table and sends it every event); None (and no socket this session) if it did not within ``seconds``."""
         presence = cls(url, table_id, token).start()
         if presence.connected.wait(seconds):
             return presence
