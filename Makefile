@@ -26,8 +26,13 @@ lint: $(STAMP)
 typecheck: $(STAMP)
 	$(BIN)/mypy src/twentyone
 
+# Two parts (tests/conftest.py says why): the tests that may share the machine, one worker per core, then those
+# that run alone. Both run whatever the first part's verdict, and either's failure fails the target.
 pytest: $(STAMP)
-	$(BIN)/pytest
+	@status=0; \
+	$(BIN)/pytest -m "not serial" -n auto --dist loadfile || status=$$?; \
+	$(BIN)/pytest -m serial || status=$$?; \
+	exit $$status
 
 clean:
 	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache .hypothesis

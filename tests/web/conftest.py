@@ -24,7 +24,10 @@ def live_server(tmp_path: Path) -> Iterator[LiveServer]:
     server.stop()
 
 
-@pytest.fixture(scope="session")
+# A module's browser, not the session's: Playwright's sync API holds an asyncio loop running in the thread while it
+# is up, and a later test of the same process (make test runs files on several workers, in any order) that calls
+# asyncio.run() failed with "cannot be called from a running event loop". A launch costs about a second a module.
+@pytest.fixture(scope="module")
 def browser() -> Iterator[Any]:
     if not shutil.which(CHROMIUM) and not Path(CHROMIUM).exists():
         if os.environ.get("CI"):
