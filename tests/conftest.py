@@ -21,6 +21,7 @@ SERIAL_MODULES = frozenset({
     "test_cluster.py",  # server processes started and killed, timers taken over within seconds
     "test_cpu.py",  # pins server processes to the machine's CPUs
     "test_faults.py",  # kill -9 at stages of a round, restarts within a window
+    "test_held_writes.py",  # a pipeline the database cut off, made by hand: what psycopg has read by then is a race
     "test_load.py",  # load runs that fail on any 5xx, with crashes, a killed worker, dropped connections
     "test_lock_order.py",  # a transaction waiting on another's locks, watched for a few seconds
     "test_migrations.py",  # a writer beside a migration must commit within a second
