@@ -123,6 +123,33 @@ def test_a_connection_left_in_pipeline_mode_is_discarded_without_a_reset(
         assert balances(db) == {"held": 5}
 
 
+def test_an_error_of_psycopgs_own_on_leaving_a_pipeline_is_raised_as_a_lost_connection(
+        database_url: str, db: Database, caplog: pytest.LogCaptureFixture) -> None:
+    """Beside another test's process, the test above once failed with psycopg's own IndexError ("pop from an empty
+    deque": an answer in its pipeline that it had not asked for), raised as it was, not as the driver's error, and
+    the connection, left in pipeline mode, went back to the pool. Whatever the error, a connection left so is closed,
+    and an error that is not the driver's is raised as its OperationalError: SQLAlchemy discards the connection, the
+    player is told to try again, and no reset is logged. The error is handed over here as psycopg raised it."""
+    import logging
+
+    if not database_url.startswith("postgresql"):
+        pytest.skip("psycopg's pipeline mode is PostgreSQL's")
+    with db.transaction() as session:
+        run(session, MAKE, account("held", 5))
+    with (caplog.at_level(logging.DEBUG, logger="sqlalchemy.pool"),
+          pytest.raises(db_errors.OperationalError, match="pipeline could not be left") as raised,
+          db.transaction() as session):
+        connection = session.connection()
+        pgconn = connection.connection.driver_connection.pgconn  # type: ignore[union-attr]
+        pgconn.enter_pipeline_mode()
+        pgconn.send_query_params(b"SELECT 1", None)
+        direct._driver_error(connection, IndexError("pop from an empty deque"), "SELECT 1", None, None)
+    assert raised.value.connection_invalidated
+    assert [record.getMessage() for record in caplog.records if record.exc_info] == []
+    for _ in range(2):  # the pool's connections are good ones
+        assert balances(db) == {"held": 5}
+
+
 class Refused(Exception):
     """What a held read's judge raises in these tests (as the key's look-up raises store.AlreadyApplied)."""
 

@@ -706,18 +706,23 @@ def _driver_error(connection: Connection, error: BaseException, sql: str, values
     the exception SQLAlchemy raises for it (OperationalError, so a busy database is a 503; IntegrityError, so a
     twin's key gets the first answer); a connection the server ended is discarded with the pool's older ones, so
     the next request finds a live one, and one left mid-statement by an interruption is discarded alone. Ours (a
-    value its type cannot take: StatementError) is raised as it is."""
-    if isinstance(error, Exception) and not isinstance(error, connection.engine.dialect.loaded_dbapi.Error):
-        raise error
+    value its type cannot take: StatementError) is raised as it is, unless it left the connection unusable."""
+    dbapi = connection.engine.dialect.loaded_dbapi
     pooled = connection.connection
+    if connection.engine.dialect.name == "postgresql" and _close_if_left_in_a_pipeline(pooled.driver_connection) \
+            and isinstance(error, Exception) and not isinstance(error, dbapi.Error):
+        # Not the driver's error, yet the connection is gone: psycopg's own IndexError on leaving a pipeline that
+        # held an answer it had not asked for (a test's pipeline made by hand, beside another worker). Raised as the
+        # driver's, the connection is discarded as any other the server ended, and the player told to try again.
+        error = dbapi.OperationalError(f"the connection's pipeline could not be left: {error!r}")
+    if isinstance(error, Exception) and not isinstance(error, dbapi.Error):
+        raise error
     pooled.info.pop(_CURSOR, None)
     pooled.info.pop(_CURSORS, None)
-    if connection.engine.dialect.name == "postgresql":
-        _close_if_left_in_a_pipeline(pooled.driver_connection)
     connection._handle_dbapi_exception(error, sql, values, cursor, None)
 
 
-def _close_if_left_in_a_pipeline(driver: Any) -> None:
+def _close_if_left_in_a_pipeline(driver: Any) -> bool:
     """psycopg: close a connection its pipeline could not leave, so that SQLAlchemy sees it gone and discards it.
 
     When PostgreSQL ends a connection (restarting, failing over, ``pg_terminate_backend``) while a pipeline waits
@@ -726,11 +731,13 @@ def _close_if_left_in_a_pipeline(driver: Any) -> None:
     connection is still open to SQLAlchemy, which took it for alive and put it back in the pool, whose reset (a
     ``ROLLBACK``, refused in pipeline mode) failed and was logged with three tracebacks, once for each request the
     database cut (found by a load run whose database ended every connection). Nothing can be sent on such a
-    connection again, whatever the error was."""
+    connection again, whatever the error was. Returns whether it closed it."""
     from psycopg import pq
 
     if not driver.closed and driver.pgconn.pipeline_status != pq.PipelineStatus.OFF:
         driver.close()
+        return True
+    return False
 
 
 class Record:
