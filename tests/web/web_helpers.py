@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 import uvicorn
+from server_helpers import eventually
 
 CHROMIUM = os.environ.get("TWENTYONE_CHROMIUM", "/usr/bin/chromium")
 ARTIFACTS = Path(__file__).resolve().parents[2] / "artifacts"
@@ -56,11 +57,7 @@ def socket_heard(server: LiveServer, table: str, seconds: float = 15) -> None:
     A test that stops the server waits for this first: uvicorn's shutdown answers a socket whose handshake is half
     done with an HTTP 500, which chromium logs as an error of the page (it failed a CI run once, the page's socket
     still connecting when the test stopped the server right after the table showed)."""
-    deadline = time.monotonic() + seconds
-    while not server.service.events.present(table):
-        if time.monotonic() > deadline:
-            raise AssertionError(f"no page's socket at {table} within {seconds} s")
-        time.sleep(0.05)
+    eventually(lambda: server.service.events.present(table), seconds, f"a page's socket at {table}")
 
 
 def shot(page: Any, name: str) -> Path:
