@@ -217,6 +217,18 @@ def test_a_migration_on_sqlite_waits_for_a_writer_beside_it_instead_of_failing(t
             alembic_config(url))
 
 
+def test_a_new_sqlite_database_is_in_wal_mode_before_its_first_server_connection(tmp_path: Path) -> None:
+    """The migration leaves a new database in WAL, so a start's first connections, opened together, need not switch it
+    (a switch needs the file to itself, and two at once failed one of them with "database is locked" at once)."""
+    path = tmp_path / "new.db"
+    db.migrate(f"sqlite:///{path}")
+    untouched = sqlite3.connect(path)  # asks for no mode of its own: it reads the one in the file
+    try:
+        assert untouched.execute("PRAGMA journal_mode").fetchone() == ("wal",)
+    finally:
+        untouched.close()
+
+
 def test_round_numbers_taken_ahead_are_never_given_again_after_0011(database_url: str) -> None:
     """A deal at an operator's wallet takes its round's number before it writes the round (its debit names it). On
     SQLite before 0011 a new row took one above the largest in the table, so a row written without a number took the
