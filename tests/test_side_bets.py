@@ -179,3 +179,20 @@ def test_bust_it_counts_both_initial_cards() -> None:
     assert bust_it([Card("2", "S")] * 7 + [Card("K", "S")]) == "bust_8_plus"
     assert bust_it([Card("2", "S")] * 9 + [Card("K", "S")]) == "bust_8_plus"
     assert bust_it(parse_cards(["TS", "7D"])) is None
+
+
+def test_a_side_bet_refused_at_its_limit_is_named_by_its_title() -> None:
+    """A player who reaches a side bet's maximum hears about that side bet, not the main bet's words."""
+    from twentyone.core.betting import MAIN, BetLimits, BetSlip, BetSlipError
+
+    limits = BetLimits({MAIN: (100, 30000), "21+3": (100, 200), "perfect_pairs": (100, 300)})
+    slip = BetSlip(limits, chips=(100,), balance=100000, spots=2, side_bets=("21+3", "perfect_pairs"))
+    slip.place(1)
+    slip.place(1, "21+3")
+    slip.place(1, "21+3")
+    with pytest.raises(BetSlipError) as at_maximum:
+        slip.place(1, "21+3")
+    assert str(at_maximum.value) == "The maximum 21+3 bet is 200 on this spot."
+    with pytest.raises(BetSlipError) as too_much:
+        slip.rebet({(1, MAIN): 500, (1, "perfect_pairs"): 500})
+    assert str(too_much.value) == "The Perfect Pairs bet on spot 1 is above the maximum of 300."

@@ -26,6 +26,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
 from twentyone.core.round import HandBet
+from twentyone.core.sidebets import SIDE_BETS
 
 MAIN = "main"
 
@@ -110,7 +111,8 @@ class BetSlip:
         _, high = self.limits.of(bet_type)
         current = self.bets.get((spot, bet_type), 0)
         if current >= high:
-            raise BetSlipError("The maximum bet is {maximum} on this spot.", maximum=high)
+            named = "bet" if bet_type == MAIN else _bet_name(bet_type)
+            raise BetSlipError(f"The maximum {named} is {{maximum}} on this spot.", maximum=high)
         amount = min(self.chip, high - current)
         if amount > self.balance - self.total:
             raise BetSlipError("The balance does not cover another {amount}.", amount=amount)
@@ -188,9 +190,24 @@ class BetSlip:
             raise BetSlipError("A side bet needs a main bet on the same hand first.")
         low, high = self.limits.of(bet_type)
         if amount < low:
-            raise BetSlipError(f"The {bet_type} bet on spot {spot} is below the minimum of {{minimum}}.", minimum=low)
+            raise BetSlipError(f"The {_bet_name(bet_type)} on spot {spot} is below the minimum of {{minimum}}.",
+                               minimum=low)
         if amount > high:
-            raise BetSlipError(f"The {bet_type} bet on spot {spot} is above the maximum of {{maximum}}.", maximum=high)
+            raise BetSlipError(f"The {_bet_name(bet_type)} on spot {spot} is above the maximum of {{maximum}}.",
+                               maximum=high)
 
     def _remember(self) -> None:
         self._history.append(dict(self.bets))
+
+
+
+def _bet_name(bet_type: str) -> str:
+    """How a refusal names a bet: a side bet by its title, so that a player at a side bet's maximum is not told
+    about the main bet (found by a trial).
+
+    >>> _bet_name("main"), _bet_name("perfect_pairs")
+    ('main bet', 'Perfect Pairs bet')
+    """
+    if bet_type == MAIN:
+        return "main bet"
+    return f"{SIDE_BETS[bet_type].title if bet_type in SIDE_BETS else bet_type} bet"
