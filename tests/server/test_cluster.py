@@ -464,6 +464,38 @@ def test_workers_end_when_their_supervisor_is_killed(tmp_path: Path, postgres_ur
             os.killpg(server.pid, signal.SIGKILL)
 
 
+def test_a_stop_sends_what_is_queued_and_wakes_its_listener(postgres_url: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A broadcaster's stop sends the events queued before it (a clean stop loses none), and its listener ends at
+    once, woken by the stop rather than by its poll: here the poll is longer than the stop waits for a thread, so a
+    listener left to its poll is still alive after the stop. Before, every stop of a server on PostgreSQL waited out
+    the poll, a second, and the events queued at the stop were dropped."""
+    import twentyone.server.cluster as cluster
+
+    monkeypatch.setattr(cluster, "LISTEN_POLL", 60.0)
+
+    async def heard() -> tuple[int, list[bool]]:
+        here, there = cluster.PostgresBroadcaster(postgres_url), cluster.PostgresBroadcaster(postgres_url)
+        there.start()
+        here.start()
+        listener = there.subscribe("classic", None)
+        threads = list(here._threads)
+        try:
+            for number in range(200):  # fewer than a client may leave unread (QUEUE_LIMIT)
+                here.publish("classic", {"type": "round", "round_id": number})
+        finally:
+            here.stop()
+        alive = [thread.is_alive() for thread in threads]
+        deadline = time.monotonic() + 10
+        while len(listener._pending) < 200 and time.monotonic() < deadline:
+            await asyncio.sleep(0.05)
+        there.stop()
+        return len(listener._pending), alive
+
+    count, alive = asyncio.run(heard())
+    assert alive == [False, False]
+    assert count == 200
+
+
 def test_a_private_event_reaches_its_player_alone_in_another_process_cut_to_fit_or_not(postgres_url: str) -> None:
     """Two processes' broadcasters on one PostgreSQL: a private event published in one reaches, in the other, its
     player's subscription and the operator's, and not another player's, also when it is too big for ``NOTIFY`` and

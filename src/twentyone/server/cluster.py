@@ -57,6 +57,8 @@ if TYPE_CHECKING:
 log = logging.getLogger("twentyone.server")
 EVENTS_CHANNEL = "twentyone_events"
 TABLES_CHANNEL = "twentyone_tables"  # an operator created a table: reload the registry
+WAKE_CHANNEL = "twentyone_wake"  # and a process's origin: its own stop wakes its listener
+LISTEN_POLL = 1.0  # seconds: how often the listener looks for a stop when nothing woke it
 MAX_PAYLOAD = 7900  # bytes: PostgreSQL refuses NOTIFY payloads of 8000 bytes or more
 IDLE_SESSION_TIMEOUT_MS = 30_000  # a timer session silent this long (a frozen host) is ended by PostgreSQL
 
@@ -293,7 +295,7 @@ class PostgresBroadcaster(Broadcaster):
         self.url = url
         self.origin = uuid.uuid4().hex[:12]
         self.on_tables_changed = on_tables_changed or (lambda: None)
-        self._outbox: queue.SimpleQueue[tuple[str, str]] = queue.SimpleQueue()
+        self._outbox: queue.SimpleQueue[tuple[str, str] | None] = queue.SimpleQueue()  # None: stop
         self._sequence = itertools.count()  # NOTIFY folds identical payloads of one transaction: keep each unique
         self._stopping = threading.Event()
         self._listening = threading.Event()
@@ -325,11 +327,20 @@ class PostgresBroadcaster(Broadcaster):
             log.warning("the event listener is not connected yet; it keeps trying")
 
     def stop(self) -> None:
+        """Send what is queued, then end both threads. The sender, woken by the stop in its queue, wakes the
+        listener with a ``NOTIFY`` on a channel of this process's own: before, each waited out its poll (the listener
+        a second), and every stop of a server on PostgreSQL took a second."""
         self._stopping.set()
+        if self._threads:
+            self._outbox.put(None)
         for thread in self._threads:
             thread.join(timeout=5)
         self._threads = []
         self._listening.clear()
+
+    @property
+    def _wake_channel(self) -> str:
+        return f"{WAKE_CHANNEL}_{self.origin}"
 
     # The threads.
     def _send_loop(self) -> None:
@@ -337,16 +348,19 @@ class PostgresBroadcaster(Broadcaster):
 
         connection: psycopg.Connection[Any] | None = None
         missed = False  # events were lost: tell every process to drop its clients (they re-read)
-        while not self._stopping.is_set():
-            try:
-                batch = [self._outbox.get(timeout=0.5)]
-            except queue.Empty:
-                continue
-            while len(batch) < 500:
+        stopped = False
+        while not stopped:
+            taken = [self._outbox.get()]
+            while len(taken) < 500:
                 try:
-                    batch.append(self._outbox.get_nowait())
+                    taken.append(self._outbox.get_nowait())
                 except queue.Empty:
                     break
+            batch = [item for item in taken if item is not None]
+            events = len(batch)
+            if events < len(taken):  # the last send: what was queued before the stop, and the listener's wake-up
+                stopped = True
+                batch.append((self._wake_channel, ""))
             try:
                 if connection is None or connection.closed:
                     connection = _connect(self.url, "notify")
@@ -357,7 +371,8 @@ class PostgresBroadcaster(Broadcaster):
                                    [list(channels), list(payloads)])
                 missed = False
             except psycopg.Error as error:
-                log.warning("%d events could not be sent to other processes (%s)", len(batch), error)
+                if events:
+                    log.warning("%d events could not be sent to other processes (%s)", events, error)
                 missed = True
                 if connection is not None:
                     connection.close()
@@ -376,13 +391,16 @@ class PostgresBroadcaster(Broadcaster):
                 connection = _connect(self.url, "listen")
                 connection.execute(f"LISTEN {EVENTS_CHANNEL}")
                 connection.execute(f"LISTEN {TABLES_CHANNEL}")
+                connection.execute(f"LISTEN {self._wake_channel}")
                 if not first:  # events of the gap are lost: clients re-read, the registry reloads
                     self.drop_all()
                     self.on_tables_changed()
                 first = False
                 self._listening.set()
                 while not self._stopping.is_set():
-                    for note in connection.notifies(timeout=1.0):
+                    for note in connection.notifies(timeout=LISTEN_POLL):
+                        if note.channel == self._wake_channel:
+                            break  # stop() woke it
                         self._received(note.channel, note.payload)
             except psycopg.Error as error:
                 if not self._stopping.is_set():
