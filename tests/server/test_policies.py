@@ -605,6 +605,22 @@ def test_signing_in_again_does_not_restart_the_session_only_a_break_from_betting
     assert dealt.status_code == 200, dealt.json()
 
 
+def test_a_table_takes_only_the_side_bets_it_sets_limits_for(operator: Client, guest: Client) -> None:
+    """The clients offer the side bets a table sets limits for; the server takes those alone. A table made with main
+    limits only took each of its game's side bets at the main bet's limits, though no client showed them."""
+    table = {"id": "main-only", "name": "Main Only", "variant": "first-person", "currency": "USD",
+             "chips": [100, 500], "limits": {"main": [100, 50000], "21+3": [100, 1000]}}
+    assert operator.post("/admin/tables", table).status_code == 201
+    guest.bet("main-only", 100, spot=1)
+    guest.bet("main-only", 100, spot=2)
+    guest.bet("main-only", 100, spot=1, bet_type="21+3")
+    refused = guest.post("/tables/main-only/bets", {"spot": 2, "type": "perfect_pairs", "chip": 100})
+    assert refused.status_code == 409 and refused.json()["detail"] == "This table takes no side bet 'perfect_pairs'."
+    assert guest.get("/tables/main-only").json()["slip"]["bets"] == [
+        {"spot": 1, "type": "21+3", "amount": 100}, {"spot": 1, "type": "main", "amount": 100},
+        {"spot": 2, "type": "main", "amount": 100}]
+
+
 def test_operator_creates_tables_credits_and_reads_reports(operator: Client, guest: Client) -> None:
     table = {"id": "high-roller", "name": "High Roller", "variant": "classic", "currency": "USD",
              "chips": [10000, 50000], "limits": {"main": [10000, 1000000]}}

@@ -105,7 +105,7 @@ class BetSlip:
         if not 1 <= spot <= self.spots:
             raise BetSlipError(f"Spot {spot} does not exist; spots are 1 to {self.spots}.")
         if bet_type != MAIN and bet_type not in self.side_bet_names:
-            raise BetSlipError(f"This game has no side bet {bet_type!r}.")
+            raise BetSlipError(f"This table takes no side bet {bet_type!r}.")
         if bet_type != MAIN and (spot, MAIN) not in self.bets:
             raise BetSlipError("A side bet needs a main bet on the same hand first.")
         _, high = self.limits.of(bet_type)
@@ -185,7 +185,7 @@ class BetSlip:
         if not 1 <= spot <= self.spots:
             raise BetSlipError(f"Spot {spot} does not exist at this table; spots are 1 to {self.spots}: clear the bet.")
         if bet_type != MAIN and bet_type not in self.side_bet_names:
-            raise BetSlipError(f"This game has no side bet {bet_type!r}: clear the bet.")
+            raise BetSlipError(f"This table takes no side bet {bet_type!r}: clear the bet.")
         if bet_type != MAIN and (spot, MAIN) not in bets:
             raise BetSlipError("A side bet needs a main bet on the same hand first.")
         low, high = self.limits.of(bet_type)

@@ -240,7 +240,10 @@ def _text(bets: dict[tuple[int, str], int]) -> dict[str, int]:
 def bet_slip(slip: SlipRecord | None, table: TableSpec, balance: int) -> BetSlip:
     """The engine's bet slip for a stored one (or an empty one)."""
     rules = builtin_rules(table.variant)
-    result = BetSlip(table.bet_limits, table.chips, balance, table.hands_per_player, tuple(rules.side_bets))
+    # The side bets a table takes are those it sets limits for, as the web page and the terminal list them. Before,
+    # a table made with main limits alone showed none, yet took each of its game's at the main bet's limits.
+    offered = tuple(name for name in rules.side_bets if name in table.limits)
+    result = BetSlip(table.bet_limits, table.chips, balance, table.hands_per_player, offered)
     if slip is not None:
         result.bets = {_key(k): v for k, v in slip.bets.items()}
         result._history = [{_key(k): v for k, v in entry.items()} for entry in slip.history]
