@@ -72,6 +72,23 @@ def test_the_servers_refusals_are_shown_in_its_words_and_change_nothing(http: Te
     assert over.state["slip"]["total"] == 30000
 
 
+def test_a_credit_made_while_betting_shows_at_the_next_bet_control(http: TestClient, operator: Client) -> None:
+    """The betting screen's balance is the one each bet control was checked against: a credit made meanwhile shows
+    at the next key. Before, the screen read it again only on a refusal, a deal or a round's end."""
+    new_player(http, "carla")
+
+    def keys() -> Any:
+        yield "c"
+        credited = operator.post("/admin/credit", {"player": "carla", "currency": "USD", "amount": 5000})
+        assert credited.status_code == 200, credited.json()
+        yield "b"
+
+    table = play_at_server("http://testserver", "classic", "carla", "correct horse", console=console(), keys=keys(),
+                           http=http)
+    assert table.state["balance"] == 105000
+    assert "Goodbye. Balance $1,050.00 after 0 rounds" in screen(table)
+
+
 def test_a_key_that_is_no_action_now_sends_nothing(http: TestClient, service: GameService) -> None:
     service.stacked.append(WIN)
     table = played(http, "classic", "bdp")  # no pair: no split

@@ -8,7 +8,17 @@ from typing import Any
 
 from playwright.sync_api import expect
 from sqlalchemy import func, select
-from web_helpers import DESKTOP, LiveServer, guest_token, poster, shot, signed_in_context, socket_heard, watch_console
+from web_helpers import (
+    DESKTOP,
+    LiveServer,
+    guest_token,
+    poster,
+    shot,
+    signed_in_context,
+    socket_heard,
+    table_page,
+    watch_console,
+)
 
 from twentyone.server.app import create_app
 from twentyone.server.models import Round
@@ -139,6 +149,18 @@ def test_bet_controls_undo_x2_rebet_and_the_maximum_message(page: Any, live_serv
     page.locator("#rebet").click()
     expect(page.locator("#total-bet strong")).to_have_text("$200.00")
     expect(page.locator("#deal")).to_be_visible()  # REBET became DEAL NOW
+
+
+def test_a_credit_made_while_betting_shows_at_the_next_chip(browser: Any, live_server: LiveServer) -> None:
+    """The table's balance is the one each bet control was checked against: an operator's credit made while the
+    player bets shows with the next chip placed. Before, the page showed the old balance until a deal or a reload."""
+    page, name, problems = table_page(browser, live_server, "classic")
+    expect(page.locator("#balance strong")).to_have_text("$1,000.00")
+    poster(live_server, "operator-secret")("/admin/credit", {"player": name, "currency": "USD", "amount": 5000})
+    bet(page, 1, chip="500")
+    expect(page.locator("#balance strong")).to_have_text("$1,045.00")  # the credit, less the $5 on the spot
+    assert not problems, problems
+    page.context.close()
 
 
 def test_reload_mid_round_resumes_the_same_decision(page: Any, live_server: LiveServer) -> None:

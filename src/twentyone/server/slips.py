@@ -50,8 +50,10 @@ class Slips:
             apply_control(slip, state, control, spot, bet_type, chip, table.currency)
             slip.updated_at = self.rounds.clock()
             save_slip(session, slip)
-            # The next shoe, and a table's first (a private table's: its player's), committed to before the deal.
-            body = {"slip": slip_view(slip, state), "next_shoe": self.rounds.shoes.published(session, table, caller.id)}
+            # The next shoe, and a table's first (a private table's: its player's), committed to before the deal. The
+            # balance the control was checked against: a client shows it, so a credit made meanwhile shows at once.
+            body = {"slip": slip_view(slip, state), "balance": balance,
+                    "next_shoe": self.rounds.shoes.published(session, table, caller.id)}
             if not deals:
                 return self.rounds.store.answer(session, body)
         return self.rounds.deal(caller, table_id)

@@ -510,7 +510,11 @@ class RemoteTable:
             self.message = f"Key {key!r} does nothing while betting; see the keys below."
 
     def _slip(self, answer: Mapping[str, Any]) -> None:
+        """A bet control's answer: the slip, and the balance it was checked against (a credit or a round played
+        elsewhere since the last read shows at once; before, only a refusal, a deal or a round's end read it)."""
         self.state["slip"] = answer["slip"]
+        if "balance" in answer:
+            self.state["balance"] = answer["balance"]
 
     def _dealt(self, round_seen: dict[str, Any]) -> None:
         """A deal's answer: this player's round (a private one dealt, perhaps settled at once; a shared one forming)."""

@@ -323,6 +323,7 @@ async function controlNow(path, body) {
     state.maxSpot = null;
     announce("");
     if (answer.slip) state.table.slip = answer.slip;
+    if ("balance" in answer) state.table.balance = answer.balance;  // a credit made meanwhile shows at once
     if (answer.next_shoe) state.table.next_shoe = answer.next_shoe;  // a table's first is shuffled at its first control
     if (answer.id) {
       beep();
