@@ -18,14 +18,15 @@ OPERATOR = "operator-secret"
 
 
 @contextmanager
-def fresh_postgres_database(admin_url: str, prefix: str) -> Iterator[str]:
-    """A new, empty database on the PostgreSQL server of ``admin_url``, dropped afterwards; yields its URL."""
+def fresh_postgres_database(admin_url: str, prefix: str, template: str | None = None) -> Iterator[str]:
+    """A new database on the PostgreSQL server of ``admin_url``, dropped afterwards; yields its URL. Empty, or a copy
+    of the database named ``template`` (which no one may be connected to meanwhile)."""
     from sqlalchemy import create_engine, make_url, text
 
     name = f"{prefix}_{uuid.uuid4().hex[:12]}"
     admin = create_engine(admin_url, isolation_level="AUTOCOMMIT")
     with admin.connect() as connection:
-        connection.execute(text(f'CREATE DATABASE "{name}"'))
+        connection.execute(text(f'CREATE DATABASE "{name}"' + (f' TEMPLATE "{template}"' if template else "")))
     try:
         yield make_url(admin_url).set(database=name).render_as_string(hide_password=False)  # a query may follow
     finally:
