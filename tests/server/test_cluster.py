@@ -465,13 +465,25 @@ def test_workers_end_when_their_supervisor_is_killed(tmp_path: Path, postgres_ur
 
 
 def test_a_stop_sends_what_is_queued_and_wakes_its_listener(postgres_url: str, monkeypatch: pytest.MonkeyPatch) -> None:
-    """A broadcaster's stop sends the events queued before it (a clean stop loses none), and its listener ends at
-    once, woken by the stop rather than by its poll: here the poll is longer than the stop waits for a thread, so a
-    listener left to its poll is still alive after the stop. Before, every stop of a server on PostgreSQL waited out
-    the poll, a second, and the events queued at the stop were dropped."""
+    """A broadcaster's stop sends every event queued before it (a clean stop loses none), and its listener ends at
+    once, woken by the stop rather than by its poll. Here the sender's connection is held back until the stop has
+    begun, so the events wait in its queue; and the poll is longer than the stop waits for a thread, so a listener
+    left to its poll is still alive after the stop. Before, the sender ended at the stop with its queue unsent, and
+    every stop of a server on PostgreSQL waited out the poll, a second."""
+    import threading
+
     import twentyone.server.cluster as cluster
 
     monkeypatch.setattr(cluster, "LISTEN_POLL", 60.0)
+    connect, connecting, stopping_seen = cluster._connect, threading.Event(), threading.Event()
+
+    def held_back(url: str, purpose: str) -> Any:
+        if purpose == "notify":
+            connecting.set()
+            stopping_seen.wait(10)
+        return connect(url, purpose)
+
+    monkeypatch.setattr(cluster, "_connect", held_back)
 
     async def heard() -> tuple[int, list[bool]]:
         here, there = cluster.PostgresBroadcaster(postgres_url), cluster.PostgresBroadcaster(postgres_url)
@@ -479,11 +491,15 @@ def test_a_stop_sends_what_is_queued_and_wakes_its_listener(postgres_url: str, m
         here.start()
         listener = there.subscribe("classic", None)
         threads = list(here._threads)
-        try:
-            for number in range(200):  # fewer than a client may leave unread (QUEUE_LIMIT)
-                here.publish("classic", {"type": "round", "round_id": number})
-        finally:
-            here.stop()
+        here.publish("classic", {"type": "round", "round_id": 0})
+        connecting.wait(10)  # the sender took the first event and waits for its connection: the rest queue
+        for number in range(1, 200):  # 200 in all, fewer than a client may leave unread (QUEUE_LIMIT)
+            here.publish("classic", {"type": "round", "round_id": number})
+        stop = threading.Thread(target=here.stop)
+        stop.start()
+        here._stopping.wait(10)
+        stopping_seen.set()  # the sender connects only now, the stop begun
+        stop.join()
         alive = [thread.is_alive() for thread in threads]
         deadline = time.monotonic() + 10
         while len(listener._pending) < 200 and time.monotonic() < deadline:

@@ -200,7 +200,6 @@ class BetSlip:
         self._history.append(dict(self.bets))
 
 
-
 def _bet_name(bet_type: str) -> str:
     """How a refusal names a bet: a side bet by its title, so that a player at a side bet's maximum is not told
     about the main bet (found by a trial).

@@ -280,6 +280,10 @@ class AdvisoryOwnership:
 CUT_KEEPS = ("type", "round_id", "private", "player_id")
 
 
+class _Stop:
+    """The mark a stop puts in the sender's queue: what was queued before it is the last to send."""
+
+
 class PostgresBroadcaster(Broadcaster):
     """The in-process fan-out plus a bridge: events reach the clients of every process by LISTEN/NOTIFY.
 
@@ -295,7 +299,8 @@ class PostgresBroadcaster(Broadcaster):
         self.url = url
         self.origin = uuid.uuid4().hex[:12]
         self.on_tables_changed = on_tables_changed or (lambda: None)
-        self._outbox: queue.SimpleQueue[tuple[str, str] | None] = queue.SimpleQueue()  # None: stop
+        self._outbox: queue.SimpleQueue[tuple[str, str] | _Stop] = queue.SimpleQueue()
+        self._stop_marker = _Stop()
         self._sequence = itertools.count()  # NOTIFY folds identical payloads of one transaction: keep each unique
         self._stopping = threading.Event()
         self._listening = threading.Event()
@@ -319,10 +324,14 @@ class PostgresBroadcaster(Broadcaster):
         if self._threads:
             return
         self._stopping.clear()
-        for target, name in ((self._send_loop, "twentyone-notify"), (self._listen_loop, "twentyone-listen")):
-            thread = threading.Thread(target=target, name=name, daemon=True)
+        # Each start's sender ends at its own marker: one left in the queue by a stop whose sender did not answer in
+        # time (a database out of reach) must not end the sender of the next start.
+        self._stop_marker = _Stop()
+        self._threads = [threading.Thread(target=self._send_loop, args=(self._stop_marker,), name="twentyone-notify",
+                                          daemon=True),
+                         threading.Thread(target=self._listen_loop, name="twentyone-listen", daemon=True)]
+        for thread in self._threads:
             thread.start()
-            self._threads.append(thread)
         if not self._listening.wait(wait):
             log.warning("the event listener is not connected yet; it keeps trying")
 
@@ -332,7 +341,7 @@ class PostgresBroadcaster(Broadcaster):
         a second), and every stop of a server on PostgreSQL took a second."""
         self._stopping.set()
         if self._threads:
-            self._outbox.put(None)
+            self._outbox.put(self._stop_marker)
         for thread in self._threads:
             thread.join(timeout=5)
         self._threads = []
@@ -343,7 +352,7 @@ class PostgresBroadcaster(Broadcaster):
         return f"{WAKE_CHANNEL}_{self.origin}"
 
     # The threads.
-    def _send_loop(self) -> None:
+    def _send_loop(self, stop_marker: _Stop) -> None:
         import psycopg
 
         connection: psycopg.Connection[Any] | None = None
@@ -356,11 +365,13 @@ class PostgresBroadcaster(Broadcaster):
                     taken.append(self._outbox.get_nowait())
                 except queue.Empty:
                     break
-            batch = [item for item in taken if item is not None]
+            batch = [item for item in taken if not isinstance(item, _Stop)]
             events = len(batch)
-            if events < len(taken):  # the last send: what was queued before the stop, and the listener's wake-up
+            if stop_marker in taken:  # the last send: what was queued before the stop, and the listener's wake-up
                 stopped = True
                 batch.append((self._wake_channel, ""))
+            if not batch:
+                continue  # an earlier start's marker alone
             try:
                 if connection is None or connection.closed:
                     connection = _connect(self.url, "notify")
@@ -400,7 +411,9 @@ class PostgresBroadcaster(Broadcaster):
                 while not self._stopping.is_set():
                     for note in connection.notifies(timeout=LISTEN_POLL):
                         if note.channel == self._wake_channel:
-                            break  # stop() woke it
+                            if self._stopping.is_set():
+                                break  # stop() woke it
+                            continue  # an earlier start's stop, late
                         self._received(note.channel, note.payload)
             except psycopg.Error as error:
                 if not self._stopping.is_set():
