@@ -202,7 +202,7 @@ class BetSlip:
 
 def _bet_name(bet_type: str) -> str:
     """How a refusal names a bet: a side bet by its title, so that a player at a side bet's maximum is not told
-    about the main bet (found by a trial).
+    about the main bet (a gap the last stop's note named).
 
     >>> _bet_name("main"), _bet_name("perfect_pairs")
     ('main bet', 'Perfect Pairs bet')
