@@ -7,6 +7,7 @@ import time
 from typing import Any
 
 from playwright.sync_api import expect
+from server_helpers import OPERATOR
 from sqlalchemy import func, select
 from web_helpers import (
     DESKTOP,
@@ -156,7 +157,7 @@ def test_a_credit_made_while_betting_shows_at_the_next_chip(browser: Any, live_s
     player bets shows with the next chip placed. Before, the page showed the old balance until a deal or a reload."""
     page, name, problems = table_page(browser, live_server, "classic")
     expect(page.locator("#balance strong")).to_have_text("$1,000.00")
-    poster(live_server, "operator-secret")("/admin/credit", {"player": name, "currency": "USD", "amount": 5000})
+    poster(live_server, OPERATOR)("/admin/credit", {"player": name, "currency": "USD", "amount": 5000})
     bet(page, 1, chip="500")
     expect(page.locator("#balance strong")).to_have_text("$1,045.00")  # the credit, less the $5 on the spot
     assert not problems, problems
