@@ -237,6 +237,7 @@ function showResult(round) {
 }
 
 const SIGNED_OUT = 4401;  // the server closed the socket because its sign-in ended
+const HELLO_WAIT_MS = 5000;  // how long bet controls wait for a new socket's hello before going ahead without it
 
 function connectSocket(tableId) {
   if (state.socket && state.socket.tableId === tableId) return;
@@ -244,8 +245,17 @@ function connectSocket(tableId) {
   const scheme = location.protocol === "https:" ? "wss" : "ws";
   const socket = new WebSocket(`${scheme}://${location.host}/ws/tables/${tableId}?token=${state.token}`);
   socket.tableId = tableId;
+  // A new socket is a reconnection: before its hello the server returns the player's bets never dealt (the sheet's
+  // disconnection policy). The player's requests wait in line for that hello, so a bet placed on this page cannot be
+  // taken back by this page's own connection. Before, on a busy server, a quick chip and spot went in before the
+  // socket's reconnection, which returned them at once: the slip emptied and DEAL stayed disabled (found in CI).
+  // A socket that never says hello (a proxy without WebSockets) holds them up for HELLO_WAIT_MS, once.
+  let heard;
+  const hello = new Promise((resolve) => { heard = resolve; });
+  serial(() => Promise.race([hello, new Promise((resolve) => { setTimeout(resolve, HELLO_WAIT_MS); })]));
   socket.onmessage = (message) => {
     const event = JSON.parse(message.data);
+    if (event.type === "hello") heard();
     const currency = state.table ? state.table.table.currency : undefined;
     if (event.type === "hello" && event.returned_bets && event.returned_bets.length) {
       // Each in the currency of the table it was on, which need not be this one.
@@ -276,6 +286,7 @@ function connectSocket(tableId) {
     refreshSoon(tableId);
   };
   socket.onclose = (closed) => {
+    heard();
     if (state.socket !== socket) return;
     state.socket = null;
     if (closed.code === SIGNED_OUT) {  // this sign-in ended (signed out everywhere, or expired): not a lost line
