@@ -542,3 +542,79 @@ def test_a_private_event_reaches_its_player_alone_in_another_process_cut_to_fit_
     assert kinds == {"ann": ["bets-returned", "bets-returned", "round"], "bob": ["round"],
                      "operator": ["bets-returned", "bets-returned", "round"]}
     assert "reason" not in events["ann"][1] and events["ann"][1]["player_id"] == 1  # the long one, cut
+
+
+# ------------------------------------------------------------------ presence between processes
+async def until(condition: Callable[[], bool], seconds: float, what: str) -> None:
+    """Wait on the running loop (a broadcaster's subscriptions live on it) until ``condition`` holds."""
+    deadline = time.monotonic() + seconds
+    while not condition():
+        if time.monotonic() > deadline:
+            raise AssertionError(f"not within {seconds} s: {what}")
+        await asyncio.sleep(0.02)
+
+
+def test_whom_a_process_has_at_a_table_reaches_the_others_and_ends_with_it(postgres_url: str,
+                                                                          monkeypatch: pytest.MonkeyPatch) -> None:
+    """Two processes' broadcasters: ann (player 1) watches power through the first; the second, started after her
+    socket, learns at once (it asks as it starts) that someone other than bob (2) is there, but nobody other than
+    ann herself; her leaving and coming back are told at once; repeated while she stays; and forgotten once the
+    first process dies without a word. Before, each process counted its own sockets alone."""
+    import twentyone.server.cluster as cluster
+
+    monkeypatch.setattr(cluster, "PRESENCE_EVERY", 60.0)  # no repeat: what the second learns, it learns by asking
+
+    async def watched() -> None:
+        here = cluster.PostgresBroadcaster(postgres_url)
+        here.start()
+        later = cluster.PostgresBroadcaster(postgres_url)
+        try:
+            ann = here.subscribe("power", 1)
+            here.subscribe("power", None)  # the operator's socket: nobody
+            await asyncio.sleep(0.3)  # what the first tells of ann now goes to no one yet
+            later.start()
+            await until(lambda: later.anyone_else("power", 2), 3, "the later process heard of ann")
+            assert not later.anyone_else("power", 1)  # ann is not someone else to herself
+            assert not later.anyone_else("classic", 2)
+            here.unsubscribe("power", ann)
+            await until(lambda: not later.anyone_else("power", 2), 3, "ann's leaving")
+            here.subscribe("power", 1)
+            await until(lambda: later.anyone_else("power", 2), 3, "ann's coming back")
+
+            monkeypatch.setattr(cluster, "PRESENCE_EVERY", 0.2)
+            monkeypatch.setattr(cluster, "PRESENCE_STALE", 1.0)
+            here.subscribe("power", 3)  # wakes the sender, which waited for the old repeat
+            await asyncio.sleep(2.0)  # twice the time to go stale: repeats keep her there
+            assert later.anyone_else("power", 2)
+            monkeypatch.setattr(here, "_presence_payload", lambda leaving: None)  # it dies: no word at its end
+            here.stop()
+            assert later.anyone_else("power", 2)
+            await until(lambda: not later.anyone_else("power", 2), 3, "the dead process's players forgotten")
+        finally:
+            here.stop()
+            later.stop()
+
+    asyncio.run(watched())
+
+
+def test_a_player_watching_through_another_process_keeps_a_bettor_from_the_short_window(
+        tmp_path: Path, postgres_url: str) -> None:
+    """Two servers on one PostgreSQL: bob watches power through one, ann bets there through the other. Ann's round
+    waits the table's betting window (15 s), as for anyone not alone, rather than a lone player's 3 s; once bob's page
+    is gone, the other process counts him no more. Before, with ``serve --workers``, a player in another process than
+    the bettor's did not count (noted in the last stops)."""
+    from datetime import datetime, timedelta
+
+    clock = Clock()
+    first = create_app(Settings(postgres_url, tmp_path / "first", OPERATOR), clock=clock, timers=False)
+    second = create_app(Settings(postgres_url, tmp_path / "second", OPERATOR), clock=clock, timers=False)
+    with TestClient(first) as here, TestClient(second) as there:
+        ann, bob = new_player(here, "ann"), new_player(there, "bob")
+        counted = here.app.state.service.events  # type: ignore[attr-defined]
+        with there.websocket_connect(f"/ws/tables/power?token={bob.token}") as socket:
+            assert socket.receive_json()["type"] == "hello"
+            eventually(lambda: counted.anyone_else("power", ann.player_id()), 5, "bob counted in the first process")
+            ann.bet("power", 500)
+            dealt = ann.post("/tables/power/deal").json()
+            assert datetime.fromisoformat(dealt["betting_closes_at"]) == clock.now + timedelta(seconds=15)
+        eventually(lambda: not counted.anyone_else("power", ann.player_id()), 5, "bob's leaving told")

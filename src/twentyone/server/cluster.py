@@ -18,6 +18,11 @@ Two things cannot be shared that way, and this module handles them:
   connection) hands other processes' events to its own clients. If the bridge
   loses its connection, events may have been missed, so every local client is
   dropped and re-reads on reconnect rather than miss one silently.
+- **Presence** (who watches a table live, which sets a lone player's short betting
+  window) is each process's own: every process tells the others, by the same
+  bridge, whom it has at each table, at once when that changes and every
+  :data:`PRESENCE_EVERY` seconds. What a process has not repeated for
+  :data:`PRESENCE_STALE` seconds (it died) is forgotten.
 
 On SQLite (one process) :class:`LocalOwnership` owns every timer and the plain
 :class:`~twentyone.server.events.Broadcaster` is the whole fan-out.
@@ -38,7 +43,7 @@ import sys
 import threading
 import time
 import uuid
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from typing import TYPE_CHECKING, Any, Protocol
 
 from sqlalchemy import BigInteger, bindparam, func, select
@@ -47,7 +52,7 @@ from sqlalchemy.engine import make_url
 from twentyone.server.context import Busy
 from twentyone.server.db import tcp_keepalives
 from twentyone.server.direct import READING, WriteInRead, defer
-from twentyone.server.events import QUEUE_LIMIT, Broadcaster
+from twentyone.server.events import QUEUE_LIMIT, Broadcaster, Subscription
 
 if TYPE_CHECKING:
     import psycopg
@@ -61,6 +66,8 @@ WAKE_CHANNEL = "twentyone_wake"  # and a process's origin: its own stop wakes it
 LISTEN_POLL = 1.0  # seconds: how often the listener looks for a stop when nothing woke it
 MAX_PAYLOAD = 7900  # bytes: PostgreSQL refuses NOTIFY payloads of 8000 bytes or more
 IDLE_SESSION_TIMEOUT_MS = 30_000  # a timer session silent this long (a frozen host) is ended by PostgreSQL
+PRESENCE_EVERY = 5.0  # seconds: how often a process with anyone at its tables tells the others so, changed or not
+PRESENCE_STALE = 3 * PRESENCE_EVERY  # a process not heard from this long (it died) counts nobody anywhere
 
 
 def lock_key(name: str) -> int:
@@ -284,6 +291,36 @@ class _Stop:
     """The mark a stop puts in the sender's queue: what was queued before it is the last to send."""
 
 
+class _PresenceChanged:
+    """The mark a change of whom this process has at a table puts in the sender's queue: send it now."""
+
+
+PRESENCE_CHANGED = _PresenceChanged()
+
+
+def presence_summary(subscribers: Mapping[str, Iterable[Any]]) -> dict[str, int | None]:
+    """Whom a process has at each table, as other processes need it to tell whether anyone but a given player is
+    there: the one player's id, or ``None`` for two or more (so the summary of a crowded table stays the same as
+    players come and go). Operators' subscriptions (``player_id`` None) count nobody.
+
+    >>> from types import SimpleNamespace as S
+    >>> presence_summary({"power": [S(player_id=3), S(player_id=3)], "classic": [S(player_id=None)],
+    ...                   "multiplayer": [S(player_id=3), S(player_id=4)]})
+    {'power': 3, 'multiplayer': None}
+    """
+    summary: dict[str, int | None] = {}
+    for table_id, subscriptions in subscribers.items():
+        found: set[int] = set()
+        for subscription in subscriptions:
+            if subscription.player_id is not None:
+                found.add(subscription.player_id)
+                if len(found) == 2:
+                    break
+        if found:
+            summary[table_id] = found.pop() if len(found) == 1 else None
+    return summary
+
+
 class PostgresBroadcaster(Broadcaster):
     """The in-process fan-out plus a bridge: events reach the clients of every process by LISTEN/NOTIFY.
 
@@ -291,6 +328,11 @@ class PostgresBroadcaster(Broadcaster):
     for a sender thread, which sends what has gathered in one round trip (so a
     request never waits on the bridge). A listener thread, on its own connection,
     delivers other processes' events to this process's clients.
+
+    Presence travels the same way: the sender tells the others whom this process
+    has at its tables (:func:`presence_summary`) when that changes, every
+    :data:`PRESENCE_EVERY` seconds while anyone is there, and when another process
+    starts and asks; :meth:`anyone_else` counts what the others told, unless stale.
     """
 
     def __init__(self, url: str, limit: int = QUEUE_LIMIT,
@@ -299,12 +341,20 @@ class PostgresBroadcaster(Broadcaster):
         self.url = url
         self.origin = uuid.uuid4().hex[:12]
         self.on_tables_changed = on_tables_changed or (lambda: None)
-        self._outbox: queue.SimpleQueue[tuple[str, str] | _Stop] = queue.SimpleQueue()
+        self._outbox: queue.SimpleQueue[tuple[str, str] | _Stop | _PresenceChanged] = queue.SimpleQueue()
         self._stop_marker = _Stop()
         self._sequence = itertools.count()  # NOTIFY folds identical payloads of one transaction: keep each unique
         self._stopping = threading.Event()
         self._listening = threading.Event()
         self._threads: list[threading.Thread] = []
+        # Presence: what the sender last told (None: nothing yet, or a send failed), when, and whether to ask the
+        # others for theirs (a start, a reconnection) or answer one who asked; the others' as last heard, by origin.
+        self._presence_told: dict[str, int | None] | None = None
+        self._presence_told_at = 0.0
+        self._ask_others = False
+        self._asked = False
+        self._others_present: dict[str, tuple[float, dict[str, int | None]]] = {}
+        self._presence_lock = threading.Lock()
 
     # Requests call these.
     def publish(self, table_id: str, event: dict[str, Any]) -> None:
@@ -317,6 +367,36 @@ class PostgresBroadcaster(Broadcaster):
 
     def _payload(self, body: dict[str, Any]) -> str:
         return json.dumps({"o": self.origin, "n": next(self._sequence), **body}, separators=(",", ":"))
+
+    def subscribe(self, table_id: str, player_id: int | None = None) -> Subscription:
+        before = self._present_here(table_id)
+        subscription = super().subscribe(table_id, player_id)
+        if self._present_here(table_id) != before:
+            self._outbox.put(PRESENCE_CHANGED)
+        return subscription
+
+    def unsubscribe(self, table_id: str, subscription: Subscription) -> None:
+        before = self._present_here(table_id)
+        super().unsubscribe(table_id, subscription)
+        if self._present_here(table_id) != before:
+            self._outbox.put(PRESENCE_CHANGED)
+
+    def _present_here(self, table_id: str) -> dict[str, int | None]:
+        with self._lock:
+            return presence_summary({table_id: self._subscribers.get(table_id, ())})
+
+    def anyone_else(self, table_id: str, player_id: int) -> bool:
+        """Whether a player other than ``player_id`` watches the table live through this process or another. Before,
+        only this process's were counted: with ``--workers``, a player whose socket was in another process than the
+        bettor's did not count, and the bettor got the short window of a player alone."""
+        if super().anyone_else(table_id, player_id):
+            return True
+        now = time.monotonic()
+        with self._presence_lock:
+            for heard_at, summary in self._others_present.values():
+                if now - heard_at < PRESENCE_STALE and table_id in summary and summary[table_id] != player_id:
+                    return True
+        return False
 
     # The server's lifespan calls these.
     def start(self, wait: float = 10.0) -> None:
@@ -359,19 +439,25 @@ class PostgresBroadcaster(Broadcaster):
         missed = False  # events were lost: tell every process to drop its clients (they re-read)
         stopped = False
         while not stopped:
-            taken = [self._outbox.get()]
+            try:
+                taken: list[tuple[str, str] | _Stop | _PresenceChanged] = [self._outbox.get(timeout=PRESENCE_EVERY)]
+            except queue.Empty:
+                taken = []  # nothing to send but, perhaps, presence told again
             while len(taken) < 500:
                 try:
                     taken.append(self._outbox.get_nowait())
                 except queue.Empty:
                     break
-            batch = [item for item in taken if not isinstance(item, _Stop)]
+            batch = [item for item in taken if isinstance(item, tuple)]
             events = len(batch)
-            if stop_marker in taken:  # the last send: what was queued before the stop, and the listener's wake-up
-                stopped = True
+            stopped = stop_marker in taken
+            presence = self._presence_payload(leaving=stopped)
+            if presence is not None:
+                batch.append((EVENTS_CHANNEL, presence))
+            if stopped:  # the last send: what was queued before the stop, and the listener's wake-up
                 batch.append((self._wake_channel, ""))
             if not batch:
-                continue  # an earlier start's marker alone
+                continue  # an earlier start's marker alone, or no presence to tell
             try:
                 if connection is None or connection.closed:
                     connection = _connect(self.url, "notify")
@@ -385,6 +471,7 @@ class PostgresBroadcaster(Broadcaster):
                 if events:
                     log.warning("%d events could not be sent to other processes (%s)", events, error)
                 missed = True
+                self._presence_told = None  # told again at the next send
                 if connection is not None:
                     connection.close()
                 connection = None
@@ -407,6 +494,8 @@ class PostgresBroadcaster(Broadcaster):
                     self.drop_all()
                     self.on_tables_changed()
                 first = False
+                self._ask_others = True  # whom the others have at their tables: they tell at once, not in 5 s
+                self._outbox.put(PRESENCE_CHANGED)
                 self._listening.set()
                 while not self._stopping.is_set():
                     for note in connection.notifies(timeout=LISTEN_POLL):
@@ -440,8 +529,48 @@ class PostgresBroadcaster(Broadcaster):
             return  # delivered locally when it was published
         if message.get("resync"):
             self.drop_all()
+        elif isinstance(message.get("p"), dict):
+            self._heard_presence(str(message.get("o")), message["p"], bool(message.get("ask")))
         elif isinstance(message.get("t"), str) and isinstance(message.get("e"), dict):
             self.deliver(message["t"], message["e"])
+
+    # Presence.
+    def _presence_payload(self, leaving: bool) -> str | None:
+        """What the sender tells of this process's presence now, if anything: a change since it last told, a
+        repeat every :data:`PRESENCE_EVERY` seconds while anyone is here, an answer to a process that asked, a
+        question of its own; and, ``leaving`` (a stop), that nobody is here now."""
+        with self._lock:
+            summary = {} if leaving else presence_summary(self._subscribers)
+        now = time.monotonic()
+        ask, asked = self._ask_others, self._asked
+        due = now - self._presence_told_at >= PRESENCE_EVERY
+        if summary == self._presence_told and not ask and not (summary and (asked or due)):
+            return None
+        # Only what was read is cleared: a question heard since is answered by this very send, which goes after it.
+        if ask:
+            self._ask_others = False
+        if asked:
+            self._asked = False
+        self._presence_told, self._presence_told_at = summary, now
+        body: dict[str, Any] = {"p": summary, "ask": True} if ask else {"p": summary}
+        payload = self._payload(body)
+        while len(payload.encode()) > MAX_PAYLOAD and summary:  # thousands of tables: the rest count nobody
+            summary = dict(list(summary.items())[: len(summary) // 2])
+            payload = self._payload({**body, "p": summary})
+        return payload
+
+    def _heard_presence(self, origin: str, summary: dict[str, Any], ask: bool) -> None:
+        now = time.monotonic()
+        with self._presence_lock:
+            self._others_present = {o: heard for o, heard in self._others_present.items()
+                                    if now - heard[0] < PRESENCE_STALE}
+            if summary:
+                self._others_present[origin] = (now, summary)
+            else:
+                self._others_present.pop(origin, None)
+        if ask:  # a process started (or reconnected): it hears whom this one has now
+            self._asked = True
+            self._outbox.put(PRESENCE_CHANGED)
 
 
 # ------------------------------------------------------------- workers

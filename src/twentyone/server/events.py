@@ -87,6 +87,14 @@ class Broadcaster:
         with self._lock:
             return {s.player_id for s in self._subscribers.get(table_id, ()) if s.player_id is not None}
 
+    def anyone_else(self, table_id: str, player_id: int) -> bool:
+        """Whether a player other than ``player_id`` watches the table live (here: through this process).
+
+        >>> Broadcaster().anyone_else("power", 7)
+        False
+        """
+        return bool(self.present(table_id) - {player_id})
+
     def unsubscribe(self, table_id: str, subscription: Subscription) -> None:
         with self._lock:
             subscribers = self._subscribers.get(table_id)

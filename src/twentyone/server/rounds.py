@@ -450,8 +450,9 @@ class Rounds:
         return body
 
     def _alone(self, session: Session, table: TableSpec, player_id: int) -> bool:
-        """Nobody else is at the table: no one watching it live, no one else's bets on a slip there."""
-        if self.events.present(table.id) - {player_id}:
+        """Nobody else is at the table: no one watching it live (through any process), no one else's bets on a slip
+        there."""
+        if self.events.anyone_else(table.id, player_id):
             return False
         return not any(slip.bets for slip in session.scalars(select(Slip).where(Slip.table_id == table.id,
                                                                                 Slip.player_id != player_id)))
