@@ -43,8 +43,8 @@ import sys
 import threading
 import time
 import uuid
-from collections.abc import Callable, Iterable, Mapping
-from typing import TYPE_CHECKING, Any, Protocol
+from collections.abc import Callable, Iterable
+from typing import TYPE_CHECKING, Any, NamedTuple, Protocol
 
 from sqlalchemy import BigInteger, bindparam, func, select
 from sqlalchemy.engine import make_url
@@ -52,7 +52,7 @@ from sqlalchemy.engine import make_url
 from twentyone.server.context import Busy
 from twentyone.server.db import tcp_keepalives
 from twentyone.server.direct import READING, WriteInRead, defer
-from twentyone.server.events import QUEUE_LIMIT, Broadcaster, Subscription
+from twentyone.server.events import QUEUE_LIMIT, Broadcaster
 
 if TYPE_CHECKING:
     import psycopg
@@ -68,6 +68,7 @@ MAX_PAYLOAD = 7900  # bytes: PostgreSQL refuses NOTIFY payloads of 8000 bytes or
 IDLE_SESSION_TIMEOUT_MS = 30_000  # a timer session silent this long (a frozen host) is ended by PostgreSQL
 PRESENCE_EVERY = 5.0  # seconds: how often a process with anyone at its tables tells the others so, changed or not
 PRESENCE_STALE = 3 * PRESENCE_EVERY  # a process not heard from this long (it died) counts nobody anywhere
+PRESENCE_PART = 200  # tables told in one NOTIFY (about 25 bytes each, well under MAX_PAYLOAD)
 
 
 def lock_key(name: str) -> int:
@@ -298,29 +299,6 @@ class _PresenceChanged:
 PRESENCE_CHANGED = _PresenceChanged()
 
 
-def presence_summary(subscribers: Mapping[str, Iterable[Any]]) -> dict[str, int | None]:
-    """Whom a process has at each table, as other processes need it to tell whether anyone but a given player is
-    there: the one player's id, or ``None`` for two or more (so the summary of a crowded table stays the same as
-    players come and go). Operators' subscriptions (``player_id`` None) count nobody.
-
-    >>> from types import SimpleNamespace as S
-    >>> presence_summary({"power": [S(player_id=3), S(player_id=3)], "classic": [S(player_id=None)],
-    ...                   "multiplayer": [S(player_id=3), S(player_id=4)]})
-    {'power': 3, 'multiplayer': None}
-    """
-    summary: dict[str, int | None] = {}
-    for table_id, subscriptions in subscribers.items():
-        found: set[int] = set()
-        for subscription in subscriptions:
-            if subscription.player_id is not None:
-                found.add(subscription.player_id)
-                if len(found) == 2:
-                    break
-        if found:
-            summary[table_id] = found.pop() if len(found) == 1 else None
-    return summary
-
-
 class PostgresBroadcaster(Broadcaster):
     """The in-process fan-out plus a bridge: events reach the clients of every process by LISTEN/NOTIFY.
 
@@ -330,7 +308,7 @@ class PostgresBroadcaster(Broadcaster):
     delivers other processes' events to this process's clients.
 
     Presence travels the same way: the sender tells the others whom this process
-    has at its tables (:func:`presence_summary`) when that changes, every
+    has at its tables (:func:`~twentyone.server.events.presence_summary`) when that changes, every
     :data:`PRESENCE_EVERY` seconds while anyone is there, and when another process
     starts and asks; :meth:`anyone_else` counts what the others told, unless stale.
     """
@@ -368,22 +346,8 @@ class PostgresBroadcaster(Broadcaster):
     def _payload(self, body: dict[str, Any]) -> str:
         return json.dumps({"o": self.origin, "n": next(self._sequence), **body}, separators=(",", ":"))
 
-    def subscribe(self, table_id: str, player_id: int | None = None) -> Subscription:
-        before = self._present_here(table_id)
-        subscription = super().subscribe(table_id, player_id)
-        if self._present_here(table_id) != before:
-            self._outbox.put(PRESENCE_CHANGED)
-        return subscription
-
-    def unsubscribe(self, table_id: str, subscription: Subscription) -> None:
-        before = self._present_here(table_id)
-        super().unsubscribe(table_id, subscription)
-        if self._present_here(table_id) != before:
-            self._outbox.put(PRESENCE_CHANGED)
-
-    def _present_here(self, table_id: str) -> dict[str, int | None]:
-        with self._lock:
-            return presence_summary({table_id: self._subscribers.get(table_id, ())})
+    def _presence_changed(self, table_id: str) -> None:
+        self._outbox.put(PRESENCE_CHANGED)  # the sender tells the others now
 
     def anyone_else(self, table_id: str, player_id: int) -> bool:
         """Whether a player other than ``player_id`` watches the table live through this process or another. Before,
@@ -440,9 +404,9 @@ class PostgresBroadcaster(Broadcaster):
         stopped = False
         while not stopped:
             try:
-                taken: list[tuple[str, str] | _Stop | _PresenceChanged] = [self._outbox.get(timeout=PRESENCE_EVERY)]
+                taken: list[tuple[str, str] | _Stop | _PresenceChanged] = [self._outbox.get(timeout=self._until_due())]
             except queue.Empty:
-                taken = []  # nothing to send but, perhaps, presence told again
+                taken = []  # nothing to send but presence, told again
             while len(taken) < 500:
                 try:
                     taken.append(self._outbox.get_nowait())
@@ -451,9 +415,9 @@ class PostgresBroadcaster(Broadcaster):
             batch = [item for item in taken if isinstance(item, tuple)]
             events = len(batch)
             stopped = stop_marker in taken
-            presence = self._presence_payload(leaving=stopped)
-            if presence is not None:
-                batch.append((EVENTS_CHANNEL, presence))
+            told = self._presence_payloads(changed=len(batch) < len(taken), leaving=stopped)
+            if told is not None:
+                batch += [(EVENTS_CHANNEL, payload) for payload in told.payloads]
             if stopped:  # the last send: what was queued before the stop, and the listener's wake-up
                 batch.append((self._wake_channel, ""))
             if not batch:
@@ -468,10 +432,11 @@ class PostgresBroadcaster(Broadcaster):
                                    [list(channels), list(payloads)])
                 missed = False
             except psycopg.Error as error:
-                if events:
+                if events:  # presence alone lost is told again, and costs no client its socket
                     log.warning("%d events could not be sent to other processes (%s)", events, error)
-                missed = True
-                self._presence_told = None  # told again at the next send
+                    missed = True
+                if told is not None:
+                    self._presence_unsent(told)
                 if connection is not None:
                     connection.close()
                 connection = None
@@ -494,7 +459,8 @@ class PostgresBroadcaster(Broadcaster):
                     self.drop_all()
                     self.on_tables_changed()
                 first = False
-                self._ask_others = True  # whom the others have at their tables: they tell at once, not in 5 s
+                with self._presence_lock:
+                    self._ask_others = True  # whom the others have at their tables: they tell at once, not in 5 s
                 self._outbox.put(PRESENCE_CHANGED)
                 self._listening.set()
                 while not self._stopping.is_set():
@@ -520,57 +486,90 @@ class PostgresBroadcaster(Broadcaster):
     def _received(self, channel: str, payload: str) -> None:
         try:
             message = json.loads(payload)
-        except ValueError:
+        except (ValueError, RecursionError):  # RecursionError: thousands of "[" (before, the listener restarted)
             return
         if channel == TABLES_CHANNEL:
             self.on_tables_changed()
             return
+        if not isinstance(message, dict):
+            return  # not ours (any role may NOTIFY on the channel): ignored, no client dropped
         if message.get("o") == self.origin:
             return  # delivered locally when it was published
         if message.get("resync"):
             self.drop_all()
         elif isinstance(message.get("p"), dict):
-            self._heard_presence(str(message.get("o")), message["p"], bool(message.get("ask")))
+            self._heard_presence(str(message.get("o")), message["p"], message.get("part"), message.get("ask") is True)
         elif isinstance(message.get("t"), str) and isinstance(message.get("e"), dict):
             self.deliver(message["t"], message["e"])
 
     # Presence.
-    def _presence_payload(self, leaving: bool) -> str | None:
-        """What the sender tells of this process's presence now, if anything: a change since it last told, a
-        repeat every :data:`PRESENCE_EVERY` seconds while anyone is here, an answer to a process that asked, a
-        question of its own; and, ``leaving`` (a stop), that nobody is here now."""
-        with self._lock:
-            summary = {} if leaving else presence_summary(self._subscribers)
-        now = time.monotonic()
-        ask, asked = self._ask_others, self._asked
-        due = now - self._presence_told_at >= PRESENCE_EVERY
-        if summary == self._presence_told and not ask and not (summary and (asked or due)):
-            return None
-        # Only what was read is cleared: a question heard since is answered by this very send, which goes after it.
-        if ask:
-            self._ask_others = False
-        if asked:
-            self._asked = False
-        self._presence_told, self._presence_told_at = summary, now
-        body: dict[str, Any] = {"p": summary, "ask": True} if ask else {"p": summary}
-        payload = self._payload(body)
-        while len(payload.encode()) > MAX_PAYLOAD and summary:  # thousands of tables: the rest count nobody
-            summary = dict(list(summary.items())[: len(summary) // 2])
-            payload = self._payload({**body, "p": summary})
-        return payload
+    def _until_due(self) -> float:
+        """How long the sender may wait for its queue: until presence is due again while anyone is here (before, any
+        event began the wait anew, and repeats came up to twice :data:`PRESENCE_EVERY` apart)."""
+        with self._presence_lock:
+            if self._presence_told is None:  # not told yet, or a send failed: soon
+                return 1.0
+            if not self._presence_told:  # nobody here: nothing to repeat
+                return PRESENCE_EVERY
+            return max(0.0, self._presence_told_at + PRESENCE_EVERY - time.monotonic())
 
-    def _heard_presence(self, origin: str, summary: dict[str, Any], ask: bool) -> None:
+    def _presence_payloads(self, changed: bool, leaving: bool) -> _Told | None:
+        """What the sender tells of this process's presence now, if anything: a change (``changed``: the sender took
+        a :data:`PRESENCE_CHANGED`) since it last told, a repeat every :data:`PRESENCE_EVERY` seconds while anyone is
+        here, an answer to a process that asked, a question of its own; and, ``leaving`` (a stop), that nobody is here
+        now. In parts of :data:`PRESENCE_PART` tables, each within ``NOTIFY``'s limit."""
         now = time.monotonic()
         with self._presence_lock:
-            self._others_present = {o: heard for o, heard in self._others_present.items()
-                                    if now - heard[0] < PRESENCE_STALE}
-            if summary:
-                self._others_present[origin] = (now, summary)
+            ask, asked = self._ask_others, self._asked
+            due = bool(self._presence_told) and now - self._presence_told_at >= PRESENCE_EVERY
+            if not (changed or leaving or ask or asked or due or self._presence_told is None):
+                return None
+            summary = {} if leaving else self.presence()
+            if summary == self._presence_told and not ask and not (summary and (asked or due)):
+                return None
+            # Only what was read is cleared: a question heard since is answered by this very send, which goes after.
+            self._ask_others = self._ask_others and not ask
+            self._asked = self._asked and not asked
+            self._presence_told, self._presence_told_at = summary, now
+        tables = list(summary.items())
+        parts = [dict(tables[at:at + PRESENCE_PART]) for at in range(0, len(tables), PRESENCE_PART)] or [{}]
+        payloads = [self._payload({"p": part, "part": number, **({"ask": True} if ask else {})})
+                    for number, part in enumerate(parts)]
+        return _Told(payloads, ask, asked)
+
+    def _presence_unsent(self, told: _Told) -> None:
+        """A send failed: presence is told again at the next, with the question and the answer it carried."""
+        with self._presence_lock:
+            self._presence_told = None
+            self._ask_others = self._ask_others or told.ask
+            self._asked = self._asked or told.asked
+
+    def _heard_presence(self, origin: str, summary: dict[str, Any], part: Any, ask: bool) -> None:
+        """Another process's presence (part 0 begins it anew; later parts of the same telling add to it). A value
+        other than a player's id counts as two or more: what is not understood never makes a player alone."""
+        now = time.monotonic()
+        heard = {str(table_id): value if type(value) is int else None for table_id, value in summary.items()}
+        with self._presence_lock:
+            self._others_present = {o: known for o, known in self._others_present.items()
+                                    if now - known[0] < PRESENCE_STALE}
+            if part not in (0, None) and origin in self._others_present:
+                heard = {**self._others_present[origin][1], **heard}
+            if heard:
+                self._others_present[origin] = (now, heard)
             else:
                 self._others_present.pop(origin, None)
         if ask:  # a process started (or reconnected): it hears whom this one has now
-            self._asked = True
+            with self._presence_lock:
+                self._asked = True
             self._outbox.put(PRESENCE_CHANGED)
+
+
+class _Told(NamedTuple):
+    """Presence sent in one batch: its payloads, and the question or the answer it carries (kept if the send fails)."""
+
+    payloads: list[str]
+    ask: bool
+    asked: bool
 
 
 # ------------------------------------------------------------- workers

@@ -20,11 +20,24 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import threading
-from collections import deque
+from collections import Counter, deque
+from collections.abc import Collection, Mapping
 from typing import Any
 
 QUEUE_LIMIT = 256  # events one client may leave unread before it is dropped
 DROPPED_CODE = 1013  # WebSocket close code for a dropped client: "try again later" (reconnect and re-read)
+
+
+def presence_summary(watchers: Mapping[str, Collection[int]]) -> dict[str, int | None]:
+    """Whom a process has at each table, from each table's players, as other processes need it to tell whether
+    anyone but a given player is there: the one player's id, or ``None`` for two or more (so a crowded table's
+    summary stays the same as players come and go); a table with nobody is left out.
+
+    >>> presence_summary({"power": {3}, "classic": set(), "multiplayer": {3, 4}})
+    {'power': 3, 'multiplayer': None}
+    """
+    return {table_id: next(iter(players)) if len(players) == 1 else None
+            for table_id, players in watchers.items() if players}
 
 
 class Subscription:
@@ -74,18 +87,59 @@ class Broadcaster:
     def __init__(self, limit: int = QUEUE_LIMIT) -> None:
         self.limit = limit
         self._subscribers: dict[str, set[Subscription]] = {}
+        # Each table's players watching through this process, with their sockets' count: whether anyone but a given
+        # player is there is then a look at two keys, not a pass over a crowded power table's thousand sockets.
+        self._watchers: dict[str, Counter[int]] = {}
         self._lock = threading.Lock()
 
     def subscribe(self, table_id: str, player_id: int | None = None) -> Subscription:
         subscription = Subscription(asyncio.get_running_loop(), self.limit, player_id)
         with self._lock:
             self._subscribers.setdefault(table_id, set()).add(subscription)
+            changed = player_id is not None and self._counted(table_id, player_id, 1)
+        if changed:
+            self._presence_changed(table_id)
         return subscription
+
+    def unsubscribe(self, table_id: str, subscription: Subscription) -> None:
+        changed = False
+        with self._lock:
+            subscribers = self._subscribers.get(table_id)
+            if subscribers is not None and subscription in subscribers:
+                subscribers.discard(subscription)
+                if not subscribers:
+                    del self._subscribers[table_id]
+                if subscription.player_id is not None:
+                    changed = self._counted(table_id, subscription.player_id, -1)
+        if changed:
+            self._presence_changed(table_id)
+
+    def _counted(self, table_id: str, player_id: int, step: int) -> bool:
+        """Count a player's socket at a table in or out (the lock held); say whether the table's presence as
+        :func:`presence_summary` tells it changed: a player came or went while the table had at most two."""
+        watchers = self._watchers.setdefault(table_id, Counter())
+        watchers[player_id] += step
+        sockets = watchers[player_id]
+        if sockets <= 0:
+            del watchers[player_id]
+        if not watchers:
+            del self._watchers[table_id]
+        if step > 0:  # a first socket of theirs: nobody to one, or one to two or more
+            return sockets == 1 and len(watchers) <= 2
+        return sockets == 0 and len(watchers) <= 1  # their last socket: one to nobody, or two to one
+
+    def _presence_changed(self, table_id: str) -> None:
+        """Called (outside the lock) when whom this process has at a table changed; other processes need to know."""
 
     def present(self, table_id: str) -> set[int]:
         """The players watching a table live through this process."""
         with self._lock:
-            return {s.player_id for s in self._subscribers.get(table_id, ()) if s.player_id is not None}
+            return set(self._watchers.get(table_id, ()))
+
+    def presence(self) -> dict[str, int | None]:
+        """Whom this process has at each table where anyone watches (:func:`presence_summary`)."""
+        with self._lock:
+            return presence_summary(self._watchers)
 
     def anyone_else(self, table_id: str, player_id: int) -> bool:
         """Whether a player other than ``player_id`` watches the table live (here: through this process).
@@ -93,15 +147,9 @@ class Broadcaster:
         >>> Broadcaster().anyone_else("power", 7)
         False
         """
-        return bool(self.present(table_id) - {player_id})
-
-    def unsubscribe(self, table_id: str, subscription: Subscription) -> None:
         with self._lock:
-            subscribers = self._subscribers.get(table_id)
-            if subscribers is not None:
-                subscribers.discard(subscription)
-                if not subscribers:
-                    del self._subscribers[table_id]
+            watchers = self._watchers.get(table_id, ())
+            return len(watchers) > 1 or (len(watchers) == 1 and player_id not in watchers)
 
     def publish(self, table_id: str, event: dict[str, Any]) -> None:
         """Announce an event of ``table_id`` (after its change committed), from any thread."""

@@ -237,7 +237,42 @@ function showResult(round) {
 }
 
 const SIGNED_OUT = 4401;  // the server closed the socket because its sign-in ended
-const HELLO_WAIT_MS = 5000;  // how long bet controls wait for a new socket's hello before going ahead without it
+// How long bet controls wait for the next socket's hello (a proxy without WebSockets never sends one). A test may
+// stretch it (window.twentyoneHelloWaitMs) where a busy machine takes seconds to draw the page.
+const HELLO_WAIT_MS = Number(window.twentyoneHelloWaitMs) || 5000;
+
+// Every new socket of the player's is a reconnection: before its hello the server returns their bets never dealt
+// (the sheet's disconnection policy). So a bet control waits for the hello of a socket being opened, or of the next
+// one after a lost line, and cannot be taken back by this page's own connection. Before, on a busy server, a quick
+// chip and spot went in before the socket's reconnection, which returned them at once: the slip emptied and DEAL
+// stayed disabled (found in CI). Decisions and reads do not wait: a return touches only bets not dealt.
+let helloGate = null;
+
+function awaitHello() {
+  const until = Date.now() + HELLO_WAIT_MS;
+  if (helloGate) {
+    helloGate.until = Math.max(helloGate.until, until);
+    return;
+  }
+  let open;
+  const opened = new Promise((resolve) => { open = resolve; });
+  helloGate = { opened, open, until };
+}
+
+function helloHeard() {
+  if (helloGate) helloGate.open();
+  helloGate = null;
+}
+
+/** Resolves once the awaited hello came, or its time ran out (at once when none is awaited). */
+function helloWaited() {
+  const gate = helloGate;
+  if (!gate) return Promise.resolve();
+  const timeUp = new Promise((resolve) => { setTimeout(resolve, Math.max(0, gate.until - Date.now())); });
+  return Promise.race([gate.opened, timeUp]).then(() => {
+    if (helloGate === gate) helloGate = null;
+  });
+}
 
 function connectSocket(tableId) {
   if (state.socket && state.socket.tableId === tableId) return;
@@ -245,17 +280,10 @@ function connectSocket(tableId) {
   const scheme = location.protocol === "https:" ? "wss" : "ws";
   const socket = new WebSocket(`${scheme}://${location.host}/ws/tables/${tableId}?token=${state.token}`);
   socket.tableId = tableId;
-  // A new socket is a reconnection: before its hello the server returns the player's bets never dealt (the sheet's
-  // disconnection policy). The player's requests wait in line for that hello, so a bet placed on this page cannot be
-  // taken back by this page's own connection. Before, on a busy server, a quick chip and spot went in before the
-  // socket's reconnection, which returned them at once: the slip emptied and DEAL stayed disabled (found in CI).
-  // A socket that never says hello (a proxy without WebSockets) holds them up for HELLO_WAIT_MS, once.
-  let heard;
-  const hello = new Promise((resolve) => { heard = resolve; });
-  serial(() => Promise.race([hello, new Promise((resolve) => { setTimeout(resolve, HELLO_WAIT_MS); })]));
+  awaitHello();
   socket.onmessage = (message) => {
     const event = JSON.parse(message.data);
-    if (event.type === "hello") heard();
+    if (event.type === "hello" && state.socket === socket) helloHeard();
     const currency = state.table ? state.table.table.currency : undefined;
     if (event.type === "hello" && event.returned_bets && event.returned_bets.length) {
       // Each in the currency of the table it was on, which need not be this one.
@@ -286,13 +314,14 @@ function connectSocket(tableId) {
     refreshSoon(tableId);
   };
   socket.onclose = (closed) => {
-    heard();
     if (state.socket !== socket) return;
     state.socket = null;
     if (closed.code === SIGNED_OUT) {  // this sign-in ended (signed out everywhere, or expired): not a lost line
+      helloHeard();  // none is coming
       window.dispatchEvent(new CustomEvent("twentyone:signed-out", { detail: closed.reason }));
       return;
     }
+    awaitHello();  // a bet made before the next socket's hello would be returned by it
     // Lost the connection while still at this table: come back, and pick the round up where it is.
     setTimeout(() => {
       if (currentTableId() === tableId && !state.socket && state.token) {
@@ -320,7 +349,10 @@ export function leaveTable() {
 let controlsInFlight = 0;
 function control(path, body) {
   controlsInFlight += 1;
-  return serial(() => controlNow(path, body)).finally(() => { controlsInFlight -= 1; });
+  return serial(async () => {
+    await helloWaited();
+    return controlNow(path, body);
+  }).finally(() => { controlsInFlight -= 1; });
 }
 
 async function controlNow(path, body) {
