@@ -264,14 +264,26 @@ function helloHeard() {
   helloGate = null;
 }
 
-/** Resolves once the awaited hello came, or its time ran out (at once when none is awaited). */
-function helloWaited() {
+const CONNECTING = "Connecting to the table…";
+
+/** Resolves once the awaited hello came, or after HELLO_WAIT_MS at most (at once when none is awaited). A line that
+ * stays down (the server unreachable: each new socket fails in turn) holds each control that long, no longer: it is
+ * then sent, and its own failure says what happened. A wait that lasts is said. */
+async function helloWaited() {
   const gate = helloGate;
-  if (!gate) return Promise.resolve();
-  const timeUp = new Promise((resolve) => { setTimeout(resolve, Math.max(0, gate.until - Date.now())); });
-  return Promise.race([gate.opened, timeUp]).then(() => {
-    if (helloGate === gate) helloGate = null;
-  });
+  if (!gate) return;
+  const latest = Date.now() + HELLO_WAIT_MS;
+  const said = setTimeout(() => announce(CONNECTING), 500);
+  let left;
+  try {
+    while (helloGate === gate && (left = Math.min(gate.until, latest) - Date.now()) > 0) {
+      await Promise.race([gate.opened, new Promise((resolve) => { setTimeout(resolve, left); })]);
+    }
+  } finally {
+    clearTimeout(said);
+  }
+  if (helloGate === gate && gate.until <= Date.now()) helloGate = null;
+  if (document.getElementById("announce").textContent === CONNECTING) announce("");
 }
 
 function connectSocket(tableId) {
