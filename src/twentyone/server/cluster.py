@@ -558,9 +558,8 @@ class PostgresBroadcaster(Broadcaster):
                 self._others_present[origin] = (now, heard)
             else:
                 self._others_present.pop(origin, None)
-        if ask:  # a process started (or reconnected): it hears whom this one has now
-            with self._presence_lock:
-                self._asked = True
+            self._asked = self._asked or ask  # a process started (or reconnected): it hears whom this one has now
+        if ask:
             self._outbox.put(PRESENCE_CHANGED)
 
 
