@@ -822,8 +822,8 @@ def admin_create_table(
 ) -> None:
     """Add a table (variant, name, currency, chips, limits, seats, timers, theme), checked as POST /admin/tables
     checks it (the same model), before the database is opened."""
-    from twentyone.server.app import TableCreate
     from twentyone.server.service import ServiceError
+    from twentyone.server.shapes import TableCreate
 
     definition = parse_json(spec, "the table definition")
     if not isinstance(definition, dict):
@@ -852,8 +852,8 @@ def admin_report(
     database: DatabaseOption = None, data_dir: DataDirOption = None,
 ) -> None:
     """Rounds, stakes, returns and house result by table: all of them, or those that ended in [since, until)."""
-    from twentyone.server.app import ReportQuery
     from twentyone.server.service import ServiceError
+    from twentyone.server.shapes import ReportQuery
 
     period = _validated(ReportQuery, {name: value for name, value in (("since", since), ("until", until))
                                       if value is not None})
@@ -889,8 +889,8 @@ def admin_rounds(
 ) -> None:
     """Rounds newest first, with their clocks, seats and money, as GET /admin/rounds lists them: every one, or those of
     a status (open: in play) and/or a table."""
-    from twentyone.server.app import RoundsQuery
     from twentyone.server.service import ServiceError
+    from twentyone.server.shapes import RoundsQuery
 
     # The endpoint's model, so that what it refuses with a 422 is refused here in its words (typer's own checks of an
     # integer would print a box of several lines).
