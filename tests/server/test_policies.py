@@ -982,6 +982,8 @@ def test_power_players_share_the_first_two_cards(http: TestClient, service: Game
     assert ann.act(round_id, "hit").status_code == 200
     early = ann.act(round_id, "stand")  # ann waits for her card until bob has chosen at this step too
     assert early.status_code == 409 and early.json()["legal_actions"] == []
+    # Said as what it is: she chose already (another tab of hers may not know), where "It is not your turn" was wrong.
+    assert early.json()["detail"].startswith("You have nothing to decide at this step: you chose already")
     assert bob.act(round_id, "hit").status_code == 200
     assert ann.act(round_id, "stand").status_code == 200
     final = bob.act(round_id, "stand").json()

@@ -105,6 +105,8 @@ def test_players_join_one_round_and_see_each_others_bets_and_turns(browser: Any,
             expect(pages[0].locator("button[data-action='hit']")).to_have_count(0)
             expect(pages[0].locator("#action-bar")).to_contain_text("Your card is dealt once every player has chosen")
             expect(pages[0].locator("#bar-timer")).to_have_text(re.compile(r"^\d+s$"))  # the step's clock, shared
+            # The header's clock is not hers now: "Decision: 12s" read as if it were (found by a trial).
+            expect(pages[0].locator("#timer")).to_have_text(re.compile(r"^Players decide: \d+s$"))
             expect(pages[0].locator(".hands.mine .card")).to_have_count(2)
             shot(pages[0], f"{table}-{players}-players-waiting-for-the-step")
             finished: list[list[str]] = []
@@ -328,3 +330,72 @@ def test_a_watcher_on_a_phone_sees_whose_turn_it_is(browser: Any, live_server: L
     finally:
         page.context.close()
     assert not problems, problems
+
+
+def test_a_second_tab_follows_what_the_players_first_tab_did(browser: Any, live_server: LiveServer) -> None:
+    """One player, two tabs at power, and another player keeping the step open. What one tab does reaches the other
+    without a table event: bets on the slip, or a choice at a common-draw step (news to nobody else). Found by a trial:
+    the second tab showed a slip the server no longer held, and HIT and STAND for a step already chosen; its STAND was
+    refused "It is not your turn" and those words stayed over the table after the round had settled."""
+    live_server.service.stacked.append(CALM_SHOE)
+    first, _, problems = table_page(browser, live_server, "power")
+    other, _, other_problems = table_page(browser, live_server, "power")
+    second = first.context.new_page()  # the same player's second tab
+    second.set_default_timeout(15000)
+    second.goto(f"{live_server.url}/#/table/power")
+    second.locator("#deal, #rebet").wait_for()
+
+    def turned_to(page: Any) -> None:
+        # What the browser tells a tab the player comes back to. Headless chromium never does (each of its tabs is
+        # visible and focused at once, measured), so the test says it for the browser.
+        page.evaluate("window.dispatchEvent(new Event('focus'))")
+
+    try:
+        place(first, 100, times=2)
+        expect(second.locator("#total-bet")).to_contain_text("€0.00")  # nothing told it yet
+        turned_to(second)
+        expect(second.locator("#total-bet")).to_contain_text("€2.00")
+        first.locator("#deal").click()
+        place(other, 100)
+        other.locator("#deal").click()
+        live_server.service.close_betting("power")
+        for page in (first, second):
+            expect(page.locator("button[data-action='stand']")).to_be_enabled()
+        second.locator("button[data-action='hit']").click()
+        expect(second.locator("#action-bar")).to_contain_text("Your card is dealt once every player has chosen")
+        # The first tab still offers the step's choice; what it sends is refused in words that say why, and the
+        # round is read again: no button is left for a step already chosen.
+        first.locator("button[data-action='stand']").click()
+        expect(first.locator("#announce")).to_contain_text("You have nothing to decide at this step")
+        expect(first.locator("button[data-action='stand']")).to_have_count(0)
+        expect(first.locator("#action-bar")).to_contain_text("Your card is dealt once every player has chosen")
+        shot(first, "power-second-tab-refused")
+        other.locator("button[data-action='stand']").click()  # the step ends: the words of its refusal go with it
+        expect(first.locator(".hands.mine .card")).to_have_count(3)
+        expect(first.locator("#announce")).to_have_text("")
+    finally:
+        first.context.close()
+        other.context.close()
+        assert not problems and not other_problems, (problems, other_problems)
+
+
+def test_a_blackjack_in_the_seat_strip_is_named_once(browser: Any, live_server: LiveServer) -> None:
+    """Another player's blackjack read "Blackjack Blackjack" in the strip once settled: its total and its result
+    both named it (found by a trial)."""
+    live_server.service.stacked.append(["AS", "AH", "5C", "KS", "KH", "7D", "2C", "3C", "4C", "6C"])
+    seated = [table_page(browser, live_server, "multiplayer") for _ in range(2)]
+    try:
+        for page, _, _ in seated:
+            place(page, 100)
+            page.locator("#deal").click()
+            expect(page.locator("#bet-status")).to_contain_text("Your bets are in")
+        live_server.service.close_betting("multiplayer")
+        (page, _, _), (_, name, _) = seated
+        hand = page.locator(f".others [data-player='{name}'] .mini-hand")
+        expect(hand).to_contain_text("Blackjack")
+        expect(page.locator("#result")).to_be_visible()
+        assert hand.inner_text().count("Blackjack") == 1, hand.inner_text()
+    finally:
+        for page, _, problems in seated:
+            page.context.close()
+            assert not problems, problems

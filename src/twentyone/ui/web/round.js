@@ -126,6 +126,13 @@ function handTotal(hand) {
 
 const totalClass = (hand) => `total${hand.total > 21 ? " bust" : ""}`;
 
+/** A seat's hand's result beside its total, unless the total says it already: a blackjack paid read "Blackjack
+ * Blackjack" in the strip, a bust "24 Bust Bust" (found by a trial). */
+function outcomeBesides(hand) {
+  const words = OUTCOMES[hand.outcome] || hand.outcome;
+  return hand.outcome && !handTotal(hand).endsWith(words) ? el("span", { class: `outcome ${hand.outcome}` }, words) : null;
+}
+
 /**
  * The other players at a shared table: a compact strip of seats, each with its bet and, once dealt,
  * its cards, total and result; the seat whose turn it is is lit.
@@ -150,7 +157,7 @@ export function othersStrip(round) {
       ...hands.map((hand) => el("div", { class: "mini-hand" },
         cards(round, `${hand.seat}.${hand.hand}`, hand.cards),
         el("span", { class: totalClass(hand) }, handTotal(hand)),
-        hand.outcome ? el("span", { class: `outcome ${hand.outcome}` }, OUTCOMES[hand.outcome] || hand.outcome) : null)),
+        outcomeBesides(hand))),
       turn ? el("div", { class: "turn" }, "deciding…") : null);
   }));
   const count = round.seat_count ?? seats.length;

@@ -32,6 +32,32 @@ function refreshSoon(tableId) {
   });
 }
 
+// Another tab or device of this player's changes what this page shows without a table event: bets on the slip, or a
+// choice at a common-draw step (which is news to nobody). So the page reads the table again whenever it comes back into
+// view or takes the focus. Before, a second tab went on showing a slip the server no longer held, and HIT and STAND
+// for a step already chosen in the other tab (found by a trial with two tabs).
+function readAgainOnReturn() {
+  const tableId = currentTableId();
+  if (tableId && state.table && state.table.table.id === tableId && document.visibilityState === "visible") {
+    refreshSoon(tableId);
+  }
+}
+window.addEventListener("focus", readAgainOnReturn);
+document.addEventListener("visibilitychange", readAgainOnReturn);
+
+// A refused decision's words belong to the step it was refused at: the round's next step, or its end, clears them.
+// Before, a second tab's refused STAND stayed over the table after the round had settled (found by a trial).
+let refusal = null;  // { text, step }: the words shown and the step they were said at
+const stepOf = (round) => (round
+  ? [round.id, round.status, round.deadline || (round.decision && round.decision.deadline), round.legal_actions].join("|")
+  : "");
+
+function clearRefusalIfMovedOn(round) {
+  if (!refusal || stepOf(round) === refusal.step) return;
+  if (document.getElementById("announce").textContent === refusal.text) announce("");
+  refusal = null;
+}
+
 // ------------------------------------------------------------------ state from the server
 export async function openTable(tableId, ensureMe) {
   if (!state.me) {
@@ -179,6 +205,7 @@ export async function refreshTable(tableId) {
       clearFinished();
     }
     if (mine !== latest || currentTableId() !== tableId) return;  // a newer refresh is on its way
+    clearRefusalIfMovedOn(round);
     state.table = data;
     shownRead = mine;
     data.round = withHeard(round, mine);
@@ -412,7 +439,14 @@ function decide(action) {
       state.table.round = answer;
       if (ended(answer)) finish(answer);
       await refreshTable(state.table.table.id);
-    } catch (error) { showError(error); }
+    } catch (error) {
+      showError(error);
+      if (error.status !== 409 || !state.table) return;
+      // Refused because the round is not where this page thought (chosen in another tab, the clock ran out): the
+      // round is read again, so its buttons are the ones it takes now, and the words stay until it moves on.
+      await refreshTable(state.table.table.id);
+      refusal = { text: error.message, step: stepOf(state.table && state.table.round) };
+    }
   });
 }
 
@@ -584,9 +618,13 @@ function startTimers(round) {
     const text = decisionLeft === null ? "" : `${decisionLeft >= 60 ? `${Math.floor(decisionLeft / 60)}m ` : ""}${decisionLeft % 60}s`;
     // Another player's clock is named theirs (before, "Decision: 13s" read as the watcher's own: found by a trial).
     const decider = round && round.status === "playing" && !(round.legal_actions || []).length ? otherDecider(round) : null;
+    // Nobody named and nothing for this player to decide: several players choose at once (a common draw's step, which
+    // a watcher or a player who chose waits out). Before, that read "Decision: 12s", as if the clock were theirs.
+    const others = round && round.status === "playing" && !(round.legal_actions || []).length;
+    const whose = decider ? `${decider} decides` : others ? "Players decide" : "Decision";
     for (const id of ["timer", "bar-timer"]) {
       const node = document.getElementById(id);
-      if (node) node.textContent = text && id === "timer" ? `${decider ? `${decider} decides` : "Decision"}: ${text}` : text;
+      if (node) node.textContent = text && id === "timer" ? `${whose}: ${text}` : text;
     }
     const windowNode = document.getElementById("window");
     if (round && round.betting_closes_at && windowNode) windowNode.textContent = `${left(round.betting_closes_at)} s`;
