@@ -121,6 +121,14 @@ def test_odd_bearer_tokens_are_401(http: TestClient, token: str) -> None:
     assert http.post("/tables/classic/deal", headers={**headers, "Idempotency-Key": "k"}).status_code == 401  # type: ignore[dict-item]
 
 
+def test_the_scheme_of_a_bearer_token_is_read_in_any_case(http: TestClient, guest: Client) -> None:
+    """HTTP's scheme names are case-insensitive: ``bearer TOKEN`` was a 401 (found by an operator's trial)."""
+    for scheme in ("Bearer", "bearer", "BEARER"):
+        assert http.get("/me", headers={"Authorization": f"{scheme} {guest.token}"}).status_code == 200, scheme
+    assert http.get("/me", headers={"Authorization": "Basic " + guest.token}).status_code == 401
+    assert http.get("/me", headers={"Authorization": "bearer"}).status_code == 401
+
+
 @pytest.fixture(scope="module")
 def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[int]:
     directory = tmp_path_factory.mktemp("attack-server")
@@ -409,6 +417,26 @@ def test_nobody_acts_on_another_players_seat(http: TestClient, service: GameServ
     after = ann.get(f"/rounds/{shared}").json()
     assert after["hands"] == before["hands"] and after["decision"] == before["decision"]
     assert ledger_totals(service)[:2] == (0, [])
+
+
+def test_the_operators_token_takes_no_players_decision(http: TestClient, service: GameService,
+                                                         operator: Client) -> None:
+    """The service acts for whoever is awaited when its operator caller asks (the timer does); over HTTP the
+    operator's token did too: a double took the player's money and was recorded as the player's own choice (found by
+    an operator's trial). The operator still reads the round."""
+    ann = guest(http)
+    service.stacked.append(["TS", "6H", "9D", "TC", "8C"])
+    ann.bet("classic", 500)
+    dealt = ann.post("/tables/classic/deal").json()
+    balance = ann.balance()
+    for action in ("double", "stand", "hit", "surrender"):
+        refused = operator.act(dealt["id"], action)
+        assert refused.status_code == 403 and refused.json()["detail"].startswith("The operator takes no player's")
+    assert operator.get(f"/rounds/{dealt['id']}").status_code == 200
+    mine = ann.get(f"/rounds/{dealt['id']}").json()
+    assert mine["hands"] == dealt["hands"] and mine["legal_actions"] == dealt["legal_actions"]
+    assert ann.balance() == balance
+    assert ann.act(dealt["id"], "stand").status_code == 200  # hers to take
 
 
 # -------------------------------------------------------------------- keys

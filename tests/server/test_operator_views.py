@@ -99,7 +99,10 @@ def test_the_operator_lists_the_rounds_in_play_and_pages_through_every_round(
     assert listed(status="playing") == [rounds["classic"], rounds["power"]]
     assert listed(status="settled") == listed(status="void") == []
     assert listed(table="power") == listed(table="power", status="open") == [rounds["power"]]
-    assert listed(table="classic", status="betting") == listed(table="nowhere") == []
+    assert listed(table="classic", status="betting") == []
+    # A table configured nowhere and never played at (misspelt) is a 404, not an empty page that reads as "no rounds".
+    nowhere = operator.get("/admin/rounds", table="nowhere")
+    assert nowhere.status_code == 404 and nowhere.json()["detail"].startswith("There is no table 'nowhere'")
     assert listed() == newest_first
     # A page at a time, by the id below which the next one starts.
     first = operator.get("/admin/rounds", size=2).json()
@@ -114,6 +117,14 @@ def test_the_operator_lists_the_rounds_in_play_and_pages_through_every_round(
     assert (settled["id"], settled["staked"], settled["returned"]) == (rounds["classic"], 500, 1000)
     assert settled["settled_at"] == clock().isoformat()
     assert listed(status="open") == [rounds["multiplayer"], rounds["power"]]
+    # The operator closes the forming round's betting before its time: the list says when it closed, not the time
+    # it was set for (which read as closing after its deal).
+    planned = operator.get("/admin/rounds", status="betting").json()["rounds"][0]["betting_closes_at"]
+    clock.advance(1)
+    assert operator.post("/admin/tables/multiplayer/close-betting").json() == {"round_id": rounds["multiplayer"]}
+    [closed] = operator.get("/admin/rounds", table="multiplayer").json()["rounds"]
+    assert closed["status"] == "playing" and closed["betting_closes_at"] == closed["decision_since"] == \
+        clock().isoformat() < planned
 
 
 def test_a_tables_rounds_of_every_status_come_newest_first_across_pages(

@@ -644,6 +644,12 @@ def test_operator_creates_tables_credits_and_reads_reports(operator: Client, gue
     assert (crowd["decision_timeout"], crowd["betting_window"]) == (15, 15)
     same_bet = operator.post("/admin/tables", {**table, "id": "same-bet", "same_bet_deals": True})
     assert same_bet.status_code == 201 and same_bet.json()["same_bet_deals"] is True  # a setting tables.toml has
+    # Ids a player could not tell from another's, or read at all (found by an operator's trial: both were made).
+    cased = operator.post("/admin/tables", {**table, "id": "High-Roller"})
+    assert cased.status_code == 409 and "'high-roller' already exists" in cased.json()["detail"]
+    dots = operator.post("/admin/tables", {**table, "id": "..."})
+    assert dots.status_code == 422 and dots.json()["detail"] == "A table id holds at least one letter or digit."
+    assert [t["id"] for t in guest.get("/tables").json()["tables"]].count("high-roller") == 1
     bad = operator.post("/admin/tables", {**table, "id": "bad-table", "variant": "poker"})
     assert bad.status_code == 422 and bad.json()["detail"].startswith("variant: Input should be 'first-person'")
     credited = operator.post("/admin/credit", {"player": guest.name, "currency": "USD", "amount": 5000})

@@ -159,6 +159,11 @@ TIMER_THREADS = 8  # tables' timers (and the wallet's retries) run at once, in t
 SOCKET_RECHECK_SECONDS = 60.0  # an open socket asks whether its sign-in still holds, this often (and when opened)
 TOO_MANY_SOCKETS_CODE = 4429  # a WebSocket past its player's or its address's limit (guards.SocketLimits)
 MAX_BODY = 64 * 1024  # bytes: the largest request any endpoint needs is a table definition
+# A player's decision is theirs, or their timer's (recorded as ``source: timeout``). The operator's token took any
+# decision in any round, doubles spending the player's money included, recorded as the player's own (found by an
+# operator's trial): the service's act lets its operator caller act for whoever is awaited, which the timer needs.
+OPERATOR_DECIDES_NOT = ("The operator takes no player's decision: each is the player's, or their timer's when their "
+                        "time runs out.")
 
 
 async def given_once(request: Request) -> None:
@@ -182,10 +187,25 @@ def client_address(request: Request) -> str:
     return request.client.host if request.client else "unknown"
 
 
+def bearer_token(authorization: str | None) -> str | None:
+    """The token of an ``Authorization`` header. The scheme's name is read in any case, as HTTP defines it (RFC 9110):
+    ``bearer TOKEN`` was a 401 (found by an operator's trial). A bare token, without a scheme, is taken as ever.
+
+    >>> bearer_token("Bearer abc"), bearer_token("bearer abc"), bearer_token("BEARER  abc "), bearer_token("abc")
+    ('abc', 'abc', 'abc', 'abc')
+    >>> bearer_token(None) is None
+    True
+    """
+    if not authorization:
+        return None
+    scheme, _, credentials = authorization.strip().partition(" ")
+    return credentials.strip() if scheme.lower() == "bearer" else authorization.strip()
+
+
 async def caller(request: Request, authorization: Annotated[str | None, Header()] = None) -> Caller:
     """The signed-in player (or the operator) from the bearer token: from memory when the token is known,
     else looked up in a worker thread (a sync dependency would cost every request a thread hop)."""
-    token = authorization.removeprefix("Bearer ").strip() if authorization else None
+    token = bearer_token(authorization)
     service: GameService = request.app.state.service
     known = service.accounts.known(token)
     return known if known is not None else await run_in_threadpool(service.authenticate, token)
@@ -437,6 +457,8 @@ def create_app(settings: Settings, operator_wallet: OperatorWallet | None = None
 
     @app.post("/rounds/{round_id}/actions")
     async def act(who: Me, round_id: RoundId, body: Decision, request: Request, key: Key = None) -> JSONResponse:
+        if who.is_operator:  # the service lets its timer act for a player; over HTTP the operator's token may not
+            raise ServiceError(403, OPERATOR_DECIDES_NOT)
         return await once(who, key, request, body.model_dump(), lambda: service.act(who, round_id, body.action))
 
     @app.get("/rounds/{round_id}/hint")

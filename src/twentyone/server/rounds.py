@@ -619,6 +619,12 @@ class Rounds:
                                                  "Your bets were not in the round when betting closed: press DEAL to "
                                                  "join the next one.", False))
                         slip.bets, slip.history = {}, []
+                # When its betting closed: the operator's button (or a join at a table with no window) closes it
+                # before the time it was set for, which the round kept, so the operator's list showed it closing after
+                # its deal (found by an operator's trial).
+                closed_at = self.clock()
+                if round_row.betting_closes_at is None or aware(round_row.betting_closes_at) > closed_at:
+                    round_row.betting_closes_at = closed_at
                 if not dealt:
                     # Void, its seats kept: each player who joined reads the round (GET /rounds/{id}, their history),
                     # void with its reason, nothing staked. Before, they were deleted with it empty, and the round

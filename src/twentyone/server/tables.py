@@ -136,6 +136,8 @@ class TableRegistry:
             raise ServiceError(403, "Only the operator can do this.")
         if not re.match(TABLE_ID_PATTERN, table_id):
             raise ServiceError(422, "A table id is 3 to 32 letters, digits, dots, dashes or underscores.")
+        if not any(character.isalnum() for character in table_id):  # "..." made a table (an operator's trial)
+            raise ServiceError(422, "A table id holds at least one letter or digit.")
         spec = with_game_timers(spec)  # stored with them: a later change to tables.toml leaves this table as it is
         try:
             table = table_from_mapping(table_id, spec)
@@ -143,8 +145,13 @@ class TableRegistry:
             require_playable(table, spec)
         except TableConfigError as error:
             raise ServiceError(422, str(error)) from None
-        if table_id in self._load():
+        existing = self._load()
+        if table_id in existing:
             raise ServiceError(409, f"A table {table_id!r} already exists.")
+        # Ids that differ in case alone are one table to a player reading the lobby (and to a link typed by hand), as
+        # player names are (found by an operator's trial: "Classic" beside "classic").
+        if (same := next((known for known in existing if known.casefold() == table_id.casefold()), None)) is not None:
+            raise ServiceError(409, f"A table {same!r} already exists: ids differing in case alone are not told apart.")
         with self.store.write() as session:
             session.add(TableConfig(id=table_id, spec=dict(spec), created_at=self.clock()))
             body = self.store.answer(session, table_json(table))

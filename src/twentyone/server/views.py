@@ -567,6 +567,12 @@ class Views:
                 .select_from(ROUNDS.outerjoin(ROUND_SEATS, seats.round_id == rounds.id))
                 .where(rounds.id.in_(page_of_rounds(statuses, table, before, size + 1)))
                 .group_by(rounds.id).order_by(rounds.id.desc())).all()  # by its key: PostgreSQL takes the rest
+            # A table configured nowhere and never played at: a misspelt id (?table=clasic) is a 404, where an empty
+            # page read as "no rounds there" (found by an operator's trial). One taken out of the configuration still
+            # lists the rounds it played.
+            if table is not None and not rows and table not in configured and session.execute(
+                    select(rounds.id).where(rounds.table_id == table).limit(1)).first() is None:
+                raise ServiceError(404, f"There is no table {table!r}, and no round was played at one of that id.")
         items = [{"id": row.id, "table_id": row.table_id, "variant": row.variant,
                   # A round from before migration 0013 names no currency: its table's, as the report counts it.
                   "currency": row.currency or (configured[row.table_id].currency if row.table_id in configured
