@@ -622,8 +622,8 @@ class Rounds:
                 # When its betting closed: the operator's button (or a join at a table with no window) closes it
                 # before the time it was set for, which the round kept, so the operator's list showed it closing after
                 # its deal (found by an operator's trial).
-                closed_at = self.clock()
-                if round_row.betting_closes_at is None or aware(round_row.betting_closes_at) > closed_at:
+                closed_at, planned = self.clock(), aware(round_row.betting_closes_at)
+                if planned is None or planned > closed_at:
                     round_row.betting_closes_at = closed_at
                 if not dealt:
                     # Void, its seats kept: each player who joined reads the round (GET /rounds/{id}, their history),
