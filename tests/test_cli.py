@@ -304,7 +304,8 @@ TABLE = json.dumps({"name": "New", "variant": "classic", "currency": "USD", "chi
 
 
 def test_admin_with_a_database_url_that_is_not_one(tmp_path: Path) -> None:
-    for verb in (["report"], ["wallet-calls"], ["token"], ["credit", "ann", "100"], ["create-table", "new", TABLE],
+    # `admin token` reads the data directory alone (tests/test_cli_operator.py).
+    for verb in (["report"], ["wallet-calls"], ["credit", "ann", "100"], ["create-table", "new", TABLE],
                  ["rounds"], ["player", "ann"]):
         assert_one_line_error(run("admin", *verb, "--database", "notaurl://x", "--data-dir", str(tmp_path)),
                               "cannot open the database 'notaurl://x'")
@@ -314,9 +315,10 @@ def test_admin_commands_need_the_servers_database_and_never_make_a_token(tmp_pat
     from twentyone.server.db import migrate
 
     mistyped = tmp_path / "typo"
-    for verb in (["token"], ["report"], ["wallet-calls"], ["credit", "ann", "100"], ["create-table", "new", TABLE],
+    for verb in (["report"], ["wallet-calls"], ["credit", "ann", "100"], ["create-table", "new", TABLE],
                  ["rounds"], ["player", "ann"]):
         assert_one_line_error(run("admin", *verb, "--data-dir", str(mistyped)), "no server database at")
+    assert_one_line_error(run("admin", "token", "--data-dir", str(mistyped)), "no operator token in")  # no database
     assert not mistyped.exists()  # no empty database, no token, not even the folder
     # A server that took its token from the environment wrote no token file: the command says so, and makes none.
     migrate(f"sqlite:///{tmp_path / 'twentyone.db'}")

@@ -18,7 +18,7 @@ from __future__ import annotations
 import json
 import sys
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Any, NoReturn, TypedDict, TypeVar
+from typing import TYPE_CHECKING, Annotated, Any, NoReturn, NotRequired, TypedDict, TypeVar
 
 import typer
 
@@ -514,24 +514,29 @@ def rng_dump(
 # player who thinks a few seconds between decisions does not reconnect (or race a closing connection).
 def _server_settings(database: str | None, data_dir: Path | None, make_token: bool = True) -> Settings:
     """The server's settings from the options and the environment, or a one-line error (exit 2)."""
-    from twentyone.server.config import Settings
+    from twentyone.server.config import SettingError, Settings
 
     try:
         return Settings.from_environment(database, data_dir, make_token=make_token)
     except OSError as error:
         fail(f"cannot use the data directory ({error.strerror}: {error.filename}).")
-    except ValueError as error:  # a setting in the environment that is not a number
-        fail(f"a server setting in the environment is wrong ({error}).")
+    except SettingError as error:  # it names the variable (before, "invalid literal for int()" named none)
+        fail(str(error))
 
 
 def _cannot_open(settings: Settings, error: Exception) -> NoReturn:
-    """A bad URL or an unreachable database: the first line of the error, exit 2."""
-    first = (str(error).splitlines() or [""])[0]
-    fail(f"cannot open the database {settings.database_url!r} ({type(error).__name__}: {first}).")
+    """A bad URL or an unreachable database: the first line of the error, exit 2, the password hidden in both (an
+    error may quote the URL it could not use)."""
+    from twentyone.server.config import shown_url
+
+    shown = shown_url(settings.database_url)
+    first = (str(error).splitlines() or [""])[0].replace(settings.database_url, shown)
+    fail(f"cannot open the database {shown!r} ({type(error).__name__}: {first}).")
 
 
 class _UvicornOptions(TypedDict):
-    log_level: str
+    log_level: str | None
+    log_config: NotRequired[dict[str, Any]]  # serve --workers: server.config.workers_logging
     access_log: bool
     timeout_keep_alive: int
     http: str
@@ -547,13 +552,27 @@ UVICORN_OPTIONS: _UvicornOptions = {"log_level": "warning", "access_log": False,
 
 
 def _announce(settings: Settings, host: str, port: int, how: str) -> None:
-    from twentyone.server.config import TOKEN_ENV_VAR, token_file
+    """The start-up banner: where the server listens, its database (the password hidden), where its operator token
+    is, and whether demo mode is on (guest play, demo balances for new players): a real-money floor sees at its start
+    that ``TWENTYONE_DEMO`` took (before, "off" left demo mode on without a word: found by a trial of an operator).
+
+    >>> from twentyone.server.config import Settings
+    >>> _announce(Settings("postgresql+psycopg://app:s3cret@db/twentyone", Path("/nowhere"), "token", demo=False),
+    ...           "0.0.0.0", 8000, "(API docs at /docs)")
+    twentyone is serving the web table at http://localhost:8000/ (API docs at /docs)
+    database: postgresql+psycopg://app:***@db/twentyone; operator token from TWENTYONE_OPERATOR_TOKEN
+    demo mode off (TWENTYONE_DEMO): no guest play, no demo balances for new players
+    """
+    from twentyone.server.config import TOKEN_ENV_VAR, shown_url, token_file
 
     shown = "localhost" if host in ("127.0.0.1", "0.0.0.0") else host
     typer.echo(f"twentyone is serving the web table at http://{shown}:{port}/ {how}")
     path = token_file(settings.data_dir)  # where the server keeps its token, unless the environment gave one
     kept = path.exists() and path.read_text().strip() == settings.operator_token
-    typer.echo(f"database: {settings.database_url}; operator token {f'in {path}' if kept else f'from {TOKEN_ENV_VAR}'}")
+    typer.echo(f"database: {shown_url(settings.database_url)}; operator token "
+               f"{f'in {path}' if kept else f'from {TOKEN_ENV_VAR}'}")
+    typer.echo("demo mode on (TWENTYONE_DEMO): guest play, demo balances for new players" if settings.demo
+               else "demo mode off (TWENTYONE_DEMO): no guest play, no demo balances for new players")
 
 
 @app.command()
@@ -574,6 +593,12 @@ def serve(
                                                "for a machine the server has to itself: they share one GIL, and "
                                                "handed between cores it cost a sixth or more of the throughput "
                                                "(docs/server.md, 'One CPU per process').")] = False,
+    forwarded_allow_ips: Annotated[str | None, typer.Option(
+        "--forwarded-allow-ips", envvar="FORWARDED_ALLOW_IPS", metavar="ADDRESSES",
+        help="The proxies (load balancers) whose X-Forwarded-For names the client, as addresses and networks "
+             "separated by commas (10.0.0.5,10.1.0.0/16), or * for any: the limits by address (new accounts a "
+             "minute, sockets, wrong passwords) count the client named there. Default: uvicorn's, 127.0.0.1 and "
+             "::1.")] = None,
 ) -> None:
     """Run the game server: tables, wallet, history, the web table at /."""
     import os
@@ -581,6 +606,7 @@ def serve(
     import uvicorn
 
     from twentyone.server.app import create_app, freeze_startup_objects
+    from twentyone.server.config import token_file
     from twentyone.server.cpu import pin_to_one_cpu
     from twentyone.server.wallet import load_operator_wallet
 
@@ -588,9 +614,12 @@ def serve(
         fail(f"--port must be 1 to 65535, got {port}.")
     if workers < 1:
         fail(f"--workers must be 1 or more, got {workers}.")
+    proxies = _proxies(forwarded_allow_ips)
     # Every refusal comes before anything is written: the data directory and its token are made last (before, a
-    # refused --workers on SQLite left both behind: found by an operator trial).
-    if workers > 1 and _server_settings(database, data_dir, make_token=False).database_url.startswith("sqlite"):
+    # refused --workers on SQLite, a setting in the environment refused, or a database that could not be reached left
+    # both behind: found by operator trials).
+    planned = _server_settings(database, data_dir, make_token=False)
+    if workers > 1 and planned.database_url.startswith("sqlite"):
         fail("--workers > 1 needs PostgreSQL (--database postgresql+psycopg://...); SQLite is one process.")
     spec = wallet or os.environ.get("TWENTYONE_OPERATOR_WALLET")
     try:
@@ -598,18 +627,86 @@ def serve(
     except ValueError as error:
         fail(str(error))
     _require_free_port(host, port)
+    _require_reachable(planned)
+    made = [path for path in (token_file(planned.data_dir), planned.data_dir) if not path.exists()]
     settings = _server_settings(database, data_dir)
     if workers > 1:
-        _serve_workers(settings, spec, host, port, workers, pin_cpu)
+        _serve_workers(settings, spec, host, port, workers, pin_cpu, proxies, made)
         return
     try:
         application = create_app(settings, operator_wallet=operator_wallet, wallet_spec=spec)
-    except Exception as error:  # a bad URL or an unreachable database: one line, exit 2
-        _cannot_open(settings, error)
+    except Exception as error:  # the database refused the start (its migrations, say): one line, exit 2
+        _cannot_start(settings, error, made)
     cpu = pin_to_one_cpu() if pin_cpu else None
     _announce(settings, host, port, "(API docs at /docs)" + (f"; its threads on CPU {cpu}" if cpu is not None else ""))
     freeze_startup_objects()
-    uvicorn.run(application, host=host, port=port, **UVICORN_OPTIONS)
+    uvicorn.run(application, host=host, port=port, forwarded_allow_ips=proxies, **UVICORN_OPTIONS)
+
+
+def _proxies(allowed: str | None) -> str | None:
+    """``--forwarded-allow-ips`` (or ``FORWARDED_ALLOW_IPS``) as uvicorn takes it, each address or network checked:
+    uvicorn compares what it cannot read as one with the client's address as text, which never matches, so a
+    mistyped proxy, or a network written with its host's bits (10.0.0.5/8), would trust no one without a word. None:
+    uvicorn's default (127.0.0.1 and ::1).
+
+    >>> _proxies(" 10.0.0.5, 10.1.0.0/16,::1")
+    '10.0.0.5,10.1.0.0/16,::1'
+    >>> _proxies("*")
+    '*'
+    """
+    import ipaddress
+
+    if allowed is None:
+        return None
+    if allowed.strip() == "*":
+        return "*"
+    proxies = [proxy.strip() for proxy in allowed.split(",")]
+    for proxy in proxies:
+        try:
+            ipaddress.ip_network(proxy)  # an address is a network of one
+        except ValueError as error:
+            fail(f"--forwarded-allow-ips takes * or the proxies' addresses and networks separated by commas, like "
+                 f"10.0.0.5,10.1.0.0/16: {error}.")
+    return ",".join(proxies)
+
+
+def _require_reachable(settings: Settings) -> None:
+    """Connect to a PostgreSQL server's database once, before the data directory and its token are made: a server that
+    is not there, or refuses the user, is one line and exit 2 with nothing left behind (before, the refused start left
+    the directory and a token: found by a trial of an operator). An SQLite file is the start's to make; its URL is
+    checked without opening it."""
+    from sqlalchemy import create_engine
+    from sqlalchemy.pool import NullPool
+
+    from twentyone.server.db import tcp_keepalives
+
+    try:
+        engine = create_engine(settings.database_url, poolclass=NullPool,
+                               connect_args=tcp_keepalives(settings.database_url))
+        try:
+            if engine.dialect.name != "sqlite":
+                engine.connect().close()
+        finally:
+            engine.dispose()
+    except Exception as error:  # a bad URL or an unreachable database
+        _cannot_open(settings, error)
+
+
+def _cannot_start(settings: Settings, error: Exception, made: list[Path]) -> NoReturn:
+    """A start the database refused after the token was written (a migration that failed, a schema newer than this
+    version's): what this start made, its token file and its data directory if nothing else is in it, is taken away
+    again, and the error is one line, exit 2."""
+    import contextlib
+
+    for path in made:  # the token file, then the directory
+        # A token file never made (the token came from the environment) is not there; a directory that holds
+        # something now (SQLite's database) is kept.
+        with contextlib.suppress(OSError):
+            if path.is_dir():
+                path.rmdir()
+            else:
+                path.unlink()
+    _cannot_open(settings, error)
 
 
 def _require_free_port(host: str, port: int) -> None:
@@ -631,12 +728,13 @@ def _require_free_port(host: str, port: int) -> None:
 
 
 def _serve_workers(settings: Settings, wallet: str | None, host: str, port: int, workers: int,
-                   pin_cpu: bool) -> None:
+                   pin_cpu: bool, proxies: str | None, made: list[Path]) -> None:
     """``serve --workers N``: uvicorn's worker processes, each a full server sharing the PostgreSQL database.
 
     Migrations run once here, before any worker starts, and where the balances live is recorded (by ``--wallet``'s
     spec: each worker's own start then finds it so and appends nothing); the workers get their settings (the operator
-    token included) through the environment.
+    token included) through the environment. uvicorn's supervisor, this process, logs at INFO that a worker died and
+    it started another (:func:`~twentyone.server.config.workers_logging`); the workers at WARNING, as ``serve`` does.
     """
     import os
     from datetime import UTC, datetime
@@ -644,6 +742,7 @@ def _serve_workers(settings: Settings, wallet: str | None, host: str, port: int,
     import uvicorn
 
     from twentyone.server.cluster import SUPERVISOR_ENV_VAR
+    from twentyone.server.config import workers_logging
     from twentyone.server.cpu import PIN_ENV_VAR
     from twentyone.server.db import Database, migrate
     from twentyone.server.wallet import record_wallet_mode
@@ -655,8 +754,8 @@ def _serve_workers(settings: Settings, wallet: str | None, host: str, port: int,
             record_wallet_mode(db.transaction, wallet, datetime.now(UTC))
         finally:
             db.close()
-    except Exception as error:  # a bad URL or an unreachable database: one line, exit 2
-        _cannot_open(settings, error)
+    except Exception as error:  # the database refused the start (its migrations, say): one line, exit 2
+        _cannot_start(settings, error, made)
     os.environ.update({"TWENTYONE_DATABASE_URL": settings.database_url, "TWENTYONE_DATA_DIR": str(settings.data_dir),
                        "TWENTYONE_OPERATOR_TOKEN": settings.operator_token,
                        "TWENTYONE_DEMO": "1" if settings.demo else "0", PIN_ENV_VAR: "1" if pin_cpu else "0",
@@ -664,8 +763,9 @@ def _serve_workers(settings: Settings, wallet: str | None, host: str, port: int,
     if wallet:
         os.environ["TWENTYONE_OPERATOR_WALLET"] = wallet
     _announce(settings, host, port, f"with {workers} worker processes")
+    options: _UvicornOptions = {**UVICORN_OPTIONS, "log_level": None, "log_config": workers_logging()}
     uvicorn.run("twentyone.server.cluster:worker_app", factory=True, host=host, port=port, workers=workers,
-                **UVICORN_OPTIONS)
+                forwarded_allow_ips=proxies, **options)
 
 
 admin_app = typer.Typer(help="Operator tasks on a server's database.", no_args_is_help=True)
@@ -678,19 +778,58 @@ def _admin_service(database: str | None, data_dir: Path | None,
     operator's wallet in its place where the server runs with one (:func:`_operators_wallet_in_use`), so that the
     command refuses as the endpoint does rather than write to a ledger no balance is read from."""
     from twentyone.server.context import Caller
-    from twentyone.server.db import Database, migrate
+    from twentyone.server.db import Database
     from twentyone.server.service import GameService
 
     settings = _server_settings(database, data_dir, make_token=False)
     _require_database(settings)
     try:
-        migrate(settings.database_url)
         db = Database(settings.database_url)
-        remote = _UnreachableWallet() if balances and _operators_wallet_in_use(db) is not None else None
-        service = GameService(db, settings, operator_wallet=remote)
+        revision = _schema_revision(db)
     except Exception as error:  # a bad URL or an unreachable database: one line, exit 2
         _cannot_open(settings, error)
+    _require_current_schema(settings, *revision)
+    try:
+        remote = _UnreachableWallet() if balances and _operators_wallet_in_use(db) is not None else None
+        service = GameService(db, settings, operator_wallet=remote)
+    except Exception as error:  # the database went away meanwhile
+        _cannot_open(settings, error)
     return service, Caller(0, "operator", "operator"), settings
+
+
+def _schema_revision(db: Database) -> tuple[str | None, str | None, bool]:
+    """The database's schema revision (None: no twentyone schema, no ``alembic_version``), this version's newest (its
+    migrations' head), and whether this version knows the database's (False: a newer version's)."""
+    from alembic.runtime.migration import MigrationContext
+    from alembic.script import ScriptDirectory
+
+    from twentyone.server.db import MIGRATIONS
+
+    with db.engine.connect() as connection:
+        current = MigrationContext.configure(connection).get_current_revision()
+    scripts = ScriptDirectory(str(MIGRATIONS))
+    return current, scripts.get_current_head(), current in {script.revision for script in scripts.walk_revisions()}
+
+
+def _require_current_schema(settings: Settings, current: str | None, head: str | None, known: bool) -> None:
+    """The operator's commands read and write a server's database as it is: they never make or change its schema.
+    A database without one is not a server's (a mistyped name, an empty database, which a command made into a new
+    one before: found by a trial of an operator); one at an older revision is upgraded by a start of this version's
+    server, not by a command beside a server of the older one still running on it (which would meet a schema it
+    does not know); one at a revision this version does not know is a newer version's."""
+    from twentyone.server.config import shown_url
+
+    where = f"the database {shown_url(settings.database_url)!r}"
+    if current is None:
+        fail(f"{where} has no twentyone schema (no migration recorded in it): it is not a server's database; name "
+             "the server's with --database or --data-dir, or start `twentyone serve` on it first.")
+    if not known:
+        fail(f"{where} is at schema revision {current}, which this version of twentyone does not know (a newer "
+             "version's): run the operator's commands of the server's version.")
+    if current != head:
+        fail(f"{where} is at schema revision {current}, older than this version's {head}: start `twentyone serve` of "
+             "this version on it to upgrade it (the operator's commands never change the schema), or run the "
+             "commands of the server's version.")
 
 
 def _operators_wallet_in_use(db: Database) -> str | None:
@@ -699,8 +838,9 @@ def _operators_wallet_in_use(db: Database) -> str | None:
 
     Each start of the server records where it keeps them when that changed (``wallet_modes``), and the latest start
     decides: an operator who went back to the built-in ledger credits from here again once the server started so.
-    Before any start recorded one (a database upgraded by this command, whose server has not started since; one that
-    held calls to an operator's wallet got that row from the upgrade), the signs read before there was a record:
+    Before any start recorded one (a database upgraded by a start that went no further, or by the commands of an
+    earlier version, which upgraded the schema; one that held calls to an operator's wallet got that row from the
+    upgrade), the signs read before there was a record:
     ``TWENTYONE_OPERATOR_WALLET`` in the environment (how ``serve`` is told, beside ``--wallet``), or a call to such
     a wallet in the database (the outbox, ``wallet_calls``, which the built-in ledger never writes: a server of the
     version before the record, still running, writes them there).
@@ -750,7 +890,7 @@ def _require_database(settings: Settings) -> None:
 
     try:
         url = make_url(settings.database_url)
-    except ArgumentError:
+    except (ArgumentError, ValueError):  # ValueError: a port that is not a number
         return  # not a URL: opening it says so
     if url.get_backend_name() == "sqlite" and url.database not in (None, "", ":memory:"):
         path = Path(url.database)
@@ -764,22 +904,35 @@ DataDirOption = Annotated[Path | None, typer.Option("--data-dir", help="The serv
 
 
 @admin_app.command("token")
-def admin_token(database: DatabaseOption = None, data_dir: DataDirOption = None) -> None:
+def admin_token(
+    database: Annotated[str | None, typer.Option("--database", help="Taken as the other commands take it, and not "
+                                                  "read: the token is in the data directory, not the database.")]
+    = None,
+    data_dir: DataDirOption = None,
+) -> None:
     """Print the operator token (bearer token for /admin endpoints): TWENTYONE_OPERATOR_TOKEN, else the one the
     server made in its data directory."""
     from twentyone.server.config import TOKEN_ENV_VAR, token_file
 
-    _, _, settings = _admin_service(database, data_dir)
+    # No database opened: a PostgreSQL server's data directory holds its token and no database (before, the command
+    # looked for an SQLite file there and refused: found by a trial of an operator).
+    settings = _server_settings(database, data_dir, make_token=False)
     if not settings.operator_token:
         fail(f"no operator token in {token_file(settings.data_dir)}: a server makes it at its first start, unless "
              f"it takes {TOKEN_ENV_VAR} from its environment (then that is the token).")
     typer.echo(settings.operator_token)
 
 
-@admin_app.command("credit")
+# credit and debit read their amount as text (_whole_amount), and take a token click does not know as an option for
+# an argument: "-5" is refused as an amount, in one line. Before, typer refused "-5" ("No such option") and "1.5" in
+# boxes of several lines (found by a trial of an operator); a mistyped option is now an extra argument, named as such.
+AMOUNT_ARGUMENT = {"ignore_unknown_options": True}
+
+
+@admin_app.command("credit", context_settings=AMOUNT_ARGUMENT)
 def admin_credit(
     player: Annotated[str, typer.Argument(help="Player name.")],
-    amount: Annotated[int, typer.Argument(help="Amount in minor units.")],
+    amount: Annotated[str, typer.Argument(help="Amount in minor units (500 is 5.00).")],
     currency: Annotated[str, typer.Option(help="Currency code.")] = "USD",
     database: DatabaseOption = None, data_dir: DataDirOption = None,
 ) -> None:
@@ -787,10 +940,10 @@ def admin_credit(
     _change_balance("credit", player, amount, currency, database, data_dir)
 
 
-@admin_app.command("debit")
+@admin_app.command("debit", context_settings=AMOUNT_ARGUMENT)
 def admin_debit(
     player: Annotated[str, typer.Argument(help="Player name.")],
-    amount: Annotated[int, typer.Argument(help="Amount in minor units, at most the balance.")],
+    amount: Annotated[str, typer.Argument(help="Amount in minor units (500 is 5.00), at most the balance.")],
     currency: Annotated[str, typer.Option(help="Currency code.")] = "USD",
     database: DatabaseOption = None, data_dir: DataDirOption = None,
 ) -> None:
@@ -798,10 +951,27 @@ def admin_debit(
     _change_balance("debit", player, amount, currency, database, data_dir)
 
 
-def _change_balance(kind: str, player: str, amount: int, currency: str, database: str | None,
+def _whole_amount(text: str) -> int:
+    """An amount argument in minor units: digits alone, above 0 (the cap is :func:`check_amount`'s), else one line.
+
+    >>> _whole_amount("500")
+    500
+    """
+    from twentyone.core.money import MAX_AMOUNT
+
+    digits = text.lstrip("0")
+    if not text.isascii() or not text.isdigit() or not digits:
+        fail(f"the amount must be a whole number of minor units above 0 (500 is 5.00), got {text!r}.")
+    if len(digits) > 30:  # int() refuses text past 4,300 digits, and this is far past the cap already
+        fail(f"the amount has {len(digits)} digits but amounts are capped at {MAX_AMOUNT} (10^15) minor units.")
+    return int(digits)
+
+
+def _change_balance(kind: str, player: str, text: str, currency: str, database: str | None,
                     data_dir: Path | None) -> None:
     from twentyone.server.service import ServiceError
 
+    amount = _whole_amount(text)
     check_amount(amount, "the amount")
     service, operator, _ = _admin_service(database, data_dir, balances=True)
     try:

@@ -2,14 +2,16 @@
 
 Settings come from arguments and the environment (``TWENTYONE_DATABASE_URL``,
 ``TWENTYONE_DATA_DIR``, ``TWENTYONE_OPERATOR_TOKEN``, ``TWENTYONE_DEMO``,
-``TWENTYONE_GUESTS_PER_MINUTE``). Tables
+``TWENTYONE_GUESTS_PER_MINUTE``, ``TWENTYONE_TOKEN_DAYS``, ``TWENTYONE_SOCKETS_PER_ADDRESS``). Tables
 come from the ``tables.toml`` shipped with the package; operators add more
 through the API, stored in the database.
 """
 
 from __future__ import annotations
 
+import logging
 import os
+import re
 import secrets
 import tomllib
 from collections.abc import Mapping
@@ -49,17 +51,151 @@ class Settings:
 
         ``make_token=False`` (the operator's commands) never writes a token: without
         ``TWENTYONE_OPERATOR_TOKEN`` and without the data directory's token file it is empty.
+        A variable that holds what its setting cannot take is a :class:`SettingError` naming it.
         """
         directory = Path(data_dir or os.environ.get("TWENTYONE_DATA_DIR") or Path.cwd() / "twentyone-data")
         url = database_url or os.environ.get("TWENTYONE_DATABASE_URL") or f"sqlite:///{directory / 'twentyone.db'}"
-        token = os.environ.get(TOKEN_ENV_VAR) or _stored_operator_token(directory, make_token)
+        # The numbers and the flag are read before the token, which may be written: a refused setting leaves nothing.
         if demo is None:
-            demo = os.environ.get("TWENTYONE_DEMO", "1") not in ("0", "false", "no")
-        guests = int(os.environ.get("TWENTYONE_GUESTS_PER_MINUTE", "120"))
-        token_days = int(os.environ.get("TWENTYONE_TOKEN_DAYS", "30"))
-        sockets = int(os.environ.get("TWENTYONE_SOCKETS_PER_ADDRESS", "256"))
+            demo = environment_flag("TWENTYONE_DEMO", True)
+        guests = environment_count("TWENTYONE_GUESTS_PER_MINUTE", 120)
+        token_days = environment_count("TWENTYONE_TOKEN_DAYS", 30, MAX_TOKEN_DAYS)
+        sockets = environment_count("TWENTYONE_SOCKETS_PER_ADDRESS", 256)
+        token = os.environ.get(TOKEN_ENV_VAR) or _stored_operator_token(directory, make_token)
         return cls(url, directory, token, demo, guests_per_minute=guests, token_days=token_days,
                    sockets_per_address=sockets)
+
+
+class SettingError(ValueError):
+    """A setting in the environment that cannot be used; the message names the variable and what it takes."""
+
+
+# What a yes/no variable takes, in any case (before, only "0", "false" and "no" turned demo mode off: "off", "False"
+# and "NO" left it on without a word, found by a trial of an operator).
+FLAGS = {"1": True, "true": True, "yes": True, "on": True, "0": False, "false": False, "no": False, "off": False}
+# A sign-in's end is its start plus this many days: far beyond it the date arithmetic leaves the calendar (year 1).
+MAX_TOKEN_DAYS = 36_500
+
+
+def environment_flag(name: str, default: bool) -> bool:
+    """The yes/no variable ``name`` (1/0, true/false, yes/no, on/off, in any case), else ``default`` when unset.
+
+    Anything else, an empty value included, is refused rather than read as either: the demo flag decides whether
+    anyone may play without an account.
+
+    >>> os.environ["TWENTYONE_EXAMPLE"] = "Off"
+    >>> environment_flag("TWENTYONE_EXAMPLE", True)
+    False
+    >>> os.environ["TWENTYONE_EXAMPLE"] = "maybe"
+    >>> try:
+    ...     environment_flag("TWENTYONE_EXAMPLE", True)
+    ... except SettingError as error:
+    ...     print(error)
+    TWENTYONE_EXAMPLE must be 1, true, yes or on, or 0, false, no or off, got 'maybe'.
+    >>> del os.environ["TWENTYONE_EXAMPLE"]
+    >>> environment_flag("TWENTYONE_EXAMPLE", True)
+    True
+    """
+    value = os.environ.get(name)
+    if value is None:
+        return default
+    if value.strip().lower() not in FLAGS:
+        raise SettingError(f"{name} must be 1, true, yes or on, or 0, false, no or off, got {value!r}.")
+    return FLAGS[value.strip().lower()]
+
+
+def environment_count(name: str, default: int, maximum: int | None = None) -> int:
+    """The whole number in the variable ``name``, 1 or more (and at most ``maximum``), else ``default`` when unset.
+
+    The counts set are limits (new accounts a minute, sockets an address, days a sign-in lasts): 0 or less would
+    refuse everyone rather than limit anyone.
+
+    >>> os.environ["TWENTYONE_EXAMPLE"] = "-1"
+    >>> try:
+    ...     environment_count("TWENTYONE_EXAMPLE", 256)
+    ... except SettingError as error:
+    ...     print(error)
+    TWENTYONE_EXAMPLE must be a whole number, 1 or more, got '-1'.
+    >>> os.environ["TWENTYONE_EXAMPLE"] = " 512 "
+    >>> environment_count("TWENTYONE_EXAMPLE", 256)
+    512
+    >>> del os.environ["TWENTYONE_EXAMPLE"]
+    >>> environment_count("TWENTYONE_EXAMPLE", 256)
+    256
+    """
+    value = os.environ.get(name)
+    if value is None:
+        return default
+    # Digits alone: int() also takes "1_000", a sign and other scripts' digits, which no operator means here; and
+    # at most 18 of them, within 64 bits (int() refuses past 4,300 with an error of its own).
+    digits = value.strip()
+    number = int(digits) if re.fullmatch(r"[0-9]{1,18}", digits) else 0
+    if number < 1 or (maximum is not None and number > maximum):
+        bounds = "1 or more" if maximum is None else f"1 to {maximum}"
+        raise SettingError(f"{name} must be a whole number, {bounds}, got {value!r}.")
+    return number
+
+
+def shown_url(url: str) -> str:
+    """A database URL as printed (the start-up banner, an error): its password hidden, whether in the user part or
+    in a ``password`` parameter. Before, ``serve`` and ``admin`` printed it in clear (found by a trial of an operator).
+
+    Read by pattern rather than parsed, so a URL that does not parse is hidden alike; an unescaped ``@`` in a password
+    is taken as part of it (everything up to the last ``@`` after the user's name), which SQLAlchemy's parser would
+    have shown as part of the host.
+
+    >>> shown_url("postgresql+psycopg://app:s3cret@db.internal:5432/twentyone")
+    'postgresql+psycopg://app:***@db.internal:5432/twentyone'
+    >>> shown_url("postgresql+psycopg://app:p@ss:word@db/twentyone?sslmode=require&password=s3cret")
+    'postgresql+psycopg://app:***@db/twentyone?sslmode=require&password=***'
+    >>> shown_url("sqlite:////srv/twentyone-data/twentyone.db")
+    'sqlite:////srv/twentyone-data/twentyone.db'
+    """
+    hidden = re.sub(r"^([^:/?#@]*://[^:/?#@]*):.*@", r"\1:***@", url, flags=re.DOTALL)
+    return re.sub(r"([?&]password=)[^&#]*", r"\1***", hidden, flags=re.IGNORECASE)
+
+
+class SupervisorInfo(logging.Filter):
+    """uvicorn's log under ``serve --workers`` (:func:`workers_logging`): warnings and errors from every process, and
+    the INFO lines of the supervisor, the process that started the workers and serves no request: it says there that a
+    worker died and it started another ("Child process [PID] died"), and that it was told to stop. The workers' INFO
+    lines (one for each WebSocket opened and closed) stay out, as under uvicorn's ``log_level="warning"``.
+
+    >>> record = logging.LogRecord("uvicorn.error", logging.INFO, __file__, 1, "Child process [7] died", None, None)
+    >>> SupervisorInfo().filter(record)  # this process started no other: it is the supervisor
+    True
+    """
+
+    def __init__(self) -> None:
+        import multiprocessing
+
+        super().__init__()
+        # Made in each process as it configures its logging: uvicorn spawns the workers, so they have a parent.
+        self.supervisor = multiprocessing.parent_process() is None
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        return self.supervisor or record.levelno >= logging.WARNING
+
+
+def workers_logging() -> dict[str, Any]:
+    """uvicorn's own logging configuration as ``serve --workers`` gives it: its levels at WARNING, as ``log_level=
+    "warning"`` sets them, but for its supervisor's INFO lines (:class:`SupervisorInfo`). Before, a worker killed and
+    started again left no line in the log (found by a trial of an operator).
+
+    >>> workers_logging()["loggers"]["uvicorn.error"]["level"]
+    'INFO'
+    """
+    from copy import deepcopy
+
+    from uvicorn.config import LOGGING_CONFIG
+
+    config = deepcopy(LOGGING_CONFIG)
+    config["filters"] = {**config.get("filters", {}), "supervisor-info": {"()": SupervisorInfo}}
+    for name, logger in config["loggers"].items():
+        logger["level"] = "WARNING"
+        if name == "uvicorn.error":  # the supervisor's logger, where it says a worker died, at INFO
+            logger.update(level="INFO", filters=[*logger.get("filters", []), "supervisor-info"])
+    return config
 
 
 def token_file(directory: Path) -> Path:
