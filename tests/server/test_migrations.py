@@ -191,7 +191,7 @@ def test_a_migration_that_crashed_half_way_is_finished_by_the_next_start(databas
 def test_a_migration_on_sqlite_waits_for_a_writer_beside_it_instead_of_failing(tmp_path: Path) -> None:
     """A migration's transaction reads before it writes (Alembic's version, a batch migration's table). Begun deferred,
     it failed at its first write ("database is locked", without waiting) if another connection committed in between:
-    an admin command of a new version beside a server of the old one still writing. It takes the write lock at its
+    a new version's server starting beside a process of the old one still writing. It takes the write lock at its
     start, as the server's writers do: the other writer waits for it, and both go through."""
     url = f"sqlite:///{tmp_path / 'server.db'}"
     command.upgrade(alembic_config(url), "0009")
