@@ -633,7 +633,8 @@ def test_operator_creates_tables_credits_and_reads_reports(operator: Client, gue
     # Tables no one could play are refused (found by a trial: each was made, and stayed in the lobby).
     for name, change, why in (("over", {"chips": [2000000]}, "no main bet could be placed"),
                               ("twin", {"chips": [10000, 10000]}, "each chip once"),
-                              ("blank", {"name": " "}, "not a blank one")):
+                              ("blank", {"name": " "}, "not a blank one"),
+                              ("window", {"betting_window": 30}, "a betting window is for shared tables")):
         refused = operator.post("/admin/tables", {**table, "id": f"unplayable-{name}", **change})
         assert refused.status_code == 422 and why in refused.json()["detail"], refused.json()
     side = operator.post("/admin/tables", {**table, "id": "side-capped", "variant": "multiplayer",

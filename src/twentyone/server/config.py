@@ -304,6 +304,9 @@ def require_playable(table: TableSpec, data: Mapping[str, Any]) -> None:
         raise TableConfigError(f"{table.id}.name: a name players can read, not a blank one.")
     if len(set(table.chips)) != len(table.chips):
         raise TableConfigError(f"{table.id}.chips: each chip once.")
+    if not table.shared and data.get("betting_window"):  # kept without a word, and never used (an operator's trial)
+        raise TableConfigError(f"{table.id}.betting_window: a table of one seat deals at each DEAL; a betting window "
+                               "is for shared tables.")
     smallest = table.chips[0]  # sorted
     for bet_type, (_, maximum) in table.limits.items():
         if maximum < smallest:
