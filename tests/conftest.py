@@ -11,6 +11,7 @@ stay well under 30.
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -45,3 +46,18 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     for item in items:
         if Path(str(item.fspath)).name in SERIAL_MODULES:
             item.add_marker(pytest.mark.serial)
+
+
+@pytest.fixture
+def postgres_url() -> Iterator[str]:
+    """A fresh, empty PostgreSQL database, dropped afterwards, or a skip where none is configured: for the tests of
+    several server processes (tests/server/test_cluster.py) and of the command line against PostgreSQL."""
+    import os
+
+    from server_helpers import fresh_postgres_database
+
+    admin_url = os.environ.get("TWENTYONE_TEST_POSTGRES_URL")
+    if not admin_url:
+        pytest.skip("PostgreSQL: set TWENTYONE_TEST_POSTGRES_URL")
+    with fresh_postgres_database(admin_url, "twentyone_test") as url:
+        yield url

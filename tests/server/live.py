@@ -42,6 +42,21 @@ def start_server(data_dir: Path, port: int, database_url: str, env: dict[str, st
     raise AssertionError("the server did not start")
 
 
+def stop_group(process: subprocess.Popen[bytes]) -> None:
+    """Stop a server started in a process group of its own (``serve --workers``: its supervisor and workers) with
+    SIGTERM, as an operator's service manager would, and SIGKILL the group if it is still there after 20 s."""
+    import contextlib
+    import signal
+
+    with contextlib.suppress(ProcessLookupError):
+        os.killpg(process.pid, signal.SIGTERM)
+    try:
+        process.wait(timeout=20)
+    except subprocess.TimeoutExpired:
+        os.killpg(process.pid, signal.SIGKILL)
+        process.wait()
+
+
 def call(port: int, method: str, path: str, token: str | None = None, json: object = None,
          key: str | None = None) -> httpx.Response:
     headers = {"Idempotency-Key": key or uuid.uuid4().hex}

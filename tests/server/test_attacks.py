@@ -127,6 +127,10 @@ def test_the_scheme_of_a_bearer_token_is_read_in_any_case(http: TestClient, gues
         assert http.get("/me", headers={"Authorization": f"{scheme} {guest.token}"}).status_code == 200, scheme
     assert http.get("/me", headers={"Authorization": "Basic " + guest.token}).status_code == 401
     assert http.get("/me", headers={"Authorization": "bearer"}).status_code == 401
+    # Signing out reads it alike: "bearer T" answered 200 and ended nothing, the token still good.
+    out = http.post("/auth/logout", headers={"Authorization": f"bearer {guest.token}", "Idempotency-Key": "out"})
+    assert out.status_code == 200 and out.json()["signed_out"] == 1, out.json()
+    assert http.get("/me", headers={"Authorization": f"Bearer {guest.token}"}).status_code == 401
 
 
 @pytest.fixture(scope="module")

@@ -14,7 +14,7 @@ import subprocess
 import sys
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
@@ -22,8 +22,8 @@ from typing import Any
 import pytest
 from alembic.script import ScriptDirectory
 from fastapi.testclient import TestClient
-from live import call, free_port, start_server
-from server_helpers import OPERATOR, Client, Clock, eventually, fresh_postgres_database, new_player
+from live import call, free_port, start_server, stop_group
+from server_helpers import OPERATOR, Client, Clock, eventually, new_player
 from sqlalchemy import create_engine, text
 from starlette.websockets import WebSocketDisconnect
 
@@ -34,18 +34,7 @@ from twentyone.server.db import MIGRATIONS, Database
 from twentyone.server.events import DROPPED_CODE
 from twentyone.server.service import GameService
 
-
 # ------------------------------------------------------------------ helpers
-@pytest.fixture
-def postgres_url() -> Iterator[str]:
-    """A fresh PostgreSQL database, or a skip where none is configured."""
-    admin_url = os.environ.get("TWENTYONE_TEST_POSTGRES_URL")
-    if not admin_url:
-        pytest.skip("several processes need PostgreSQL: set TWENTYONE_TEST_POSTGRES_URL")
-    with fresh_postgres_database(admin_url, "twentyone_cluster") as url:
-        yield url
-
-
 # The newest migration: the revision a migrated database records.
 HEAD = ScriptDirectory(str(MIGRATIONS)).get_current_head()
 
@@ -424,12 +413,7 @@ def test_serve_workers_starts_several_processes_on_postgresql(tmp_path: Path, po
                     for pid in workers]
             assert all(len(one) == 1 for one in cpus) and cpus[0] != cpus[1], cpus
     finally:
-        os.killpg(server.pid, signal.SIGTERM)
-        try:
-            server.wait(timeout=20)
-        except subprocess.TimeoutExpired:
-            os.killpg(server.pid, signal.SIGKILL)
-            server.wait()
+        stop_group(server)
 
 
 def test_workers_end_when_their_supervisor_is_killed(tmp_path: Path, postgres_url: str) -> None:

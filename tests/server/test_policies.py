@@ -643,6 +643,9 @@ def test_operator_creates_tables_credits_and_reads_reports(operator: Client, gue
     # A shared table made without timers takes its game's (found by a trial: 20 minutes to decide, no window).
     crowd = operator.post("/admin/tables", {**table, "id": "crowd", "variant": "power"}).json()
     assert (crowd["decision_timeout"], crowd["betting_window"]) == (15, 15)
+    # A power table of one seat, made without a window, takes the game's timers and is no shared table.
+    alone = operator.post("/admin/tables", {**table, "id": "power-alone", "variant": "power", "seats": 1})
+    assert alone.status_code == 201 and alone.json()["shared"] is False, alone.json()
     same_bet = operator.post("/admin/tables", {**table, "id": "same-bet", "same_bet_deals": True})
     assert same_bet.status_code == 201 and same_bet.json()["same_bet_deals"] is True  # a setting tables.toml has
     # Ids a player could not tell from another's, or read at all (found by an operator's trial: both were made).
@@ -991,6 +994,8 @@ def test_power_players_share_the_first_two_cards(http: TestClient, service: Game
     assert early.status_code == 409 and early.json()["legal_actions"] == []
     # Said as what it is: she chose already (another tab of hers may not know), where "It is not your turn" was wrong.
     assert early.json()["detail"].startswith("You have nothing to decide at this step: you chose already")
+    hint = ann.get(f"/rounds/{round_id}/hint")  # a hint, asked then, says the same
+    assert hint.status_code == 409 and hint.json()["detail"] == early.json()["detail"]
     assert bob.act(round_id, "hit").status_code == 200
     assert ann.act(round_id, "stand").status_code == 200
     final = bob.act(round_id, "stand").json()

@@ -464,3 +464,23 @@ def test_an_event_of_the_table_reads_the_round_sooner_but_not_at_once(http: Test
     started = time.monotonic()
     table._pause()
     assert MIN_READ_GAP <= time.monotonic() - started < 2 and not table.presence.moved.is_set()
+
+
+def test_a_key_after_ones_choice_at_a_common_draw_step_says_the_step_waits_for_the_others(
+        http: TestClient, service: GameService) -> None:
+    """Power: everyone chooses at each step. A key pressed after the player's own choice read "It is not your turn",
+    which at a common draw is never what holds the round (found by a trial of two tabs at power)."""
+    service.stacked.append(["8S", "7H", "5D", "KC", "2C", "3C", "QS"])
+    ann = sat_down(http, "power")
+    bob = new_guest(http)
+    ann.press("b")
+    ann.press("d")
+    bob.bet("power", 500)
+    bob.post("/tables/power/deal")
+    service.close_betting("power")
+    ann._catch_up()
+    assert ann.my_turn(), ann.round
+    ann.press("h")  # her choice at this step: the card comes once bob has chosen too
+    assert not ann.my_turn(), ann.round
+    ann.press("s")
+    assert ann.message.startswith("You have nothing to decide at this step"), ann.message

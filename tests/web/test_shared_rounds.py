@@ -346,15 +346,21 @@ def test_a_second_tab_follows_what_the_players_first_tab_did(browser: Any, live_
     second.locator("#deal, #rebet").wait_for()
 
     def turned_to(page: Any) -> None:
-        # What the browser tells a tab the player comes back to. Headless chromium never does (each of its tabs is
-        # visible and focused at once, measured), so the test says it for the browser.
+        # What the browser tells a tab the player comes back to, one event after the other. Headless chromium never
+        # does (each of its tabs is visible and focused at once, measured), so the test says it for the browser.
+        page.evaluate("document.dispatchEvent(new Event('visibilitychange'))")
         page.evaluate("window.dispatchEvent(new Event('focus'))")
 
+    reads: list[str] = []
+    second.on("request", lambda request: reads.append(request.url)
+              if request.method == "GET" and request.url.endswith("/tables/power") else None)
     try:
         place(first, 100, times=2)
         expect(second.locator("#total-bet")).to_contain_text("€0.00")  # nothing told it yet
         turned_to(second)
         expect(second.locator("#total-bet")).to_contain_text("€2.00")
+        second.wait_for_timeout(300)
+        assert len(reads) == 1, reads  # one read for both events of one return (each made its own: review)
         first.locator("#deal").click()
         place(other, 100)
         other.locator("#deal").click()

@@ -527,10 +527,10 @@ def _server_settings(database: str | None, data_dir: Path | None, make_token: bo
 def _cannot_open(settings: Settings, error: Exception) -> NoReturn:
     """A bad URL or an unreachable database: the first line of the error, exit 2, the password hidden in both (an
     error may quote the URL it could not use)."""
-    from twentyone.server.config import shown_url
+    from twentyone.server.config import shown_url, without_secrets
 
     shown = shown_url(settings.database_url)
-    first = (str(error).splitlines() or [""])[0].replace(settings.database_url, shown)
+    first = without_secrets((str(error).splitlines() or [""])[0], settings.database_url)
     fail(f"cannot open the database {shown!r} ({type(error).__name__}: {first}).")
 
 

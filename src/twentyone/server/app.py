@@ -347,7 +347,7 @@ def create_app(settings: Settings, operator_wallet: OperatorWallet | None = None
                body: SignOut | None = None) -> dict[str, Any]:
         """End this sign-in (``{"everywhere": true}``: every sign-in of the player's): its token is refused from then
         on, its WebSockets close (4401), and bets never dealt are returned (``returned_bets``)."""
-        token = authorization.removeprefix("Bearer ").strip() if authorization else ""
+        token = bearer_token(authorization) or ""
         return service.sign_out(who, token, body.everywhere if body is not None else False)
 
     # -------------------------------------------------------------- me
@@ -378,7 +378,7 @@ def create_app(settings: Settings, operator_wallet: OperatorWallet | None = None
     def signed_in(authorization: str | None) -> Caller | None:
         """The caller a bearer token names, for a read that anyone may make: None without a token, or with one that
         is no longer signed in (the lobby is shown all the same)."""
-        token = authorization.removeprefix("Bearer ").strip() if authorization else ""
+        token = bearer_token(authorization) or ""
         if not token:
             return None
         try:

@@ -70,38 +70,39 @@ class SettingError(ValueError):
     """A setting in the environment that cannot be used; the message names the variable and what it takes."""
 
 
-# What a yes/no variable takes, in any case (before, only "0", "false" and "no" turned demo mode off: "off", "False"
-# and "NO" left it on without a word, found by a trial of an operator).
-FLAGS = {"1": True, "true": True, "yes": True, "on": True, "0": False, "false": False, "no": False, "off": False}
+# What a yes/no variable takes, in any case: the words pydantic (and so a typer option) reads as a boolean, one list
+# for every such variable (before, only "0", "false" and "no" turned demo mode off: "off", "False" and "NO" left it on
+# without a word, found by a trial of an operator).
+TRUE_WORDS = frozenset({"1", "on", "t", "true", "y", "yes"})
+FALSE_WORDS = frozenset({"0", "off", "f", "false", "n", "no"})
 # A sign-in's end is its start plus this many days: far beyond it the date arithmetic leaves the calendar (year 1).
 MAX_TOKEN_DAYS = 36_500
 
 
-def environment_flag(name: str, default: bool) -> bool:
-    """The yes/no variable ``name`` (1/0, true/false, yes/no, on/off, in any case), else ``default`` when unset.
+def environment_flag(name: str, default: bool, environ: Mapping[str, str] | None = None) -> bool:
+    """The yes/no variable ``name`` (1/0, true/false, yes/no, on/off, t/f, y/n, in any case) of ``environ`` (the
+    process's environment), else ``default`` when unset.
 
     Anything else, an empty value included, is refused rather than read as either: the demo flag decides whether
     anyone may play without an account.
 
-    >>> os.environ["TWENTYONE_EXAMPLE"] = "Off"
-    >>> environment_flag("TWENTYONE_EXAMPLE", True)
+    >>> environment_flag("TWENTYONE_EXAMPLE", True, {"TWENTYONE_EXAMPLE": " Off "})
     False
-    >>> os.environ["TWENTYONE_EXAMPLE"] = "maybe"
     >>> try:
-    ...     environment_flag("TWENTYONE_EXAMPLE", True)
+    ...     environment_flag("TWENTYONE_EXAMPLE", True, {"TWENTYONE_EXAMPLE": "maybe"})
     ... except SettingError as error:
     ...     print(error)
     TWENTYONE_EXAMPLE must be 1, true, yes or on, or 0, false, no or off, got 'maybe'.
-    >>> del os.environ["TWENTYONE_EXAMPLE"]
-    >>> environment_flag("TWENTYONE_EXAMPLE", True)
+    >>> environment_flag("TWENTYONE_EXAMPLE", True, {})
     True
     """
-    value = os.environ.get(name)
+    value = (os.environ if environ is None else environ).get(name)
     if value is None:
         return default
-    if value.strip().lower() not in FLAGS:
+    word = value.strip().lower()
+    if word not in TRUE_WORDS | FALSE_WORDS:
         raise SettingError(f"{name} must be 1, true, yes or on, or 0, false, no or off, got {value!r}.")
-    return FLAGS[value.strip().lower()]
+    return word in TRUE_WORDS
 
 
 def environment_count(name: str, default: int, maximum: int | None = None) -> int:
@@ -152,7 +153,25 @@ def shown_url(url: str) -> str:
     'sqlite:////srv/twentyone-data/twentyone.db'
     """
     hidden = re.sub(r"^([^:/?#@]*://[^:/?#@]*):.*@", r"\1:***@", url, flags=re.DOTALL)
-    return re.sub(r"([?&]password=)[^&#]*", r"\1***", hidden, flags=re.IGNORECASE)
+    return re.sub(r"([?&]\w*password=)[^&#]*", r"\1***", hidden, flags=re.IGNORECASE)
+
+
+def without_secrets(text: str, url: str) -> str:
+    """``text`` (a driver's error about ``url``) with every secret of ``url`` hidden: the URL itself, its password,
+    and each part of a password holding ``@``, which the driver may have read as part of the host and quoted (found by
+    review: "failed to resolve host 'ssXYZ@nohost.invalid'").
+
+    >>> url = "postgresql+psycopg://app:p@ssXYZ@nohost.invalid/db"
+    >>> without_secrets("failed to resolve host 'ssXYZ@nohost.invalid'", url)
+    "failed to resolve host '***@nohost.invalid'"
+    """
+    secrets_in_url = re.findall(r"[?&]\w*password=([^&#]*)", url, flags=re.IGNORECASE)
+    if (user_part := re.match(r"^[^:/?#@]*://[^:/?#@]*:(.*)@", url, flags=re.DOTALL)) is not None:
+        secrets_in_url += [user_part[1], *user_part[1].split("@")]
+    text = text.replace(url, shown_url(url))
+    for secret in sorted({secret for secret in secrets_in_url if secret}, key=len, reverse=True):
+        text = text.replace(secret, "***")
+    return text
 
 
 class SupervisorInfo(logging.Filter):

@@ -36,27 +36,24 @@ from typing import IO
 log = logging.getLogger("twentyone.server")
 PIN_ENV_VAR = "TWENTYONE_PIN_CPU"  # "1": each server process on a CPU of its own (serve --pin-cpu)
 RETRY_SECONDS = 2.0  # how often a process that found every CPU claimed tries again
-# The words pydantic (and so ``serve``'s option) reads as a boolean.
-TRUE_WORDS = frozenset({"1", "on", "t", "true", "y", "yes"})
-FALSE_WORDS = frozenset({"0", "off", "f", "false", "n", "no"})
 _held: list[IO[bytes]] = []  # this process's claim, kept open (and locked) for as long as it runs
 
 
 def pin_wanted(environ: Mapping[str, str] | None = None) -> bool:
-    """Whether ``TWENTYONE_PIN_CPU`` asks for pinning (default no); any other word is a ``ValueError``.
+    """Whether ``TWENTYONE_PIN_CPU`` asks for pinning (default no), read as every yes/no variable is
+    (:func:`~twentyone.server.config.environment_flag`); any other word is a ``SettingError``, a ``ValueError``.
 
     >>> pin_wanted({}), pin_wanted({"TWENTYONE_PIN_CPU": "1"}), pin_wanted({"TWENTYONE_PIN_CPU": " Off "})
     (False, True, False)
-    >>> pin_wanted({"TWENTYONE_PIN_CPU": "maybe"})
-    Traceback (most recent call last):
-    ...
-    ValueError: TWENTYONE_PIN_CPU is 1 or 0 (or yes/no, true/false, on/off), not 'maybe'.
+    >>> try:
+    ...     pin_wanted({"TWENTYONE_PIN_CPU": "maybe"})
+    ... except ValueError as error:
+    ...     print(error)
+    TWENTYONE_PIN_CPU must be 1, true, yes or on, or 0, false, no or off, got 'maybe'.
     """
-    value = (os.environ if environ is None else environ).get(PIN_ENV_VAR, "0")
-    word = value.strip().lower()
-    if word not in TRUE_WORDS | FALSE_WORDS:
-        raise ValueError(f"{PIN_ENV_VAR} is 1 or 0 (or yes/no, true/false, on/off), not {value!r}.")
-    return word in TRUE_WORDS
+    from twentyone.server.config import environment_flag
+
+    return environment_flag(PIN_ENV_VAR, False, environ)
 
 
 def claims_directory() -> Path:

@@ -57,7 +57,15 @@ from twentyone.server.tables import (
     table_json,
     take_bets,
 )
-from twentyone.server.views import OTHERS_SHOWN, round_json, round_json_held, seat_json, seat_of, without_new_stakes
+from twentyone.server.views import (
+    OTHERS_SHOWN,
+    nothing_to_decide,
+    round_json,
+    round_json_held,
+    seat_json,
+    seat_of,
+    without_new_stakes,
+)
 from twentyone.server.wallet import SentDebit, Wallet, WalletError, as_refusal
 from twentyone.variants import builtin_rules
 
@@ -711,7 +719,7 @@ class Rounds:
                     who = player if player is not None else (None if caller.is_operator else str(caller.id))
                     decision = engine.decision(who)
                     if decision is None:
-                        raise ServiceError(409, _nothing_to_decide(who, engine.rules.deal.common_draw),
+                        raise ServiceError(409, nothing_to_decide(who, engine.rules.deal.common_draw),
                                            legal_actions=[])
                     legal = [str(a) for a in engine.legal_actions(decision.player)]
                     try:
@@ -1147,24 +1155,6 @@ class Rounds:
         except Exception:
             log.exception("operator wallet delivery failed; retried at the next tick")
             return 0
-
-
-def _nothing_to_decide(who: str | None, common_draw: bool) -> str:
-    """Why a decision was refused when none is the caller's. In a common draw everyone chooses at the same step, so
-    "not your turn" was wrong there: the player had chosen already (in another tab, say) or their hands were done,
-    and the step waits for the others (found by a trial with two tabs at power).
-
-    >>> _nothing_to_decide("7", True).startswith("You have nothing to decide at this step")
-    True
-    >>> _nothing_to_decide("7", False), _nothing_to_decide(None, False)
-    ('It is not your turn.', 'No decision is pending.')
-    """
-    if who is None:
-        return "No decision is pending."
-    if common_draw:
-        return ("You have nothing to decide at this step: you chose already, or your hands are done. The round goes "
-                "on once every player has chosen, or when the step's clock runs out.")
-    return "It is not your turn."
 
 
 def round_news(table: TableSpec, event: dict[str, Any], player_id: int | None) -> dict[str, Any]:

@@ -96,8 +96,13 @@ class TableRegistry:
         """
         return session.scalar(COUNT_TABLES) != self._stored
 
+    def find(self, table_id: str) -> TableSpec | None:
+        """The table of that id as configured, the registry read again on a miss (another process, or ``twentyone
+        admin create-table``, may have made it since); None where there is none."""
+        return self.all().get(table_id) or self._load().get(table_id)
+
     def get(self, table_id: str) -> TableSpec:
-        table = self.all().get(table_id) or self._load().get(table_id)
+        table = self.find(table_id)
         if table is None:
             raise ServiceError(404, f"There is no table {table_id!r}.")
         return table
@@ -108,7 +113,7 @@ class TableRegistry:
         in play and be told the table is closed. Anyone else gets the 404 of a table there is not: nothing is told of
         a table one never sat at. Before, a player whose round was in play there could not open it from the page
         (found by a trial of an operator)."""
-        table = self.all().get(table_id) or self._load().get(table_id)
+        table = self.find(table_id)
         if table is not None:
             return table
         with self.store.read() as session:
@@ -122,7 +127,7 @@ class TableRegistry:
         stakes were taken in (a table's currency may have changed since: migration 0013); a table configured
         nowhere now, as :func:`retired_table` stands in for it. Before, a round read its table's currency as it is
         now, and a round at a removed table could be neither read nor ended (found by a trial of an operator)."""
-        table = self.all().get(round_row.table_id) or self._load().get(round_row.table_id)
+        table = self.find(round_row.table_id)
         if table is None:  # a shared table's rounds took bets in a window; a private one's were dealt at once
             return retired_table(round_row.table_id, round_row.variant, round_row.currency,
                                  shared=round_row.betting_closes_at is not None)
@@ -138,21 +143,26 @@ class TableRegistry:
             raise ServiceError(422, "A table id is 3 to 32 letters, digits, dots, dashes or underscores.")
         if not any(character.isalnum() for character in table_id):  # "..." made a table (an operator's trial)
             raise ServiceError(422, "A table id holds at least one letter or digit.")
-        spec = with_game_timers(spec)  # stored with them: a later change to tables.toml leaves this table as it is
+        given, spec = spec, with_game_timers(spec)  # stored with them: a later change to tables.toml leaves it as it is
         try:
             table = table_from_mapping(table_id, spec)
             require_held_currency(table)
-            require_playable(table, spec)
+            require_playable(table, given)  # the operator's own: a game's window added for one seat is not theirs
         except TableConfigError as error:
             raise ServiceError(422, str(error)) from None
-        existing = self._load()
-        if table_id in existing:
+        if table_id in self._load():
             raise ServiceError(409, f"A table {table_id!r} already exists.")
-        # Ids that differ in case alone are one table to a player reading the lobby (and to a link typed by hand), as
-        # player names are (found by an operator's trial: "Classic" beside "classic").
-        if (same := next((known for known in existing if known.casefold() == table_id.casefold()), None)) is not None:
-            raise ServiceError(409, f"A table {same!r} already exists: ids differing in case alone are not told apart.")
         with self.store.write() as session:
+            # Ids that differ in case alone are one table to a player reading the lobby (and to a link typed by hand),
+            # as player names are (found by an operator's trial: "Classic" beside "classic"). Checked in the write,
+            # under a lock on the id in lower case (PostgreSQL; SQLite writes one at a time), as a sign-up's name is:
+            # two creations at once in two cases would each miss the other.
+            lock_in_transaction(session, f"table:{table_id.lower()}")
+            stored = session.scalars(select(TableConfig.id).where(func.lower(TableConfig.id) == table_id.lower()))
+            same = next((known for known in [*shipped_tables(), *stored] if known.lower() == table_id.lower()), None)
+            if same is not None:
+                raise ServiceError(409, f"A table {same!r} already exists" + (
+                    "." if same == table_id else ": ids differing in case alone are not told apart."))
             session.add(TableConfig(id=table_id, spec=dict(spec), created_at=self.clock()))
             body = self.store.answer(session, table_json(table))
         with self._lock:

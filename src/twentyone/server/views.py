@@ -442,7 +442,7 @@ class Views:
                                       [parse_card(text) for text in shoe.cards.split()[:round_row.shoe_start]], seen)
         hand = seen.pending_hand
         if hand is None or not seen.viewer_to_act:
-            raise ServiceError(409, "It is not your turn.")
+            raise ServiceError(409, nothing_to_decide(str(caller.id), rules.deal.common_draw))
         assert seen.decision is not None
         up = seen.dealer_cards[0]  # while a decision waits, the one card the dealer shows
         ranked = hint(rules, hand.cards, up, [str(a) for a in seen.legal_actions],
@@ -567,12 +567,13 @@ class Views:
                 .select_from(ROUNDS.outerjoin(ROUND_SEATS, seats.round_id == rounds.id))
                 .where(rounds.id.in_(page_of_rounds(statuses, table, before, size + 1)))
                 .group_by(rounds.id).order_by(rounds.id.desc())).all()  # by its key: PostgreSQL takes the rest
-            # A table configured nowhere and never played at: a misspelt id (?table=clasic) is a 404, where an empty
-            # page read as "no rounds there" (found by an operator's trial). One taken out of the configuration still
-            # lists the rounds it played.
-            if table is not None and not rows and table not in configured and session.execute(
-                    select(rounds.id).where(rounds.table_id == table).limit(1)).first() is None:
-                raise ServiceError(404, f"There is no table {table!r}, and no round was played at one of that id.")
+            played = bool(rows) or table is None or session.execute(
+                select(rounds.id).where(rounds.table_id == table).limit(1)).first() is not None
+        # A table configured nowhere and never played at: a misspelt id (?table=clasic) is a 404, where an empty page
+        # read as "no rounds there" (found by an operator's trial). One taken out of the configuration still lists the
+        # rounds it played. Looked up after the read's session: the registry may read the database again.
+        if table is not None and not played and self.tables.find(table) is None:
+            raise ServiceError(404, f"There is no table {table!r}, and no round was played at one of that id.")
         items = [{"id": row.id, "table_id": row.table_id, "variant": row.variant,
                   # A round from before migration 0013 names no currency: its table's, as the report counts it.
                   "currency": row.currency or (configured[row.table_id].currency if row.table_id in configured
@@ -614,3 +615,21 @@ class Views:
             by_kind.setdefault(kind, {})[currency] = {"count": int(count), "amount": int(amount)}
         return {"pending": {"count": sum(int(row[2]) for row in totals), "by_kind": by_kind},
                 "calls": calls, "next_after": calls[-1]["id"] if len(rows) > size else None}
+
+
+def nothing_to_decide(who: str | None, common_draw: bool) -> str:
+    """Why a decision (or a hint for one) was refused when none is the caller's. In a common draw everyone chooses at
+    the same step, so "not your turn" was wrong there: the player had chosen already (in another tab, say) or their
+    hands were done, and the step waits for the others (found by a trial with two tabs at power).
+
+    >>> nothing_to_decide("7", True).startswith("You have nothing to decide at this step")
+    True
+    >>> nothing_to_decide("7", False), nothing_to_decide(None, False)
+    ('It is not your turn.', 'No decision is pending.')
+    """
+    if who is None:
+        return "No decision is pending."
+    if common_draw:
+        return ("You have nothing to decide at this step: you chose already, or your hands are done. The round goes "
+                "on once every player has chosen, or when the step's clock runs out.")
+    return "It is not your turn."

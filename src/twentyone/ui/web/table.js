@@ -36,17 +36,22 @@ function refreshSoon(tableId) {
 // choice at a common-draw step (which is news to nobody). So the page reads the table again whenever it comes back into
 // view or takes the focus. Before, a second tab went on showing a slip the server no longer held, and HIT and STAND
 // for a step already chosen in the other tab (found by a trial with two tabs).
+// A return raises both events, one after the other: one read serves them (each made its own, found by review).
+let returnReadAt = 0;
 function readAgainOnReturn() {
   const tableId = currentTableId();
-  if (tableId && state.table && state.table.table.id === tableId && document.visibilityState === "visible") {
-    refreshSoon(tableId);
-  }
+  if (!tableId || !state.table || state.table.table.id !== tableId || document.visibilityState !== "visible"
+      || Date.now() - returnReadAt < 1000) return;
+  returnReadAt = Date.now();
+  refreshSoon(tableId);
 }
 window.addEventListener("focus", readAgainOnReturn);
 document.addEventListener("visibilitychange", readAgainOnReturn);
 
 // A refused decision's words belong to the step it was refused at: the round's next step, or its end, clears them.
-// Before, a second tab's refused STAND stayed over the table after the round had settled (found by a trial).
+// Before, a second tab's refused STAND stayed over the table after the round had settled (found by a trial). Both
+// sides of the comparison are the round as shown (a read with what was heard since), and a step heard without a read
+// (finishedStep) clears them too.
 let refusal = null;  // { text, step }: the words shown and the step they were said at
 const stepOf = (round) => (round
   ? [round.id, round.status, round.deadline || (round.decision && round.decision.deadline), round.legal_actions].join("|")
@@ -157,6 +162,7 @@ function finishedStep(event) {
       || round.drawing) return false;
   state.heard.push({ roundId: event.round_id, deadline: event.deadline, readsBefore: latest });
   round.deadline = event.deadline;
+  clearRefusalIfMovedOn(round);
   startTimers(round);
   return true;
 }
@@ -205,10 +211,10 @@ export async function refreshTable(tableId) {
       clearFinished();
     }
     if (mine !== latest || currentTableId() !== tableId) return;  // a newer refresh is on its way
-    clearRefusalIfMovedOn(round);
     state.table = data;
     shownRead = mine;
     data.round = withHeard(round, mine);
+    clearRefusalIfMovedOn(data.round);
     state.hints = null;
     if (round && round.legal_actions.length && state.me.settings.hints) {
       state.hints = await api("GET", `/rounds/${round.id}/hint`).catch(() => null);
