@@ -634,7 +634,8 @@ def test_operator_creates_tables_credits_and_reads_reports(operator: Client, gue
     for name, change, why in (("over", {"chips": [2000000]}, "no main bet could be placed"),
                               ("twin", {"chips": [10000, 10000]}, "each chip once"),
                               ("blank", {"name": " "}, "not a blank one"),
-                              ("window", {"betting_window": 30}, "a betting window is for shared tables")):
+                              ("window", {"betting_window": 30}, "a betting window is for shared tables"),
+                              ("upside-down", {"limits": {"main": [20000, 10000]}}, "not above the maximum")):
         refused = operator.post("/admin/tables", {**table, "id": f"unplayable-{name}", **change})
         assert refused.status_code == 422 and why in refused.json()["detail"], refused.json()
     side = operator.post("/admin/tables", {**table, "id": "side-capped", "variant": "multiplayer",

@@ -404,7 +404,9 @@ def table_from_mapping(table_id: str, data: Mapping[str, Any]) -> TableSpec:
             raise TableConfigError(f"{table_id}.limits.{bet_type}: not the main bet or a side bet of {variant}.")
         if (not isinstance(pair, list) or len(pair) != 2 or not all(isinstance(v, int) for v in pair)
                 or not 1 <= pair[0] <= pair[1]):
-            raise TableConfigError(f"{table_id}.limits.{bet_type}: expected [minimum, maximum] in minor units.")
+            # The order named: [1000, 100] read as "expected [minimum, maximum]" alone (an operator's trial).
+            raise TableConfigError(f"{table_id}.limits.{bet_type}: expected [minimum, maximum] in minor units, the "
+                                   "minimum at least 1 and not above the maximum.")
         limits[bet_type] = (pair[0], pair[1])
     if MAIN not in limits:
         raise TableConfigError(f"{table_id}.limits.main: missing.")
