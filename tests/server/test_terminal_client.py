@@ -484,3 +484,20 @@ def test_a_key_after_ones_choice_at_a_common_draw_step_says_the_step_waits_for_t
     assert not ann.my_turn(), ann.round
     ann.press("s")
     assert ann.message.startswith("You have nothing to decide at this step"), ann.message
+
+
+def test_a_key_out_of_turn_at_a_table_played_in_turn_says_so(http: TestClient, service: GameService) -> None:
+    """Multiplayer plays in turn: a key while another player decides is "not your turn" (the common draw's words are
+    for power alone)."""
+    service.stacked.append(list(NO_ACE))
+    bob = new_guest(http)
+    bob.bet("multiplayer", 500)
+    bob.post("/tables/multiplayer/deal")  # bob sits first: he decides first
+    ann = sat_down(http, "multiplayer")
+    ann.press("b")
+    ann.press("d")
+    service.close_betting("multiplayer")
+    ann._catch_up()
+    assert ann.round is not None and ann.round["status"] == "playing" and not ann.my_turn(), ann.round
+    ann.press("s")
+    assert ann.message == "It is not your turn.", ann.message

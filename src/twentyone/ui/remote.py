@@ -548,9 +548,9 @@ class RemoteTable:
 
     def _playing_key(self, key: str) -> None:
         assert self.round is not None
-        if not self.my_turn():  # a common draw's round names who still decides: everyone chooses at each step
+        if not self.my_turn():  # a common draw (its others withheld until it settles): everyone chooses at each step
             self.message = ("You have nothing to decide at this step: the round goes on once every player has chosen."
-                            if self.round.get("deciding") is not None else "It is not your turn.")
+                            if self.round.get("others_withheld") else "It is not your turn.")
             return
         if key == "?":
             self.message = self._hint_text()
