@@ -137,6 +137,12 @@ def environment_count(name: str, default: int, maximum: int | None = None) -> in
     return number
 
 
+# A database URL's secrets, as shown_url and without_secrets find them: the password of its user part (up to the last
+# "@", which an unescaped "@" in the password may precede), and any parameter named *password.
+USER_PASSWORD = re.compile(r"^([^:/?#@]*://[^:/?#@]*):(.*)@", re.DOTALL)
+PASSWORD_PARAMETER = re.compile(r"([?&]\w*password=)([^&#]*)", re.IGNORECASE)
+
+
 def shown_url(url: str) -> str:
     """A database URL as printed (the start-up banner, an error): its password hidden, whether in the user part or
     in a ``password`` parameter. Before, ``serve`` and ``admin`` printed it in clear (found by a trial of an operator).
@@ -152,8 +158,7 @@ def shown_url(url: str) -> str:
     >>> shown_url("sqlite:////srv/twentyone-data/twentyone.db")
     'sqlite:////srv/twentyone-data/twentyone.db'
     """
-    hidden = re.sub(r"^([^:/?#@]*://[^:/?#@]*):.*@", r"\1:***@", url, flags=re.DOTALL)
-    return re.sub(r"([?&]\w*password=)[^&#]*", r"\1***", hidden, flags=re.IGNORECASE)
+    return PASSWORD_PARAMETER.sub(r"\1***", USER_PASSWORD.sub(r"\1:***@", url))
 
 
 def without_secrets(text: str, url: str) -> str:
@@ -165,9 +170,9 @@ def without_secrets(text: str, url: str) -> str:
     >>> without_secrets("failed to resolve host 'ssXYZ@nohost.invalid'", url)
     "failed to resolve host '***@nohost.invalid'"
     """
-    secrets_in_url = re.findall(r"[?&]\w*password=([^&#]*)", url, flags=re.IGNORECASE)
-    if (user_part := re.match(r"^[^:/?#@]*://[^:/?#@]*:(.*)@", url, flags=re.DOTALL)) is not None:
-        secrets_in_url += [user_part[1], *user_part[1].split("@")]
+    secrets_in_url = [match[2] for match in PASSWORD_PARAMETER.finditer(url)]
+    if (user_part := USER_PASSWORD.match(url)) is not None:
+        secrets_in_url += [user_part[2], *user_part[2].split("@")]
     text = text.replace(url, shown_url(url))
     for secret in sorted({secret for secret in secrets_in_url if secret}, key=len, reverse=True):
         text = text.replace(secret, "***")

@@ -150,16 +150,14 @@ class TableRegistry:
             require_playable(table, given)  # the operator's own: a game's window added for one seat is not theirs
         except TableConfigError as error:
             raise ServiceError(422, str(error)) from None
-        if table_id in self._load():
-            raise ServiceError(409, f"A table {table_id!r} already exists.")
         with self.store.write() as session:
-            # Ids that differ in case alone are one table to a player reading the lobby (and to a link typed by hand),
-            # as player names are (found by an operator's trial: "Classic" beside "classic"). Checked in the write,
-            # under a lock on the id in lower case (PostgreSQL; SQLite writes one at a time), as a sign-up's name is:
-            # two creations at once in two cases would each miss the other.
+            # The id taken already, or one that differs from it in case alone: one table to a player reading the lobby
+            # (and to a link typed by hand), as player names are (found by an operator's trial: "Classic" beside
+            # "classic"). Checked in the write, under a lock on the id in lower case (PostgreSQL; SQLite writes one at
+            # a time), as a sign-up's name is: two creations at once in two cases would each miss the other.
             lock_in_transaction(session, f"table:{table_id.lower()}")
-            stored = session.scalars(select(TableConfig.id).where(func.lower(TableConfig.id) == table_id.lower()))
-            same = next((known for known in [*shipped_tables(), *stored] if known.lower() == table_id.lower()), None)
+            same = next((known for known in shipped_tables() if known.lower() == table_id.lower()), None) or \
+                session.scalars(select(TableConfig.id).where(func.lower(TableConfig.id) == table_id.lower())).first()
             if same is not None:
                 raise ServiceError(409, f"A table {same!r} already exists" + (
                     "." if same == table_id else ": ids differing in case alone are not told apart."))
