@@ -123,8 +123,9 @@ def test_the_operator_lists_the_rounds_in_play_and_pages_through_every_round(
     clock.advance(1)
     assert operator.post("/admin/tables/multiplayer/close-betting").json() == {"round_id": rounds["multiplayer"]}
     [closed] = operator.get("/admin/rounds", table="multiplayer").json()["rounds"]
-    assert closed["status"] == "playing" and closed["betting_closes_at"] == closed["decision_since"] == \
-        clock().isoformat() < planned
+    assert closed["betting_closes_at"] == clock().isoformat() < planned
+    # Dealt from a shoe of chance: a blackjack settles it at the deal (failed in make test), with no decision pending.
+    assert (closed["status"], closed["decision_since"]) in {("playing", clock().isoformat()), ("settled", None)}, closed
 
 
 def test_a_tables_rounds_of_every_status_come_newest_first_across_pages(
