@@ -54,5 +54,6 @@ def page(browser: Any, live_server: LiveServer) -> Iterator[Any]:
     if page.outage_from is not None:  # they may reach us late, even after the test's last step
         problems = problems[:page.outage_from] + [problem for problem in problems[page.outage_from:]
                                                   if "ERR_CONNECTION_REFUSED" not in problem
+                                                  and "ERR_CONNECTION_RESET" not in problem  # cut by the stop
                                                   and problem != "Failed to fetch"]
     assert not problems, problems  # no console errors, no missing files (favicon)
