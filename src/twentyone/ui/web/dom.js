@@ -126,3 +126,23 @@ export function keyed(label, key) {
 export function reducedMotion() {
   return window.matchMedia("(prefers-reduced-motion: reduce)").matches;
 }
+
+// The table is drawn anew on each event and read (table.js, renderTable). A mouse press begun on a button that is
+// drawn again before the button comes up is no click to the browser: down and up fell on two elements, the first
+// gone. Before, such a press on HIT while the table was read did nothing and said nothing (CI's lost click at a power
+// table, on a busy machine). A press that ends on the button drawn in its place (the same data-focus) is its click;
+// one that ends elsewhere is taken back, as ever. A tap needs none of this: the browser aims its click where the
+// finger lifts.
+let pressed = null;  // { button, key }: the button the mouse went down on
+document.addEventListener("pointerdown", (event) => {
+  const button = event.pointerType !== "touch" && event.isPrimary && event.target.closest
+    ? event.target.closest("button[data-focus]") : null;
+  pressed = button ? { button, key: button.dataset.focus } : null;
+}, true);
+document.addEventListener("pointerup", (event) => {
+  const begun = pressed;
+  pressed = null;
+  if (!begun || begun.button.isConnected || !event.target.closest) return;  // the browser's own click follows
+  const twin = event.target.closest("button[data-focus]");
+  if (twin && twin.dataset.focus === begun.key && !twin.disabled) twin.click();
+}, true);
