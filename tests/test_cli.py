@@ -306,7 +306,7 @@ TABLE = json.dumps({"name": "New", "variant": "classic", "currency": "USD", "chi
 def test_admin_with_a_database_url_that_is_not_one(tmp_path: Path) -> None:
     # `admin token` reads the data directory alone (tests/test_cli_operator.py).
     for verb in (["report"], ["wallet-calls"], ["credit", "ann", "100"], ["create-table", "new", TABLE],
-                 ["rounds"], ["player", "ann"]):
+                 ["remove-table", "new"], ["rounds"], ["player", "ann"]):
         assert_one_line_error(run("admin", *verb, "--database", "notaurl://x", "--data-dir", str(tmp_path)),
                               "cannot open the database 'notaurl://x'")
 
@@ -316,7 +316,7 @@ def test_admin_commands_need_the_servers_database_and_never_make_a_token(tmp_pat
 
     mistyped = tmp_path / "typo"
     for verb in (["report"], ["wallet-calls"], ["credit", "ann", "100"], ["create-table", "new", TABLE],
-                 ["rounds"], ["player", "ann"]):
+                 ["remove-table", "new"], ["rounds"], ["player", "ann"]):
         assert_one_line_error(run("admin", *verb, "--data-dir", str(mistyped)), "no server database at")
     assert_one_line_error(run("admin", "token", "--data-dir", str(mistyped)), "no operator token in")  # no database
     assert not mistyped.exists()  # no empty database, no token, not even the folder
@@ -382,6 +382,19 @@ def test_server_and_table_definitions_with_bad_values(tmp_path: Path) -> None:
                           "decision_timout: Extra inputs are not permitted.")
     assert_one_line_error(run("admin", "create-table", "named", json.dumps({**table, "id": "other"}), *database),
                           "the ID argument, 'named'", "names 'other'")
+
+
+def test_the_operator_removes_a_table_it_made_from_the_command_line(tmp_path: Path) -> None:
+    from twentyone.server.db import migrate
+
+    migrate(f"sqlite:///{tmp_path / 'twentyone.db'}")
+    where = ["--data-dir", str(tmp_path)]
+    assert run("admin", "create-table", "new", TABLE, *where).returncode == 0
+    removed = run("admin", "remove-table", "new", *where)
+    assert (removed.returncode, removed.stdout) == (0, "removed table new\n"), removed
+    assert_one_line_error(run("admin", "remove-table", "new", *where), "There is no table 'new' made by the operator.")
+    assert_one_line_error(run("admin", "remove-table", "classic", *where), "configured in tables.toml")
+    assert run("admin", "create-table", "new", TABLE, *where).returncode == 0  # its id may be used again
 
 
 # What an operator trial gave `admin create-table` and it took (a decision_timeout of 0 stood for every player at the
@@ -634,3 +647,4 @@ def test_the_servers_docs_name_every_operator_command() -> None:
     named = {part.split()[0] for part in summary.strip("`").removeprefix("twentyone admin ").split(" | ")}
     commands = {command.name for command in admin_app.registered_commands}
     assert named == commands and "report [--since …] [--until …]" in summary, summary
+

@@ -66,6 +66,9 @@ class Client:
         headers = {**self.headers, "Idempotency-Key": key or uuid.uuid4().hex}
         return self.http.put(path, json=json, headers=headers)
 
+    def delete(self, path: str, key: str | None = None) -> Any:
+        return self.http.delete(path, headers={**self.headers, "Idempotency-Key": key or uuid.uuid4().hex})
+
     def player_id(self) -> int:
         return int(self.get("/me").json()["id"])
 

@@ -12,13 +12,14 @@ from typing import Any
 
 import pytest
 from fastapi.testclient import TestClient
-from server_helpers import Client, Clock, new_player
+from server_helpers import OPERATOR, Client, Clock, new_player
 from starlette.websockets import WebSocketDisconnect
 
 from twentyone.server import config as config_module
 from twentyone.server import tables as table_module
 from twentyone.server.app import create_app
 from twentyone.server.config import Settings, TableSpec, shipped_tables
+from twentyone.server.context import Caller
 
 Restart = Callable[..., tuple[TestClient, Any]]
 
@@ -330,3 +331,74 @@ def test_a_seat_returned_from_a_round_formed_before_the_currency_changed_is_told
     answer = again(client, cat).put("/me/limits", {"exclude_days": 1}).json()
     assert [(bets["table_id"], bets["total"], bets["currency"]) for bets in answer["returned_bets"]] == [
         ("multiplayer", 500, "USD")], answer
+
+
+def test_the_operator_removes_a_table_it_made_while_it_is_played_and_makes_it_again(
+        http: TestClient, restart: Restart, service: Any, clock: Clock) -> None:
+    """``DELETE /admin/tables/{id}``: the table leaves the lobby at once, as one taken out of ``tables.toml`` leaves it
+    at a restart. A round in play there is played out, one still taking bets is voided when its window ends, pages
+    there are told, no money moves; the id may be made again with another setting. Before, an operator's table could
+    be neither removed nor changed (noted by a trial of an operator)."""
+    operator = Client(http, OPERATOR, "operator")
+    vip = {"id": "vip", "name": "VIP", "variant": "classic", "currency": "USD", "chips": [500, 2500],
+           "limits": {"main": [500, 100000]}}
+    assert operator.post("/admin/tables", vip).status_code == 201
+    assert operator.post("/admin/tables", {**vip, "id": "vip-crowd", "variant": "multiplayer"}).status_code == 201
+    ann, bob, cat = (new_player(http, name) for name in ("ann", "bob", "cat"))
+    service.stacked.append(["TS", "6H", "9D", "TC", "8C"])  # 19 against 6 + 10: in play
+    ann.bet("vip", 500)
+    round_id = ann.post("/tables/vip/deal").json()["id"]
+    bob.bet("vip-crowd", 500)
+    forming = bob.post("/tables/vip-crowd/deal").json()["id"]
+    balances = {player.name: player.balance() for player in (ann, bob, cat)}
+    with http.websocket_connect(f"/ws/tables/vip?token={cat.token}") as socket:
+        assert socket.receive_json()["type"] == "hello"
+        for who, table, status in ((ann, "vip", 403), (operator, "classic", 409), (operator, "no-such", 404)):
+            refused = operator.delete(f"/admin/tables/{table}") if who is operator else who.delete("/admin/tables/vip")
+            assert refused.status_code == status and refused.json()["detail"], refused.json()
+        removed = operator.delete("/admin/tables/vip")
+        assert removed.status_code == 200, removed.json()
+        assert (removed.json()["id"], removed.json()["closed"], removed.json()["rounds_open"]) == ("vip", True, 1)
+        assert socket.receive_json() == {"table_id": "vip", "type": "table-closed"}  # the page reads it again
+    assert operator.delete("/admin/tables/vip").status_code == 404  # gone already
+    assert operator.delete("/admin/tables/vip-crowd").json()["rounds_open"] == 1
+    for player in (ann, bob, cat):
+        lobby = player.get("/tables").json()
+        assert not {"vip", "vip-crowd"} & {table["id"] for table in lobby["tables"]}
+    assert [table["id"] for table in ann.get("/tables").json()["closed_tables"]] == ["vip"]
+    assert cat.get("/tables/vip").json() == {"detail": "There is no table 'vip'."}
+    assert ann.get("/tables/vip").json()["table"]["closed"]
+    closed = ann.post("/tables/vip/bets", {"spot": 1, "type": "main", "chip": 500})
+    assert (closed.status_code, closed.json()) == (409, {"detail": "The table 'vip' is closed: it takes no new bets."})
+    settled = played_out(ann, round_id)
+    assert settled["status"] == "settled" and settled["me"]["returned"] == 1000
+    clock.advance(60)  # past the forming round's window
+    service.tick()
+    assert bob.get(f"/rounds/{forming}").json()["status"] == "void"
+    assert {player.name: player.balance() for player in (ann, bob, cat)} == {**balances, "ann": balances["ann"] + 1000}
+    # Made again under its id, with another setting: a change of an operator's table. Its old round reads as before.
+    again_made = operator.post("/admin/tables", {**vip, "limits": {"main": [2500, 100000]}})
+    assert again_made.status_code == 201 and again_made.json()["limits"]["main"] == [2500, 100000]
+    assert ann.get("/tables/vip").json()["table"]["closed"] is False
+    assert ann.get(f"/rounds/{round_id}").json()["me"]["returned"] == 1000
+
+
+def test_a_table_removed_by_another_process_leaves_this_ones_lobby_at_its_next_tick(
+        http: TestClient, restart: Restart, service: Any) -> None:
+    """As ``twentyone admin remove-table`` on the server's SQLite file does (or a process whose announcement this one
+    missed): the registry counted the operator's tables to notice another process's, and a removal and a creation
+    together left the count as it was."""
+    operator = Client(http, OPERATOR, "operator")
+    table = {"id": "old", "name": "Old", "variant": "classic", "currency": "USD", "chips": [500],
+             "limits": {"main": [500, 100000]}}
+    assert operator.post("/admin/tables", table).status_code == 201
+    assert "old" in {table["id"] for table in operator.get("/tables").json()["tables"]}
+    _, elsewhere = restart()  # another process on the same database
+    operator_there = Caller(0, "operator", "operator")  # as twentyone admin acts
+    elsewhere.remove_table(operator_there, "old")
+    elsewhere.create_table(operator_there, "new", {key: value for key, value in table.items() if key != "id"})
+    if service.db.is_sqlite:  # no announcement between processes there (PostgreSQL's may have come already)
+        assert "old" in service.tables() and "new" not in service.tables()  # this process has not looked yet
+    service.tick()
+    lobby = {table["id"] for table in operator.get("/tables").json()["tables"]}
+    assert "old" not in lobby and "new" in lobby

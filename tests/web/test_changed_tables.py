@@ -108,3 +108,44 @@ def test_a_round_at_a_table_taken_out_of_the_configuration_is_reached_from_the_l
     expect(page.locator("#in-play")).to_have_count(0)
     page.context.close()
     assert not problems, problems
+
+
+def test_a_table_the_operator_removes_sends_its_watchers_to_the_lobby_and_lets_its_player_finish(
+        browser: Any, live_server: LiveServer) -> None:
+    """``DELETE /admin/tables/{id}`` while two players are at the table: one with a round in play sees the table
+    closed and plays the round out; one who never played there is taken to the lobby, told why, and the lobby no
+    longer names it. Before, an operator's table could not be removed at all (noted by a trial of an operator)."""
+    from server_helpers import OPERATOR
+
+    operator = poster(live_server, OPERATOR)
+    operator("/admin/tables", {"id": "vip", "name": "VIP", "variant": "classic", "currency": "USD",
+                               "chips": [500, 2500], "limits": {"main": [500, 100000]}})
+    live_server.service.stacked.append(["TS", "6H", "9D", "TC", "8C"])  # 19 against 6 + 10: the dealer busts
+    playing, _ = guest_token(live_server)
+    post = poster(live_server, playing)
+    post("/tables/vip/bets", {"spot": 1, "type": "main", "chip": 2500})
+    assert post("/tables/vip/deal")["status"] == "playing"
+    page, problems = signed_in_page(browser, live_server, playing, "#/table/vip")
+    watcher, watcher_problems = signed_in_page(browser, live_server, guest_token(live_server)[0], "#/table/vip")
+    expect(page.locator("button[data-action='stand']")).to_be_enabled()
+    watcher.locator("button.circle[data-spot='1']").click()  # a bet on the slip, never dealt
+    expect(watcher.locator("#total-bet strong")).to_have_text("$5.00")
+    import httpx
+
+    removed = httpx.delete(f"{live_server.url}/admin/tables/vip", headers={"Authorization": f"Bearer {OPERATOR}",
+                                                                           "Idempotency-Key": "remove-vip"})
+    assert removed.status_code == 200 and removed.json()["rounds_open"] == 1, removed.json()
+    expect(watcher.locator("#announce")).to_have_text("The table VIP was closed by the casino.")
+    expect(watcher.get_by_role("heading", name="Tables")).to_be_visible()
+    expect(watcher.get_by_role("link", name="Join VIP", exact=True)).to_have_count(0)
+    shot(watcher, "lobby-after-the-table-was-removed")
+    expect(page.locator(".felt h2")).to_have_text("vip (closed)")
+    page.locator("button[data-action='stand']").click()
+    expect(page.locator("#result")).to_contain_text("you won $25.00")
+    expect(page.locator("#bet-status")).to_have_text("This table is closed: it takes no new bets.")
+    for opened in (page, watcher):
+        opened.context.close()
+    # The watcher's one read of the table gone (the 404 the page answered by going to the lobby), as chromium logs it.
+    logged = "Failed to load resource: the server responded with a status of 404 (Not Found)"
+    assert sorted(watcher_problems) == [f"404 {live_server.url}/tables/vip", logged]
+    assert not problems, problems

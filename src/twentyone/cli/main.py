@@ -1012,6 +1012,25 @@ def admin_create_table(
     typer.echo(f"created table {table['id']} ({table['variant']}, {table['currency']})")
 
 
+@admin_app.command("remove-table")
+def admin_remove_table(
+    table_id: Annotated[str, typer.Argument(help="Id of a table made by the operator.")],
+    database: DatabaseOption = None, data_dir: DataDirOption = None,
+) -> None:
+    """Take a table the operator made out of the lobby, as DELETE /admin/tables/{id} does: its rounds stay readable,
+    one dealt there is played out. A table of tables.toml is taken out there."""
+    from twentyone.server.service import ServiceError
+
+    service, operator, _ = _admin_service(database, data_dir)
+    try:
+        table = service.remove_table(operator, table_id)
+    except ServiceError as error:
+        fail(error.detail)
+    still = table["rounds_open"]
+    typer.echo(f"removed table {table['id']}" + (f" ({still} round{'s' if still != 1 else ''} still open there, "
+                                                 "played out as dealt)" if still else ""))
+
+
 @admin_app.command("report")
 def admin_report(
     since: Annotated[str | None, typer.Option(help="Only the rounds that ended at or after this moment, ISO 8601 "

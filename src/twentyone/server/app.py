@@ -481,6 +481,12 @@ def create_app(settings: Settings, operator_wallet: OperatorWallet | None = None
         return await once(who, key, request, body.model_dump(),
                           lambda: service.create_table(who, table_id, spec), status=201)
 
+    @app.delete("/admin/tables/{table_id}")
+    async def remove_table(who: Me, table_id: str, request: Request, key: Key = None) -> JSONResponse:
+        """Take a table the operator made out of the configuration: what was played there stays readable, a round
+        dealt there is played out (docs/server.md, "Changing a table")."""
+        return await once(who, key, request, {}, lambda: service.remove_table(who, table_id))
+
     @app.post("/admin/tables/{table_id}/close-betting")
     async def close_betting(who: Me, table_id: str, request: Request, key: Key = None) -> JSONResponse:
         """Close a shared table's betting window now and deal (what the timer does when it runs out)."""

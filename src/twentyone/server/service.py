@@ -165,6 +165,14 @@ class GameService:
         self._announce_tables()
         return body
 
+    def remove_table(self, caller: Caller, table_id: str) -> dict[str, Any]:
+        """Take an operator's table out of the configuration (:meth:`TableRegistry.remove`). Its pages are told, and
+        read it again: closed to a player with a round there, gone to the others."""
+        body = self.registry.remove(caller, table_id)
+        self._announce_tables()
+        self.events.publish(table_id, {"type": "table-closed"})
+        return body
+
     def _announce_tables(self) -> None:
         """Tell other processes on this PostgreSQL (servers, or from ``twentyone admin``) to reload their tables.
 
@@ -180,7 +188,7 @@ class GameService:
             log.warning("could not announce the new table to other processes", exc_info=True)
 
     def reload_tables(self) -> None:
-        """Read the table registry again (another process created a table)."""
+        """Read the table registry again (another process created or removed a table)."""
         self.registry._load()
 
     def credit(self, caller: Caller, player_name: str, currency: str, amount: int) -> dict[str, Any]:

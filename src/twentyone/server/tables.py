@@ -51,7 +51,9 @@ from twentyone.variants import builtin_rules
 TABLE_ID_PATTERN = r"^[A-Za-z0-9_.-]{3,32}$"
 
 
-COUNT_TABLES = select(func.count()).select_from(TABLE_CONFIGS)  # operator tables: they are added, never removed
+# The operator's tables as a registry read them: a tick compares them with what it read (a few dozen rows). Their
+# count alone told of a table made elsewhere, and missed a removal with a creation.
+TABLE_ROWS = select(TABLE_CONFIGS.c.id, TABLE_CONFIGS.c.spec).order_by(TABLE_CONFIGS.c.id)
 # A player's newest round at a table: what a table taken out of the configuration is to them (TableRegistry.seen_by).
 NEWEST_OWN_ROUND_AT = (select(ROUNDS.c.table_id, ROUNDS.c.variant, ROUNDS.c.currency, ROUNDS.c.betting_closes_at)
                        .join(ROUND_SEATS, ROUND_SEATS.c.round_id == ROUNDS.c.id)
@@ -65,7 +67,7 @@ class TableRegistry:
         self.store = store
         self.clock = clock
         self._tables: dict[str, TableSpec] | None = None
-        self._stored = -1  # operator tables in the database when it was last read (-1: never)
+        self._stored: list[tuple[str, Any]] | None = None  # TABLE_ROWS when last read (None: never)
         self._lock = threading.Lock()
 
     def all(self) -> dict[str, TableSpec]:
@@ -77,24 +79,23 @@ class TableRegistry:
     def _load(self) -> dict[str, TableSpec]:
         tables = dict(shipped_tables())
         with self.store.read() as session:
-            rows = session.scalars(select(TableConfig)).all()
-        for row in rows:
-            tables[row.id] = table_from_mapping(row.id, row.spec)
+            stored = [tuple(row) for row in session.execute(TABLE_ROWS)]
+        for table_id, spec in stored:
+            tables[table_id] = table_from_mapping(table_id, spec)
         with self._lock:
             self._tables = tables
-            self._stored = len(rows)
+            self._stored = stored
         return dict(tables)
 
     def behind(self, session: Session) -> bool:
-        """Whether the database holds tables this registry has not read: read them with :meth:`_load`, after
+        """Whether the operator's tables changed since this registry read them: read them with :meth:`_load`, after
         ``session`` (one connection at a time).
 
-        Asked at every timer tick, so that a table another process added (``twentyone admin
+        Asked at every timer tick, so that a table another process added or removed (``twentyone admin
         create-table`` on the server's SQLite file, or a PostgreSQL process whose announcement
-        this one missed) reaches the lobby within a tick. Tables are only ever added, so their
-        number tells.
+        this one missed) reaches the lobby, and its timers, within a tick.
         """
-        return session.scalar(COUNT_TABLES) != self._stored
+        return [tuple(row) for row in session.execute(TABLE_ROWS)] != self._stored
 
     def find(self, table_id: str) -> TableSpec | None:
         """The table of that id as configured, the registry read again on a miss (another process, or ``twentyone
@@ -166,6 +167,32 @@ class TableRegistry:
         with self._lock:
             if self._tables is not None:
                 self._tables[table_id] = table
+        return body
+
+    def remove(self, caller: Caller, table_id: str) -> dict[str, Any]:
+        """Take an operator's table out of the configuration (``DELETE /admin/tables/{id}``), as taking a table out
+        of ``tables.toml`` does at a restart, but at once: it leaves the lobby and takes no bet; a round dealt there
+        is played out as dealt, one still taking bets is voided when its window ends (nothing was staked), and its
+        rounds stay readable (:meth:`of_round`). The id may be used again. Before, an operator's table could be
+        neither removed nor changed (noted by a trial of an operator): a change is now a removal and a creation."""
+        if not caller.is_operator:
+            raise ServiceError(403, "Only the operator can do this.")
+        if table_id in shipped_tables():
+            raise ServiceError(409, f"The table {table_id!r} is configured in tables.toml: take it out there and "
+                                    "restart the server.")
+        with self.store.write() as session:
+            lock_in_transaction(session, f"table:{table_id.lower()}")  # as a creation of the id takes it
+            row = session.get(TableConfig, table_id)
+            if row is None:
+                raise ServiceError(404, f"There is no table {table_id!r} made by the operator.")
+            table = table_from_mapping(table_id, row.spec)
+            session.delete(row)
+            open_rounds = session.scalar(select(func.count()).select_from(ROUNDS).where(
+                ROUNDS.c.table_id == table_id, ROUNDS.c.status.in_(("betting", "playing"))))
+            body = self.store.answer(session, {**table_json(table), "closed": True, "rounds_open": open_rounds})
+        with self._lock:
+            if self._tables is not None:
+                self._tables.pop(table_id, None)
         return body
 
 

@@ -229,7 +229,25 @@ export async function refreshTable(tableId) {
         if (exclusionLine() !== excluded && state.table && currentTableId() === tableId) renderTable();
       }).catch(() => { /* the table is shown; the header waits for the next read */ });
     }
-  } catch (error) { showError(error); }
+  } catch (error) {
+    if (error.status === 404 && currentTableId() === tableId) {
+      tableGone(tableId, error.message);
+      return;
+    }
+    showError(error);
+  }
+}
+
+// A table the operator removed (its table-closed event) is gone to a player who never played there: the page goes
+// back to the lobby and says so. Before, it kept the felt and its bet controls, each answered "There is no table".
+// One who has a round there is shown the table closed instead (the server's stand-in), and plays it out.
+let closedHeard = null;  // the table whose table-closed event this page heard
+
+function tableGone(tableId, why) {
+  const name = state.table && state.table.table.id === tableId ? state.table.table.name : tableId;
+  const words = closedHeard === tableId ? `The table ${name} was closed by the casino.` : why;
+  window.addEventListener("hashchange", () => announce(words), { once: true });  // after the lobby's own reset
+  location.hash = "#/";
 }
 
 /** A round of this player's that the page follows: read until it ends, then its result is shown (refreshTable). */
@@ -349,6 +367,7 @@ function connectSocket(tableId) {
       }
     }
     if (currentTableId() !== tableId || event.type === "hello") return;
+    if (event.type === "table-closed") closedHeard = tableId;
     // A private table's round of this player's that another page of theirs dealt (another tab, another device): this
     // page follows it as its own. Before, it showed the round only if a table read found it still in play, so one
     // dealt and settled at once (a blackjack), or played out before the read, was never shown here (found by a trial).
