@@ -648,3 +648,18 @@ def test_the_servers_docs_name_every_operator_command() -> None:
     commands = {command.name for command in admin_app.registered_commands}
     assert named == commands and "report [--since …] [--until …]" in summary, summary
 
+
+def test_a_mistyped_command_line_is_refused_in_one_line() -> None:
+    """An unknown option or command, a missing argument, a value of the wrong kind: one line that names it and the
+    help to read, exit code 2, as every other refusal of the command line. typer drew each as a box of five lines."""
+    for args, said, helped_by in (
+            (["admin", "rounds", "--bogus"], "No such option: --bogus", "admin rounds --help"),
+            (["admin", "credit"], "Missing argument 'player'.", "admin credit --help"),
+            (["no-such-command"], "No such command 'no-such-command'.", "main --help"),
+            (["simulate", "classic", "--rounds", "many"], "Invalid value for '--rounds'", "simulate --help")):
+        refused = run(*args)
+        assert_one_line_error(refused, said, helped_by)
+        assert refused.stdout == "", refused.stdout
+    helped = run("admin")  # no arguments: the group's help, as before
+    assert helped.returncode == 2 and "Operator tasks" in helped.stdout and helped.stderr == ""
+    assert run("admin", "--help").returncode == 0

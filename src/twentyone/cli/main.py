@@ -1143,9 +1143,27 @@ def verify(
 app.command()(simulate)
 
 
+# The base of click's errors of usage (an unknown option or command, a missing argument, a value of the wrong kind):
+# typer bundles its own click and exports none of its exception classes but BadParameter, one of them.
+USAGE_ERROR: type[Exception] = next(base for base in typer.BadParameter.__mro__ if base.__name__ == "ClickException")
+
+
 def main() -> None:
-    """Console-script entry point."""
-    app()
+    """Console-script entry point. A mistyped command line is refused in one line with exit code 2, as every other
+    bad input here (:func:`fail`); typer drew it as a box of five lines (noted in an operator's trial)."""
+    try:
+        code = app(standalone_mode=False)
+    except USAGE_ERROR as error:
+        message = " ".join(error.format_message().splitlines())  # type: ignore[attr-defined]
+        if message:  # none where the command was given no arguments: its help was shown instead
+            context = getattr(error, "ctx", None)
+            helped = f" (see {context.command_path} --help)" if context is not None else ""
+            typer.echo(f"error: {message}{helped}", err=True)
+        sys.exit(error.exit_code)  # type: ignore[attr-defined]
+    except typer.Abort:  # an interrupted prompt
+        typer.echo("Aborted.", err=True)
+        sys.exit(1)
+    sys.exit(code if isinstance(code, int) else 0)  # an Exit's code; a command's end, 0
 
 
 if __name__ == "__main__":
