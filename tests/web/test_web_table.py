@@ -1103,26 +1103,29 @@ def test_a_press_on_a_button_the_page_draws_again_meanwhile_is_not_lost(page: An
     bet(page, 1, chip="100")
     page.locator("#deal").click()
     hit = page.locator("button[data-action='hit']")
-    expect(hit).to_be_enabled()
-    box = hit.bounding_box()
-    pressed = hit.element_handle()
-    page.mouse.move(box["x"] + box["width"] / 2, box["y"] + box["height"] / 2)
-    page.mouse.down()
-    page.evaluate("window.dispatchEvent(new Event('focus'))")  # the table read again, as on an event: drawn anew
-    page.wait_for_function("button => !button.isConnected", arg=pressed)
-    expect(hit).to_be_enabled()
+
+    def press_while_drawn_again() -> None:
+        """Mouse down on HIT, then the table read and drawn again (as on an event): the HIT pressed is gone."""
+        expect(hit).to_be_enabled()
+        page.wait_for_timeout(1100)  # the deal's own reads drawn, and past the focus read's throttle
+        box = hit.bounding_box()
+        assert box is not None, "HIT was drawn again while measured"
+        x, y = box["x"] + box["width"] / 2, box["y"] + box["height"] / 2
+        page.mouse.move(x, y)
+        page.mouse.down()
+        pressed = page.evaluate_handle("([x, y]) => document.elementFromPoint(x, y).closest('button')", [x, y])
+        assert pressed.evaluate("button => button.dataset.action") == "hit"
+        page.evaluate("window.dispatchEvent(new Event('focus'))")  # the table read again: drawn anew
+        page.wait_for_function("button => !button.isConnected", arg=pressed)
+        expect(hit).to_be_enabled()
+
+    press_while_drawn_again()
     page.mouse.up()
     expect(page.locator(".hands.mine .card")).to_have_count(3)
-    expect(hit).to_be_enabled()
     page.wait_for_timeout(500)
     expect(page.locator(".hands.mine .card")).to_have_count(3)  # one press, one card
     # A press that leaves its button (dragged off, as a player takes back a press) is no click, drawn again or not.
-    page.mouse.move(box["x"] + box["width"] / 2, box["y"] + box["height"] / 2)
-    page.mouse.down()
-    pressed = hit.element_handle()
-    page.wait_for_timeout(1100)  # past the focus read's throttle
-    page.evaluate("window.dispatchEvent(new Event('focus'))")
-    page.wait_for_function("button => !button.isConnected", arg=pressed)
+    press_while_drawn_again()
     page.mouse.move(5, 5)
     page.mouse.up()
     page.wait_for_timeout(500)

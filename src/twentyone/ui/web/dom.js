@@ -144,5 +144,16 @@ document.addEventListener("pointerup", (event) => {
   pressed = null;
   if (!begun || begun.button.isConnected || !event.target.closest) return;  // the browser's own click follows
   const twin = event.target.closest("button[data-focus]");
-  if (twin && twin.dataset.focus === begun.key && !twin.disabled) twin.click();
+  if (!twin || twin.dataset.focus !== begun.key || twin.disabled) return;
+  twin.click();
+  // A browser that sent its own click to the twin as well (chromium sends none, measured) would make it two: that
+  // click, which follows in this same task, is stopped.
+  const second = (click) => {
+    if (click.isTrusted && twin.contains(click.target)) {
+      click.stopImmediatePropagation();
+      click.preventDefault();
+    }
+  };
+  document.addEventListener("click", second, true);
+  setTimeout(() => document.removeEventListener("click", second, true), 0);
 }, true);
