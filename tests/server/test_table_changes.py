@@ -13,6 +13,7 @@ from typing import Any
 import pytest
 from fastapi.testclient import TestClient
 from server_helpers import OPERATOR, Client, Clock, new_player
+from sqlalchemy import select
 from starlette.websockets import WebSocketDisconnect
 
 from twentyone.server import config as config_module
@@ -20,6 +21,7 @@ from twentyone.server import tables as table_module
 from twentyone.server.app import create_app
 from twentyone.server.config import Settings, TableSpec, shipped_tables
 from twentyone.server.context import Caller
+from twentyone.server.models import ROUNDS, SHOES
 
 Restart = Callable[..., tuple[TestClient, Any]]
 
@@ -166,8 +168,6 @@ def test_a_round_at_a_table_taken_out_of_the_configuration_is_played_out_and_sti
     service.tick()
     assert cat.balance() == balances[2]
     with service.db.sessions() as session:
-        from sqlalchemy import select
-
         from twentyone.server.models import Round
         statuses = session.execute(select(Round.table_id, Round.status, Round.void_reason)
                                    .where(Round.table_id == "multiplayer")).all()
@@ -356,12 +356,22 @@ def test_the_operator_removes_a_table_it_made_while_it_is_played_and_makes_it_ag
         for who, table, status in ((ann, "vip", 403), (operator, "classic", 409), (operator, "no-such", 404)):
             refused = operator.delete(f"/admin/tables/{table}") if who is operator else who.delete("/admin/tables/vip")
             assert refused.status_code == status and refused.json()["detail"], refused.json()
+        cat.bet("vip", 2500)  # held on cat's slip, never dealt
         removed = operator.delete("/admin/tables/vip")
         assert removed.status_code == 200, removed.json()
         assert (removed.json()["id"], removed.json()["closed"], removed.json()["rounds_open"]) == ("vip", True, 1)
         assert socket.receive_json() == {"table_id": "vip", "type": "table-closed"}  # the page reads it again
     assert operator.delete("/admin/tables/vip").status_code == 404  # gone already
+    for odd in ("a%00b", "no%0A", "x" * 40):  # no id a table could have: PostgreSQL answered a NUL with a 500
+        assert operator.delete(f"/admin/tables/{odd}").status_code == 404, odd
     assert operator.delete("/admin/tables/vip-crowd").json()["rounds_open"] == 1
+    # The round still taking bets there is voided at once, nothing staked; before, it waited for its window's end,
+    # and was dealt at a table made again under the id meanwhile (found by review).
+    assert bob.get(f"/rounds/{forming}").json()["status"] == "void"
+    remade = operator.post("/admin/tables", {**vip, "limits": {"main": [2500, 100000]}})
+    assert (remade.status_code, remade.json()["detail"]) == (409, f"Round {round_id} of the table 'vip' that was "
+                                                                    "taken out is still open there: make the table "
+                                                                    "again once it has ended.")
     for player in (ann, bob, cat):
         lobby = player.get("/tables").json()
         assert not {"vip", "vip-crowd"} & {table["id"] for table in lobby["tables"]}
@@ -372,19 +382,28 @@ def test_the_operator_removes_a_table_it_made_while_it_is_played_and_makes_it_ag
     assert (closed.status_code, closed.json()) == (409, {"detail": "The table 'vip' is closed: it takes no new bets."})
     settled = played_out(ann, round_id)
     assert settled["status"] == "settled" and settled["me"]["returned"] == 1000
-    clock.advance(60)  # past the forming round's window
-    service.tick()
-    assert bob.get(f"/rounds/{forming}").json()["status"] == "void"
     assert {player.name: player.balance() for player in (ann, bob, cat)} == {**balances, "ann": balances["ann"] + 1000}
-    # Made again under its id, with another setting: a change of an operator's table. Its old round reads as before.
-    again_made = operator.post("/admin/tables", {**vip, "limits": {"main": [2500, 100000]}})
-    assert again_made.status_code == 201 and again_made.json()["limits"]["main"] == [2500, 100000]
-    assert ann.get("/tables/vip").json()["table"]["closed"] is False
+    # Made again under its id, in another game: a change of an operator's table. Its old round reads as before; the
+    # slip held there went with the table (before, it came back, to be staked in the new table's currency: review),
+    # and the new game deals from a shoe of its own (before, from the classic table's shoe of 312 cards: review).
+    again_made = operator.post("/admin/tables", {**vip, "variant": "single-deck", "currency": "GBP",
+                                                 "chips": [2500], "limits": {"main": [2500, 100000]}})
+    assert again_made.status_code == 201, again_made.json()
+    assert again_made.json()["limits"]["main"] == [2500, 100000]
+    table = cat.get("/tables/vip").json()
+    assert (table["table"]["closed"], table["table"]["variant"], table["slip"]["total"]) == (False, "single-deck", 0)
     assert ann.get(f"/rounds/{round_id}").json()["me"]["returned"] == 1000
+    for player in (ann, cat):
+        player.bet("vip", 2500)
+        dealt = player.post("/tables/vip/deal").json()
+        with service.store.read() as session:
+            shoe = session.execute(select(SHOES.c.cards).join(ROUNDS, ROUNDS.c.shoe_id == SHOES.c.id)
+                                   .where(ROUNDS.c.id == dealt["id"])).scalar_one()
+        assert (dealt["variant"], len(shoe.split())) == ("single-deck", 52), dealt["id"]
 
 
 def test_a_table_removed_by_another_process_leaves_this_ones_lobby_at_its_next_tick(
-        http: TestClient, restart: Restart, service: Any) -> None:
+        http: TestClient, restart: Restart, service: Any, monkeypatch: pytest.MonkeyPatch) -> None:
     """As ``twentyone admin remove-table`` on the server's SQLite file does (or a process whose announcement this one
     missed): the registry counted the operator's tables to notice another process's, and a removal and a creation
     together left the count as it was."""
@@ -393,6 +412,10 @@ def test_a_table_removed_by_another_process_leaves_this_ones_lobby_at_its_next_t
              "limits": {"main": [500, 100000]}}
     assert operator.post("/admin/tables", table).status_code == 201
     assert "old" in {table["id"] for table in operator.get("/tables").json()["tables"]}
+    told: list[tuple[str, dict[str, Any]]] = []  # what this process tells its own pages
+    deliver = service.events.deliver
+    monkeypatch.setattr(service.events, "deliver", lambda table_id, event: (told.append((table_id, event)),
+                                                                            deliver(table_id, event)))
     _, elsewhere = restart()  # another process on the same database
     operator_there = Caller(0, "operator", "operator")  # as twentyone admin acts
     elsewhere.remove_table(operator_there, "old")
@@ -402,3 +425,5 @@ def test_a_table_removed_by_another_process_leaves_this_ones_lobby_at_its_next_t
     service.tick()
     lobby = {table["id"] for table in operator.get("/tables").json()["tables"]}
     assert "old" not in lobby and "new" in lobby
+    # The pages this process has at the table removed elsewhere are told, once (before, only the remover's were).
+    assert [table_id for table_id, event in told if event == {"type": "table-closed"}] == ["old"]

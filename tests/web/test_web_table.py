@@ -1130,3 +1130,33 @@ def test_a_press_on_a_button_the_page_draws_again_meanwhile_is_not_lost(page: An
     page.mouse.up()
     page.wait_for_timeout(500)
     expect(page.locator(".hands.mine .card")).to_have_count(3)
+
+
+def test_a_press_no_browser_would_count_is_not_counted_when_the_button_is_drawn_again(page: Any,
+                                                                                      live_server: LiveServer) -> None:
+    """The twin's click is for a main-button press begun on a button that takes it. A middle or right press, and a
+    press begun on a disabled button drawn again enabled, clicked the twin (found by review)."""
+    page.goto(live_server.url + "/")
+    expect(page.locator("#play-guest")).to_be_visible()  # the page's modules loaded
+    page.evaluate("""() => {
+      window.clicks = 0;
+      const holder = document.createElement('div');
+      holder.style = 'position:fixed;left:100px;top:100px;z-index:9999';
+      document.body.append(holder);
+      window.draw = (disabled) => {
+        const probe = document.createElement('button');
+        probe.type = 'button'; probe.dataset.focus = 'probe'; probe.textContent = 'PROBE';
+        probe.style = 'width:200px;height:60px'; probe.disabled = disabled;
+        probe.onclick = () => { window.clicks += 1; };
+        holder.replaceChildren(probe);
+      };
+      window.draw(false);
+    }""")
+    page.mouse.move(200, 130)
+    for button, disabled_at_the_press in (("left", False), ("middle", False), ("right", False), ("left", True)):
+        page.evaluate(f"window.draw({str(disabled_at_the_press).lower()})")
+        page.mouse.down(button=button)
+        page.evaluate("window.draw(false)")  # drawn again, enabled, under the pointer
+        page.mouse.up(button=button)
+    page.wait_for_timeout(200)
+    assert page.evaluate("window.clicks") == 1  # the first press alone: a main-button press on a button that took it

@@ -277,6 +277,7 @@ LEDGER = cast(Table, LedgerEntry.__table__)
 PLAYERS = cast(Table, Player.__table__)
 SHOES = cast(Table, Shoe.__table__)
 ROUNDS = cast(Table, Round.__table__)
+OPEN_STATUSES = ("betting", "playing")  # a round open: taking bets (forming), or dealt and being played
 ROUND_ACTIONS = cast(Table, RoundAction.__table__)
 ROUND_SEATS = cast(Table, RoundSeat.__table__)
 SLIPS = cast(Table, Slip.__table__)

@@ -37,7 +37,17 @@ from twentyone.server.context import Busy, Caller, ServiceError, aware
 from twentyone.server.direct import Record, Result, defer, defer_read, read_record, run, save
 from twentyone.server.events import Broadcaster
 from twentyone.server.live import FINISHED, LiveRounds, dealt_engine
-from twentyone.server.models import PLAYERS, ROUND_ACTIONS, ROUND_SEATS, ROUNDS, Player, Round, RoundSeat, Slip
+from twentyone.server.models import (
+    OPEN_STATUSES,
+    PLAYERS,
+    ROUND_ACTIONS,
+    ROUND_SEATS,
+    ROUNDS,
+    Player,
+    Round,
+    RoundSeat,
+    Slip,
+)
 from twentyone.server.models import Shoe as ShoeRow
 from twentyone.server.money import refusal
 from twentyone.server.round_ids import RoundIds
@@ -70,7 +80,7 @@ from twentyone.server.wallet import SentDebit, Wallet, WalletError, as_refusal
 from twentyone.variants import builtin_rules
 
 log = logging.getLogger("twentyone.server")
-OPEN = ("betting", "playing")
+OPEN = OPEN_STATUSES
 # A close of betting asks an operator's wallet for the seats it has not asked for yet at most this many times before
 # its transaction (seats join while it asks: a power round's thousand take seconds); later joiners are asked inside.
 ASK_PASSES = 3

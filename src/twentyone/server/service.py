@@ -17,6 +17,7 @@ the wallet, in the same transaction as the round change it belongs to.
 from __future__ import annotations
 
 import logging
+import threading
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from datetime import datetime, timedelta
@@ -55,6 +56,7 @@ from twentyone.server.wallet import (
 RETURNED_ON_RECONNECTION = "You connected again before they were dealt."
 RETURNED_ON_SIGN_OUT = "You signed out before they were dealt."
 TABLE_CLOSED = "The table was closed before this round was dealt: nothing was staked."
+TABLE_GONE = {"type": "table-closed"}  # to the pages at a table taken out: they read it again
 
 log = logging.getLogger("twentyone.server")
 
@@ -66,6 +68,7 @@ class GameService:
         self.db = db
         self.settings = settings
         self.clock = clock
+        self._reloading = threading.Lock()  # one read of the tables at a time: a table gone is told once
         self.events = events or Broadcaster()
         # Which tables' timers run here: all of them in one process; on PostgreSQL, those whose lock we hold.
         self.ownership: TimerOwnership = ownership or LocalOwnership()
@@ -168,9 +171,11 @@ class GameService:
     def remove_table(self, caller: Caller, table_id: str) -> dict[str, Any]:
         """Take an operator's table out of the configuration (:meth:`TableRegistry.remove`). Its pages are told, and
         read it again: closed to a player with a round there, gone to the others."""
-        body = self.registry.remove(caller, table_id)
-        self._announce_tables()
-        self.events.publish(table_id, {"type": "table-closed"})
+        body, forming = self.registry.remove(caller, table_id)
+        for round_id in forming:  # nothing staked yet: voided now, not at its window's end (nor dealt, were the
+            self.rounds.void(round_id, TABLE_CLOSED)  # table made again by then: found by review)
+        self._announce_tables()  # each other process tells its own pages when it reads the tables again
+        self.events.deliver(table_id, TABLE_GONE)
         return body
 
     def _announce_tables(self) -> None:
@@ -188,8 +193,14 @@ class GameService:
             log.warning("could not announce the new table to other processes", exc_info=True)
 
     def reload_tables(self) -> None:
-        """Read the table registry again (another process created or removed a table)."""
-        self.registry._load()
+        """Read the table registry again (another process created or removed a table). The pages this process has at
+        a table gone are told (``table-closed``): before, a table removed with ``twentyone admin remove-table`` (or in
+        another process) left its pages showing bet controls that each answered a 404 (found by review)."""
+        with self._reloading:  # the tick's and an announcement's, in two threads
+            before = set(self.registry.all())
+            gone = before - set(self.registry._load())
+        for table_id in gone:
+            self.events.deliver(table_id, TABLE_GONE)
 
     def credit(self, caller: Caller, player_name: str, currency: str, amount: int) -> dict[str, Any]:
         """The operator adds ``amount`` (minor units) to a player's balance in the built-in ledger (a demo balance)."""

@@ -2,12 +2,14 @@
 
 The registry is read from the database once and kept: a request never queries
 for a table's definition, so no request waits on a second connection for it.
-A table created by the operator is added in the same process at once, and other
-processes find it on their next miss.
+A table created or removed by the operator changes the registry of the same process at once; other
+processes read the tables again when it is announced (PostgreSQL) or at their next timer tick, and
+find a table made elsewhere on a miss meanwhile.
 """
 
 from __future__ import annotations
 
+import re
 import secrets
 import threading
 from collections.abc import Callable
@@ -17,7 +19,7 @@ from functools import cache
 from typing import Any
 from weakref import WeakKeyDictionary
 
-from sqlalchemy import Insert, bindparam, case, func, or_, select, update
+from sqlalchemy import Insert, bindparam, case, delete, func, or_, select, update
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.orm import Session
 from sqlalchemy.pool import Pool
@@ -41,7 +43,7 @@ from twentyone.server.config import (
 )
 from twentyone.server.context import Caller, ServiceError
 from twentyone.server.direct import defer, run, transaction_notes
-from twentyone.server.models import ROUND_SEATS, ROUNDS, SHOES, SLIPS, TABLE_CONFIGS, TableConfig
+from twentyone.server.models import OPEN_STATUSES, ROUND_SEATS, ROUNDS, SHOES, SLIPS, TABLE_CONFIGS, TableConfig
 from twentyone.server.models import Shoe as ShoeRow
 from twentyone.server.money import refusal
 from twentyone.server.store import Store, insert_returning_id
@@ -136,8 +138,6 @@ class TableRegistry:
         return table if currency == table.currency else replace(table, currency=currency)
 
     def create(self, caller: Caller, table_id: str, spec: dict[str, Any]) -> dict[str, Any]:
-        import re
-
         if not caller.is_operator:
             raise ServiceError(403, "Only the operator can do this.")
         if not re.match(TABLE_ID_PATTERN, table_id):
@@ -162,6 +162,17 @@ class TableRegistry:
             if same is not None:
                 raise ServiceError(409, f"A table {same!r} already exists" + (
                     "." if same == table_id else ": ids differing in case alone are not told apart."))
+            # The id of a table taken out (removed, or out of tables.toml): its rounds left open are played out under
+            # the table they were made at, and no shoe of its stays for the new one's rounds (another game's,
+            # perhaps). Before, a forming round of a removed table was dealt at the table made again in its place
+            # (found by review).
+            still_open = session.scalar(select(func.min(ROUNDS.c.id)).where(
+                ROUNDS.c.table_id == table_id, ROUNDS.c.status.in_(OPEN_STATUSES)))
+            if still_open is not None:
+                raise ServiceError(409, f"Round {still_open} of the table {table_id!r} that was taken out is still "
+                                        "open there: make the table again once it has ended.")
+            session.execute(update(SHOES).where(SHOES.c.table_id == table_id, SHOES.c.finished.is_(False))
+                            .values(finished=True))
             session.add(TableConfig(id=table_id, spec=dict(spec), created_at=self.clock()))
             body = self.store.answer(session, table_json(table))
         with self._lock:
@@ -169,31 +180,42 @@ class TableRegistry:
                 self._tables[table_id] = table
         return body
 
-    def remove(self, caller: Caller, table_id: str) -> dict[str, Any]:
+    def remove(self, caller: Caller, table_id: str) -> tuple[dict[str, Any], list[int]]:
         """Take an operator's table out of the configuration (``DELETE /admin/tables/{id}``), as taking a table out
         of ``tables.toml`` does at a restart, but at once: it leaves the lobby and takes no bet; a round dealt there
-        is played out as dealt, one still taking bets is voided when its window ends (nothing was staked), and its
-        rounds stay readable (:meth:`of_round`). The id may be used again. Before, an operator's table could be
+        is played out as dealt, and its rounds stay readable (:meth:`of_round`). What was only held there goes with
+        it: the slips (never debited), and the shoes no open round deals from (finished, so revealed: no round of a
+        table made again under the id deals from them, in another game perhaps). The answer, and the rounds still
+        taking bets there, for the caller to void (nothing was staked in them). Before, an operator's table could be
         neither removed nor changed (noted by a trial of an operator): a change is now a removal and a creation."""
         if not caller.is_operator:
             raise ServiceError(403, "Only the operator can do this.")
         if table_id in shipped_tables():
             raise ServiceError(409, f"The table {table_id!r} is configured in tables.toml: take it out there and "
                                     "restart the server.")
+        missing = ServiceError(404, f"There is no table {table_id!r} made by the operator.")
+        if not re.fullmatch(TABLE_ID_PATTERN, table_id):  # no id it could have been made with (a NUL: PostgreSQL's 500)
+            raise missing
         with self.store.write() as session:
             lock_in_transaction(session, f"table:{table_id.lower()}")  # as a creation of the id takes it
             row = session.get(TableConfig, table_id)
             if row is None:
-                raise ServiceError(404, f"There is no table {table_id!r} made by the operator.")
+                raise missing
             table = table_from_mapping(table_id, row.spec)
             session.delete(row)
-            open_rounds = session.scalar(select(func.count()).select_from(ROUNDS).where(
-                ROUNDS.c.table_id == table_id, ROUNDS.c.status.in_(("betting", "playing"))))
-            body = self.store.answer(session, {**table_json(table), "closed": True, "rounds_open": open_rounds})
+            open_rounds = session.execute(select(ROUNDS.c.id, ROUNDS.c.status).where(
+                ROUNDS.c.table_id == table_id, ROUNDS.c.status.in_(OPEN_STATUSES))).all()
+            session.execute(delete(SLIPS).where(SLIPS.c.table_id == table_id))
+            session.execute(update(SHOES).where(
+                SHOES.c.table_id == table_id, SHOES.c.finished.is_(False),
+                SHOES.c.id.not_in(select(ROUNDS.c.shoe_id).where(ROUNDS.c.table_id == table_id,
+                                                                 ROUNDS.c.status.in_(OPEN_STATUSES))))
+                            .values(finished=True))
+            body = self.store.answer(session, {**table_json(table), "closed": True, "rounds_open": len(open_rounds)})
         with self._lock:
             if self._tables is not None:
                 self._tables.pop(table_id, None)
-        return body
+        return body, [round_id for round_id, status in open_rounds if status == "betting"]
 
 
 def table_json(table: TableSpec) -> dict[str, Any]:

@@ -29,12 +29,12 @@ from twentyone.server.config import TableSpec
 from twentyone.server.context import Caller, ServiceError, SnapshotBehind, aware, iso
 from twentyone.server.direct import run
 from twentyone.server.live import FINISHED, LiveRounds, round_actions, was_dealt
-from twentyone.server.models import PLAYERS, ROUND_SEATS, ROUNDS, Round, RoundSeat, WalletCall
+from twentyone.server.models import OPEN_STATUSES, PLAYERS, ROUND_SEATS, ROUNDS, Round, RoundSeat, WalletCall
 from twentyone.server.models import Shoe as ShoeRow
 from twentyone.server.store import Store
 from twentyone.server.tables import TableRegistry, bets_total, commitment_of, revealed_of, table_json
 
-OPEN = ("betting", "playing")  # a round in play: taking bets (forming) or dealt and being played
+OPEN = OPEN_STATUSES
 # A player's rounds open at some tables (Views.closed_tables), oldest first.
 OWN_OPEN_ROUNDS_AT = (select(ROUNDS.c.id, ROUNDS.c.table_id, ROUNDS.c.variant, ROUNDS.c.currency,
                              ROUNDS.c.betting_closes_at)

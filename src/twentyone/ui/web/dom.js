@@ -135,9 +135,11 @@ export function reducedMotion() {
 // finger lifts.
 let pressed = null;  // { button, key }: the button the mouse went down on
 document.addEventListener("pointerdown", (event) => {
-  const button = event.pointerType !== "touch" && event.isPrimary && event.target.closest
+  // The main button alone, on a button that takes it: a middle or right press, or one on a disabled button (which
+  // chromium reports too), is no click, redrawn or not (found by review).
+  const button = event.pointerType !== "touch" && event.isPrimary && event.button === 0 && event.target.closest
     ? event.target.closest("button[data-focus]") : null;
-  pressed = button ? { button, key: button.dataset.focus } : null;
+  pressed = button && !button.disabled ? { button, key: button.dataset.focus } : null;
 }, true);
 document.addEventListener("pointerup", (event) => {
   const begun = pressed;
