@@ -271,10 +271,13 @@ def test_settings_hints_and_limits_are_saved(page: Any, live_server: LiveServer)
     page.get_by_role("button", name="Play as guest").click()
     expect(page.locator("#who")).to_contain_text("guest-")
     page.get_by_role("link", name="Settings").click()
-    page.get_by_label("Strategy hints").check()
-    expect(page.locator("#announce")).to_contain_text("Settings saved")
-    page.get_by_label("Show the CASH OUT option").uncheck()
-    expect(page.locator("#announce")).to_contain_text("Settings saved")
+    # Each save answered before the next step: the second's words are the first's, and leaving the page at once
+    # could cut its request (failed once on a busy machine).
+    for setting, change in (("Strategy hints", "check"), ("Show the CASH OUT option", "uncheck")):
+        with page.expect_response(lambda answer: answer.url.endswith("/me/settings")
+                                  and answer.request.method == "PUT" and answer.ok):
+            getattr(page.get_by_label(setting), change)()
+        expect(page.locator("#announce")).to_contain_text("Settings saved")
     page.goto(live_server.url + "/#/table/first-person")
     bet(page, 1, chip="100")
     page.locator("#deal").click()
