@@ -1120,13 +1120,14 @@ class Rounds:
         if seats and cut_card is not None:
             self.shoes.prepared(session, table, seats[0].player_id, one_finished=True)
 
-    def void(self, round_id: int, reason: str) -> None:
-        """Malfunction voids the round: every stake of it is refunded, in one transaction."""
+    def void(self, round_id: int, reason: str, when: tuple[str, ...] = OPEN) -> None:
+        """Malfunction voids the round: every stake of it is refunded, in one transaction. Only a round whose status
+        is one of ``when`` (open, by default; ``("betting",)``: not one another process dealt meanwhile)."""
         with self.live.locked(round_id):
             self.live.forget(round_id)
             with self.store.write() as session:
                 round_row = session.scalars(ROUND_FOR_UPDATE, {"round_id": round_id}).first()
-                if round_row is None or round_row.status in ("settled", "void"):
+                if round_row is None or round_row.status not in when:
                     return
                 table = self.tables.of_round(round_row)
                 seats = session.scalars(select(RoundSeat).where(RoundSeat.round_id == round_id)).all()

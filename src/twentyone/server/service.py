@@ -173,7 +173,7 @@ class GameService:
         read it again: closed to a player with a round there, gone to the others."""
         body, forming = self.registry.remove(caller, table_id)
         for round_id in forming:  # nothing staked yet: voided now, not at its window's end (nor dealt, were the
-            self.rounds.void(round_id, TABLE_CLOSED)  # table made again by then: found by review)
+            self.rounds.void(round_id, TABLE_CLOSED, when=("betting",))  # table made again by then: review)
         self._announce_tables()  # each other process tells its own pages when it reads the tables again
         self.events.deliver(table_id, TABLE_GONE)
         return body
