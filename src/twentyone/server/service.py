@@ -17,7 +17,6 @@ the wallet, in the same transaction as the round change it belongs to.
 from __future__ import annotations
 
 import logging
-import threading
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from datetime import datetime, timedelta
@@ -57,6 +56,7 @@ RETURNED_ON_RECONNECTION = "You connected again before they were dealt."
 RETURNED_ON_SIGN_OUT = "You signed out before they were dealt."
 TABLE_CLOSED = "The table was closed before this round was dealt: nothing was staked."
 TABLE_GONE = {"type": "table-closed"}  # to the pages at a table taken out: they read it again
+TABLE_CHANGED = {"type": "table-changed"}  # to the pages at a table removed and made again meanwhile: the same
 
 log = logging.getLogger("twentyone.server")
 
@@ -68,7 +68,6 @@ class GameService:
         self.db = db
         self.settings = settings
         self.clock = clock
-        self._reloading = threading.Lock()  # one read of the tables at a time: a table gone is told once
         self.events = events or Broadcaster()
         # Which tables' timers run here: all of them in one process; on PostgreSQL, those whose lock we hold.
         self.ownership: TimerOwnership = ownership or LocalOwnership()
@@ -77,6 +76,7 @@ class GameService:
         # The operator's wallet moves money outside our transaction: a twin must never run its work twice.
         self.store = Store(db, clock, strict_twins=operator_wallet is not None)
         self.registry = TableRegistry(self.store, clock)
+        self.registry.on_change = self._table_changed
         self.shoes = Shoes(rng or system_rng(), clock)
         self.live = LiveRounds()
         self.accounts = Accounts(self.store, settings, self.wallet, clock)
@@ -193,14 +193,15 @@ class GameService:
             log.warning("could not announce the new table to other processes", exc_info=True)
 
     def reload_tables(self) -> None:
-        """Read the table registry again (another process created or removed a table). The pages this process has at
-        a table gone are told (``table-closed``): before, a table removed with ``twentyone admin remove-table`` (or in
-        another process) left its pages showing bet controls that each answered a 404 (found by review)."""
-        with self._reloading:  # the tick's and an announcement's, in two threads
-            before = set(self.registry.all())
-            gone = before - set(self.registry._load())
-        for table_id in gone:
-            self.events.deliver(table_id, TABLE_GONE)
+        """Read the table registry again (another process created or removed a table)."""
+        self.registry._load()
+
+    def _table_changed(self, table_id: str, gone: bool) -> None:
+        """The pages this process has at an operator's table that a read of the tables found gone (``table-closed``)
+        or made again with another setting (``table-changed``) are told, and read it again. Before, a table removed
+        with ``twentyone admin remove-table`` (or in another process) left its pages showing bet controls that each
+        answered a 404 (found by review)."""
+        self.events.deliver(table_id, TABLE_GONE if gone else TABLE_CHANGED)
 
     def credit(self, caller: Caller, player_name: str, currency: str, amount: int) -> dict[str, Any]:
         """The operator adds ``amount`` (minor units) to a player's balance in the built-in ledger (a demo balance)."""
@@ -348,7 +349,7 @@ class GameService:
         def close() -> dict[str, int]:
             with self._alone_failing(f"the close of betting of round {round_id}"):
                 if table_id not in tables:  # the table was taken out of the configuration: nothing was staked yet
-                    self.rounds.void(round_id, TABLE_CLOSED)
+                    self.rounds.void(round_id, TABLE_CLOSED, when=("betting",))  # not one dealt elsewhere since
                 elif self.rounds.close_betting(table_id, due=now) is not None:
                     return {"dealt": 1}
             return {"dealt": 0}

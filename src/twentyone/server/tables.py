@@ -71,6 +71,9 @@ class TableRegistry:
         self._tables: dict[str, TableSpec] | None = None
         self._stored: list[tuple[str, Any]] | None = None  # TABLE_ROWS when last read (None: never)
         self._lock = threading.Lock()
+        # Told of each operator's table that a read of the tables found gone or changed since the last, whichever
+        # read it was (a tick's, an announcement's, a miss's): the service tells the table's pages.
+        self.on_change: Callable[[str, bool], object] = lambda table_id, gone: None
 
     def all(self) -> dict[str, TableSpec]:
         with self._lock:
@@ -85,8 +88,14 @@ class TableRegistry:
         for table_id, spec in stored:
             tables[table_id] = table_from_mapping(table_id, spec)
         with self._lock:
+            before = dict(self._stored or [])
             self._tables = tables
             self._stored = stored
+        if before:  # a first read finds nothing changed; a table new here is no news to a page at it
+            now = dict(stored)
+            for table_id, spec in before.items():
+                if now.get(table_id) != spec:  # gone, or removed and made again since (another game, perhaps)
+                    self.on_change(table_id, table_id not in now)
         return dict(tables)
 
     def behind(self, session: Session) -> bool:
@@ -173,11 +182,10 @@ class TableRegistry:
                                         "open there: make the table again once it has ended.")
             session.execute(update(SHOES).where(SHOES.c.table_id == table_id, SHOES.c.finished.is_(False))
                             .values(finished=True))
+            session.execute(delete(SLIPS).where(SLIPS.c.table_id == table_id))  # a table of tables.toml taken out
             session.add(TableConfig(id=table_id, spec=dict(spec), created_at=self.clock()))
             body = self.store.answer(session, table_json(table))
-        with self._lock:
-            if self._tables is not None:
-                self._tables[table_id] = table
+        self._load()  # with it, as stored (what a later read compares with, to tell its pages of a change)
         return body
 
     def remove(self, caller: Caller, table_id: str) -> tuple[dict[str, Any], list[int]]:
@@ -215,6 +223,8 @@ class TableRegistry:
         with self._lock:
             if self._tables is not None:
                 self._tables.pop(table_id, None)
+            if self._stored is not None:  # told here (the service): not again at this process's next read
+                self._stored = [stored for stored in self._stored if stored[0] != table_id]
         return body, [round_id for round_id, status in open_rounds if status == "betting"]
 
 
