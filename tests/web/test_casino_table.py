@@ -27,7 +27,10 @@ def bet(page: Any, spot: int = 1, side: str | None = None) -> None:
 def deal(page: Any, server: LiveServer, table: str) -> None:
     page.locator("#deal").click()
     if server.service.table(table).shared:
-        expect(page.locator("#bet-status, #action-bar [data-action]").first).to_be_visible()
+        # The DEAL taken (the seat in the forming round, or the round dealt already) before betting is closed: the
+        # status line alone is drawn before the DEAL's answer too.
+        taken = "#bet-status:has-text('Your bets are in'), #action-bar [data-action]"
+        expect(page.locator(taken).first).to_be_visible()
         server.service.close_betting(table)  # no waiting for the betting window
     expect(page.locator("#action-bar [data-action], #result:not([hidden])").first).to_be_visible()
 

@@ -146,6 +146,7 @@ def test_a_bet_left_without_deal_is_returned_with_the_reason(browser: Any, live_
     try:
         place(dealer_page, 100)
         dealer_page.locator("#deal").click()
+        expect(dealer_page.locator("#bet-status")).to_contain_text("Your bets are in")
         place(late, 500)  # chips on the spot, but no DEAL
         expect(late.locator("#balance strong")).to_have_text("$995.00")
         live_server.service.close_betting("multiplayer")
@@ -277,6 +278,7 @@ def test_long_names_are_read_whole_in_the_seat_strip(browser: Any, live_server: 
     try:
         place(page, 100)
         page.locator("#deal").click()
+        expect(page.locator("#bet-status")).to_contain_text("Your bets are in")
         live_server.service.close_betting("multiplayer")
         expect(page.locator(".others .seat.active")).to_be_visible()
         for size, viewport in (("desktop", None), ("360", {**PHONE, "width": 360})):
@@ -364,6 +366,10 @@ def test_a_second_tab_follows_what_the_players_first_tab_did(browser: Any, live_
         first.locator("#deal").click()
         place(other, 100)
         other.locator("#deal").click()
+        # Both seats in before the deal: a DEAL still on its way when betting closed left the other player out, the
+        # first player alone at each step, and the second tab's HIT dealt at once (CI failed twice so).
+        for page in (first, other):
+            expect(page.locator("#bet-status")).to_contain_text("Your bets are in")
         live_server.service.close_betting("power")
         for page in (first, second):
             expect(page.locator("button[data-action='stand']")).to_be_enabled()
