@@ -342,3 +342,25 @@ def test_a_database_with_calls_to_an_operators_wallet_before_0015_is_taken_as_on
         with TestClient(create_app(Settings(database_url, tmp_path, OPERATOR), timers=False)):
             pass
         assert recorded() == [("operator", None), ("built-in", None)] and refusal() is None
+
+
+def test_unfinished_shoes_before_0017_get_the_game_their_rounds_were_dealt_in(database_url: str) -> None:
+    """A shoe knew its table, not its game, and a table whose game changed dealt the new game from it. The upgrade
+    gives each unfinished shoe the game of its rounds; a fresh one, and a finished one, keep none (``tables.fits``
+    judges a fresh one by its cards)."""
+    with at_revision(database_url, "0016", "power") as engine:
+        with engine.begin() as connection:
+            for shoe_id, finished in ((2, False), (3, True)):  # 1: fresh, unfinished (at_revision's)
+                connection.execute(text(
+                    "INSERT INTO shoes (id, table_id, cards, salt, commitment, position, finished, created_at) "
+                    "VALUES (:id, 'power', '2S 3D', 's', 'c', 0, :finished, CURRENT_TIMESTAMP)"),
+                    {"id": shoe_id, "finished": finished})
+            for round_id, shoe_id in ((1, 2), (2, 2), (3, 3)):
+                connection.execute(text(
+                    "INSERT INTO rounds (id, table_id, variant, status, shoe_id, shoe_start, actions, version, "
+                    "created_at) VALUES (:id, 'power', 'power', 'settled', :shoe_id, 0, '[]', 0, CURRENT_TIMESTAMP)"),
+                    {"id": round_id, "shoe_id": shoe_id})
+        db.migrate(database_url)
+        with engine.connect() as connection:
+            variants = dict(connection.execute(text("SELECT id, variant FROM shoes ORDER BY id")).all())
+        assert variants == {1: None, 2: "power", 3: None}

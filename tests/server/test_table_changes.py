@@ -455,3 +455,73 @@ def test_a_slip_held_at_a_table_taken_out_of_tables_toml_is_not_staked_at_an_ope
     assert ann.get("/tables/classic-premium").json()["slip"]["total"] == 0
     refused = ann.post("/tables/classic-premium/deal")
     assert refused.status_code == 409 and ann.balance("EUR") == euros, refused.json()
+
+
+def shoes_of(service: Any, table_id: str) -> dict[int, tuple[str | None, int, bool]]:
+    """The table's shoes by id: the game each was shuffled for, its number of cards, whether it is finished."""
+    with service.store.read() as session:
+        rows = session.execute(select(SHOES.c.id, SHOES.c.variant, SHOES.c.cards, SHOES.c.finished)
+                               .where(SHOES.c.table_id == table_id)).all()
+    return {row.id: (row.variant, len(row.cards.split()), row.finished) for row in rows}
+
+
+def shoe_of_round(service: Any, round_id: int) -> int:
+    with service.store.read() as session:
+        return int(session.execute(select(ROUNDS.c.shoe_id).where(ROUNDS.c.id == round_id)).scalar_one())
+
+
+def test_a_table_whose_game_changed_in_tables_toml_deals_no_round_from_the_old_games_shoe(
+        http: TestClient, restart: Restart, service: Any) -> None:
+    """Before, the new game was dealt from the shoe shuffled for the old one until its cut card: here a single-deck
+    round from 312 classic cards (found by review). The old game's shoe a round in play deals from is not finished
+    (revealed) before that round ends, and is finished when it ends, wherever its cut card is."""
+    ann, bob = new_player(http, "ann"), new_player(http, "bob")
+    service.stacked.append(["TS", "6H", "9D", "TC", "8C"])  # bob's round: 19 against 6 + 10, in play
+    bob.bet("classic", 500)
+    in_play = bob.post("/tables/classic/deal").json()["id"]
+    ann.bet("classic", 500)
+    played_out(ann, ann.post("/tables/classic/deal").json()["id"])  # ann's next shoe is shuffled, for classic
+    old = shoes_of(service, "classic")
+    assert {variant for variant, _, _ in old.values()} == {"classic"}
+    bob_shoe = shoe_of_round(service, in_play)
+    assert old[bob_shoe] == ("classic", 312, False)
+    client, service = restart(classic={"variant": "single-deck", "limits": {"main": (2500, 100000)}, "chips": (2500,)})
+    ann, bob = again(client, ann), again(client, bob)
+    for player in (ann, bob):  # bob's bet control during his round: the new game's first shoe is shuffled now
+        assert player.get("/tables/classic").json()["table"]["variant"] == "single-deck"
+        player.bet("classic", 2500)
+    dealt = ann.post("/tables/classic/deal").json()
+    assert dealt["variant"] == "single-deck" and shoes_of(service, "classic")[shoe_of_round(service, dealt["id"])] \
+        == ("single-deck", 52, False), dealt
+    shoes = shoes_of(service, "classic")
+    assert [shoe_id for shoe_id, (variant, _, finished) in shoes.items() if variant == "classic" and not finished] \
+        == [bob_shoe]  # every other classic shoe finished; bob's, in play, still hidden
+    verify = bob.get(f"/rounds/{in_play}/verify")
+    assert verify.status_code == 409, verify.json()  # nothing of it is revealed mid-round
+    view = played_out(bob, in_play)
+    assert view["status"] == "settled" and view["variant"] == "classic" and view["me"]["returned"] == 1000
+    assert shoes_of(service, "classic")[bob_shoe] == ("classic", 312, True)  # short of any cut card, finished
+    assert bob.get(f"/rounds/{in_play}/verify").status_code == 200
+
+
+@pytest.mark.parametrize("change", [{"variant": "multiplayer"}, None], ids=["game-changed", "taken-out"])
+def test_a_shoe_with_a_cut_card_is_finished_when_its_last_round_ends_at_a_table_changed_or_taken_out(
+        http: TestClient, restart: Restart, service: Any, clock: Clock, change: dict[str, Any] | None) -> None:
+    """Power's shoe lasts to its cut card. A round in play when the table changed game, or was taken out, is the last
+    that shoe deals: before, its settlement left the shoe unfinished, so its ``/verify`` could never reveal it."""
+    from server_helpers import dealt_shared_round
+
+    ann, bob = new_player(http, "ann"), new_player(http, "bob")
+    service.stacked.append(["KS", "6H", "8D", "QC", "7C"])  # 18 against 6 + 10 (power has no 9 or 10): in play
+    in_play = dealt_shared_round(service, clock, [ann], "power")
+    shoe = shoe_of_round(service, in_play)
+    client, service = restart(power=change)
+    ann, bob = again(client, ann), again(client, bob)
+    assert played_out(ann, in_play)["me"]["returned"] == 1000
+    assert shoes_of(service, "power")[shoe] == ("power", 352, True)  # far short of its cut card (264), finished
+    assert ann.get(f"/rounds/{in_play}/verify").status_code == 200
+    if change is not None:  # the new game's first round: from a shoe of its own
+        dealt = dealt_shared_round(service, clock, [bob], "power")
+        assert shoes_of(service, "power")[shoe_of_round(service, dealt)][:2] == ("multiplayer", 416)
+    else:
+        assert [finished for _, _, finished in shoes_of(service, "power").values()] == [True]  # none shuffled anew

@@ -101,6 +101,9 @@ class Shoe(Base):
     cut_card: Mapped[int | None] = mapped_column(Integer, nullable=True)
     finished: Mapped[bool] = mapped_column(Boolean, default=False)
     created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True))
+    # The game it was shuffled for (migration 0017): a table whose game changed deals no round from it. None only for
+    # a shoe shuffled before 0017 that no round had dealt from, judged by its cards and cut card (tables.fits).
+    variant: Mapped[str | None] = mapped_column(String(32), nullable=True)
 
 
 class Round(Base):

@@ -1105,7 +1105,8 @@ class Rounds:
         round_row.status = "settled"
         round_row.settled_at = self.clock()
         round_row.decision_since = None
-        if move_shoe(session, round_row.shoe_id, round_row.shoe_start + engine.shoe.position):
+        retired = table.closed or round_row.variant != table.variant  # a table removed, or its game changed meanwhile
+        if move_shoe(session, round_row.shoe_id, round_row.shoe_start + engine.shoe.position, retired):
             self._next_shoe(session, table, seats, builtin_rules(table.variant).shoe.cut_card)
 
     def _next_shoe(self, session: Session, table: TableSpec, seats: Sequence[RoundSeat], cut_card: int | None
@@ -1117,7 +1118,7 @@ class Rounds:
         (After a void, and at a table's first visit, the next bet control makes it.) A table that shuffles every
         round made it at the deal (:meth:`Shoes.following`); for a round dealt before that, the next bet control.
         """
-        if seats and cut_card is not None:
+        if seats and cut_card is not None and not table.closed:  # a closed table deals no more rounds
             self.shoes.prepared(session, table, seats[0].player_id, one_finished=True)
 
     def void(self, round_id: int, reason: str, when: tuple[str, ...] = OPEN) -> None:

@@ -15,7 +15,7 @@ import threading
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, replace
 from datetime import datetime
-from functools import cache
+from functools import cache, lru_cache
 from typing import Any
 from weakref import WeakKeyDictionary
 
@@ -214,11 +214,9 @@ class TableRegistry:
             open_rounds = session.execute(select(ROUNDS.c.id, ROUNDS.c.status).where(
                 ROUNDS.c.table_id == table_id, ROUNDS.c.status.in_(OPEN_STATUSES))).all()
             session.execute(delete(SLIPS).where(SLIPS.c.table_id == table_id))
-            session.execute(update(SHOES).where(
-                SHOES.c.table_id == table_id, SHOES.c.finished.is_(False),
-                SHOES.c.id.not_in(select(ROUNDS.c.shoe_id).where(ROUNDS.c.table_id == table_id,
-                                                                 ROUNDS.c.status.in_(OPEN_STATUSES))))
-                            .values(finished=True))
+            session.execute(update(SHOES).where(SHOES.c.table_id == table_id, SHOES.c.finished.is_(False),
+                                                SHOES.c.id.not_in(_IN_PLAY)).values(finished=True),
+                            {"rounds_table": table_id})
             body = self.store.answer(session, {**table_json(table), "closed": True, "rounds_open": len(open_rounds)})
         with self._lock:
             if self._tables is not None:
@@ -396,8 +394,15 @@ COMMITMENT = select(SHOES.c.commitment).where(SHOES.c.id == bindparam("shoe_id")
 _UNFINISHED = select(*SHOES.c).where(SHOES.c.table_id == bindparam("table_id"), SHOES.c.finished.is_(False))
 UNFINISHED_SHARED = _UNFINISHED.where(SHOES.c.player_id.is_(None)).order_by(SHOES.c.id.desc())
 UNFINISHED_OWN = _UNFINISHED.where(SHOES.c.player_id == bindparam("player_id")).order_by(SHOES.c.id.desc())
-SHOE_FINISHED = update(SHOES).where(SHOES.c.id == bindparam("shoe_id")).values(finished=True)
-_NEWEST = (select(SHOES.c.id, SHOES.c.commitment, SHOES.c.position, SHOES.c.cut_card)
+# The shoes the open rounds at ``rounds_table`` deal from (a private table's: every player's), which nothing finishes
+# before their round ends: finishing reveals a shoe. By the rounds' table and status, as their index has them. (Not
+# ``table_id``: an update's bound name may not be a column's.)
+_IN_PLAY = (select(ROUNDS.c.shoe_id)
+            .where(ROUNDS.c.table_id == bindparam("rounds_table"), ROUNDS.c.status.in_(OPEN_STATUSES)))
+# A shoe the next round will not use: past its cut card, replaced by a stack, or shuffled for another game.
+SHOE_FINISHED = (update(SHOES).where(SHOES.c.id == bindparam("shoe_id"), SHOES.c.id.not_in(_IN_PLAY))
+                 .values(finished=True))
+_NEWEST = (select(SHOES.c.id, SHOES.c.commitment, SHOES.c.position, SHOES.c.cut_card, SHOES.c.variant)
            .where(SHOES.c.table_id == bindparam("table_id"), SHOES.c.finished.is_(False))
            .order_by(SHOES.c.id.desc()).limit(1))
 NEWEST_SHARED = _NEWEST.where(SHOES.c.player_id.is_(None))
@@ -421,7 +426,8 @@ REVEALED = (select(SHOES.c.commitment, SHOES.c.finished, _once_finished(SHOES.c.
 # is the shoe as REVEALED reads it: the settled round's view reveals it from there (see revealed_of).
 SHOE_MOVED = (update(SHOES).where(SHOES.c.id == bindparam("shoe_id"))
               .values(position=bindparam("dealt"), finished=or_(SHOES.c.finished, SHOES.c.cut_card.is_(None),
-                                                                bindparam("dealt") >= SHOES.c.cut_card))
+                                                                bindparam("dealt") >= SHOES.c.cut_card,
+                                                                bindparam("retired")))
               .returning(*REVEALED.selected_columns))
 
 
@@ -457,12 +463,13 @@ def _remember_read(session: Session, shoe: ShoeRow) -> None:
         _remember(_commitments.setdefault(session.get_bind().engine.pool, {}), shoe.id, shoe.commitment)
 
 
-def move_shoe(session: Session, shoe_id: int, dealt: int) -> bool:
+def move_shoe(session: Session, shoe_id: int, dealt: int, retired: bool = False) -> bool:
     """Move the shoe past the cards a round dealt (``dealt``: its position after them) in one statement; whether it
     is now finished. The statement answers as :data:`REVEALED` reads (the salt and cards only if the shoe is now
     finished), noted for :func:`revealed_of`: the settled round's view reveals a finished shoe without reading it
-    again."""
-    moved = run(session, SHOE_MOVED, {"shoe_id": shoe_id, "dealt": dealt}).one()
+    again. A ``retired`` shoe (its table closed, or now dealing another game) is finished wherever its cut card is:
+    no round will deal from it again, and its round's ``/verify`` reveals it."""
+    moved = run(session, SHOE_MOVED, {"shoe_id": shoe_id, "dealt": dealt, "retired": retired}).one()
     transaction_notes(session, _MOVED_SHOES)[shoe_id] = moved
     return bool(moved.finished)
 
@@ -501,9 +508,11 @@ class Shoes:
         """
         query = NEWEST_SHARED if table.shared else NEWEST_OWN
         newest = run(session, query, {"table_id": table.id, "player_id": player_id}).first()
-        if newest is not None and _deals_next(newest.position, newest.cut_card):
-            return {"id": newest.id, "commitment": newest.commitment}
-        return None
+        if newest is None or not _deals_next(newest.position, newest.cut_card):
+            return None
+        if newest.variant is None:  # shuffled before migration 0017: judged by its cards, read now (rare)
+            newest = run(session, _UNFINISHED.where(SHOES.c.id == newest.id)).first()
+        return {"id": newest.id, "commitment": newest.commitment} if fits(newest, table) else None
 
     def published(self, session: Session, table: TableSpec, player_id: int) -> dict[str, Any]:
         """The next shoe as the table publishes it, shuffled now if the table has none.
@@ -514,10 +523,10 @@ class Shoes:
         found = self.next_published(session, table, player_id)
         return found if found is not None else shoe_json(self.prepared(session, table, player_id))
 
-    def _kept(self, unfinished: list[ShoeRow]) -> ShoeRow | None:
+    def _kept(self, unfinished: list[ShoeRow], table: TableSpec) -> ShoeRow | None:
         """The shoe the next round will use, of ``unfinished``, if there is one and no stack waits to replace it
         (a fresh, shuffled shoe gives way to a stack; one made from a stack does not)."""
-        shoe = _usable(unfinished)
+        shoe = _usable(unfinished, table)
         if shoe is None or (self.stacked and shoe.position == 0 and shoe.id not in self._stacked_ids):
             return None
         return shoe
@@ -538,16 +547,18 @@ class Shoes:
         lock = f"shoes:{table.id}:{owner}"
         locked = one_finished and lock_in_transaction(session, lock)
         unfinished = self._unfinished(session, table, player_id)
-        if (shoe := self._kept(unfinished)) is not None:
+        if (shoe := self._kept(unfinished, table)) is not None:
             _remember_read(session, shoe)
             return shoe
         if not locked and lock_in_transaction(session, lock):
             unfinished = self._unfinished(session, table, player_id)  # as the one that held the lock left them
-            if (shoe := self._kept(unfinished)) is not None:
+            if (shoe := self._kept(unfinished, table)) is not None:
                 _remember_read(session, shoe)
                 return shoe
-        for old in unfinished:
-            defer(session, SHOE_FINISHED, {"shoe_id": old.id})  # past its cut card
+        # Past its cut card, replaced by a stack, or shuffled for the game the table had before a restart; one a round
+        # in play deals from is finished when that round ends (move_shoe), not revealed now.
+        for old in unfinished:  # one statement each: the status list expands, which no executemany may
+            defer(session, SHOE_FINISHED, {"shoe_id": old.id, "rounds_table": table.id})
         return self._shuffled(session, table, owner)
 
     def following(self, session: Session, table: TableSpec, player_id: int, dealing: ShoeRow) -> ShoeRow | None:
@@ -585,7 +596,7 @@ class Shoes:
         salt = secrets.token_hex(16)
         row = {"table_id": table.id, "player_id": owner, "cards": " ".join(cards), "salt": salt,
                "commitment": commitment(salt, cards), "position": 0, "cut_card": rules.shoe.cut_card,
-               "finished": False, "created_at": self.clock()}
+               "finished": False, "created_at": self.clock(), "variant": table.variant}
         # A Core insert, not an object for the unit of work to flush: a private table shuffles at every
         # round's end, and a flush of its own cost more than the insert. The object returned holds the
         # row's values as inserted, outside the session: callers read its id, position, cards and commitment.
@@ -607,10 +618,44 @@ def shoe_json(shoe: ShoeRow) -> dict[str, Any]:
     return {"id": shoe.id, "commitment": shoe.commitment}
 
 
-def _usable(unfinished: list[ShoeRow]) -> ShoeRow | None:
-    """The newest unfinished shoe if the next round may use it: fresh, or used but short of its cut card."""
+def _usable(unfinished: list[ShoeRow], table: TableSpec) -> ShoeRow | None:
+    """The newest unfinished shoe if the next round at ``table`` may use it: shuffled for the table's game, and fresh
+    or used but short of its cut card."""
     shoe = unfinished[0] if unfinished else None
-    return shoe if shoe is not None and _deals_next(shoe.position, shoe.cut_card) else None
+    return shoe if shoe is not None and _deals_next(shoe.position, shoe.cut_card) and fits(shoe, table) else None
+
+
+def fits(shoe: Any, table: TableSpec) -> bool:
+    """Whether ``shoe`` (a row with its ``variant``, ``cut_card`` and, for one shuffled before migration 0017 whose
+    ``variant`` is None, its ``cards``) was shuffled for the game ``table`` deals now.
+
+    A table whose game an operator changed deals no round from the old game's shoe: not 312 classic cards to a
+    single-deck game, nor a shoe with a cut card to a game that shuffles every round.
+
+    >>> from types import SimpleNamespace as Row
+    >>> from twentyone.server.config import shipped_tables
+    >>> single = shipped_tables()["single-deck"]
+    >>> fits(Row(variant="single-deck", cut_card=None, cards=None), single)
+    True
+    >>> fits(Row(variant="classic", cut_card=None, cards=None), single)
+    False
+    >>> deck = " ".join(_card_names(builtin_rules("single-deck").shoe.composition))
+    >>> fits(Row(variant=None, cut_card=None, cards=deck), single)
+    True
+    >>> fits(Row(variant=None, cut_card=39, cards=deck), single)
+    False
+    """
+    if shoe.variant is not None:
+        return bool(shoe.variant == table.variant)
+    return _old_shoe_fits(shoe.cards, shoe.cut_card, table.variant)
+
+
+@lru_cache(maxsize=64)
+def _old_shoe_fits(cards: str, cut_card: int | None, variant: str) -> bool:
+    """Whether a shoe shuffled before its game was recorded (migration 0017) holds the cards and cut card ``variant``
+    shuffles: remembered, as such a shoe is judged at each deal until it is finished."""
+    shoe = builtin_rules(variant).shoe
+    return cut_card == shoe.cut_card and sorted(cards.split()) == sorted(_card_names(shoe.composition))
 
 
 def _deals_next(position: int, cut_card: int | None) -> bool:
