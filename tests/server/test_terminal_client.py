@@ -89,6 +89,45 @@ def test_a_credit_made_while_betting_shows_at_the_next_bet_control(http: TestCli
     assert "Goodbye. Balance $1,050.00 after 0 rounds" in screen(table)
 
 
+VIP = {"id": "vip", "name": "VIP", "variant": "classic", "currency": "USD", "chips": [500, 2500],
+       "limits": {"main": [500, 100000]}}
+
+
+@pytest.mark.parametrize("in_play", [False, True], ids=["betting", "round-in-play"])
+def test_a_table_the_operator_removes_ends_the_terminal_once_nothing_of_the_players_is_open_there(
+        http: TestClient, service: GameService, operator: Client, in_play: bool) -> None:
+    """As the web page goes back to the lobby. A player betting there is told at the next key; one with a round in
+    play there plays it out, sees its result, and is told then. Before, the client stayed and answered every key
+    "There is no table 'vip'." (noted by a review)."""
+    assert operator.post("/admin/tables", VIP).status_code == 201
+    service.stacked.append(WIN)
+    read: list[str] = []
+
+    def keys() -> Any:
+        for key in ("b", "d") if in_play else ("b",):
+            read.append(key)
+            yield key
+        assert operator.delete("/admin/tables/vip").status_code == 200
+        for key in "sbdq" if in_play else "bdq":
+            read.append(key)
+            yield key
+
+    table = play_at_server("http://testserver", "vip", console=console(), keys=keys(), http=http)
+    shown = screen(table)
+    if in_play:
+        assert read == ["b", "d", "s"]  # the stand settles the round, and the client ends: no key after it is read
+        assert "Round over: won $5.00." in shown
+        assert shown.index("Round over: won $5.00.") < shown.index("The table VIP was closed by the casino: it "
+                                                                    "takes no new bets.")
+        assert "Goodbye. Balance $1,005.00 after 1 round at VIP." in shown  # as sat down at: the stand-in has no name
+        assert me(http, table)["balances"]["USD"] == 100500
+    else:
+        assert read == ["b", "b"]  # the bet held on the slip was dropped with the table, never debited
+        assert "The table VIP was closed by the casino." in shown and "Goodbye. Balance $1,000.00 after 0 rounds" \
+            in shown
+        assert me(http, table)["balances"]["USD"] == 100000
+
+
 def test_a_key_that_is_no_action_now_sends_nothing(http: TestClient, service: GameService) -> None:
     service.stacked.append(WIN)
     table = played(http, "classic", "bdp")  # no pair: no split

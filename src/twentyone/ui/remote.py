@@ -66,6 +66,12 @@ class _Quit(Exception):
     """``q`` pressed while the table moved without the player."""
 
 
+class _TableClosed(_Quit):
+    """The operator removed the table (or took it out of ``tables.toml``) and no round of this player's is open there:
+    the client says so and ends, as the web page goes back to the lobby. Before, it stayed, and answered every key
+    "There is no table 'vip'." (noted by a review)."""
+
+
 class ServerError(Exception):
     """The server refused a request (its ``detail``) or could not be reached: one line for the player."""
 
@@ -330,9 +336,12 @@ class RemoteTable:
     cash_out_shown: bool = True  # the player's setting, as the web page honours it
     keyboard: TextIO | None = None  # the terminal the keys come from: q while the table moves, keys typed ahead
     presence: Presence | None = None  # the table's WebSocket, at a shared table
+    table_name: str = ""  # as the player sat down at it (__post_init__)
 
     def __post_init__(self) -> None:
         self.refresh()
+        # The name the player sat down at: a table taken out since is read as a stand-in, which knows its id alone.
+        self.table_name = str(self.table["name"])
         self.cash_out_shown = bool(self.api.get("/me")["settings"]["cash_out_visible"])
 
     @property
@@ -350,7 +359,12 @@ class RemoteTable:
         """Read the table again: balance, slip, and its round. At a shared table that round may be one this player
         has no seat in (another's, forming or in play): it is watched, and the player bets meanwhile (bets and DEAL
         join a forming round), never taken for their own."""
-        self.state = self.api.get(f"/tables/{self.table_id}")
+        try:
+            self.state = self.api.get(f"/tables/{self.table_id}")
+        except ServerError as error:
+            if error.status == 404 and self.state:  # there when the player sat down: removed since
+                raise _TableClosed(f"The table {self.table_name} was closed by the casino.") from None
+            raise
         current = self.state["round"]
         self.watched = current if current is not None and "me" not in current else None
         if current is not None and "me" in current:
@@ -362,6 +376,7 @@ class RemoteTable:
         try:
             self.wait_for_turn()
             self.draw()
+            self._leave_if_closed()
             for key in keys:
                 asked = self._asked()
                 if not self.press(key):
@@ -370,6 +385,9 @@ class RemoteTable:
                 if self.keyboard is not None and self._asked() not in (None, asked):
                     discard_typed_ahead(self.keyboard)  # a new decision: only keys pressed once it shows count
                 self.draw()
+                self._leave_if_closed()
+        except _TableClosed as closed:
+            self.console.print(str(closed))
         except (KeyboardInterrupt, _Quit):
             pass
         if self.round_open():
@@ -378,7 +396,13 @@ class RemoteTable:
         rounds = f"{self.rounds} round{'s' if self.rounds != 1 else ''}"
         balance = self.state.get("balance")
         held = self.money(balance) if balance is not None else "not given by the operator's wallet"
-        self.console.print(f"Goodbye. Balance {held} after {rounds} at {self.table['name']}.")
+        self.console.print(f"Goodbye. Balance {held} after {rounds} at {self.table_name}.")
+
+    def _leave_if_closed(self) -> None:
+        """At a table taken out, once this player's round there is over (and shown): the table takes no bets, so
+        the client ends. A player reaches such a table only to finish a round (its stand-in, ``closed``)."""
+        if self.table.get("closed") and not self.round_open():
+            raise _TableClosed(f"The table {self.table_name} was closed by the casino: it takes no new bets.")
 
     def _asked(self) -> tuple[Any, ...] | None:
         """The decision asked of this player now (round, hand, kind), if any."""
@@ -604,7 +628,7 @@ class RemoteTable:
         header.add_column()
         header.add_column(justify="right")
         balance = self.state.get("balance")
-        header.add_row(Text(f"{self.table['name']} · {self.player['name']}", style="bold green"),
+        header.add_row(Text(f"{self.table_name} · {self.player['name']}", style="bold green"),
                        Text(f"Balance {self.money(balance)}" if balance is not None
                             else f"Balance not held in {self.currency}", style="bold yellow"))
         parts: list[RenderableType] = [header]
