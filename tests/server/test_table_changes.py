@@ -525,3 +525,39 @@ def test_a_shoe_with_a_cut_card_is_finished_when_its_last_round_ends_at_a_table_
         assert shoes_of(service, "power")[shoe_of_round(service, dealt)][:2] == ("multiplayer", 416)
     else:
         assert [finished for _, _, finished in shoes_of(service, "power").values()] == [True]  # none shuffled anew
+
+
+def test_a_round_formed_before_the_tables_game_changed_is_joined_by_no_one_else_and_dealt_in_its_own_game(
+        http: TestClient, restart: Restart, service: Any, clock: Clock) -> None:
+    """Its seats bet on the old game, and it deals that game from the old game's shoe; a bet made on the new game does
+    not join it (before, it was staked in a round of another game: found by review), and the next round is the new
+    game's, from a shoe of its own."""
+    from server_helpers import joined_shared_round
+
+    ann, bob = new_player(http, "ann"), new_player(http, "bob")
+    [joined] = joined_shared_round(service, clock, [ann], "multiplayer")
+    forming = joined.json()["id"]
+    clock.advance(-service.table("multiplayer").betting_window)  # the window still open at the restart
+    client, service = restart(multiplayer={"variant": "power"})
+    ann, bob = again(client, ann), again(client, bob)
+    balance = bob.balance()
+    bob.bet("multiplayer", 500)
+    refused = bob.post("/tables/multiplayer/deal")
+    assert (refused.status_code, refused.json()) == (409, {"detail": "This round deals Multiplayer Blackjack, as the "
+                                                                     "table did when it opened: bet on the next one."})
+    assert bob.balance() == balance and bob.get("/tables/multiplayer").json()["slip"]["total"] == 500
+    clock.advance(service.table("multiplayer").betting_window + 1)
+    service.tick()
+    dealt = ann.get(f"/rounds/{forming}").json()
+    assert dealt["status"] in ("playing", "settled") and dealt["variant"] == "multiplayer"
+    assert shoes_of(service, "multiplayer")[shoe_of_round(service, forming)][:2] == ("multiplayer", 416)
+    if dealt["status"] == "playing":
+        clock.advance(60)  # ann's decisions are left to the timer, as a player who left
+        service.tick()
+    assert ann.get(f"/rounds/{forming}").json()["status"] == "settled"
+    bob.bet("multiplayer", 500)  # his slip was returned at the round's close: bets not in it (sheet 000)
+    joined = bob.post("/tables/multiplayer/deal")
+    assert joined.status_code == 200 and joined.json()["variant"] == "power", joined.json()
+    clock.advance(service.table("multiplayer").betting_window + 1)
+    service.tick()
+    assert shoes_of(service, "multiplayer")[shoe_of_round(service, joined.json()["id"])][:2] == ("power", 352)

@@ -426,6 +426,9 @@ class Rounds:
             if round_row.currency not in (None, table.currency):  # formed before the table's currency changed
                 raise ServiceError(409, f"This round takes bets in {round_row.currency}, as the table did when it "
                                         "opened: bet on the next one.")
+            if round_row.variant != table.variant:  # formed before the table's game changed: its bets are another's
+                raise ServiceError(409, f"This round deals {builtin_rules(round_row.variant).name}, as the table did "
+                                        "when it opened: bet on the next one.")
             if seat_of(session, round_row.id, caller.id) is not None:
                 raise ServiceError(409, "Your bets are already in this round.")
             taken, last = run(session, SEATS_TAKEN, {"round_id": round_row.id}).one()
