@@ -344,10 +344,12 @@ def test_a_database_with_calls_to_an_operators_wallet_before_0015_is_taken_as_on
         assert recorded() == [("operator", None), ("built-in", None)] and refusal() is None
 
 
-def test_unfinished_shoes_before_0017_get_the_game_their_rounds_were_dealt_in(database_url: str) -> None:
+def test_unfinished_shoes_before_0017_get_the_game_their_first_round_was_dealt_in(database_url: str) -> None:
     """A shoe knew its table, not its game, and a table whose game changed dealt the new game from it. The upgrade
-    gives each unfinished shoe the game of its rounds; a fresh one, and a finished one, keep none (``tables.fits``
-    judges a fresh one by its cards)."""
+    gives each unfinished shoe the game of its first round, the one it was shuffled for: a power shoe that went on
+    to deal multiplayer rounds after such a change is power's (a first version took the least name, multiplayer,
+    and the defect went on: found by review). A fresh one, and a finished one, keep none (the start finishes a
+    fresh one: ``Shoes.retire_unfit``)."""
     with at_revision(database_url, "0016", "power") as engine:
         with engine.begin() as connection:
             for shoe_id, finished in ((2, False), (3, True)):  # 1: fresh, unfinished (at_revision's)
@@ -355,11 +357,11 @@ def test_unfinished_shoes_before_0017_get_the_game_their_rounds_were_dealt_in(da
                     "INSERT INTO shoes (id, table_id, cards, salt, commitment, position, finished, created_at) "
                     "VALUES (:id, 'power', '2S 3D', 's', 'c', 0, :finished, CURRENT_TIMESTAMP)"),
                     {"id": shoe_id, "finished": finished})
-            for round_id, shoe_id in ((1, 2), (2, 2), (3, 3)):
+            for round_id, shoe_id, variant in ((1, 2, "power"), (2, 2, "multiplayer"), (3, 3, "power")):
                 connection.execute(text(
                     "INSERT INTO rounds (id, table_id, variant, status, shoe_id, shoe_start, actions, version, "
-                    "created_at) VALUES (:id, 'power', 'power', 'settled', :shoe_id, 0, '[]', 0, CURRENT_TIMESTAMP)"),
-                    {"id": round_id, "shoe_id": shoe_id})
+                    "created_at) VALUES (:id, 'power', :variant, 'settled', :shoe_id, 0, '[]', 0, CURRENT_TIMESTAMP)"),
+                    {"id": round_id, "shoe_id": shoe_id, "variant": variant})
         db.migrate(database_url)
         with engine.connect() as connection:
             variants = dict(connection.execute(text("SELECT id, variant FROM shoes ORDER BY id")).all())

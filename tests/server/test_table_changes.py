@@ -487,6 +487,9 @@ def test_a_table_whose_game_changed_in_tables_toml_deals_no_round_from_the_old_g
     assert old[bob_shoe] == ("classic", 312, False)
     client, service = restart(classic={"variant": "single-deck", "limits": {"main": (2500, 100000)}, "chips": (2500,)})
     ann, bob = again(client, ann), again(client, bob)
+    # The start finished every classic shoe (ann's next one, revealed) but the one bob's round in play deals from.
+    assert [shoe_id for shoe_id, (_, _, finished) in shoes_of(service, "classic").items() if not finished] \
+        == [bob_shoe]
     for player in (ann, bob):  # bob's bet control during his round: the new game's first shoe is shuffled now
         assert player.get("/tables/classic").json()["table"]["variant"] == "single-deck"
         player.bet("classic", 2500)
@@ -561,3 +564,45 @@ def test_a_round_formed_before_the_tables_game_changed_is_joined_by_no_one_else_
     clock.advance(service.table("multiplayer").betting_window + 1)
     service.tick()
     assert shoes_of(service, "multiplayer")[shoe_of_round(service, joined.json()["id"])][:2] == ("power", 352)
+
+
+@pytest.mark.parametrize("change", [{"seats": 1}, None], ids=["made-private", "taken-out"])
+def test_a_used_shoe_no_table_deals_from_now_is_finished_at_the_start(
+        http: TestClient, restart: Restart, service: Any, clock: Clock, change: dict[str, Any] | None) -> None:
+    """Power's shoe, short of its cut card after a round, at a table made private (a private table deals from its
+    players' own shoes) or taken out: finished at the start, so that the round it dealt can be verified. Before, it
+    stayed unfinished for good and that round's ``/verify`` was a 409 (found by review)."""
+    from server_helpers import dealt_shared_round
+
+    ann = new_player(http, "ann")
+    service.stacked.append(["KS", "6H", "8D", "QC", "7C"])  # 18 against 6 + 10: in play
+    settled = played_out(ann, dealt_shared_round(service, clock, [ann], "power"))
+    shoe = shoe_of_round(service, settled["id"])
+    assert shoes_of(service, "power")[shoe] == ("power", 352, False)
+    assert ann.get(f"/rounds/{settled['id']}/verify").status_code == 409  # the shoe deals on: nothing revealed
+    client, service = restart(power=change)
+    ann = again(client, ann)
+    assert shoes_of(service, "power")[shoe][2] is True
+    assert ann.get(f"/rounds/{settled['id']}/verify").status_code == 200
+
+
+def test_a_shoe_shuffled_before_its_game_was_recorded_is_finished_at_the_start_and_the_table_plays_on(
+        http: TestClient, restart: Restart, service: Any, clock: Clock) -> None:
+    """A fresh shoe from before migration 0017 has no game: it fits no table, and the start finishes it, so that the
+    table shuffles one of its own at the next bet. A first version read such a shoe again at every table read, with
+    a statement missing its table: every read of the table and every bet control there a 500 (found by review)."""
+    ann, bob = new_player(http, "ann"), new_player(http, "bob")
+    bob.bet("multiplayer", 500)  # the table's next shoe is shuffled and published
+    published = bob.get("/tables/multiplayer").json()["next_shoe"]["id"]
+    with service.store.write() as session:
+        session.execute(SHOES.update().where(SHOES.c.id == published).values(variant=None))
+    client, service = restart()
+    ann, bob = again(client, ann), again(client, bob)
+    assert shoes_of(service, "multiplayer")[published][2] is True
+    for player in (ann, bob):
+        assert player.get("/tables/multiplayer").status_code == 200
+    ann.bet("multiplayer", 500)
+    shoe = ann.get("/tables/multiplayer").json()["next_shoe"]["id"]
+    assert shoe != published and shoes_of(service, "multiplayer")[shoe] == ("multiplayer", 416, False)
+    joined = ann.post("/tables/multiplayer/deal")
+    assert joined.status_code == 200, joined.json()

@@ -244,6 +244,8 @@ def create_app(settings: Settings, operator_wallet: OperatorWallet | None = None
         kwargs["events"] = PostgresBroadcaster(settings.database_url)
         kwargs["ownership"] = AdvisoryOwnership(settings.database_url)
     service = GameService(db, settings, operator_wallet, rng=rng, **kwargs)
+    if retired := service.shoes.retire_unfit(service.store, service.registry.all()):
+        log.info("finished %d shoes no table deals from as configured now (revealed for /verify)", retired)
     if isinstance(service.events, PostgresBroadcaster):
         service.events.on_tables_changed = service.reload_tables
 

@@ -102,7 +102,7 @@ class Shoe(Base):
     finished: Mapped[bool] = mapped_column(Boolean, default=False)
     created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True))
     # The game it was shuffled for (migration 0017): a table whose game changed deals no round from it. None only for
-    # a shoe shuffled before 0017 that no round had dealt from, judged by its cards and cut card (tables.fits).
+    # a shoe shuffled before 0017 that no round had dealt from, which fits no table (Shoes.retire_unfit finishes it).
     variant: Mapped[str | None] = mapped_column(String(32), nullable=True)
 
 

@@ -12,10 +12,10 @@ from __future__ import annotations
 import re
 import secrets
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import asdict, dataclass, replace
 from datetime import datetime
-from functools import cache, lru_cache
+from functools import cache
 from typing import Any
 from weakref import WeakKeyDictionary
 
@@ -492,6 +492,33 @@ class Shoes:
         self._stacked_ids: set[int] = set()  # shoes made from the stack, which a later stack does not replace
 
     @staticmethod
+    def retire_unfit(store: Store, tables: Mapping[str, TableSpec]) -> int:
+        """At a server's start, finish every shoe that no round will deal from under ``tables`` (the configuration
+        it starts with), but one a round in play deals from: a shoe of a table configured nowhere now, one shuffled
+        for another game than its table's now (or for no recorded game: before migration 0017), and a shared
+        table's shoe at a table now private, or the reverse. Finished, each is revealed, and the rounds it dealt
+        can be verified; a round in play finishes its own when it ends (:func:`move_shoe`'s ``retired``). The number
+        finished.
+
+        Before, a shoe a configuration change left behind stayed unfinished for good, its rounds' ``/verify`` a 409,
+        or dealt the new game until its cut card (found by review). Reads the tables' ids of unfinished shoes along
+        their index, then each table's unfinished shoes: a start costs about one pass over that index.
+        """
+        finished = 0
+        with store.write() as session:
+            table_ids = session.scalars(select(SHOES.c.table_id).where(SHOES.c.finished.is_(False)).distinct()).all()
+            for table_id in table_ids:
+                unfit = [SHOES.c.table_id == table_id, SHOES.c.finished.is_(False), SHOES.c.id.not_in(_IN_PLAY)]
+                table = tables.get(table_id)
+                if table is not None:
+                    other_kind = SHOES.c.player_id.is_not(None) if table.shared else SHOES.c.player_id.is_(None)
+                    unfit.append(or_(SHOES.c.variant.is_(None), SHOES.c.variant != table.variant, other_kind))
+                result = session.execute(update(SHOES).where(*unfit).values(finished=True),
+                                         {"rounds_table": table_id})
+                finished += max(result.rowcount, 0)  # type: ignore[attr-defined]
+        return finished
+
+    @staticmethod
     def _unfinished(session: Session, table: TableSpec, player_id: int) -> list[ShoeRow]:
         """The table's (or, at a private table, the player's) shoes not yet finished, newest first.
 
@@ -508,11 +535,9 @@ class Shoes:
         """
         query = NEWEST_SHARED if table.shared else NEWEST_OWN
         newest = run(session, query, {"table_id": table.id, "player_id": player_id}).first()
-        if newest is None or not _deals_next(newest.position, newest.cut_card):
+        if newest is None or not _deals_next(newest.position, newest.cut_card) or not fits(newest, table):
             return None
-        if newest.variant is None:  # shuffled before migration 0017: judged by its cards, read now (rare)
-            newest = run(session, _UNFINISHED.where(SHOES.c.id == newest.id)).first()
-        return {"id": newest.id, "commitment": newest.commitment} if fits(newest, table) else None
+        return {"id": newest.id, "commitment": newest.commitment}
 
     def published(self, session: Session, table: TableSpec, player_id: int) -> dict[str, Any]:
         """The next shoe as the table publishes it, shuffled now if the table has none.
@@ -626,36 +651,19 @@ def _usable(unfinished: list[ShoeRow], table: TableSpec) -> ShoeRow | None:
 
 
 def fits(shoe: Any, table: TableSpec) -> bool:
-    """Whether ``shoe`` (a row with its ``variant``, ``cut_card`` and, for one shuffled before migration 0017 whose
-    ``variant`` is None, its ``cards``) was shuffled for the game ``table`` deals now.
+    """Whether ``shoe`` (a row with its ``variant``) was shuffled for the game ``table`` deals now.
 
     A table whose game an operator changed deals no round from the old game's shoe: not 312 classic cards to a
-    single-deck game, nor a shoe with a cut card to a game that shuffles every round.
+    single-deck game, nor a power shoe with no tens to any other. A shoe of no recorded game (one shuffled before
+    migration 0017 that no round dealt from) fits none: :meth:`Shoes.retire_unfit` finishes it at the start.
 
     >>> from types import SimpleNamespace as Row
     >>> from twentyone.server.config import shipped_tables
     >>> single = shipped_tables()["single-deck"]
-    >>> fits(Row(variant="single-deck", cut_card=None, cards=None), single)
-    True
-    >>> fits(Row(variant="classic", cut_card=None, cards=None), single)
-    False
-    >>> deck = " ".join(_card_names(builtin_rules("single-deck").shoe.composition))
-    >>> fits(Row(variant=None, cut_card=None, cards=deck), single)
-    True
-    >>> fits(Row(variant=None, cut_card=39, cards=deck), single)
-    False
+    >>> fits(Row(variant="single-deck"), single), fits(Row(variant="classic"), single), fits(Row(variant=None), single)
+    (True, False, False)
     """
-    if shoe.variant is not None:
-        return bool(shoe.variant == table.variant)
-    return _old_shoe_fits(shoe.cards, shoe.cut_card, table.variant)
-
-
-@lru_cache(maxsize=64)
-def _old_shoe_fits(cards: str, cut_card: int | None, variant: str) -> bool:
-    """Whether a shoe shuffled before its game was recorded (migration 0017) holds the cards and cut card ``variant``
-    shuffles: remembered, as such a shoe is judged at each deal until it is finished."""
-    shoe = builtin_rules(variant).shoe
-    return cut_card == shoe.cut_card and sorted(cards.split()) == sorted(_card_names(shoe.composition))
+    return bool(shoe.variant == table.variant)
 
 
 def _deals_next(position: int, cut_card: int | None) -> bool:

@@ -9,9 +9,10 @@ A shoe knew its table, not its game. An operator who changed a shipped table's g
 shoe reached its cut card: single-deck rounds from 312 classic cards (found by review).
 
 Each shoe now keeps the game it was shuffled for. A shoe still unfinished gets the game of
-the rounds dealt from it, which is the game it was shuffled for; one no round has dealt
-from yet keeps none, and is judged by its cards and cut card (``tables.fits``). Finished
-shoes are not read: they deal nothing again.
+the first round dealt from it, the game it was shuffled for (a later round may have been of
+the game the table was changed to, the defect itself: found by review). One no round has
+dealt from keeps none: the server's start finishes it (``Shoes.retire_unfit``), and the next
+round shuffles one of its own. Finished shoes are not read: they deal nothing again.
 """
 
 from __future__ import annotations
@@ -25,9 +26,10 @@ branch_labels = None
 depends_on = None
 
 
-_DEALT_UNFINISHED = ("SELECT rounds.shoe_id, MIN(rounds.variant) FROM rounds "
-                     "JOIN shoes ON shoes.id = rounds.shoe_id WHERE shoes.finished = :no "
-                     "GROUP BY rounds.shoe_id")
+_DEALT_UNFINISHED = ("SELECT rounds.shoe_id, rounds.variant FROM rounds "
+                     "JOIN (SELECT shoe_id, MIN(id) AS first_id FROM rounds GROUP BY shoe_id) AS firsts "
+                     "ON rounds.id = firsts.first_id "
+                     "JOIN shoes ON shoes.id = rounds.shoe_id WHERE shoes.finished = :no")
 _SET_VARIANT = sa.text("UPDATE shoes SET variant = :variant WHERE id = :shoe_id")
 
 
