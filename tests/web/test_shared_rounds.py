@@ -391,6 +391,35 @@ def test_a_second_tab_follows_what_the_players_first_tab_did(browser: Any, live_
         assert not problems and not other_problems, (problems, other_problems)
 
 
+def test_each_player_who_answered_insurance_at_a_common_draw_is_given_the_next_decision(
+        browser: Any, live_server: LiveServer) -> None:
+    """Power, the dealer's Ace up: the player who declines insurance first waits for the other, then is given HIT and
+    STAND with everyone. Found by a trial: that page took the step's end for news to a finished player (nothing to
+    decide, no card coming), did not read the round, and kept "Waiting for the other players to decide…" until the
+    timer stood for them."""
+    live_server.service.stacked.append(["5S", "AH", "6D", "8C", "4C", "KD", "2H", "3S"])  # 11 each against an Ace
+    first, _, problems = table_page(browser, live_server, "power")
+    other, _, other_problems = table_page(browser, live_server, "power")
+    try:
+        for page in (first, other):
+            place(page, 100)
+            page.locator("#deal").click()
+            expect(page.locator("#bet-status")).to_contain_text("Your bets are in")
+        live_server.service.close_betting("power")
+        for page in (first, other):
+            expect(page.locator("#action-bar [data-focus='offer-no']")).to_be_enabled()
+        first.locator("#action-bar [data-focus='offer-no']").click()
+        expect(first.locator("#action-bar")).to_contain_text("Waiting for the other players to decide")
+        other.locator("#action-bar [data-focus='offer-no']").click()
+        for page in (first, other):
+            expect(page.locator("button[data-action='stand']")).to_be_enabled()
+        shot(first, "power-decision-after-insurance")
+    finally:
+        first.context.close()
+        other.context.close()
+        assert not problems and not other_problems, (problems, other_problems)
+
+
 def test_a_blackjack_in_the_seat_strip_is_named_once(browser: Any, live_server: LiveServer) -> None:
     """Another player's blackjack read "Blackjack Blackjack" in the strip once settled: its total and its result
     both named it (found by a trial)."""

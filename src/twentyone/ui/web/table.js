@@ -154,12 +154,16 @@ function othersBets(event) {
 
 // A common draw's step done, told to a player who has finished (stood, or busted: no decision left, no card coming).
 // Their round shows nothing new but the step's clock, which the event carries: at a power table most of a thousand
-// pages would otherwise read the table at every step.
+// pages would otherwise read the table at every step. One who has answered the insurance offers and waits for the
+// others has a hand still in play: the step's end gives them their decision, which only a read shows (before, their
+// page kept waiting and the timer stood for them: found by a trial).
 function finishedStep(event) {
   const round = state.table && state.table.round;
   if (event.status !== "playing" || event.deadline === undefined || !round || round.id !== event.round_id
       || round.status !== "playing" || !round.others_withheld || !round.me || round.legal_actions.length
-      || round.drawing) return false;
+      || round.drawing || round.hands.some((hand) => hand.player_id === state.me.id && hand.status === "playing")) {
+    return false;
+  }
   state.heard.push({ roundId: event.round_id, deadline: event.deadline, readsBefore: latest });
   round.deadline = event.deadline;
   clearRefusalIfMovedOn(round);
