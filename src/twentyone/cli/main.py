@@ -1027,8 +1027,9 @@ def admin_remove_table(
     except ServiceError as error:
         fail(error.detail)
     still = table["rounds_open"]
-    typer.echo(f"removed table {table['id']}" + (f" ({still} round{'s' if still != 1 else ''} still open there, "
-                                                 "played out as dealt)" if still else ""))
+    typer.echo(f"removed table {table['id']}" + (f" ({still} round{'s' if still != 1 else ''} open there: a round "
+                                                 "dealt is played out, one still taking bets is voided)"
+                                                 if still else ""))
 
 
 @admin_app.command("report")

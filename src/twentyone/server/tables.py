@@ -88,14 +88,16 @@ class TableRegistry:
         for table_id, spec in stored:
             tables[table_id] = table_from_mapping(table_id, spec)
         with self._lock:
-            before = dict(self._stored or [])
+            first, before = self._stored is None, dict(self._stored or [])
             self._tables = tables
             self._stored = stored
-        if before:  # a first read finds nothing changed; a table new here is no news to a page at it
+        if not first:  # a first read finds nothing changed
             now = dict(stored)
             for table_id, spec in before.items():
                 if now.get(table_id) != spec:  # gone, or removed and made again since (another game, perhaps)
                     self.on_change(table_id, table_id not in now)
+            for table_id in now.keys() - before.keys():  # made (again): a page left at its closed stand-in reads it
+                self.on_change(table_id, False)
         return dict(tables)
 
     def behind(self, session: Session) -> bool:

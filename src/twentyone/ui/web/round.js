@@ -213,8 +213,10 @@ export function timedOut(times) {
 export function resultSummary(round) {
   const currency = round.currency;
   if (round.status === "void") {
-    return { title: `Round #${round.id} void`, items: [`Every stake is refunded (${round.void_reason || "malfunction"}).`],
-      net: 0 };
+    // A round voided before its deal took no stake: "refunded" would say otherwise (noted by a trial).
+    const reason = round.void_reason || "A malfunction voids all pays and plays.";
+    const staked = !round.me || round.me.staked > 0;
+    return { title: `Round #${round.id} void`, items: staked ? ["Every stake is refunded.", reason] : [reason], net: 0 };
   }
   if (!round.me) return watchedSummary(round);
   const mine = round.hands.filter((hand) => hand.player_id === state.me.id);
