@@ -117,6 +117,13 @@ def test_first_person_side_bets_insurance_and_cash_out(page: Any, live_server: L
     expect(page.locator(".outcome")).to_contain_text("CASHED OUT")
     expect(page.locator("#balance strong")).to_have_text(f"${1000 - 1 - 1 + 13 + amount:,.2f}")
     expect(page.locator("#result")).to_contain_text("Perfect Pairs: coloured pair, +$12.00")
+    # The replay names the side bet where it was placed and where it was paid: before, "bets $1.00 at seat 1" alone,
+    # and "perfect_pairs" as the code names it (found by a trial).
+    page.get_by_role("link", name="History").click()
+    page.locator("button[data-replay]").click()
+    expect(page.locator(".operations li").first).to_have_text(
+        re.compile(r"^guest-\w+ bets \$1\.00 at seat 1, Perfect Pairs \$1\.00$"))
+    expect(page.locator(".operations")).to_contain_text("Perfect Pairs, seat 1 hand 1: ")
 
 
 def test_split_then_play_both_hands(page: Any, live_server: LiveServer) -> None:

@@ -151,7 +151,7 @@ async function renderHistory(trail = []) {
         : null),
     cell(7, round.balance_after === null ? "" : money(round.balance_after, currencyAt(round))),
     cell(8, el("button", { type: "button", "data-replay": round.id,
-      onclick: () => showReplay(round.id, currencyAt(round)) }, "Replay"))));
+      onclick: () => showReplay(round.id, currencyAt(round), round.table_id) }, "Replay"))));
   root.append(el("section", { class: "panel" },
     el("h1", {}, "Game history"),
     rows.length ? el("table", { class: "history" },
@@ -165,8 +165,11 @@ async function renderHistory(trail = []) {
     el("div", { id: "replay" })));
 }
 
-async function showReplay(roundId, currency) {
+async function showReplay(roundId, currency, tableId) {
   const target = document.getElementById("replay");
+  // Side bets by the names the table gives them ("21+3"), as the felt shows them.
+  const titles = (state.tables[tableId] || {}).side_bet_titles || {};
+  const sideName = (name) => titles[name] || name.replace(/_/g, " ");
   try {
     const replay = await api("GET", `/rounds/${roundId}/replay`);
     // Seats and hands named as the cards' lines name them ("seat 2 hand 1"): the seat is the round's, not the
@@ -176,10 +179,14 @@ async function showReplay(roundId, currency) {
       if (op.type === "card") return `card ${cardText(op.card)} → ${op.to}${op.face_up ? "" : " (face down)"}`;
       if (op.type === "action") return `${op.player}: ${op.action}, ${where}`;
       if (op.type === "settled") {
-        const what = op.item === "hand" ? where : `${op.item}, ${where}`;
+        const what = op.item === "hand" ? where : `${op.item === "insurance" ? op.item : sideName(op.item)}, ${where}`;
         return `${what}: ${op.result}, returned ${money(op.returned, currency)}`;
       }
-      if (op.type === "bets") return `${op.player} bets ${money(op.bet, currency)} at seat ${op.seat}`;
+      if (op.type === "bets") {  // the side bets too: before, a replay named the main bet alone (found by a trial)
+        const sides = Object.entries(op.side_bets || {}).filter(([, amount]) => amount > 0)
+          .map(([name, amount]) => `${sideName(name)} ${money(amount, currency)}`);
+        return `${op.player} bets ${money(op.bet, currency)} at seat ${op.seat}${sides.length ? `, ${sides.join(", ")}` : ""}`;
+      }
       if (op.type === "peek") return `dealer checks for blackjack: ${op.blackjack ? "blackjack" : "none"}`;
       if (op.type === "hole") return `dealer turns over ${cardText(op.card)}`;
       return op.type;
