@@ -139,7 +139,7 @@ def test_a_table_the_operator_removes_sends_its_watchers_to_the_lobby_and_lets_i
     expect(watcher.get_by_role("heading", name="Tables")).to_be_visible()
     expect(watcher.get_by_role("link", name="Join VIP", exact=True)).to_have_count(0)
     shot(watcher, "lobby-after-the-table-was-removed")
-    expect(page.locator(".felt h2")).to_have_text("vip (closed)")
+    expect(page.locator(".felt h2")).to_have_text("VIP (closed)")  # the name it showed (before: the id alone)
     page.locator("button[data-action='stand']").click()
     expect(page.locator("#result")).to_contain_text("you won $25.00")
     expect(page.locator("#bet-status")).to_have_text("This table is closed: it takes no new bets.")

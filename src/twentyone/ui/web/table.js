@@ -215,6 +215,9 @@ export async function refreshTable(tableId) {
       clearFinished();
     }
     if (mine !== latest || currentTableId() !== tableId) return;  // a newer refresh is on its way
+    // A table closed while this page showed it keeps the name the page showed: its stand-in knows its id alone
+    // ("vip (closed)" where the player sat at "VIP": noted by a trial).
+    if (data.table.closed && state.table && state.table.table.id === tableId) data.table.name = state.table.table.name;
     state.table = data;
     shownRead = mine;
     data.round = withHeard(round, mine);
