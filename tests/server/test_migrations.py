@@ -348,10 +348,19 @@ def test_unfinished_shoes_before_0017_get_the_game_their_first_round_was_dealt_i
     """A shoe knew its table, not its game, and a table whose game changed dealt the new game from it. The upgrade
     gives each unfinished shoe the game of its first round, the one it was shuffled for: a power shoe that went on
     to deal multiplayer rounds after such a change is power's (a first version took the least name, multiplayer,
-    and the defect went on: found by review). A fresh one, and a finished one, keep none (the start finishes a
-    fresh one: ``Shoes.retire_unfit``)."""
+    and the defect went on: found by review). A fresh one gets its table's configured game where it holds that
+    game's cards and cut card (its published commitment stays the one dealt: a first version left it to the start,
+    which replaced it, found by review); else none, as a finished one."""
+    from twentyone.variants import builtin_rules
+
+    deck = " ".join(str(card) for card in builtin_rules("single-deck").shoe.composition.cards())
     with at_revision(database_url, "0016", "power") as engine:
         with engine.begin() as connection:
+            for shoe_id, table_id, cut_card in ((4, "single-deck", None), (5, "single-deck", 39), (6, "gone", None)):
+                connection.execute(text(
+                    "INSERT INTO shoes (id, table_id, player_id, cards, salt, commitment, position, cut_card, "
+                    "finished, created_at) VALUES (:id, :table_id, 7, :cards, 's', 'c', 0, :cut_card, false, "
+                    "CURRENT_TIMESTAMP)"), {"id": shoe_id, "table_id": table_id, "cards": deck, "cut_card": cut_card})
             for shoe_id, finished in ((2, False), (3, True)):  # 1: fresh, unfinished (at_revision's)
                 connection.execute(text(
                     "INSERT INTO shoes (id, table_id, cards, salt, commitment, position, finished, created_at) "
@@ -365,4 +374,5 @@ def test_unfinished_shoes_before_0017_get_the_game_their_first_round_was_dealt_i
         db.migrate(database_url)
         with engine.connect() as connection:
             variants = dict(connection.execute(text("SELECT id, variant FROM shoes ORDER BY id")).all())
-        assert variants == {1: None, 2: "power", 3: None}
+        # 1: power's configured game, but two cards; 5: a single deck with a cut card; 6: at a table configured nowhere
+        assert variants == {1: None, 2: "power", 3: None, 4: "single-deck", 5: None, 6: None}

@@ -128,6 +128,21 @@ def test_a_table_the_operator_removes_ends_the_terminal_once_nothing_of_the_play
         assert me(http, table)["balances"]["USD"] == 100000
 
 
+def test_a_table_made_again_under_another_name_is_called_by_its_new_name(http: TestClient, operator: Client) -> None:
+    """An operator changes its table by removing it and making it again: the client reads the new name (a first
+    version kept the name it sat down at, and said goodbye "at VIP" from the Gold Room: review). A closed table's
+    stand-in, which knows its id alone, keeps the last name read."""
+    assert operator.post("/admin/tables", VIP).status_code == 201
+    table = sat_down(http, "vip")
+    assert table.table_name == "VIP"
+    assert operator.delete("/admin/tables/vip").status_code == 200
+    assert operator.post("/admin/tables", {**VIP, "name": "Gold Room"}).status_code == 201
+    table.refresh()
+    assert table.table_name == "Gold Room"
+    table.draw()
+    assert "Gold Room ·" in screen(table)
+
+
 def test_a_key_that_is_no_action_now_sends_nothing(http: TestClient, service: GameService) -> None:
     service.stacked.append(WIN)
     table = played(http, "classic", "bdp")  # no pair: no split

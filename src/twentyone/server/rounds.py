@@ -1109,7 +1109,7 @@ class Rounds:
         round_row.settled_at = self.clock()
         round_row.decision_since = None
         retired = table.closed or round_row.variant != table.variant  # a table removed, or its game changed meanwhile
-        if move_shoe(session, round_row.shoe_id, round_row.shoe_start + engine.shoe.position, retired):
+        if move_shoe(session, round_row.shoe_id, round_row.shoe_start + engine.shoe.position, retired, table.shared):
             self._next_shoe(session, table, seats, builtin_rules(table.variant).shoe.cut_card)
 
     def _next_shoe(self, session: Session, table: TableSpec, seats: Sequence[RoundSeat], cut_card: int | None

@@ -19,7 +19,7 @@ from functools import cache
 from typing import Any
 from weakref import WeakKeyDictionary
 
-from sqlalchemy import Insert, bindparam, case, delete, func, or_, select, update
+from sqlalchemy import Insert, and_, bindparam, case, delete, func, or_, select, update
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.orm import Session
 from sqlalchemy.pool import Pool
@@ -429,7 +429,11 @@ REVEALED = (select(SHOES.c.commitment, SHOES.c.finished, _once_finished(SHOES.c.
 SHOE_MOVED = (update(SHOES).where(SHOES.c.id == bindparam("shoe_id"))
               .values(position=bindparam("dealt"), finished=or_(SHOES.c.finished, SHOES.c.cut_card.is_(None),
                                                                 bindparam("dealt") >= SHOES.c.cut_card,
-                                                                bindparam("retired")))
+                                                                bindparam("retired"),
+                                                                # a shared shoe at a table now private, or the reverse
+                                                                and_(SHOES.c.player_id.is_(None), bindparam("private")),
+                                                                and_(SHOES.c.player_id.is_not(None),
+                                                                     bindparam("shared"))))
               .returning(*REVEALED.selected_columns))
 
 
@@ -465,13 +469,15 @@ def _remember_read(session: Session, shoe: ShoeRow) -> None:
         _remember(_commitments.setdefault(session.get_bind().engine.pool, {}), shoe.id, shoe.commitment)
 
 
-def move_shoe(session: Session, shoe_id: int, dealt: int, retired: bool = False) -> bool:
+def move_shoe(session: Session, shoe_id: int, dealt: int, retired: bool = False, shared: bool | None = None) -> bool:
     """Move the shoe past the cards a round dealt (``dealt``: its position after them) in one statement; whether it
     is now finished. The statement answers as :data:`REVEALED` reads (the salt and cards only if the shoe is now
     finished), noted for :func:`revealed_of`: the settled round's view reveals a finished shoe without reading it
     again. A ``retired`` shoe (its table closed, or now dealing another game) is finished wherever its cut card is:
-    no round will deal from it again, and its round's ``/verify`` reveals it."""
-    moved = run(session, SHOE_MOVED, {"shoe_id": shoe_id, "dealt": dealt, "retired": retired}).one()
+    no round will deal from it again, and its round's ``/verify`` reveals it; so is a shoe of the other kind than
+    ``shared`` says the table is now (a shared table's at a table made private, or the reverse: found by review)."""
+    moved = run(session, SHOE_MOVED, {"shoe_id": shoe_id, "dealt": dealt, "retired": retired,
+                                      "private": shared is False, "shared": shared is True}).one()
     transaction_notes(session, _MOVED_SHOES)[shoe_id] = moved
     return bool(moved.finished)
 

@@ -336,12 +336,10 @@ class RemoteTable:
     cash_out_shown: bool = True  # the player's setting, as the web page honours it
     keyboard: TextIO | None = None  # the terminal the keys come from: q while the table moves, keys typed ahead
     presence: Presence | None = None  # the table's WebSocket, at a shared table
-    table_name: str = ""  # as the player sat down at it (__post_init__)
+    table_name: str = ""  # as last read open: a table taken out since is read as a stand-in, which knows its id alone
 
     def __post_init__(self) -> None:
         self.refresh()
-        # The name the player sat down at: a table taken out since is read as a stand-in, which knows its id alone.
-        self.table_name = str(self.table["name"])
         self.cash_out_shown = bool(self.api.get("/me")["settings"]["cash_out_visible"])
 
     @property
@@ -365,6 +363,8 @@ class RemoteTable:
             if error.status == 404 and self.state:  # there when the player sat down: removed since
                 raise _TableClosed(f"The table {self.table_name} was closed by the casino.") from None
             raise
+        if not self.table.get("closed"):
+            self.table_name = str(self.table["name"])  # made again under another name: the new one (review)
         current = self.state["round"]
         self.watched = current if current is not None and "me" not in current else None
         if current is not None and "me" in current:
@@ -601,7 +601,9 @@ class RemoteTable:
         ended = self.round
         assert ended is not None
         if ended["status"] == "void":
-            self.message = f"Round void: {ended['void_reason']}. Every stake was returned."
+            staked = int((ended.get("me") or {}).get("staked", 0))  # none before the deal: nothing to return
+            reason = str(ended["void_reason"]).rstrip(".")  # some reasons are phrases, some sentences
+            self.message = f"Round void: {reason}." + (" Every stake was returned." if staked else "")
         else:
             me = ended.get("me") or {}
             net = int(me.get("returned", 0)) - int(me.get("staked", 0))

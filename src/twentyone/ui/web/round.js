@@ -215,7 +215,7 @@ export function resultSummary(round) {
   if (round.status === "void") {
     // A round voided before its deal took no stake: "refunded" would say otherwise (noted by a trial).
     const reason = round.void_reason || "A malfunction voids all pays and plays.";
-    const staked = !round.me || round.me.staked > 0;
+    const staked = round.me ? round.me.staked > 0 : round.hands.length > 0;  // a watcher: stakes if it was dealt
     return { title: `Round #${round.id} void`, items: staked ? ["Every stake is refunded.", reason] : [reason], net: 0 };
   }
   if (!round.me) return watchedSummary(round);
