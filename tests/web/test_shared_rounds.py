@@ -24,11 +24,12 @@ def place(page: Any, chip: int, times: int = 1) -> None:
         expect(page.locator("#total-bet")).not_to_have_text(before)
 
 
-def both_joined(browser: Any, live_server: LiveServer, chip: int) -> list[tuple[Any, str, list[str]]]:
-    """Two new guests' pages at multiplayer, each with a chip of ``chip`` on its spot and DEAL pressed: both seats
-    in the round forming (its shoe stacked calm). Their contexts are the caller's to close."""
-    live_server.service.stacked.append(CALM_SHOE)
-    seated = [table_page(browser, live_server, "multiplayer") for _ in range(2)]
+def both_joined(browser: Any, live_server: LiveServer, chip: int, table: str = "multiplayer",
+                shoe: list[str] = CALM_SHOE) -> list[tuple[Any, str, list[str]]]:
+    """Two new guests' pages at ``table``, each with a chip of ``chip`` on its spot and DEAL pressed: both seats
+    in the round forming (its shoe stacked: calm by default). Their contexts are the caller's to close."""
+    live_server.service.stacked.append(shoe)
+    seated = [table_page(browser, live_server, table) for _ in range(2)]
     for page, _, _ in seated:
         place(page, chip)
         page.locator("#deal").click()
@@ -397,14 +398,9 @@ def test_each_player_who_answered_insurance_at_a_common_draw_is_given_the_next_d
     STAND with everyone. Found by a trial: that page took the step's end for news to a finished player (nothing to
     decide, no card coming), did not read the round, and kept "Waiting for the other players to decide…" until the
     timer stood for them."""
-    live_server.service.stacked.append(["5S", "AH", "6D", "8C", "4C", "KD", "2H", "3S"])  # 11 each against an Ace
-    first, _, problems = table_page(browser, live_server, "power")
-    other, _, other_problems = table_page(browser, live_server, "power")
+    ace_up = ["5S", "AH", "6D", "8C", "4C", "KD", "2H", "3S"]  # 11 each against an Ace
+    (first, _, problems), (other, _, other_problems) = both_joined(browser, live_server, 100, "power", ace_up)
     try:
-        for page in (first, other):
-            place(page, 100)
-            page.locator("#deal").click()
-            expect(page.locator("#bet-status")).to_contain_text("Your bets are in")
         live_server.service.close_betting("power")
         for page in (first, other):
             expect(page.locator("#action-bar [data-focus='offer-no']")).to_be_enabled()
