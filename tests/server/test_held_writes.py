@@ -150,6 +150,38 @@ def test_an_error_of_psycopgs_own_on_leaving_a_pipeline_is_raised_as_a_lost_conn
         assert balances(db) == {"held": 5}
 
 
+def test_an_error_of_psycopgs_own_after_it_left_the_pipeline_is_raised_as_a_lost_connection(
+        database_url: str, db: Database, caplog: pytest.LogCaptureFixture) -> None:
+    """The test of a connection left in pipeline mode failed once in a fresh-check with psycopg's IndexError raised
+    after psycopg had left pipeline mode: nothing then said the connection was broken, and the IndexError went out as
+    it was (a 500). An error raised inside psycopg's own code is now taken as the connection lost whatever its
+    pipeline's state; one raised in ours is still raised as it is."""
+    import logging
+
+    if not database_url.startswith("postgresql"):
+        pytest.skip("psycopg's pipeline mode is PostgreSQL's")
+
+    def raised_in(module: str) -> IndexError:
+        try:
+            exec("raise IndexError('pop from an empty deque')", {"__name__": module})
+        except IndexError as error:
+            return error
+        raise AssertionError("nothing raised")
+
+    with db.transaction() as session:
+        run(session, MAKE, account("held", 5))
+    with (caplog.at_level(logging.DEBUG, logger="sqlalchemy.pool"),
+          pytest.raises(db_errors.OperationalError, match="pipeline could not be left") as raised,
+          db.transaction() as session):
+        direct._driver_error(session.connection(), raised_in("psycopg._pipeline"), "SELECT 1", None, None)
+    assert raised.value.connection_invalidated
+    assert [record.getMessage() for record in caplog.records if record.exc_info] == []
+    with pytest.raises(IndexError), db.transaction() as session:  # ours: a bug, raised as it is
+        direct._driver_error(session.connection(), raised_in("twentyone.server.rounds"), "SELECT 1", None, None)
+    for _ in range(2):  # the pool's connections are good ones
+        assert balances(db) == {"held": 5}
+
+
 class Refused(Exception):
     """What a held read's judge raises in these tests (as the key's look-up raises store.AlreadyApplied)."""
 

@@ -709,17 +709,40 @@ def _driver_error(connection: Connection, error: BaseException, sql: str, values
     value its type cannot take: StatementError) is raised as it is, unless it left the connection unusable."""
     dbapi = connection.engine.dialect.loaded_dbapi
     pooled = connection.connection
-    if connection.engine.dialect.name == "postgresql" and _close_if_left_in_a_pipeline(pooled.driver_connection) \
-            and isinstance(error, Exception) and not isinstance(error, dbapi.Error):
-        # Not the driver's error, yet the connection is gone: psycopg's own IndexError on leaving a pipeline that
-        # held an answer it had not asked for (a test's pipeline made by hand, beside another worker). Raised as the
-        # driver's, the connection is discarded as any other the server ended, and the player told to try again.
-        error = dbapi.OperationalError(f"the connection's pipeline could not be left: {error!r}")
+    if connection.engine.dialect.name == "postgresql":
+        driver = pooled.driver_connection
+        left_in_a_pipeline = _close_if_left_in_a_pipeline(driver)
+        if isinstance(error, Exception) and not isinstance(error, dbapi.Error) \
+                and (left_in_a_pipeline or _raised_inside_the_driver(error)):
+            # Not the driver's error, yet the connection cannot be trusted: psycopg's own IndexError on leaving a
+            # pipeline that held an answer it had not asked for (a test's pipeline made by hand, beside another
+            # worker), whether or not it left pipeline mode (it had, in a fresh-check's run). Raised as the
+            # driver's, the connection is discarded as any other the server ended, and the player told to try again.
+            if driver is not None and not driver.closed:
+                driver.close()
+            error = dbapi.OperationalError(f"the connection's pipeline could not be left: {error!r}")
     if isinstance(error, Exception) and not isinstance(error, dbapi.Error):
         raise error
     pooled.info.pop(_CURSOR, None)
     pooled.info.pop(_CURSORS, None)
     connection._handle_dbapi_exception(error, sql, values, cursor, None)
+
+
+def _raised_inside_the_driver(error: BaseException) -> bool:
+    """Whether ``error`` was raised in psycopg's own code (its traceback's last frame), not in ours: psycopg's state
+    of the connection is then not what the connection is, and nothing more may be sent on it. An error of ours (a
+    bug) is raised as it is.
+
+    >>> try:
+    ...     exec("raise IndexError('pop from an empty deque')", {"__name__": "psycopg._pipeline"})
+    ... except IndexError as error:
+    ...     _raised_inside_the_driver(error), _raised_inside_the_driver(IndexError("ours, never raised"))
+    (True, False)
+    """
+    frame = error.__traceback__
+    while frame is not None and frame.tb_next is not None:
+        frame = frame.tb_next
+    return frame is not None and str(frame.tb_frame.f_globals.get("__name__", "")).split(".")[0] == "psycopg"
 
 
 def _close_if_left_in_a_pipeline(driver: Any) -> bool:
