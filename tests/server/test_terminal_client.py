@@ -143,6 +143,20 @@ def test_a_table_made_again_under_another_name_is_called_by_its_new_name(http: T
     assert "Gold Room ·" in screen(table)
 
 
+def test_a_player_who_sits_down_at_a_closed_table_to_finish_a_round_sees_its_id(
+        http: TestClient, service: GameService, operator: Client) -> None:
+    """The stand-in of a table taken out knows its id alone: that is its name on screen (not an empty one)."""
+    assert operator.post("/admin/tables", VIP).status_code == 201
+    service.stacked.append(WIN)
+    api = Api(http)
+    player = sign_in(api)["player"]
+    api.post("/tables/vip/bets", {"spot": 1, "type": "main"})
+    assert api.post("/tables/vip/deal")["status"] == "playing"
+    assert operator.delete("/admin/tables/vip").status_code == 200
+    table = RemoteTable(api, "vip", player, console(), wait_seconds=0)
+    assert table.table["closed"] and table.table_name == "vip" and table.round_open()
+
+
 def test_a_key_that_is_no_action_now_sends_nothing(http: TestClient, service: GameService) -> None:
     service.stacked.append(WIN)
     table = played(http, "classic", "bdp")  # no pair: no split

@@ -510,7 +510,8 @@ class Shoes:
 
         Before, a shoe a configuration change left behind stayed unfinished for good, its rounds' ``/verify`` a 409,
         or dealt the new game until its cut card (found by review). Reads the tables' ids of unfinished shoes along
-        their index, then each table's unfinished shoes: a start costs about one pass over that index.
+        their index, then each table's unfinished shoes: a start costs about one pass over that index on PostgreSQL,
+        two on SQLite (0.03 s and 0.5 s at 2 million shoes, measured by review).
         """
         finished = 0
         with store.write() as session:

@@ -363,8 +363,8 @@ class RemoteTable:
             if error.status == 404 and self.state:  # there when the player sat down: removed since
                 raise _TableClosed(f"The table {self.table_name} was closed by the casino.") from None
             raise
-        if not self.table.get("closed"):
-            self.table_name = str(self.table["name"])  # made again under another name: the new one (review)
+        if not self.table.get("closed") or not self.table_name:  # made again under another name: the new one
+            self.table_name = str(self.table["name"])
         current = self.state["round"]
         self.watched = current if current is not None and "me" not in current else None
         if current is not None and "me" in current:
