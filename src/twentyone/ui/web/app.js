@@ -4,6 +4,7 @@
 import { cardText } from "./cards.js";
 import { announce, api, el, exclusionLine, showError, state, utc, view } from "./dom.js";
 import { money } from "./money.js";
+import { sideTitle } from "./round.js";
 import { currentTableId, leaveTable, openTable } from "./table.js";
 
 // ------------------------------------------------------------- session
@@ -169,7 +170,7 @@ async function showReplay(roundId, currency, tableId) {
   const target = document.getElementById("replay");
   // Side bets by the names the table gives them ("21+3"), as the felt shows them.
   const titles = (state.tables[tableId] || {}).side_bet_titles || {};
-  const sideName = (name) => titles[name] || name.replace(/_/g, " ");
+  const sideName = (name) => sideTitle(name, titles);
   try {
     const replay = await api("GET", `/rounds/${roundId}/replay`);
     // Seats and hands named as the cards' lines name them ("seat 2 hand 1"): the seat is the round's, not the

@@ -20,8 +20,9 @@ export function roundCurrency(round) {
   return round.currency || state.table.table.currency;
 }
 
-export function sideTitle(name) {
-  return tableInfo().side_bet_titles[name] || name.replace(/_/g, " ");
+/** A side bet by the name its table gives it ("21+3"): the table shown, or ``titles`` given (history's replay). */
+export function sideTitle(name, titles = tableInfo().side_bet_titles) {
+  return titles[name] || name.replace(/_/g, " ");
 }
 
 function sideLine(name, result) {
