@@ -41,6 +41,14 @@ def run(*args: str, stdin: str | None = None, env: dict[str, str] | None = None)
                           env={**environment, **(env or {})})
 
 
+def free_port() -> int:
+    import socket
+
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return int(probe.getsockname()[1])
+
+
 def assert_one_line_error(result: subprocess.CompletedProcess[str], *fragments: str) -> None:
     assert result.returncode == 2, result
     lines = result.stderr.strip().splitlines()
@@ -382,6 +390,58 @@ def test_server_and_table_definitions_with_bad_values(tmp_path: Path) -> None:
                           "decision_timout: Extra inputs are not permitted.")
     assert_one_line_error(run("admin", "create-table", "named", json.dumps({**table, "id": "other"}), *database),
                           "the ID argument, 'named'", "names 'other'")
+
+
+VIP_TABLE = ('[vip]\nname = "VIP"\nvariant = "classic"\ncurrency = "EUR"\nchips = [500]\n'
+             'limits = { main = [500, 100000] }\n')
+
+
+@pytest.mark.parametrize("workers", [[], ["--workers", "2", "--database", "postgresql+psycopg://nobody@127.0.0.1:9/x"]])
+@pytest.mark.parametrize(("text", "error"), [
+    (None, "cannot be read (No such file or directory)."),
+    ("[vip\n", "not TOML (Expected ']' at the end of a table declaration (at line 1, column 5))."),
+    (VIP_TABLE.replace("chips", "chip"), "vip.chips: missing."),
+    (VIP_TABLE + "decision_timout = 5\n", "vip.decision_timout: no such setting"),
+    (VIP_TABLE.replace('"classic"', '"baccarat"'), "vip.variant: unknown game 'baccarat'"),
+    (VIP_TABLE.replace("EUR", "XYZ"), "vip.currency: one of USD, GBP, EUR"),
+    (VIP_TABLE + VIP_TABLE.replace("[vip]", "[VIP]"), "[VIP] and [vip] differ in case alone."),
+    ('name = "loose"\n', "name is not a table; each table is a [section] of settings."),
+])
+def test_serve_with_a_tables_file_it_cannot_serve_is_one_line_naming_the_file(
+        tmp_path: Path, workers: list[str], text: str | None, error: str) -> None:
+    """``serve --tables FILE``: a file that is not there, not TOML, or with any table the server cannot serve is one
+    line naming the file and what is wrong, exit 2, before anything is made: no server starts on half a floor."""
+    tables = tmp_path / "tables.toml"
+    if text is not None:
+        tables.write_text(text)
+    refused = run("serve", "--tables", str(tables), "--data-dir", str(tmp_path / "new"), *workers)
+    assert_one_line_error(refused, f"{tables}: {error}")
+    assert refused.stdout == "" and not (tmp_path / "new").exists()
+
+
+def test_a_tables_file_defining_a_table_the_operator_made_refuses_the_start_in_one_line(tmp_path: Path) -> None:
+    """A table is the file's or the operator's, never both: the operator removes theirs first. And the operator's
+    commands know the file's tables once a start has served it: they neither make nor remove one."""
+    from twentyone.server.app import create_app
+    from twentyone.server.config import Settings
+
+    where = ["--data-dir", str(tmp_path)]
+    create_app(Settings(f"sqlite:///{tmp_path / 'twentyone.db'}", tmp_path, "op"), timers=False)
+    assert run("admin", "create-table", "VIP", TABLE, *where).returncode == 0
+    (tmp_path / "tables.toml").write_text(VIP_TABLE)
+    refused = run("serve", "--tables", str(tmp_path / "tables.toml"), "--port", str(free_port()), *where)
+    assert_one_line_error(refused, "tables.toml defines 'VIP', a table the operator made (POST /admin/tables): "
+                                   "remove it with `twentyone admin remove-table VIP`")
+    assert run("admin", "remove-table", "VIP", *where).returncode == 0
+    settings = Settings.from_environment(f"sqlite:///{tmp_path / 'twentyone.db'}", tmp_path,
+                                         tables_file=tmp_path / "tables.toml")
+    create_app(settings, timers=False)  # served now
+    assert_one_line_error(run("admin", "remove-table", "vip", *where), "'vip' is configured in tables.toml")
+    assert_one_line_error(run("admin", "create-table", "Vip", TABLE, *where),
+                          "A table 'vip' already exists: ids differing in case alone are not told apart.")
+    # The file served has no classic: the shipped tables are not the operator's commands' either.
+    assert_one_line_error(run("admin", "remove-table", "classic", *where),
+                          "There is no table 'classic' made by the operator.")
 
 
 def test_the_operator_removes_a_table_it_made_from_the_command_line(tmp_path: Path) -> None:

@@ -5,55 +5,47 @@ removed left its rounds' stakes out for good and every one of its players' histo
 
 from __future__ import annotations
 
+import json
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import replace
+from pathlib import Path
 from typing import Any
 
 import pytest
 from fastapi.testclient import TestClient
 from server_helpers import OPERATOR, Client, Clock, new_player
-from sqlalchemy import select
+from sqlalchemy import func, select
 from starlette.websockets import WebSocketDisconnect
 
-from twentyone.server import config as config_module
-from twentyone.server import tables as table_module
 from twentyone.server.app import create_app
-from twentyone.server.config import Settings, TableSpec, shipped_tables
+from twentyone.server.config import Settings, shipped_definitions
 from twentyone.server.context import Caller
 from twentyone.server.models import ROUNDS, SHOES
 
 Restart = Callable[..., tuple[TestClient, Any]]
 
 
-def tables_changed(monkeypatch: pytest.MonkeyPatch, **changes: dict[str, Any] | None) -> None:
-    """``tables.toml`` as an operator edited it, for the servers started from now on: each table id given maps to the
-    changes of its settings, or to None where the table was removed."""
-    shipped = shipped_tables()
-
-    def changed_tables() -> dict[str, TableSpec]:
-        tables = dict(shipped)
-        for table_id, change in changes.items():
-            if change is None:
-                del tables[table_id]
-            else:
-                tables[table_id] = replace(tables[table_id], **change)
-        return tables
-
-    # The one tables.toml the operator edited: every module that reads it reads the change.
-    monkeypatch.setattr(table_module, "shipped_tables", changed_tables)
-    monkeypatch.setattr(config_module, "shipped_tables", changed_tables)
+def tables_changed(**changes: dict[str, Any] | None) -> dict[str, dict[str, Any]]:
+    """``tables.toml`` as an operator edited it (the settings of ``serve --tables FILE``): each table id given maps to
+    the changes of its settings, or to None where the table was removed."""
+    tables = {table_id: dict(spec) for table_id, spec in shipped_definitions().items()}
+    for table_id, change in changes.items():
+        if change is None:
+            del tables[table_id]
+        else:
+            tables[table_id].update(json.loads(json.dumps(change)))  # a file's lists, not tuples
+    return tables
 
 
 @pytest.fixture
-def restart(settings: Settings, clock: Clock, monkeypatch: pytest.MonkeyPatch) -> Iterator[Restart]:
+def restart(settings: Settings, clock: Clock) -> Iterator[Restart]:
     """Start the server again on the same database with ``tables.toml`` changed (:func:`tables_changed`). The new
     server's client and service."""
     opened: list[TestClient] = []
 
     def restarted(**changes: dict[str, Any] | None) -> tuple[TestClient, Any]:
-        tables_changed(monkeypatch, **changes)
-        client = TestClient(create_app(settings, clock=clock, timers=False))
+        client = TestClient(create_app(replace(settings, tables=tables_changed(**changes)), clock=clock, timers=False))
         opened.append(client.__enter__())
         return client, client.app.state.service  # type: ignore[attr-defined]
 
@@ -510,7 +502,8 @@ def test_a_table_whose_game_changed_in_tables_toml_deals_no_round_from_the_old_g
     assert bob.get(f"/rounds/{in_play}/verify").status_code == 200
 
 
-@pytest.mark.parametrize("change", [{"variant": "multiplayer"}, {"seats": 1}, None],
+@pytest.mark.parametrize("change", [{"variant": "multiplayer", "seats": 7, "limits": {"main": [100, 500000]}},
+                                    {"seats": 1, "betting_window": 0}, None],
                          ids=["game-changed", "made-private", "taken-out"])
 def test_a_shoe_with_a_cut_card_is_finished_when_its_last_round_ends_at_a_table_changed_or_taken_out(
         http: TestClient, restart: Restart, service: Any, clock: Clock, change: dict[str, Any] | None) -> None:
@@ -547,7 +540,7 @@ def test_a_round_formed_before_the_tables_game_changed_is_joined_by_no_one_else_
     [joined] = joined_shared_round(service, clock, [ann], "multiplayer")
     forming = joined.json()["id"]
     clock.advance(-service.table("multiplayer").betting_window)  # the window still open at the restart
-    client, service = restart(multiplayer={"variant": "power"})
+    client, service = restart(multiplayer={"variant": "power", "limits": {"main": [100, 100000]}})
     ann, bob = again(client, ann), again(client, bob)
     balance = bob.balance()
     bob.bet("multiplayer", 500)
@@ -574,7 +567,7 @@ def test_a_round_formed_before_the_tables_game_changed_is_joined_by_no_one_else_
     assert shoes_of(service, "multiplayer")[shoe_of_round(service, joined.json()["id"])][:2] == ("power", 352)
 
 
-@pytest.mark.parametrize("change", [{"seats": 1}, None], ids=["made-private", "taken-out"])
+@pytest.mark.parametrize("change", [{"seats": 1, "betting_window": 0}, None], ids=["made-private", "taken-out"])
 def test_a_used_shoe_no_table_deals_from_now_is_finished_at_the_start(
         http: TestClient, restart: Restart, service: Any, clock: Clock, change: dict[str, Any] | None) -> None:
     """Power's shoe, short of its cut card after a round, at a table made private (a private table deals from its
@@ -614,3 +607,49 @@ def test_a_shoe_shuffled_before_its_game_was_recorded_is_finished_at_the_start_a
     assert shoe != published and shoes_of(service, "multiplayer")[shoe] == ("multiplayer", 416, False)
     joined = ann.post("/tables/multiplayer/deal")
     assert joined.status_code == 200, joined.json()
+
+
+def test_a_process_started_with_another_tables_toml_changes_every_processs_tables_at_their_next_tick(
+        http: TestClient, restart: Restart, service: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Every process on one database serves the tables the latest start published (a worker uvicorn restarted after
+    the operator edited the file, a second ``serve`` with another file). Before, each served its own for its life:
+    two floors on one database, each start's sweep finishing the other's shoes (noted by review)."""
+    from twentyone.server.models import TABLES_FILES
+
+    told: list[tuple[str, str]] = []
+    deliver = service.events.deliver
+    monkeypatch.setattr(service.events, "deliver", lambda table_id, event: (told.append((table_id, event["type"])),
+                                                                            deliver(table_id, event)))
+    single = {"variant": "single-deck", "currency": "GBP", "chips": [2500], "limits": {"main": [2500, 100000]}}
+    _, elsewhere = restart(classic=single, **{"classic-premium": None})
+    if service.db.is_sqlite:  # nothing tells this process until it reads the tables (its tick)
+        assert service.tables()["classic"].variant == "classic"
+    service.tick()
+    assert (service.tables()["classic"].variant, "classic-premium" in service.tables()) == ("single-deck", False)
+    assert sorted(set(told)) == [("classic", "table-changed"), ("classic-premium", "table-closed")]
+    ann = new_player(http, "ann")
+    ann.bet("classic", 2500)
+    dealt = ann.post("/tables/classic/deal").json()
+    assert dealt["variant"] == "single-deck"
+    assert shoes_of(service, "classic")[shoe_of_round(service, dealt["id"])][:2] == ("single-deck", 52)
+    restart(classic=single, **{"classic-premium": None})  # a third process with the same file: nothing to publish
+    with service.store.read() as session:
+        assert session.execute(select(func.count()).select_from(TABLES_FILES)).scalar_one() == 2
+    restart()  # the shipped file again: every process serves it
+    service.tick()
+    assert (service.tables()["classic"].variant, "classic-premium" in service.tables()) == ("classic", True)
+    elsewhere.tick()
+    assert elsewhere.tables().keys() == service.tables().keys()
+
+
+def test_serve_tables_names_the_operators_tables_toml(tmp_path: Path) -> None:
+    """``serve --tables FILE`` (``TWENTYONE_TABLES``): the lobby is the file's tables, the timers a table leaves out
+    its game's, and the shipped tables are not served beside it."""
+    (tmp_path / "floor.toml").write_text('[vip]\nname = "VIP"\nvariant = "multiplayer"\ncurrency = "EUR"\n'
+                                         'chips = [500]\nlimits = { main = [500, 100000] }\nseats = 5\n')
+    settings = Settings.from_environment(f"sqlite:///{tmp_path / 'twentyone.db'}", tmp_path,
+                                         tables_file=tmp_path / "floor.toml")
+    with TestClient(create_app(settings, timers=False)) as client:
+        [vip] = client.get("/tables").json()["tables"]
+    assert (vip["id"], vip["name"], vip["currency"], vip["seats"]) == ("vip", "VIP", "EUR", 5)
+    assert (vip["decision_timeout"], vip["betting_window"]) == (15, 15)  # the multiplayer sheet's

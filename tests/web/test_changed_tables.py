@@ -5,6 +5,7 @@ the table's currency was changed."""
 from __future__ import annotations
 
 from collections.abc import Iterator
+from dataclasses import replace
 from typing import Any
 
 import pytest
@@ -18,15 +19,15 @@ Restart = Any  # (**changes) -> the restarted LiveServer
 
 
 @pytest.fixture
-def restart(live_server: LiveServer, monkeypatch: pytest.MonkeyPatch) -> Iterator[Restart]:
+def restart(live_server: LiveServer) -> Iterator[Restart]:
     """Stop the live server and start it again, on the same database and port (the page's origin), with
     ``tables.toml`` changed (``tables_changed``)."""
     started: list[LiveServer] = []
 
     def restarted(**changes: dict[str, Any] | None) -> LiveServer:
         live_server.stop()
-        tables_changed(monkeypatch, **changes)
-        server = LiveServer(create_app(live_server.settings), live_server.port, live_server.settings)
+        settings = replace(live_server.settings, tables=tables_changed(**changes))
+        server = LiveServer(create_app(settings), live_server.port, settings)
         server.start()
         started.append(server)
         return server

@@ -512,12 +512,13 @@ def rng_dump(
 # uvicorn as `serve` runs it (the load benchmark's bare endpoint runs with the same): httptools and uvloop
 # (uvicorn[standard]), no access log line per request, and idle connections kept 75 s rather than 5 s, so a
 # player who thinks a few seconds between decisions does not reconnect (or race a closing connection).
-def _server_settings(database: str | None, data_dir: Path | None, make_token: bool = True) -> Settings:
+def _server_settings(database: str | None, data_dir: Path | None, make_token: bool = True,
+                     tables: Path | None = None) -> Settings:
     """The server's settings from the options and the environment, or a one-line error (exit 2)."""
     from twentyone.server.config import SettingError, Settings
 
     try:
-        return Settings.from_environment(database, data_dir, make_token=make_token)
+        return Settings.from_environment(database, data_dir, make_token=make_token, tables_file=tables)
     except OSError as error:
         fail(f"cannot use the data directory ({error.strerror}: {error.filename}).")
     except SettingError as error:  # it names the variable (before, "invalid literal for int()" named none)
@@ -586,6 +587,11 @@ def serve(
     wallet: Annotated[str | None, typer.Option("--wallet", help="An operator's wallet, as module:factory "
                                                 "(or TWENTYONE_OPERATOR_WALLET); default: the built-in ledger.")]
     = None,
+    tables: Annotated[Path | None, typer.Option(
+        "--tables", envvar="TWENTYONE_TABLES", metavar="FILE",
+        help="The operator's tables.toml (the shipped one's form: src/twentyone/server/tables.toml); default: the "
+             "shipped tables. Every server process on the database serves the tables the latest start was given "
+             "(docs/server.md, 'Changing a table').")] = None,
     workers: Annotated[int, typer.Option("--workers", help="Server processes on this port (PostgreSQL only; "
                                          "docs/server.md, 'Several processes').")] = 1,
     pin_cpu: Annotated[bool, typer.Option("--pin-cpu/--no-pin-cpu", envvar="TWENTYONE_PIN_CPU",
@@ -618,7 +624,7 @@ def serve(
     # Every refusal comes before anything is written: the data directory and its token are made last (before, a
     # refused --workers on SQLite, a setting in the environment refused, or a database that could not be reached left
     # both behind: found by operator trials).
-    planned = _server_settings(database, data_dir, make_token=False)
+    planned = _server_settings(database, data_dir, make_token=False, tables=tables)
     if workers > 1 and planned.database_url.startswith("sqlite"):
         fail("--workers > 1 needs PostgreSQL (--database postgresql+psycopg://...); SQLite is one process.")
     spec = wallet or os.environ.get("TWENTYONE_OPERATOR_WALLET")
@@ -629,9 +635,9 @@ def serve(
     _require_free_port(host, port)
     _require_reachable(planned)
     made = [path for path in (token_file(planned.data_dir), planned.data_dir) if not path.exists()]
-    settings = _server_settings(database, data_dir)
+    settings = _server_settings(database, data_dir, tables=tables)
     if workers > 1:
-        _serve_workers(settings, spec, host, port, workers, pin_cpu, proxies, made)
+        _serve_workers(settings, spec, host, port, workers, pin_cpu, proxies, made, tables)
         return
     try:
         application = create_app(settings, operator_wallet=operator_wallet, wallet_spec=spec)
@@ -695,8 +701,11 @@ def _require_reachable(settings: Settings) -> None:
 def _cannot_start(settings: Settings, error: Exception, made: list[Path]) -> NoReturn:
     """A start the database refused after the token was written (a migration that failed, a schema newer than this
     version's): what this start made, its token file and its data directory if nothing else is in it, is taken away
-    again, and the error is one line, exit 2."""
+    again, and the error is one line, exit 2. A ``tables.toml`` the database's tables refuse (one that defines a table
+    the operator made) says so, not that the database could not be opened."""
     import contextlib
+
+    from twentyone.server.config import TableConfigError
 
     for path in made:  # the token file, then the directory
         # A token file never made (the token came from the environment) is not there; a directory that holds
@@ -706,6 +715,8 @@ def _cannot_start(settings: Settings, error: Exception, made: list[Path]) -> NoR
                 path.rmdir()
             else:
                 path.unlink()
+    if isinstance(error, TableConfigError):
+        fail(str(error))
     _cannot_open(settings, error)
 
 
@@ -728,7 +739,7 @@ def _require_free_port(host: str, port: int) -> None:
 
 
 def _serve_workers(settings: Settings, wallet: str | None, host: str, port: int, workers: int,
-                   pin_cpu: bool, proxies: str | None, made: list[Path]) -> None:
+                   pin_cpu: bool, proxies: str | None, made: list[Path], tables: Path | None) -> None:
     """``serve --workers N``: uvicorn's worker processes, each a full server sharing the PostgreSQL database.
 
     Migrations run once here, before any worker starts, and where the balances live is recorded (by ``--wallet``'s
@@ -745,6 +756,8 @@ def _serve_workers(settings: Settings, wallet: str | None, host: str, port: int,
     from twentyone.server.config import workers_logging
     from twentyone.server.cpu import PIN_ENV_VAR
     from twentyone.server.db import Database, migrate
+    from twentyone.server.store import Store
+    from twentyone.server.tables import TableRegistry
     from twentyone.server.wallet import record_wallet_mode
 
     try:
@@ -752,10 +765,16 @@ def _serve_workers(settings: Settings, wallet: str | None, host: str, port: int,
         db = Database(settings.database_url)
         try:
             record_wallet_mode(db.transaction, wallet, datetime.now(UTC))
+            # Published once here, so that a refusal is one line before any worker starts (each worker's start then
+            # finds the file published and appends nothing).
+            TableRegistry(Store(db, lambda: datetime.now(UTC)), lambda: datetime.now(UTC),
+                          settings.tables).publish(settings.tables)
         finally:
             db.close()
     except Exception as error:  # the database refused the start (its migrations, say): one line, exit 2
         _cannot_start(settings, error, made)
+    if tables is not None:  # the workers read the same file (a relative path from this directory)
+        os.environ["TWENTYONE_TABLES"] = str(tables.resolve())
     os.environ.update({"TWENTYONE_DATABASE_URL": settings.database_url, "TWENTYONE_DATA_DIR": str(settings.data_dir),
                        "TWENTYONE_OPERATOR_TOKEN": settings.operator_token,
                        "TWENTYONE_DEMO": "1" if settings.demo else "0", PIN_ENV_VAR: "1" if pin_cpu else "0",

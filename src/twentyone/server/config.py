@@ -2,9 +2,9 @@
 
 Settings come from arguments and the environment (``TWENTYONE_DATABASE_URL``,
 ``TWENTYONE_DATA_DIR``, ``TWENTYONE_OPERATOR_TOKEN``, ``TWENTYONE_DEMO``,
-``TWENTYONE_GUESTS_PER_MINUTE``, ``TWENTYONE_TOKEN_DAYS``, ``TWENTYONE_SOCKETS_PER_ADDRESS``). Tables
-come from the ``tables.toml`` shipped with the package; operators add more
-through the API, stored in the database.
+``TWENTYONE_GUESTS_PER_MINUTE``, ``TWENTYONE_TOKEN_DAYS``, ``TWENTYONE_SOCKETS_PER_ADDRESS``,
+``TWENTYONE_TABLES``). Tables come from a ``tables.toml``: the operator's (``serve --tables FILE``), else the one
+shipped with the package; operators add more through the API, stored in the database.
 """
 
 from __future__ import annotations
@@ -27,6 +27,8 @@ from twentyone.variants import VARIANTS, builtin_rules
 
 DEFAULT_DECISION_TIMEOUT = 20 * 60  # seconds: sheet 000's disconnection policy
 TOKEN_ENV_VAR = "TWENTYONE_OPERATOR_TOKEN"
+TABLES_ENV_VAR = "TWENTYONE_TABLES"  # the operator's tables.toml (serve --tables)
+TABLE_ID_PATTERN = r"^[A-Za-z0-9_.-]{3,32}$"
 # The currencies players hold balances in (demo credits, /me): a table or a credit in any other could never be
 # played or seen.
 CURRENCIES = ("USD", "GBP", "EUR")
@@ -43,15 +45,20 @@ class Settings:
     guests_per_minute: int = 120  # new accounts (guests and sign-ups) from one address a minute, all processes (429)
     token_days: int = 30  # a sign-in's token is refused this long after it was issued: sign in again
     sockets_per_address: int = 256  # WebSockets open at once from one address, per process (4429 past it)
+    # The tables this start serves, as a tables.toml defines them (id: settings): the operator's file, else the one
+    # shipped. A start publishes them to the database, and every process on it serves the latest published.
+    tables: Mapping[str, Mapping[str, Any]] = field(default_factory=lambda: _shipped())
 
     @classmethod
     def from_environment(cls, database_url: str | None = None, data_dir: str | Path | None = None,
-                         demo: bool | None = None, make_token: bool = True) -> Settings:
+                         demo: bool | None = None, make_token: bool = True,
+                         tables_file: str | Path | None = None) -> Settings:
         """The settings from the arguments, else the environment, else the defaults.
 
         ``make_token=False`` (the operator's commands) never writes a token: without
         ``TWENTYONE_OPERATOR_TOKEN`` and without the data directory's token file it is empty.
-        A variable that holds what its setting cannot take is a :class:`SettingError` naming it.
+        A variable that holds what its setting cannot take is a :class:`SettingError` naming it, and so is a
+        ``tables_file`` (or ``TWENTYONE_TABLES``) that cannot be read or defines a table that cannot be played.
         """
         directory = Path(data_dir or os.environ.get("TWENTYONE_DATA_DIR") or Path.cwd() / "twentyone-data")
         url = database_url or os.environ.get("TWENTYONE_DATABASE_URL") or f"sqlite:///{directory / 'twentyone.db'}"
@@ -61,9 +68,18 @@ class Settings:
         guests = environment_count("TWENTYONE_GUESTS_PER_MINUTE", 120)
         token_days = environment_count("TWENTYONE_TOKEN_DAYS", 30, MAX_TOKEN_DAYS)
         sockets = environment_count("TWENTYONE_SOCKETS_PER_ADDRESS", 256)
+        tables_file = tables_file or os.environ.get(TABLES_ENV_VAR)
+        try:
+            tables = read_tables_file(Path(tables_file)) if tables_file else shipped_definitions()
+        except TableConfigError as error:
+            raise SettingError(str(error)) from None
         token = os.environ.get(TOKEN_ENV_VAR) or _stored_operator_token(directory, make_token)
         return cls(url, directory, token, demo, guests_per_minute=guests, token_days=token_days,
-                   sockets_per_address=sockets)
+                   sockets_per_address=sockets, tables=tables)
+
+
+def _shipped() -> dict[str, dict[str, Any]]:
+    return shipped_definitions()  # defined below, with the tables
 
 
 class SettingError(ValueError):
@@ -434,8 +450,70 @@ def table_from_mapping(table_id: str, data: Mapping[str, Any]) -> TableSpec:
 
 
 @cache
-def shipped_tables() -> dict[str, TableSpec]:
-    """The default tables in ``tables.toml`` (read once; callers copy before adding to it)."""
+def shipped_definitions() -> dict[str, dict[str, Any]]:
+    """The ``tables.toml`` shipped with the package, each table's settings as written (read once; callers copy
+    before changing it): the tables served where the operator names no file of their own."""
     text = resources.files("twentyone.server").joinpath("tables.toml").read_text("utf-8")
-    data = tomllib.loads(text)
-    return {table_id: table_from_mapping(table_id, spec) for table_id, spec in data.items()}
+    return tomllib.loads(text)
+
+
+@cache
+def shipped_tables() -> dict[str, TableSpec]:
+    """The tables of the ``tables.toml`` shipped with the package (read once; callers copy before adding to it).
+
+    >>> sorted(shipped_tables())
+    ['classic', 'classic-premium', 'first-person', 'multiplayer', 'power', 'single-deck']
+    """
+    return {table_id: table_from_mapping(table_id, spec) for table_id, spec in shipped_definitions().items()}
+
+
+def tables_from_definitions(definitions: Mapping[str, Mapping[str, Any]]) -> dict[str, TableSpec]:
+    """The tables a ``tables.toml`` defines (its settings as :func:`read_tables_file` checked them)."""
+    return {table_id: table_from_mapping(table_id, spec) for table_id, spec in definitions.items()}
+
+
+def read_tables_file(path: Path) -> dict[str, dict[str, Any]]:
+    """An operator's ``tables.toml`` (``serve --tables FILE``), in the shipped file's form, each table checked as
+    ``POST /admin/tables`` checks a new one: its id, its settings (a misspelt one is refused, not ignored), its
+    currency, its limits against its chips. The timers a table leaves out are its game's (:func:`with_game_timers`).
+    A file that cannot be read, or any table in it that cannot be played, is a :class:`TableConfigError` of one line
+    naming the file: a server is never started on half of a floor.
+
+    >>> import tempfile
+    >>> with tempfile.TemporaryDirectory() as directory:
+    ...     path = Path(directory) / "tables.toml"
+    ...     _ = path.write_text('[vip]\\nname = "VIP"\\nvariant = "classic"\\ncurrency = "EUR"\\n'
+    ...                         'chips = [500, 2500]\\nlimits = { main = [500, 100000] }\\n')
+    ...     read_tables_file(path)["vip"]["decision_timeout"]
+    1200
+    >>> try:
+    ...     read_tables_file(Path("/nowhere/tables.toml"))
+    ... except TableConfigError as error:
+    ...     print(error)
+    /nowhere/tables.toml: cannot be read (No such file or directory).
+    """
+    try:
+        data = tomllib.loads(path.read_text("utf-8"))
+    except OSError as error:
+        raise TableConfigError(f"{path}: cannot be read ({error.strerror or error}).") from None
+    except (tomllib.TOMLDecodeError, UnicodeDecodeError) as error:
+        raise TableConfigError(f"{path}: not TOML ({' '.join(str(error).split())}).") from None
+    definitions: dict[str, dict[str, Any]] = {}
+    for table_id, given in data.items():
+        if not isinstance(given, dict):
+            raise TableConfigError(f"{path}: {table_id} is not a table; each table is a [section] of settings.")
+        if not re.fullmatch(TABLE_ID_PATTERN, table_id) or not any(character.isalnum() for character in table_id):
+            raise TableConfigError(f"{path}: [{table_id}]: a table id is 3 to 32 letters, digits, dots, dashes or "
+                                   "underscores, one at least a letter or digit.")
+        twin = next((known for known in definitions if known.lower() == table_id.lower()), None)
+        if twin is not None:  # one table to a player reading the lobby, as POST /admin/tables holds
+            raise TableConfigError(f"{path}: [{table_id}] and [{twin}] differ in case alone.")
+        spec = with_game_timers(given)
+        try:
+            table = table_from_mapping(table_id, spec)
+            require_held_currency(table)
+            require_playable(table, given)
+        except TableConfigError as error:
+            raise TableConfigError(f"{path}: {error}") from None
+        definitions[table_id] = spec
+    return definitions

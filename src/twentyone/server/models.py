@@ -231,6 +231,20 @@ class WalletMode(Base):
     started_at: Mapped[datetime] = mapped_column(DateTime(timezone=True))
 
 
+class TablesFile(Base):
+    """A ``tables.toml`` a start of the server served (the operator's ``--tables`` file, else the shipped one), each
+    table's settings as written. A start appends a row only where its file differs from the latest row's (``digest``),
+    and every process on the database serves the latest: a process started with another file (a worker restarted
+    after the file was edited, a second ``serve``) changes the floor's tables for all, within a tick, rather than
+    dealing its own beside theirs (migration 0018; ``TableRegistry.publish``)."""
+
+    __tablename__ = "tables_files"
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    digest: Mapped[str] = mapped_column(String(64))  # sha256 of the tables as canonical JSON
+    tables: Mapped[dict[str, Any]] = mapped_column(JSON)
+    published_at: Mapped[datetime] = mapped_column(DateTime(timezone=True))
+
+
 class GuestArrival(Base):
     """A guest account created from an address, kept a minute: the limit on new guests, shared by every process.
 
@@ -288,3 +302,4 @@ IDEMPOTENCY = cast(Table, IdempotentRequest.__table__)
 TABLE_CONFIGS = cast(Table, TableConfig.__table__)
 WALLET_CALLS = cast(Table, WalletCall.__table__)
 WALLET_MODES = cast(Table, WalletMode.__table__)
+TABLES_FILES = cast(Table, TablesFile.__table__)

@@ -75,7 +75,7 @@ class GameService:
                                if operator_wallet is not None else LedgerWallet())
         # The operator's wallet moves money outside our transaction: a twin must never run its work twice.
         self.store = Store(db, clock, strict_twins=operator_wallet is not None)
-        self.registry = TableRegistry(self.store, clock)
+        self.registry = TableRegistry(self.store, clock, settings.tables)
         self.registry.on_change = self._table_changed
         self.shoes = Shoes(rng or system_rng(), clock)
         self.live = LiveRounds()

@@ -4,11 +4,16 @@ The registry is read from the database once and kept: a request never queries
 for a table's definition, so no request waits on a second connection for it.
 A table created or removed by the operator changes the registry of the same process at once; other
 processes read the tables again when it is announced (PostgreSQL) or at their next timer tick, and
-find a table made elsewhere on a miss meanwhile.
+find a table made elsewhere on a miss meanwhile. The tables of ``tables.toml`` are those the latest
+start published to the database (:meth:`TableRegistry.publish`), read again at each tick too: every
+process on one database serves one floor.
 """
 
 from __future__ import annotations
 
+import hashlib
+import json
+import logging
 import re
 import secrets
 import threading
@@ -32,26 +37,35 @@ from twentyone.core.shoe import RandomBits, ShoeComposition, needs_shuffle, shuf
 from twentyone.core.sidebets import SIDE_BETS
 from twentyone.server.cluster import lock_in_transaction
 from twentyone.server.config import (
+    TABLE_ID_PATTERN,
     TableConfigError,
     TableSpec,
     require_held_currency,
     require_playable,
     retired_table,
-    shipped_tables,
     table_from_mapping,
+    tables_from_definitions,
     with_game_timers,
 )
 from twentyone.server.context import Caller, ServiceError
 from twentyone.server.direct import defer, run, transaction_notes
-from twentyone.server.models import OPEN_STATUSES, ROUND_SEATS, ROUNDS, SHOES, SLIPS, TABLE_CONFIGS, TableConfig
+from twentyone.server.models import (
+    OPEN_STATUSES,
+    ROUND_SEATS,
+    ROUNDS,
+    SHOES,
+    SLIPS,
+    TABLE_CONFIGS,
+    TABLES_FILES,
+    TableConfig,
+)
 from twentyone.server.models import Shoe as ShoeRow
 from twentyone.server.money import refusal
 from twentyone.server.store import Store, insert_returning_id
 from twentyone.server.wallet import Wallet
 from twentyone.variants import builtin_rules
 
-TABLE_ID_PATTERN = r"^[A-Za-z0-9_.-]{3,32}$"
-
+log = logging.getLogger("twentyone.server")
 
 # The operator's tables as a registry read them: a tick compares them with what it read (a few dozen rows). Their
 # count alone told of a table made elsewhere, and missed a removal with a creation.
@@ -62,14 +76,47 @@ NEWEST_OWN_ROUND_AT = (select(ROUNDS.c.table_id, ROUNDS.c.variant, ROUNDS.c.curr
                        .where(ROUNDS.c.table_id == bindparam("table_id"),
                               ROUND_SEATS.c.player_id == bindparam("player_id"))
                        .order_by(ROUND_SEATS.c.round_id.desc()).limit(1))
+# The tables.toml the latest start published (migration 0018): what every process serves.
+LATEST_TABLES_FILE = select(TABLES_FILES.c.digest, TABLES_FILES.c.tables, TABLES_FILES.c.published_at).order_by(
+    TABLES_FILES.c.id.desc()).limit(1)
+LATEST_TABLES_DIGEST = select(TABLES_FILES.c.digest).order_by(TABLES_FILES.c.id.desc()).limit(1)
+
+
+def served_settings(definitions: Mapping[str, Mapping[str, Any]]) -> dict[str, dict[str, Any]]:
+    """Each table of a ``tables.toml`` as it is served, every setting given (a setting left out is its default), so
+    that two files that serve the same tables compare equal.
+
+    >>> from twentyone.server.config import shipped_definitions
+    >>> classic = dict(shipped_definitions()["classic"])
+    >>> served_settings({"classic": classic}) == served_settings({"classic": {**classic, "betting_window": 0}})
+    True
+    """
+    return {table_id: json.loads(json.dumps(asdict(table), default=list))
+            for table_id, table in tables_from_definitions(definitions).items()}
+
+
+def definitions_digest(definitions: Mapping[str, Mapping[str, Any]]) -> str:
+    """The fingerprint of the tables a ``tables.toml`` serves (:func:`served_settings`): the same tables give the
+    same digest, whatever the file's order, comments, or settings written out at their default."""
+    canonical = json.dumps(served_settings(definitions), sort_keys=True, separators=(",", ":"))
+    return hashlib.sha256(canonical.encode()).hexdigest()
 
 
 class TableRegistry:
-    def __init__(self, store: Store, clock: Callable[[], datetime]) -> None:
+    def __init__(self, store: Store, clock: Callable[[], datetime],
+                 defined: Mapping[str, Mapping[str, Any]] | None = None) -> None:
+        from twentyone.server.config import shipped_definitions
+
         self.store = store
         self.clock = clock
+        # This process's tables.toml: served until a start publishes one (a database no start of migration 0018's
+        # version has served yet, read by the operator's commands).
+        self.defined = shipped_definitions() if defined is None else defined
         self._tables: dict[str, TableSpec] | None = None
         self._stored: list[tuple[str, Any]] | None = None  # TABLE_ROWS when last read (None: never)
+        self._digest: str | None = None  # the published tables.toml's when last read (None: none published)
+        self._file_ids: frozenset[str] = frozenset()  # the ids of the tables.toml served
+        self._specs: dict[str, Any] = {}  # every table's settings as last read, to tell what changed
         self._lock = threading.Lock()
         # Told of each operator's table that a read of the tables found gone or changed since the last, whichever
         # read it was (a tick's, an announcement's, a miss's): the service tells the table's pages.
@@ -82,33 +129,74 @@ class TableRegistry:
         return self._load()
 
     def _load(self) -> dict[str, TableSpec]:
-        tables = dict(shipped_tables())
         with self.store.read() as session:
             stored = [tuple(row) for row in session.execute(TABLE_ROWS)]
+            published = session.execute(LATEST_TABLES_FILE).first()
+        digest, definitions = (published.digest, published.tables) if published is not None else (None, self.defined)
+        tables = tables_from_definitions(definitions)
         for table_id, spec in stored:
             tables[table_id] = table_from_mapping(table_id, spec)
+        specs = {**definitions, **dict(stored)}
         with self._lock:
-            first, before = self._stored is None, dict(self._stored or [])
-            self._tables = tables
-            self._stored = stored
+            first, before = self._stored is None, self._specs
+            self._tables, self._stored, self._digest, self._specs = tables, stored, digest, specs
+            self._file_ids = frozenset(definitions)
         if not first:  # a first read finds nothing changed
-            now = dict(stored)
             for table_id, spec in before.items():
-                if now.get(table_id) != spec:  # gone, or removed and made again since (another game, perhaps)
-                    self.on_change(table_id, table_id not in now)
-            for table_id in now.keys() - before.keys():  # made (again): a page left at its closed stand-in reads it
+                if specs.get(table_id) != spec:  # gone, or changed since (another game, perhaps)
+                    self.on_change(table_id, table_id not in specs)
+            for table_id in specs.keys() - before.keys():  # made (again): a page left at its closed stand-in reads it
                 self.on_change(table_id, False)
         return dict(tables)
 
     def behind(self, session: Session) -> bool:
-        """Whether the operator's tables changed since this registry read them: read them with :meth:`_load`, after
+        """Whether the tables changed since this registry read them: read them with :meth:`_load`, after
         ``session`` (one connection at a time).
 
         Asked at every timer tick, so that a table another process added or removed (``twentyone admin
         create-table`` on the server's SQLite file, or a PostgreSQL process whose announcement
-        this one missed) reaches the lobby, and its timers, within a tick.
+        this one missed), or a ``tables.toml`` another process's start published, reaches the lobby, and its timers,
+        within a tick.
         """
-        return [tuple(row) for row in session.execute(TABLE_ROWS)] != self._stored
+        return ([tuple(row) for row in session.execute(TABLE_ROWS)] != self._stored
+                or session.scalar(LATEST_TABLES_DIGEST) != self._digest)
+
+    def publish(self, definitions: Mapping[str, Mapping[str, Any]]) -> None:
+        """Make ``definitions`` (a start's ``tables.toml``) the tables every process on the database serves: appended
+        to ``tables_files`` where they differ from the latest published, which the other processes read at their next
+        tick. The starts of one database take turns here (SQLite's one writer; on PostgreSQL an advisory lock), so
+        the workers of ``serve --workers N``, which start at once with one file, append one row at most.
+
+        A table the file defines that the operator made with ``POST /admin/tables`` (its id in any case) refuses the
+        start (:class:`TableConfigError`): a table is the file's or the operator's, which ``twentyone admin
+        remove-table`` takes out, never both."""
+        digest = definitions_digest(definitions)
+        with self.store.write() as session:
+            lock_in_transaction(session, "tables-file")
+            made = {table_id.lower(): table_id for table_id in session.scalars(select(TableConfig.id))}
+            taken = sorted(made[table_id.lower()] for table_id in definitions if table_id.lower() in made)
+            if taken:
+                raise TableConfigError(
+                    f"tables.toml defines {taken[0]!r}, a table the operator made (POST /admin/tables): remove it "
+                    f"with `twentyone admin remove-table {taken[0]}`, or give the file's table another id.")
+            latest = session.execute(LATEST_TABLES_FILE).first()
+            if latest is None or latest.digest != digest:
+                session.execute(TABLES_FILES.insert().values(digest=digest, tables=dict(definitions),
+                                                             published_at=self.clock()))
+        if latest is not None and latest.digest != digest:
+            now, before = served_settings(definitions), served_settings(latest.tables)
+            changed = sorted(table_id for table_id in now.keys() | before.keys()
+                             if now.get(table_id) != before.get(table_id))
+            log.warning("tables.toml differs from the one the start at %s published (%s): every server process on "
+                        "this database serves this one from its next tick", latest.published_at.isoformat(" ",
+                        "seconds"), ", ".join(changed))
+        self._load()
+
+    def file_ids(self) -> frozenset[str]:
+        """The ids of the tables ``tables.toml`` defines (as published), which the operator neither makes nor
+        removes."""
+        self.all()
+        return self._file_ids
 
     def find(self, table_id: str) -> TableSpec | None:
         """The table of that id as configured, the registry read again on a miss (another process, or ``twentyone
@@ -162,13 +250,14 @@ class TableRegistry:
             require_playable(table, given)  # the operator's own: a game's window added for one seat is not theirs
         except TableConfigError as error:
             raise ServiceError(422, str(error)) from None
+        file_ids = self.file_ids()  # read before the write: a request holds one connection at a time
         with self.store.write() as session:
             # The id taken already, or one that differs from it in case alone: one table to a player reading the lobby
             # (and to a link typed by hand), as player names are (found by an operator's trial: "Classic" beside
             # "classic"). Checked in the write, under a lock on the id in lower case (PostgreSQL; SQLite writes one at
             # a time), as a sign-up's name is: two creations at once in two cases would each miss the other.
             lock_in_transaction(session, f"table:{table_id.lower()}")
-            same = next((known for known in shipped_tables() if known.lower() == table_id.lower()), None) or \
+            same = next((known for known in file_ids if known.lower() == table_id.lower()), None) or \
                 session.scalars(select(TableConfig.id).where(func.lower(TableConfig.id) == table_id.lower())).first()
             if same is not None:
                 raise ServiceError(409, f"A table {same!r} already exists" + (
@@ -200,7 +289,7 @@ class TableRegistry:
         neither removed nor changed (noted by a trial of an operator): a change is now a removal and a creation."""
         if not caller.is_operator:
             raise ServiceError(403, "Only the operator can do this.")
-        if table_id in shipped_tables():
+        if table_id in self.file_ids():
             raise ServiceError(409, f"The table {table_id!r} is configured in tables.toml: take it out there and "
                                     "restart the server.")
         missing = ServiceError(404, f"There is no table {table_id!r} made by the operator.")
@@ -225,6 +314,7 @@ class TableRegistry:
                 self._tables.pop(table_id, None)
             if self._stored is not None:  # told here (the service): not again at this process's next read
                 self._stored = [stored for stored in self._stored if stored[0] != table_id]
+                self._specs.pop(table_id, None)
         return body, [round_id for round_id, status in open_rounds if status == "betting"]
 
 
