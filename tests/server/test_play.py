@@ -107,6 +107,12 @@ def test_bet_controls_and_their_limits(guest: Client) -> None:
     assert guest.post("/tables/classic/undo").json()["slip"]["total"] == 20000
     doubled = guest.post("/tables/classic/double").json()["slip"]
     assert doubled["total"] == 30000  # capped at the maximum
+    # At the maximum, x2 adds nothing: refused, so that UNDO still takes back the last bet that changed the slip (a
+    # player's trial: x2 did nothing and said nothing, and the next UNDO undid that nothing).
+    at_maximum = guest.post("/tables/classic/double")
+    assert (at_maximum.status_code, at_maximum.json()["detail"]) == (
+        409, "Every bet is at its maximum already: x2 adds nothing.")
+    assert guest.post("/tables/classic/undo").json()["slip"]["total"] == 20000
     no_spot = guest.post("/tables/classic/bets", {"spot": 9}).json()
     assert no_spot["detail"] == "Spot 9 does not exist; spots are 1 to 3."
     side = guest.post("/tables/first-person/bets", {"spot": 2, "type": "perfect_pairs", "chip": 100})

@@ -204,6 +204,40 @@ def test_side_bets_in_words_and_a_push_is_even(browser: Any, live_server: LiveSe
     close(page, problems)
 
 
+@pytest.mark.parametrize("table", ["first-person", "power", "single-deck"])
+def test_the_payouts_panel_shows_what_each_bet_pays_before_it_is_placed(browser: Any, live_server: LiveServer,
+                                                                         table: str) -> None:
+    """Every side bet the table takes, each line with what the rules it is settled by pay; blackjack, a win and
+    insurance; cash out's range where the game has it. Before, what a side bet paid was learnt from a result alone
+    (a player's trial: a coloured pair's 12 to 1 was nowhere on the page)."""
+    from twentyone.core.sidebets import SIDE_BETS
+    from twentyone.variants import builtin_rules
+
+    spec = live_server.service.table(table)
+    rules = builtin_rules(spec.variant)
+    page, _, problems = table_page(browser, live_server, table, PHONE if table == "power" else DESKTOP)
+    panel = page.locator("#payouts")
+    panel.locator("summary").click()
+    expect(panel).to_contain_text("Blackjack pays {} to {}.".format(*rules.blackjack_payout))
+    expect(panel).to_contain_text("Insurance pays {} to {}".format(*rules.insurance.payout))
+    sides = [name for name in spec.limits if name != "main"]
+    assert panel.locator(".paytable h3").all_inner_texts() == [SIDE_BETS[rules.side_bets[name].kind].title
+                                                               for name in sides]
+    for number, name in enumerate(sides):
+        kind = SIDE_BETS[rules.side_bets[name].kind]
+        rows = [row.split("\t") for row in panel.locator(".paytable").nth(number).locator("tr").all_inner_texts()]
+        assert rows == [[kind.line_titles[line], f"{rules.side_bets[name].paytable[line]} to 1"]
+                        for line in kind.lines if line in rules.side_bets[name].paytable]
+    factors = rules.cash_out.factors.values()
+    if rules.cash_out.enabled:
+        expect(panel).to_contain_text(f"Cash out pays {min(factors):.2f}–{max(factors):.2f} times the main bet")
+    else:
+        expect(panel).not_to_contain_text("Cash out")
+    assert page.evaluate("document.documentElement.scrollWidth") <= page.viewport_size["width"]
+    shot(page, f"{table}-payouts")
+    close(page, problems)
+
+
 def test_insurance_is_asked_once_for_every_hand_with_a_choice_per_hand(browser: Any, live_server: LiveServer) -> None:
     service = live_server.service
     service.stacked.append(["5S", "6S", "7S", "AH", "5D", "6D", "7D", "KC"])  # three hands; the dealer has blackjack

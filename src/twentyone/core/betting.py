@@ -130,10 +130,24 @@ class BetSlip:
         self.bets = {}
 
     def double_all(self) -> None:
-        """x2: double every bet, each capped at its maximum, if the balance covers doubling all."""
+        """x2: double every bet, each capped at its maximum, if the balance covers doubling all. Where every bet is at
+        its maximum already, x2 is refused: it would add nothing, and UNDO would then take back a step that changed
+        nothing (found by a trial of a player).
+
+        >>> slip = BetSlip(BetLimits({"main": (100, 5000)}), chips=(100,), balance=100_000, spots=2)
+        >>> slip.bets = {(1, "main"): 5000, (2, "main"): 3000}
+        >>> slip.double_all(); slip.bets
+        {(1, 'main'): 5000, (2, 'main'): 5000}
+        >>> slip.double_all()
+        Traceback (most recent call last):
+        ...
+        twentyone.core.betting.BetSlipError: Every bet is at its maximum already: x2 adds nothing.
+        """
         if not self.bets:
             raise BetSlipError("Place a bet before doubling.")
         doubled = {key: min(2 * amount, self.limits.of(key[1])[1]) for key, amount in self.bets.items()}
+        if doubled == self.bets:
+            raise BetSlipError("Every bet is at its maximum already: x2 adds nothing.")
         needed = sum(doubled.values())
         if needed > self.balance:
             raise BetSlipError("Doubling every bet needs {needed} but the balance is {balance}.", needed=needed,

@@ -318,10 +318,36 @@ class TableRegistry:
         return body, [round_id for round_id, status in open_rounds if status == "betting"]
 
 
+@cache
+def table_pays(variant: str) -> dict[str, Any]:
+    """What a game pays, as its sheet's "Payouts" say it, for a page to show before a bet: blackjack, a win and
+    insurance as ``"3:2"``; whether a blackjack is offered even money; each side bet's lines, best first, with what
+    each pays to 1; and the range of cash out's offers, as factors of the main bet (None where the game has none).
+    Read from the game's rules, the ones its rounds are settled by (once a game: callers only send it). Before, a
+    player could learn what a side bet paid only from a result (found by a trial of a player).
+
+    >>> pays = table_pays("first-person")
+    >>> pays["blackjack"], pays["insurance"], pays["side_bets"]["perfect_pairs"]
+    ('3:2', '2:1', [['perfect', 25], ['colored', 12], ['mixed', 6]])
+    >>> [round(factor, 2) for factor in pays["cash_out"]]
+    [0.42, 1.74]
+    """
+    rules = builtin_rules(variant)
+    factors = rules.cash_out.factors.values() if rules.cash_out.enabled else ()
+    return {
+        "blackjack": "{}:{}".format(*rules.blackjack_payout), "win": "{}:{}".format(*rules.win_payout),
+        "insurance": "{}:{}".format(*rules.insurance.payout) if rules.insurance.offered else None,
+        "even_money": rules.insurance.offered and rules.insurance.even_money,
+        "side_bets": {name: [[line, side.paytable[line]] for line in SIDE_BETS[side.kind].lines
+                             if line in side.paytable] for name, side in rules.side_bets.items()},
+        "cash_out": [min(factors), max(factors)] if factors else None,
+    }
+
+
 def table_json(table: TableSpec) -> dict[str, Any]:
     """A table as clients read it: its setting, and the game's words, so no client re-declares them."""
     rules = builtin_rules(table.variant)
-    return {**table.public(),
+    return {**table.public(), "pays": table_pays(table.variant),
             "side_bet_titles": {name: SIDE_BETS[side.kind].title for name, side in rules.side_bets.items()},
             "side_bet_lines": {name: dict(SIDE_BETS[side.kind].line_titles) for name, side in rules.side_bets.items()},
             "offer_answers": {str(kind): {"accept": str(accept), "decline": str(decline)}

@@ -544,7 +544,7 @@ export function renderTable() {
         el("span", { class: "indicator", id: "total-bet" }, "TOTAL BET ", el("strong", {}, money(totalBet, betCurrency))),
         el("span", { class: "indicator timer", id: "timer" }))),
     dealerArea(shown),
-    el("div", { class: "arc", "aria-hidden": "true" }, arcText()),
+    el("div", { class: "arc", "aria-hidden": "true" }, arcText(table.pays)),
     othersStrip(forming || shown));
   const decisionHere = playing && playing.legal_actions.length && !OFFER_TITLES[playing.decision.kind];
   if (shown && shown.hands.some((hand) => hand.player_id === state.me.id)) {
@@ -562,7 +562,8 @@ export function renderTable() {
     el("ul", {}, ...Object.entries(table.limits).map(([type, [low, high]]) =>
       el("li", {}, `${type === "main" ? "Main bet" : sideTitle(type)}: ${money(low, table.currency)}–${money(high, table.currency)}`))),
     el("p", { class: "muted" }, shoeCommitment ? `Next shoe SHA-256: ${shoeCommitment}`
-      : "Next shoe: shuffled, and its SHA-256 shown here, with the first bet.")));
+      : "Next shoe: shuffled, and its SHA-256 shown here, with the first bet.")),
+    payouts(table));
 
   let bar;
   if (playing && playing.legal_actions.length && OFFER_TITLES[playing.decision.kind]) bar = offerPanel(playing);
@@ -587,12 +588,32 @@ export function renderTable() {
   startTimers(current);
 }
 
-function arcText() {
+/** The PAYOUTS panel: what the game pays (the sheet's "Payouts"), and each side bet this table takes, line by line,
+ * as the server settles them (GET /tables/{id}'s `pays`). */
+function payouts(table) {
+  const pays = table.pays;
+  const odds = (ratio) => ratio.replace(":", " to ");
+  const main = [`Blackjack pays ${odds(pays.blackjack)}.`, `A winning hand pays ${odds(pays.win)}.`];
+  if (pays.insurance) main.push(`Insurance pays ${odds(pays.insurance)}${pays.even_money ? "; a blackjack is offered even money" : ""}.`);
+  if (pays.cash_out) main.push(`Cash out pays ${pays.cash_out.map((factor) => factor.toFixed(2)).join("–")} times the main bet, by the hand and the dealer's up card.`);
+  const sides = Object.keys(table.limits).filter((name) => name !== "main" && pays.side_bets[name]);
+  return el("details", { class: "panel limits payouts", id: "payouts" },
+    el("summary", {}, "PAYOUTS"),
+    el("ul", {}, ...main.map((line) => el("li", {}, line))),
+    ...sides.map((name) => el("div", { class: "paytable" },
+      el("h3", {}, sideTitle(name)),
+      el("table", {}, el("tbody", {}, ...pays.side_bets[name].map(([line, pays]) =>
+        el("tr", {}, el("td", {}, (table.side_bet_lines[name] || {})[line] || line), el("td", {}, `${pays} to 1`))))))));
+}
+
+/** The words printed on the felt: what blackjack and insurance pay at this game (`pays` holds only "N:M" ratios). */
+function arcText(pays) {
   const svg = document.createElementNS("http://www.w3.org/2000/svg", "svg");
   svg.setAttribute("viewBox", "0 0 600 70");
+  const odds = (ratio) => ratio.replace(":", " TO ");
   svg.innerHTML = '<path id="arc-path" d="M40 10 Q300 110 560 10" fill="none"/>'
-    + '<text><textPath href="#arc-path" startOffset="50%" text-anchor="middle">BLACKJACK PAYS 3 TO 2 · '
-    + "INSURANCE PAYS 2 TO 1</textPath></text>";
+    + `<text><textPath href="#arc-path" startOffset="50%" text-anchor="middle">BLACKJACK PAYS ${odds(pays.blackjack)}`
+    + `${pays.insurance ? ` · INSURANCE PAYS ${odds(pays.insurance)}` : ""}</textPath></text>`;
   return svg;
 }
 
