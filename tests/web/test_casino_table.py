@@ -180,6 +180,24 @@ def test_a_double_the_balance_cannot_cover_is_shown_disabled_with_the_reason(bro
     close(page, problems)
 
 
+def test_the_chosen_chip_the_balance_no_longer_covers_is_not_shown_chosen(browser: Any,
+                                                                        live_server: LiveServer) -> None:
+    """Greyed out, it kept its gold ring, as if a spot would still take it (a player's trial); shown chosen again once
+    the balance covers it."""
+    page, _, problems = table_page(browser, live_server, "single-deck")
+    chip(page, 50000)
+    bet(page)
+    bet(page)  # the whole £1,000 on the hand
+    fifty = page.locator("button.chip[data-chip='50000']")
+    expect(fifty).to_be_disabled()
+    expect(fifty).to_have_attribute("aria-pressed", "false")
+    expect(fifty).not_to_have_class(re.compile(r"\bselected\b"))
+    page.locator("#undo").click()
+    expect(fifty).to_be_enabled()
+    expect(fifty).to_have_attribute("aria-pressed", "true")
+    close(page, problems)
+
+
 def test_side_bets_in_words_and_a_push_is_even(browser: Any, live_server: LiveServer) -> None:
     service = live_server.service
     service.stacked.append(["8S", "6H", "8D", "6C", "2S", "KH"])  # the dealer busts with 4 cards
@@ -311,6 +329,11 @@ def test_a_phone_shows_the_header_on_one_line_and_the_dealer_beside_the_active_h
     chip(page, 100)
     for spot in range(1, 6):
         bet(page, spot)
+    bet(page, 1, "perfect_pairs")
+    # A side bet's amount under its name, not inside it ("Perfect $1.00 Pairs": a player's trial).
+    side = page.locator("button.side.has-bet[data-side='perfect_pairs']").first
+    name, amount = (side.locator(part).bounding_box() for part in (".side-name", ".side-amount"))
+    assert amount["y"] >= name["y"] + name["height"] - 1, (name, amount)
     assert inside(page, "#deal")
     deal(page, live_server, "first-person")
     for hand in range(1, 6):

@@ -72,10 +72,13 @@ export function bettingBar(table, slip, { forming, seated, playing, canBet, excl
   const timer = forming ? el("span", { class: "timer", id: "window" }) : null;
   const statusLine = el("p", { class: "status-line", id: "bet-status" }, line, timer ? " " : "", timer,
     forming && !seated ? " — bet to join" : "");
+  // The chosen chip is shown chosen only while the balance covers it: greyed out, a gold ring said it was still the
+  // one a spot would take (a player's trial).
+  const chosen = (chip) => chip === slip.chip && slip.enabled_chips.includes(chip);
   const chips = el("div", { class: "chips", role: "group", "aria-label": "Chips" },
-    ...table.chips.map((chip) => el("button", { type: "button", class: `chip chip-${chipColour(chip)}${chip === slip.chip ? " selected" : ""}`,
+    ...table.chips.map((chip) => el("button", { type: "button", class: `chip chip-${chipColour(chip)}${chosen(chip) ? " selected" : ""}`,
       "data-chip": chip, "data-focus": `chip-${chip}`, disabled: !canBet || !slip.enabled_chips.includes(chip),
-      "aria-pressed": chip === slip.chip ? "true" : "false", "aria-label": `Chip ${money(chip, table.currency)}`,
+      "aria-pressed": chosen(chip) ? "true" : "false", "aria-label": `Chip ${money(chip, table.currency)}`,
       onclick: () => act.control("chip", { chip }) }, chipLabel(chip, table.currency))));
   if (seated) return el("div", { class: "betting" }, statusLine);
   const empty = slip.total === 0;

@@ -24,12 +24,13 @@ export function chipsFor(amount, chips) {
   return stack;
 }
 
-/** A stack of chips drawn on a spot: at most eight discs shown, the amount written beside it. */
+/** A stack of chips drawn on a spot: at most five discs shown (eight rose above a betting circle and over the amount
+ * written under them: a player's trial), the amount written beside it. */
 export function chipStack(amount, chips, currency, extraClass = "") {
   const wrap = document.createElement("span");
   wrap.className = `stack ${extraClass}`.trim();
   if (!amount) return wrap;
-  const stack = chipsFor(amount, chips).slice(-8);  // the largest at the bottom, the odd chip on top
+  const stack = chipsFor(amount, chips).slice(-5);  // the largest at the bottom, the odd chip on top
   stack.forEach((value, index) => {
     const disc = document.createElement("span");
     disc.className = `disc chip-${chipColour(value)}`;
