@@ -55,6 +55,8 @@ def test_every_bets_limits_are_shown_under_its_column() -> None:
     betting = screen(game)
     assert re.search(r"Spot +Main +21\+3 +Perfect Pairs", betting)
     assert re.search(r"Limits +\$1–\$1,000 +\$1–\$100 +\$5–\$200 ", betting), betting
+    # And what each pays, from the rules it is settled by (a player's trial found the paytables nowhere before a bet).
+    assert re.search(r"Pays +BJ 3:2 +100/40/30/10/5:1 +30/10/5:1 ", betting), betting  # sheet 003's paytables
 
 
 def test_limits_and_chips_drop_a_zero_minor_part_whichever_side_the_currency_is_written() -> None:

@@ -72,6 +72,14 @@ def test_the_servers_refusals_are_shown_in_its_words_and_change_nothing(http: Te
     assert over.state["slip"]["total"] == 30000
 
 
+
+def test_the_betting_screen_says_what_each_bet_pays_as_the_server_settles_it(http: TestClient) -> None:
+    """The server's paytables (``GET /tables``' ``pays``), each under its bet's column: sheet 000's Perfect Pairs and
+    21+3 (a player's trial found them nowhere before a bet)."""
+    table = played(http, "first-person", "q")
+    assert re.search(r"Pays +BJ 3:2 +25/12/6:1 +100/40/30/10/5:1", screen(table)), screen(table)
+
+
 def test_a_credit_made_while_betting_shows_at_the_next_bet_control(http: TestClient, operator: Client) -> None:
     """The betting screen's balance is the one each bet control was checked against: a credit made meanwhile shows
     at the next key. Before, the screen read it again only on a refusal, a deal or a round's end."""

@@ -320,6 +320,14 @@ class SideBetRules:
     kind: str
     paytable: Mapping[str, int]
 
+    def pays(self) -> list[tuple[str, int]]:
+        """Each line this side bet pays, best first, with what it pays to 1: its paytable as a player reads it.
+
+        >>> SideBetRules("pp", "perfect_pairs", {"mixed": 6, "perfect": 25, "colored": 12}).pays()
+        [('perfect', 25), ('colored', 12), ('mixed', 6)]
+        """
+        return [(line, self.paytable[line]) for line in SIDE_BETS[self.kind].lines if line in self.paytable]
+
 
 @dataclass(frozen=True)
 class CashOutRules:

@@ -338,8 +338,7 @@ def table_pays(variant: str) -> dict[str, Any]:
         "blackjack": "{}:{}".format(*rules.blackjack_payout), "win": "{}:{}".format(*rules.win_payout),
         "insurance": "{}:{}".format(*rules.insurance.payout) if rules.insurance.offered else None,
         "even_money": rules.insurance.offered and rules.insurance.even_money,
-        "side_bets": {name: [[line, side.paytable[line]] for line in SIDE_BETS[side.kind].lines
-                             if line in side.paytable] for name, side in rules.side_bets.items()},
+        "side_bets": {name: [list(line) for line in side.pays()] for name, side in rules.side_bets.items()},
         "cash_out": [min(factors), max(factors)] if factors else None,
     }
 

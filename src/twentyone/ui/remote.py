@@ -48,6 +48,7 @@ from twentyone.ui.terminal import (
     key_waiting,
     limits_text,
     net_text,
+    pays_text,
     read_keys,
     result_words,
     short_money,
@@ -737,6 +738,11 @@ class RemoteTable:
             table.add_row(marker + str(spot), *(self.money(bets.get((spot, name), 0)) for name in (MAIN, *sides)))
         limits = {name: (int(low), int(high)) for name, (low, high) in table_setting["limits"].items()}
         table.add_row("Limits", *(limits_text(*limits[name], self.currency) for name in (MAIN, *sides)), style="dim")
+        pays = table_setting.get("pays")  # a server before pays sends none
+        if pays:
+            table.add_row("Pays", f"BJ {pays['blackjack']}", *(pays_text(pays["side_bets"][name])
+                                                                  if name in pays["side_bets"] else ""
+                                                                  for name in sides), style="dim")
         chips = Text("Chips: ")
         for chip in table_setting["chips"]:
             style = "bold reverse" if chip == slip["chip"] else ("" if chip in slip["enabled_chips"] else "dim")

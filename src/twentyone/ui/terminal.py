@@ -14,7 +14,7 @@ import os
 import random
 import re
 import sys
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, TextIO, TypedDict
 
@@ -109,6 +109,16 @@ def short_money(amount: int, currency: str) -> str:
     """
     text = format_money(amount, currency)
     return text.replace(".00", "", 1) if amount % 100 == 0 else text
+
+
+def pays_text(lines: Sequence[Sequence[Any]]) -> str:
+    """What a side bet pays, best line first, as the table lists it under its column (the PAYOUTS panel of the web
+    table names each line).
+
+    >>> pays_text([("perfect", 25), ("colored", 12), ("mixed", 6)])
+    '25/12/6:1'
+    """
+    return "/".join(str(pays) for _, pays in lines) + ":1"
 
 
 def limits_text(low: int, high: int, currency: str) -> str:
@@ -524,6 +534,8 @@ class TerminalTable:
         # Every bet's limits under its column, as the web table lists them: the side bets' too (only the main's were
         # shown, found by a trial).
         table.add_row("Limits", *(self._limits_text(name) for name in (MAIN, *self.rules.side_bets)), style="dim")
+        table.add_row("Pays", "BJ {}:{}".format(*self.rules.blackjack_payout),
+                      *(pays_text(side.pays()) for side in self.rules.side_bets.values()), style="dim")
         chips = Text("Chips: ")
         for chip in slip.chips:
             style = "bold reverse" if chip == slip.chip else ("" if chip in slip.enabled_chips() else "dim")
