@@ -197,8 +197,9 @@ class GameService:
         self.registry._load()
 
     def _table_changed(self, table_id: str, gone: bool) -> None:
-        """The pages this process has at an operator's table that a read of the tables found gone (``table-closed``)
-        or made again with another setting (``table-changed``) are told, and read it again. Before, a table removed
+        """The pages this process has at a table that a read of the tables found gone (``table-closed``) or made again
+        with another setting (``table-changed``) are told, and read it again: an operator's table, or one of the
+        ``tables.toml`` another process's start published. Before, a table removed
         with ``twentyone admin remove-table`` (or in another process) left its pages showing bet controls that each
         answered a 404 (found by review)."""
         self.events.deliver(table_id, TABLE_GONE if gone else TABLE_CHANGED)
