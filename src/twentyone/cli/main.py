@@ -518,7 +518,9 @@ def _server_settings(database: str | None, data_dir: Path | None, make_token: bo
     from twentyone.server.config import SettingError, Settings
 
     try:
-        return Settings.from_environment(database, data_dir, make_token=make_token, tables_file=tables)
+        # TWENTYONE_TABLES is serve --tables' own (typer reads it); the operator's commands go by the published tables.
+        return Settings.from_environment(database, data_dir, make_token=make_token, tables_file=tables,
+                                         tables_from_environment=False)
     except OSError as error:
         fail(f"cannot use the data directory ({error.strerror}: {error.filename}).")
     except SettingError as error:  # it names the variable (before, "invalid literal for int()" named none)
@@ -781,7 +783,7 @@ def _serve_workers(settings: Settings, wallet: str | None, host: str, port: int,
                        SUPERVISOR_ENV_VAR: str(os.getpid())})  # each worker ends with this process (cluster.py)
     if wallet:
         os.environ["TWENTYONE_OPERATOR_WALLET"] = wallet
-    _announce(settings, host, port, f"with {workers} worker processes")
+    _announce(settings, host, port, f"with {workers} worker processes (API docs at /docs)")
     options: _UvicornOptions = {**UVICORN_OPTIONS, "log_level": None, "log_config": workers_logging()}
     uvicorn.run("twentyone.server.cluster:worker_app", factory=True, host=host, port=port, workers=workers,
                 forwarded_allow_ips=proxies, **options)

@@ -52,13 +52,17 @@ class Settings:
     @classmethod
     def from_environment(cls, database_url: str | None = None, data_dir: str | Path | None = None,
                          demo: bool | None = None, make_token: bool = True,
-                         tables_file: str | Path | None = None) -> Settings:
+                         tables_file: str | Path | None = None, tables_from_environment: bool = True) -> Settings:
         """The settings from the arguments, else the environment, else the defaults.
 
         ``make_token=False`` (the operator's commands) never writes a token: without
         ``TWENTYONE_OPERATOR_TOKEN`` and without the data directory's token file it is empty.
         A variable that holds what its setting cannot take is a :class:`SettingError` naming it, and so is a
         ``tables_file`` (or ``TWENTYONE_TABLES``) that cannot be read or defines a table that cannot be played.
+        ``tables_from_environment=False`` leaves ``TWENTYONE_TABLES`` unread: the command line reads it as ``serve
+        --tables``' own, and the operator's commands go by the tables the latest start published (before, a variable
+        naming a file being edited refused every one of them, the ``remove-table`` a start's refusal asks for too:
+        review).
         """
         directory = Path(data_dir or os.environ.get("TWENTYONE_DATA_DIR") or Path.cwd() / "twentyone-data")
         url = database_url or os.environ.get("TWENTYONE_DATABASE_URL") or f"sqlite:///{directory / 'twentyone.db'}"
@@ -68,7 +72,7 @@ class Settings:
         guests = environment_count("TWENTYONE_GUESTS_PER_MINUTE", 120)
         token_days = environment_count("TWENTYONE_TOKEN_DAYS", 30, MAX_TOKEN_DAYS)
         sockets = environment_count("TWENTYONE_SOCKETS_PER_ADDRESS", 256)
-        tables_file = tables_file or os.environ.get(TABLES_ENV_VAR)
+        tables_file = tables_file or (os.environ.get(TABLES_ENV_VAR) if tables_from_environment else None)
         try:
             tables = read_tables_file(Path(tables_file)) if tables_file else shipped_definitions()
         except TableConfigError as error:
@@ -516,4 +520,7 @@ def read_tables_file(path: Path) -> dict[str, dict[str, Any]]:
         except TableConfigError as error:
             raise TableConfigError(f"{path}: {error}") from None
         definitions[table_id] = spec
+    if not definitions:  # a truncated file, most likely: the floor of every process would be emptied
+        raise TableConfigError(f"{path}: defines no table; a floor needs one at least (copy the shipped tables.toml "
+                               "to start from).")
     return definitions

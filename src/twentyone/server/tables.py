@@ -82,6 +82,21 @@ LATEST_TABLES_FILE = select(TABLES_FILES.c.digest, TABLES_FILES.c.tables, TABLES
 LATEST_TABLES_DIGEST = select(TABLES_FILES.c.digest).order_by(TABLES_FILES.c.id.desc()).limit(1)
 
 
+TABLES_FILE_LOCK = "tables-file"  # held by a publication of tables.toml, and by a creation that checks against it
+
+
+def table_id_lock(table_id: str) -> str:
+    """The advisory lock a creation or a removal of an operator's table takes on its id, in any case. Not the name of
+    the table's timers (:func:`~twentyone.server.cluster.table_timers`, ``table:ID``), which the process running
+    them holds for its life: sharing it, every removal or creation of a table whose timers had run waited for ever
+    on PostgreSQL (found by a trial of an operator).
+
+    >>> table_id_lock("VIP")
+    'table-id:vip'
+    """
+    return f"table-id:{table_id.lower()}"
+
+
 def served_settings(definitions: Mapping[str, Mapping[str, Any]]) -> dict[str, dict[str, Any]]:
     """Each table of a ``tables.toml`` as it is served, every setting given (a setting left out is its default), so
     that two files that serve the same tables compare equal.
@@ -115,8 +130,8 @@ class TableRegistry:
         self._tables: dict[str, TableSpec] | None = None
         self._stored: list[tuple[str, Any]] | None = None  # TABLE_ROWS when last read (None: never)
         self._digest: str | None = None  # the published tables.toml's when last read (None: none published)
-        self._file_ids: frozenset[str] = frozenset()  # the ids of the tables.toml served
-        self._specs: dict[str, Any] = {}  # every table's settings as last read, to tell what changed
+        self._file_tables: dict[str, TableSpec] = {}  # the tables.toml served: its tables, and their ids
+        self._file_ids: frozenset[str] = frozenset()
         self._lock = threading.Lock()
         # Told of each operator's table that a read of the tables found gone or changed since the last, whichever
         # read it was (a tick's, an announcement's, a miss's): the service tells the table's pages.
@@ -132,22 +147,41 @@ class TableRegistry:
         with self.store.read() as session:
             stored = [tuple(row) for row in session.execute(TABLE_ROWS)]
             published = session.execute(LATEST_TABLES_FILE).first()
-        digest, definitions = (published.digest, published.tables) if published is not None else (None, self.defined)
-        tables = tables_from_definitions(definitions)
+        digest = published.digest if published is not None else None
+        with self._lock:
+            first, before = self._tables is None, self._tables or {}
+            file_tables, file_ids = self._file_tables, self._file_ids
+        if first or digest != self._digest:  # a file not read yet: its tables built once, not at every read
+            file_tables, file_ids = self._file_read(published)
+        tables = dict(file_tables)
         for table_id, spec in stored:
             tables[table_id] = table_from_mapping(table_id, spec)
-        specs = {**definitions, **dict(stored)}
         with self._lock:
-            first, before = self._stored is None, self._specs
-            self._tables, self._stored, self._digest, self._specs = tables, stored, digest, specs
-            self._file_ids = frozenset(definitions)
+            self._tables, self._stored, self._digest = tables, stored, digest
+            self._file_tables, self._file_ids = file_tables, file_ids
         if not first:  # a first read finds nothing changed
-            for table_id, spec in before.items():
-                if specs.get(table_id) != spec:  # gone, or changed since (another game, perhaps)
-                    self.on_change(table_id, table_id not in specs)
-            for table_id in specs.keys() - before.keys():  # made (again): a page left at its closed stand-in reads it
+            for table_id, table in before.items():
+                if tables.get(table_id) != table:  # gone, or changed since (another game, perhaps)
+                    self.on_change(table_id, table_id not in tables)
+            for table_id in tables.keys() - before.keys():  # made (again): a page left at its closed stand-in reads it
                 self.on_change(table_id, False)
         return dict(tables)
+
+    def _file_read(self, published: Any) -> tuple[dict[str, TableSpec], frozenset[str]]:
+        """The tables of the ``tables.toml`` published (``published``, a row of :data:`LATEST_TABLES_FILE`; None:
+        none yet, so this process's own). One this version cannot read (published by a newer version's start, with a
+        game this one does not know) is logged, and the tables served until now are served on: before, every tick
+        of every older process failed on it, so no timer ran (found by review)."""
+        definitions = published.tables if published is not None else self.defined
+        try:
+            return tables_from_definitions(definitions), frozenset(definitions)
+        except (TableConfigError, TypeError, ValueError, AttributeError) as error:
+            log.error("the tables.toml published at %s cannot be read by this version (%s): this process serves the "
+                      "tables it served before; restart it with the version that published them",
+                      published.published_at.isoformat(" ", "seconds"), error)
+            if self._tables is not None:
+                return self._file_tables, self._file_ids
+            return tables_from_definitions(self.defined), frozenset(self.defined)
 
     def behind(self, session: Session) -> bool:
         """Whether the tables changed since this registry read them: read them with :meth:`_load`, after
@@ -172,7 +206,7 @@ class TableRegistry:
         remove-table`` takes out, never both."""
         digest = definitions_digest(definitions)
         with self.store.write() as session:
-            lock_in_transaction(session, "tables-file")
+            lock_in_transaction(session, TABLES_FILE_LOCK)
             made = {table_id.lower(): table_id for table_id in session.scalars(select(TableConfig.id))}
             taken = sorted(made[table_id.lower()] for table_id in definitions if table_id.lower() in made)
             if taken:
@@ -250,13 +284,17 @@ class TableRegistry:
             require_playable(table, given)  # the operator's own: a game's window added for one seat is not theirs
         except TableConfigError as error:
             raise ServiceError(422, str(error)) from None
-        file_ids = self.file_ids()  # read before the write: a request holds one connection at a time
         with self.store.write() as session:
             # The id taken already, or one that differs from it in case alone: one table to a player reading the lobby
             # (and to a link typed by hand), as player names are (found by an operator's trial: "Classic" beside
             # "classic"). Checked in the write, under a lock on the id in lower case (PostgreSQL; SQLite writes one at
-            # a time), as a sign-up's name is: two creations at once in two cases would each miss the other.
-            lock_in_transaction(session, f"table:{table_id.lower()}")
+            # a time), as a sign-up's name is: two creations at once in two cases would each miss the other. And
+            # against the tables.toml published last, read under the lock its publication takes: a start publishing
+            # a file with this id meanwhile would have made the table both the file's and the operator's (review).
+            lock_in_transaction(session, table_id_lock(table_id))
+            lock_in_transaction(session, TABLES_FILE_LOCK)
+            published = session.execute(LATEST_TABLES_FILE).first()
+            file_ids = (published.tables if published is not None else self.defined).keys()
             same = next((known for known in file_ids if known.lower() == table_id.lower()), None) or \
                 session.scalars(select(TableConfig.id).where(func.lower(TableConfig.id) == table_id.lower())).first()
             if same is not None:
@@ -296,7 +334,7 @@ class TableRegistry:
         if not re.fullmatch(TABLE_ID_PATTERN, table_id):  # no id it could have been made with (a NUL: PostgreSQL's 500)
             raise missing
         with self.store.write() as session:
-            lock_in_transaction(session, f"table:{table_id.lower()}")  # as a creation of the id takes it
+            lock_in_transaction(session, table_id_lock(table_id))  # as a creation of the id takes it
             row = session.get(TableConfig, table_id)
             if row is None:
                 raise missing
@@ -314,7 +352,6 @@ class TableRegistry:
                 self._tables.pop(table_id, None)
             if self._stored is not None:  # told here (the service): not again at this process's next read
                 self._stored = [stored for stored in self._stored if stored[0] != table_id]
-                self._specs.pop(table_id, None)
         return body, [round_id for round_id, status in open_rounds if status == "betting"]
 
 
