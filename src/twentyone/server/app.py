@@ -212,6 +212,18 @@ async def caller(request: Request, authorization: Annotated[str | None, Header()
 
 
 Me = Annotated[Caller, Depends(caller)]
+
+
+async def operator(who: Me) -> Caller:
+    """The caller of an ``/admin`` endpoint, who must be the operator: a 403 before the request's body or query is
+    read. Before, a player's malformed request was told what the body lacked (a 422) rather than that the endpoint is
+    not theirs (found by a trial of an operator). The service checks again."""
+    if not who.is_operator:
+        raise ServiceError(403, "Only the operator can do this.")
+    return who
+
+
+Operator = Annotated[Caller, Depends(operator)]
 Key = Annotated[str | None, Header(alias="Idempotency-Key", max_length=128)]
 RoundId = Annotated[int, PathParam(ge=1, le=MAX_ID)]
 WEB = resources.files("twentyone.ui") / "web"  # the web table's static files, wherever the package is installed
@@ -478,20 +490,20 @@ def create_app(settings: Settings, operator_wallet: OperatorWallet | None = None
 
     # ----------------------------------------------------------- admin
     @app.post("/admin/tables", status_code=201)
-    async def create_table(who: Me, body: TableCreate, request: Request, key: Key = None) -> JSONResponse:
+    async def create_table(who: Operator, body: TableCreate, request: Request, key: Key = None) -> JSONResponse:
         spec = body.model_dump(exclude_none=True)
         table_id = spec.pop("id")
         return await once(who, key, request, body.model_dump(),
                           lambda: service.create_table(who, table_id, spec), status=201)
 
     @app.delete("/admin/tables/{table_id}")
-    async def remove_table(who: Me, table_id: str, request: Request, key: Key = None) -> JSONResponse:
+    async def remove_table(who: Operator, table_id: str, request: Request, key: Key = None) -> JSONResponse:
         """Take a table the operator made out of the configuration: what was played there stays readable, a round
         dealt there is played out (docs/server.md, "Changing a table")."""
         return await once(who, key, request, {}, lambda: service.remove_table(who, table_id))
 
     @app.post("/admin/tables/{table_id}/close-betting")
-    async def close_betting(who: Me, table_id: str, request: Request, key: Key = None) -> JSONResponse:
+    async def close_betting(who: Operator, table_id: str, request: Request, key: Key = None) -> JSONResponse:
         """Close a shared table's betting window now and deal (what the timer does when it runs out)."""
 
         def work() -> dict[str, Any]:
@@ -504,36 +516,36 @@ def create_app(settings: Settings, operator_wallet: OperatorWallet | None = None
         return await once(who, key, request, {}, work)
 
     @app.post("/admin/credit")
-    async def credit(who: Me, body: BalanceChange, request: Request, key: Key = None) -> JSONResponse:
+    async def credit(who: Operator, body: BalanceChange, request: Request, key: Key = None) -> JSONResponse:
         return await once(who, key, request, body.model_dump(),
                           lambda: service.credit(who, body.player, body.currency, body.amount))
 
     @app.post("/admin/debit")
-    async def debit(who: Me, body: BalanceChange, request: Request, key: Key = None) -> JSONResponse:
+    async def debit(who: Operator, body: BalanceChange, request: Request, key: Key = None) -> JSONResponse:
         """Take an amount from a player's balance (a correction), up to the balance: the built-in ledger's only."""
         return await once(who, key, request, body.model_dump(),
                           lambda: service.debit(who, body.player, body.currency, body.amount))
 
     @app.get("/admin/report")
-    def report(who: Me, _once: GivenOnce, query: Annotated[ReportQuery, Query()]) -> dict[str, Any]:
+    def report(who: Operator, _once: GivenOnce, query: Annotated[ReportQuery, Query()]) -> dict[str, Any]:
         """Rounds and money by table and by currency: all of them, or those that ended in [since, until) (ISO 8601
         with an offset)."""
         return service.report(who, query.since, query.until)
 
     @app.get("/admin/rounds")
-    def rounds(who: Me, _once: GivenOnce, query: Annotated[RoundsQuery, Query()]) -> dict[str, Any]:
+    def rounds(who: Operator, _once: GivenOnce, query: Annotated[RoundsQuery, Query()]) -> dict[str, Any]:
         """Rounds newest first, with their clocks, seats and money: every one, or those of a ``status`` (``open``:
         betting or playing) and/or a ``table``; page with ``before`` (the last page's ``next_before``)."""
         return service.list_rounds(who, query.status, query.table, query.before, query.size)
 
     @app.get("/admin/players/{name}")
-    def player(who: Me, name: Annotated[LookedUp, PathParam()]) -> dict[str, Any]:
+    def player(who: Operator, name: Annotated[LookedUp, PathParam()]) -> dict[str, Any]:
         """A player, found by name as ``/admin/credit`` finds one: balances, limits, whether signed in now, and their
         last rounds as their own history shows them."""
         return service.player(who, name)
 
     @app.get("/admin/wallet/calls")
-    def wallet_calls(who: Me, _once: GivenOnce, query: Annotated[WalletCallsQuery, Query()]) -> dict[str, Any]:
+    def wallet_calls(who: Operator, _once: GivenOnce, query: Annotated[WalletCallsQuery, Query()]) -> dict[str, Any]:
         """Calls to the operator's wallet still pending (refused or unanswered), oldest first, with their totals."""
         return service.wallet_calls(who, query.after, query.size)
 
