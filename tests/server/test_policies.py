@@ -210,6 +210,23 @@ def test_timeouts_decline_an_open_offer_then_stand(guest: Client, service: GameS
     assert view["status"] == "settled"
     assert [a["source"] for a in service_actions(service, round_id)] == ["timeout", "timeout"]
     assert view["me"]["timed_out"] == 2 and guest.get("/me/history").json()["rounds"][0]["timed_out"] == 2
+    replay = guest.get(f"/rounds/{round_id}/replay").json()["operations"]
+    assert [(op["action"], op["by"]) for op in replay if op["type"] == "action"] == [
+        ("no-insurance", "timer"), ("stand", "timer")]
+
+
+def test_the_replay_names_who_took_each_decision_the_player_or_the_timer(
+        guest: Client, service: GameService, clock: Clock) -> None:
+    """Before, a stand the timer took read in the replay as the player's own (noted by a trial)."""
+    service.stacked.append(["TS", "AH", "9D", "7C"])
+    guest.bet("classic", 500)
+    round_id = guest.post("/tables/classic/deal").json()["id"]
+    guest.act(round_id, "no-insurance")
+    clock.advance(1201)
+    service.tick()
+    replay = guest.get(f"/rounds/{round_id}/replay").json()["operations"]
+    assert [(op["action"], op["by"]) for op in replay if op["type"] == "action"] == [
+        ("no-insurance", "player"), ("stand", "timer")]
 
 
 def test_a_player_whose_time_ran_out_is_told_and_nobody_else_is(http: TestClient, service: GameService,

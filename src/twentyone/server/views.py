@@ -306,6 +306,25 @@ def owed_to(session: Session, player_id: int, round_ids: list[int]) -> dict[int,
     return {round_id: int(total or 0) for round_id, total in found if round_id is not None}
 
 
+
+def with_deciders(operations: list[dict[str, Any]], actions: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """A replay's operations, each decision marked with who took it: ``"by": "player"`` or ``"timer"`` (the sheet's
+    auto decision when the decision time ran out). The engine logs one action for each decision taken, in the order of
+    the round's actions (those the viewer may see: the same filter applies to both), so the n-th action operation is
+    the n-th action. Before, the replay showed a stand the timer took as the player's own (noted by a trial).
+    Where the two do not match (never, by the engine's rule), nothing is marked rather than the wrong thing.
+
+    >>> ops = [{"type": "card"}, {"type": "action", "action": "no-insurance"}, {"type": "action", "action": "stand"}]
+    >>> [op.get("by") for op in with_deciders(ops, [{"source": "player"}, {"source": "timeout"}])]
+    [None, 'player', 'timer']
+    """
+    decided = [op for op in operations if op["type"] == "action"]
+    if len(decided) != len(actions):
+        return operations
+    for op, action in zip(decided, actions, strict=True):
+        op["by"] = "timer" if action["source"] == "timeout" else "player"
+    return operations
+
 class Views:
     def __init__(self, store: Store, live: LiveRounds, tables: TableRegistry, clock: Callable[[], datetime]) -> None:
         self.store = store
@@ -404,7 +423,8 @@ class Views:
             if seen.others_withheld:  # a common draw in play: the others' decisions tell of this player's cards
                 actions = [action for action in actions if action["player"] == caller.id]
             return {"id": round_id, "variant": round_row.variant, "status": round_row.status,
-                    "operations": [operation_json(op, names) for op in seen.operations], "actions": actions}
+                    "operations": with_deciders([operation_json(op, names) for op in seen.operations], actions),
+                    "actions": actions}
 
     def verify(self, caller: Caller, round_id: int) -> dict[str, Any]:
         """The shuffle's proof for a round of the caller's: the commitment, and once the shoe is finished

@@ -178,7 +178,8 @@ async function showReplay(roundId, currency, tableId) {
     const lines = replay.operations.map((op) => {
       const where = `seat ${op.seat} hand ${op.hand}`;
       if (op.type === "card") return `card ${cardText(op.card)} → ${op.to}${op.face_up ? "" : " (face down)"}`;
-      if (op.type === "action") return `${op.player}: ${op.action}, ${where}`;
+      // A decision the timer took when the decision time ran out says so (the sheet's auto decision).
+      if (op.type === "action") return `${op.player}: ${op.action}, ${where}${op.by === "timer" ? " (by the timer: time ran out)" : ""}`;
       if (op.type === "settled") {
         const what = op.item === "hand" ? where : `${op.item === "insurance" ? op.item : sideName(op.item)}, ${where}`;
         return `${what}: ${op.result}, returned ${money(op.returned, currency)}`;
