@@ -117,6 +117,29 @@ def definitions_digest(definitions: Mapping[str, Mapping[str, Any]]) -> str:
     return hashlib.sha256(canonical.encode()).hexdigest()
 
 
+# What reading a published tables.toml of another version can raise: a game or a setting this version does not know.
+UNREADABLE = (TableConfigError, TypeError, ValueError, AttributeError)
+
+
+def changed_tables(definitions: Mapping[str, Mapping[str, Any]], before: Mapping[str, Any]) -> list[str]:
+    """The ids of the tables that ``definitions`` serve otherwise than ``before`` (the tables published last): all of
+    both where this version cannot read ``before`` (another version's), which must not stop the start that replaces
+    it after its row is written.
+
+    >>> classic = {"classic": {"name": "C", "variant": "classic", "currency": "USD", "chips": [100],
+    ...                        "limits": {"main": [100, 500]}}}
+    >>> changed_tables(classic, {**classic, "vip": classic["classic"]}), changed_tables(classic, {"x": {"variant": 7}})
+    (['vip'], ['classic', 'x'])
+    """
+    try:
+        before_served = served_settings(before)
+    except UNREADABLE:
+        return sorted(definitions.keys() | before.keys())
+    now = served_settings(definitions)
+    return sorted(table_id for table_id in now.keys() | before_served.keys()
+                  if now.get(table_id) != before_served.get(table_id))
+
+
 class TableRegistry:
     def __init__(self, store: Store, clock: Callable[[], datetime],
                  defined: Mapping[str, Mapping[str, Any]] | None = None) -> None:
@@ -172,10 +195,11 @@ class TableRegistry:
         none yet, so this process's own). One this version cannot read (published by a newer version's start, with a
         game this one does not know) is logged, and the tables served until now are served on: before, every tick
         of every older process failed on it, so no timer ran (found by review)."""
-        definitions = published.tables if published is not None else self.defined
+        if published is None:  # this process's own, checked at its start
+            return tables_from_definitions(self.defined), frozenset(self.defined)
         try:
-            return tables_from_definitions(definitions), frozenset(definitions)
-        except (TableConfigError, TypeError, ValueError, AttributeError) as error:
+            return tables_from_definitions(published.tables), frozenset(published.tables)
+        except UNREADABLE as error:
             log.error("the tables.toml published at %s cannot be read by this version (%s): this process serves the "
                       "tables it served before; restart it with the version that published them",
                       published.published_at.isoformat(" ", "seconds"), error)
@@ -218,9 +242,7 @@ class TableRegistry:
                 session.execute(TABLES_FILES.insert().values(digest=digest, tables=dict(definitions),
                                                              published_at=self.clock()))
         if latest is not None and latest.digest != digest:
-            now, before = served_settings(definitions), served_settings(latest.tables)
-            changed = sorted(table_id for table_id in now.keys() | before.keys()
-                             if now.get(table_id) != before.get(table_id))
+            changed = changed_tables(definitions, latest.tables)
             log.warning("tables.toml differs from the one the start at %s published (%s): every server process on "
                         "this database serves this one from its next tick", latest.published_at.isoformat(" ",
                         "seconds"), ", ".join(changed))
