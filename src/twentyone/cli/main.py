@@ -540,7 +540,6 @@ def _cannot_open(settings: Settings, error: Exception) -> NoReturn:
 class _UvicornOptions(TypedDict):
     log_level: str | None
     log_config: NotRequired[dict[str, Any]]  # serve --workers: server.config.workers_logging
-    timeout_worker_healthcheck: NotRequired[int]  # serve --workers: WORKER_HEALTHCHECK_SECONDS
     access_log: bool
     timeout_keep_alive: int
     http: str
@@ -553,12 +552,6 @@ class _UvicornOptions(TypedDict):
 # against 38) and a compression per socket per event, about a third of the time the fan-out spent in each socket's send.
 UVICORN_OPTIONS: _UvicornOptions = {"log_level": "warning", "access_log": False, "timeout_keep_alive": 75,
                                     "http": "twentyone.server.guards:BoundedHead", "ws_per_message_deflate": False}
-
-
-# How long uvicorn's supervisor waits for a worker to answer its health check before it kills and replaces it.
-# uvicorn's 5 s killed workers still starting (importing, migrating) on a loaded machine, nine times over before the
-# server was up a minute later (found by a trial of an operator, at a load average of 18 on two cores).
-WORKER_HEALTHCHECK_SECONDS = 30
 
 
 def _announce(settings: Settings, host: str, port: int, how: str) -> None:
@@ -791,8 +784,7 @@ def _serve_workers(settings: Settings, wallet: str | None, host: str, port: int,
     if wallet:
         os.environ["TWENTYONE_OPERATOR_WALLET"] = wallet
     _announce(settings, host, port, f"with {workers} worker processes (API docs at /docs)")
-    options: _UvicornOptions = {**UVICORN_OPTIONS, "log_level": None, "log_config": workers_logging(),
-                                "timeout_worker_healthcheck": WORKER_HEALTHCHECK_SECONDS}
+    options: _UvicornOptions = {**UVICORN_OPTIONS, "log_level": None, "log_config": workers_logging()}
     uvicorn.run("twentyone.server.cluster:worker_app", factory=True, host=host, port=port, workers=workers,
                 forwarded_allow_ips=proxies, **options)
 
