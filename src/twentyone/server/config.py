@@ -468,7 +468,7 @@ def shipped_tables() -> dict[str, TableSpec]:
     >>> sorted(shipped_tables())
     ['classic', 'classic-premium', 'first-person', 'multiplayer', 'power', 'single-deck']
     """
-    return {table_id: table_from_mapping(table_id, spec) for table_id, spec in shipped_definitions().items()}
+    return tables_from_definitions(shipped_definitions())
 
 
 def tables_from_definitions(definitions: Mapping[str, Mapping[str, Any]]) -> dict[str, TableSpec]:

@@ -43,6 +43,7 @@ from twentyone.server.config import (
     require_held_currency,
     require_playable,
     retired_table,
+    shipped_definitions,
     table_from_mapping,
     tables_from_definitions,
     with_game_timers,
@@ -143,8 +144,6 @@ def changed_tables(definitions: Mapping[str, Mapping[str, Any]], before: Mapping
 class TableRegistry:
     def __init__(self, store: Store, clock: Callable[[], datetime],
                  defined: Mapping[str, Mapping[str, Any]] | None = None) -> None:
-        from twentyone.server.config import shipped_definitions
-
         self.store = store
         self.clock = clock
         # This process's tables.toml: served until a start publishes one (a database no start of migration 0018's

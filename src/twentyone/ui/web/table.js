@@ -588,11 +588,13 @@ export function renderTable() {
   startTimers(current);
 }
 
+/** A payout as words: "3:2" → "3 to 2". */
+const odds = (ratio) => ratio.replace(":", " to ");
+
 /** The PAYOUTS panel: what the game pays (the sheet's "Payouts"), and each side bet this table takes, line by line,
  * as the server settles them (GET /tables/{id}'s `pays`). */
 function payouts(table) {
   const pays = table.pays;
-  const odds = (ratio) => ratio.replace(":", " to ");
   const main = [`Blackjack pays ${odds(pays.blackjack)}.`, `A winning hand pays ${odds(pays.win)}.`];
   if (pays.insurance) main.push(`Insurance pays ${odds(pays.insurance)}${pays.even_money ? "; a blackjack is offered even money" : ""}.`);
   if (pays.cash_out) main.push(`Cash out pays ${pays.cash_out.map((factor) => factor.toFixed(2)).join("–")} times the main bet, by the hand and the dealer's up card.`);
@@ -610,10 +612,9 @@ function payouts(table) {
 function arcText(pays) {
   const svg = document.createElementNS("http://www.w3.org/2000/svg", "svg");
   svg.setAttribute("viewBox", "0 0 600 70");
-  const odds = (ratio) => ratio.replace(":", " TO ");
   svg.innerHTML = '<path id="arc-path" d="M40 10 Q300 110 560 10" fill="none"/>'
-    + `<text><textPath href="#arc-path" startOffset="50%" text-anchor="middle">BLACKJACK PAYS ${odds(pays.blackjack)}`
-    + `${pays.insurance ? ` · INSURANCE PAYS ${odds(pays.insurance)}` : ""}</textPath></text>`;
+    + `<text><textPath href="#arc-path" startOffset="50%" text-anchor="middle">BLACKJACK PAYS ${odds(pays.blackjack).toUpperCase()}`
+    + `${pays.insurance ? ` · INSURANCE PAYS ${odds(pays.insurance).toUpperCase()}` : ""}</textPath></text>`;
   return svg;
 }
 
