@@ -405,6 +405,8 @@ VIP_TABLE = ('[vip]\nname = "VIP"\nvariant = "classic"\ncurrency = "EUR"\nchips 
     (VIP_TABLE.replace('"classic"', '"baccarat"'), "vip.variant: unknown game 'baccarat'"),
     (VIP_TABLE.replace("EUR", "XYZ"), "vip.currency: one of USD, GBP, EUR"),
     (VIP_TABLE + VIP_TABLE.replace("[vip]", "[VIP]"), "[VIP] and [vip] differ in case alone."),
+    (VIP_TABLE.replace("[vip]", '["..."]'), "[...]: a table id is 3 to 32 letters, digits, dots, dashes or "
+                                              "underscores, one at least a letter or digit."),  # as POST /admin/tables
     ('name = "loose"\n', "name is not a table; each table is a [section] of settings."),
     ("# the floor, being written\n", "defines no table; a floor needs one at least"),
 ])

@@ -670,7 +670,8 @@ def test_operator_creates_tables_credits_and_reads_reports(operator: Client, gue
     cased = operator.post("/admin/tables", {**table, "id": "High-Roller"})
     assert cased.status_code == 409 and "'high-roller' already exists" in cased.json()["detail"]
     dots = operator.post("/admin/tables", {**table, "id": "..."})
-    assert dots.status_code == 422 and dots.json()["detail"] == "A table id holds at least one letter or digit."
+    assert dots.status_code == 422 and dots.json()["detail"] == (
+        "[...]: a table id is 3 to 32 letters, digits, dots, dashes or underscores, one at least a letter or digit.")
     assert [t["id"] for t in guest.get("/tables").json()["tables"]].count("high-roller") == 1
     bad = operator.post("/admin/tables", {**table, "id": "bad-table", "variant": "poker"})
     assert bad.status_code == 422 and bad.json()["detail"].startswith("variant: Input should be 'first-person'")

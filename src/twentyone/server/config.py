@@ -476,6 +476,33 @@ def tables_from_definitions(definitions: Mapping[str, Mapping[str, Any]]) -> dic
     return {table_id: table_from_mapping(table_id, spec) for table_id, spec in definitions.items()}
 
 
+def checked_definition(table_id: str, given: Mapping[str, Any]) -> tuple[TableSpec, dict[str, Any]]:
+    """A new table's id and settings checked as ``POST /admin/tables`` and ``serve --tables`` both check them: the id
+    one a link can carry, the settings a table that can be played (:func:`table_from_mapping`,
+    :func:`require_held_currency`, :func:`require_playable`). Returns the table and the settings to store, with the
+    game's timers where the table leaves them out (:func:`with_game_timers`): a later change to the game's defaults
+    leaves the table as it was made. One check for both ways in: a table one refuses, the other refuses in the same
+    words.
+
+    >>> checked_definition("vip", {"name": "VIP", "variant": "classic", "currency": "EUR", "chips": [500],
+    ...                            "limits": {"main": [500, 100000]}})[1]["decision_timeout"]
+    1200
+    >>> try:
+    ...     checked_definition("...", {})
+    ... except TableConfigError as error:
+    ...     print(error)
+    [...]: a table id is 3 to 32 letters, digits, dots, dashes or underscores, one at least a letter or digit.
+    """
+    if not re.fullmatch(TABLE_ID_PATTERN, table_id) or not any(character.isalnum() for character in table_id):
+        raise TableConfigError(f"[{table_id}]: a table id is 3 to 32 letters, digits, dots, dashes or underscores, "
+                               "one at least a letter or digit.")
+    spec = with_game_timers(given)
+    table = table_from_mapping(table_id, spec)
+    require_held_currency(table)
+    require_playable(table, given)  # the operator's own: a game's window added for one seat is not theirs
+    return table, spec
+
+
 def read_tables_file(path: Path) -> dict[str, dict[str, Any]]:
     """An operator's ``tables.toml`` (``serve --tables FILE``), in the shipped file's form, each table checked as
     ``POST /admin/tables`` checks a new one: its id, its settings (a misspelt one is refused, not ignored), its
@@ -506,20 +533,13 @@ def read_tables_file(path: Path) -> dict[str, dict[str, Any]]:
     for table_id, given in data.items():
         if not isinstance(given, dict):
             raise TableConfigError(f"{path}: {table_id} is not a table; each table is a [section] of settings.")
-        if not re.fullmatch(TABLE_ID_PATTERN, table_id) or not any(character.isalnum() for character in table_id):
-            raise TableConfigError(f"{path}: [{table_id}]: a table id is 3 to 32 letters, digits, dots, dashes or "
-                                   "underscores, one at least a letter or digit.")
         twin = next((known for known in definitions if known.lower() == table_id.lower()), None)
         if twin is not None:  # one table to a player reading the lobby, as POST /admin/tables holds
             raise TableConfigError(f"{path}: [{table_id}] and [{twin}] differ in case alone.")
-        spec = with_game_timers(given)
         try:
-            table = table_from_mapping(table_id, spec)
-            require_held_currency(table)
-            require_playable(table, given)
+            _, definitions[table_id] = checked_definition(table_id, given)
         except TableConfigError as error:
             raise TableConfigError(f"{path}: {error}") from None
-        definitions[table_id] = spec
     if not definitions:  # a truncated file, most likely: the floor of every process would be emptied
         raise TableConfigError(f"{path}: defines no table; a floor needs one at least (copy the shipped tables.toml "
                                "to start from).")

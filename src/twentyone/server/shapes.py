@@ -19,7 +19,7 @@ from typing import Annotated, Any, Literal
 from pydantic import AfterValidator, AwareDatetime, BaseModel, BeforeValidator, ConfigDict, Field, StrictBool
 
 from twentyone.core.money import MAX_AMOUNT
-from twentyone.server.config import CURRENCIES
+from twentyone.server.config import CURRENCIES, TABLE_ID_PATTERN
 from twentyone.variants import VARIANTS
 
 MAX_ID = 2**31 - 1  # ids are 32-bit integers in storage (and pages stay below it): anything larger is a 422
@@ -132,7 +132,7 @@ class LimitsUpdate(BaseModel):
 class TableCreate(BaseModel):
     model_config = FORBID_EXTRA  # a misspelt setting (decision_timout) must not be dropped silently
 
-    id: str = Field(pattern=r"^[A-Za-z0-9_.-]{3,32}$")
+    id: str = Field(pattern=TABLE_ID_PATTERN)
     name: str = Field(min_length=1, max_length=64)
     variant: Literal[VARIANTS]  # type: ignore[valid-type]
     currency: Literal[CURRENCIES]  # type: ignore[valid-type]  # the schema lists them

@@ -40,13 +40,11 @@ from twentyone.server.config import (
     TABLE_ID_PATTERN,
     TableConfigError,
     TableSpec,
-    require_held_currency,
-    require_playable,
+    checked_definition,
     retired_table,
     shipped_definitions,
     table_from_mapping,
     tables_from_definitions,
-    with_game_timers,
 )
 from twentyone.server.context import Caller, ServiceError
 from twentyone.server.direct import defer, run, transaction_notes
@@ -294,15 +292,8 @@ class TableRegistry:
     def create(self, caller: Caller, table_id: str, spec: dict[str, Any]) -> dict[str, Any]:
         if not caller.is_operator:
             raise ServiceError(403, "Only the operator can do this.")
-        if not re.match(TABLE_ID_PATTERN, table_id):
-            raise ServiceError(422, "A table id is 3 to 32 letters, digits, dots, dashes or underscores.")
-        if not any(character.isalnum() for character in table_id):  # "..." made a table (an operator's trial)
-            raise ServiceError(422, "A table id holds at least one letter or digit.")
-        given, spec = spec, with_game_timers(spec)  # stored with them: a later change to tables.toml leaves it as it is
-        try:
-            table = table_from_mapping(table_id, spec)
-            require_held_currency(table)
-            require_playable(table, given)  # the operator's own: a game's window added for one seat is not theirs
+        try:  # "..." made a table once (an operator's trial): the id is checked as tables.toml's are
+            table, spec = checked_definition(table_id, spec)
         except TableConfigError as error:
             raise ServiceError(422, str(error)) from None
         with self.store.write() as session:
