@@ -353,15 +353,22 @@ function connectSocket(tableId) {
   awaitHello();
   socket.onmessage = (message) => {
     const event = JSON.parse(message.data);
-    if (event.type === "hello" && state.socket === socket) helloHeard();
+    if (event.type === "hello" && state.socket === socket) {
+      helloHeard();
+      // The table is read again once the socket is heard: the server sends each event to the sockets it holds when
+      // the event happens, and the read made on entering the table (or on reconnecting) may have been answered before
+      // this socket was held. An event between the two (a round opened or dealt by another player, another page's
+      // deal) was lost, and the page showed the table as it was until something else made it read (an audit: one
+      // page in four was not yet listening when its first read was drawn, on a loaded machine).
+      if (currentTableId() === tableId) refreshSoon(tableId);
+    }
     const currency = state.table ? state.table.table.currency : undefined;
     if (event.type === "hello" && event.returned_bets && event.returned_bets.length) {
       // Each in the currency of the table it was on, which need not be this one.
       const returned = event.returned_bets.map((b) => money(b.total, b.currency || (state.tables[b.table_id] || {}).currency));
+      // The table is read again (above): one read while the socket connected would show the bets still on the spots
+      // and the balance without them (DEAL then finds no bet).
       announce(`Your undealt bets were returned: ${returned.join(", ")}.`);
-      // The table may have been read while this socket connected, before the server returned them: read it again,
-      // or the page keeps showing the bets on the spots and the balance without them (DEAL then finds no bet).
-      if (currentTableId() === tableId) refreshSoon(tableId);
     }
     if (event.type === "bets-returned" && state.me && event.player_id === state.me.id) {
       // A seat's bets are in its round's currency, which the event names (the table's may have changed since).
