@@ -107,9 +107,28 @@ def table_page(browser: Any, server: LiveServer, table: str, viewport: dict[str,
     page = context.new_page()
     page.set_default_timeout(15000)
     problems = watch_console(page)
+    open_table(page, server, table)
+    return page, name, problems
+
+
+def open_table(page: Any, server: LiveServer, table: str) -> None:
+    """Go to ``table`` and wait until it is drawn and the server holds the page's socket (its hello heard).
+
+    The page is drawn from its first read, which may come before its socket is held (an audit: one page in four on a
+    loaded machine). Until then the server counts nobody at the table (a round another player opens has the few
+    seconds' window of a player alone, ALONE_WINDOW, which a test's next steps could outlast), and the hello's own
+    read of the table is still to come (a test counting the page's reads would count it)."""
+    heard: list[str] = []  # the hello (the server holds the socket before it) and the table's reads answered, in order
+    page.on("websocket", lambda socket: socket.on(
+        "framereceived", lambda payload: heard.append("hello") if '"hello"' in str(payload) else None))
+    page.on("requestfinished", lambda request: heard.append("read")
+            if request.method == "GET" and request.url.endswith(f"/tables/{table}") else None)
     page.goto(f"{server.url}/#/table/{table}")
     page.locator("#deal, #rebet").wait_for()
-    return page, name, problems
+    deadline = time.monotonic() + 15
+    while "read" not in heard[heard.index("hello") if "hello" in heard else len(heard):]:
+        assert time.monotonic() < deadline, f"no hello on the page's socket at {table}, or no read after it"
+        page.wait_for_timeout(20)
 
 
 def poster(server: LiveServer, token: str) -> Any:
