@@ -440,3 +440,30 @@ def test_every_table_at_both_sizes(browser: Any, live_server: LiveServer, table:
     assert page.evaluate("document.documentElement.scrollWidth") <= PHONE["width"]
     shot(page, f"{table}-phone")
     close(page, problems)
+
+
+@pytest.mark.parametrize("emulation", [{}, {"is_mobile": True, "has_touch": True}], ids=["narrow", "phone"])
+def test_cards_dealt_onto_a_phone_never_widen_the_page(browser: Any, live_server: LiveServer,
+                                                       emulation: dict[str, bool]) -> None:
+    """A card slides in from the shoe, off the felt's right: at 360 px it reached past the screen's edge, the page
+    grew wider than the screen (366 px) and stayed so, the action bar 6 px off it and the page scrolling sideways
+    (found by a trial). The page's width is sampled through the deal's animations and after."""
+    live_server.service.stacked.append(["TS", "6H", "9D", "TC", "8C"])
+    page, _, problems = table_page(browser, live_server, "classic", viewport={"width": 360, "height": 740},
+                                   reduced_motion="no-preference", **emulation)
+    chip(page, 100)
+    bet(page)
+    page.evaluate("""window.widths = [];
+        (function sample() {
+          widths.push([document.documentElement.scrollWidth, window.innerWidth]);
+          if (widths.length < 120) requestAnimationFrame(sample);
+        })();""")
+    page.locator("#deal").click()
+    expect(page.locator("button[data-action='stand']")).to_be_enabled()
+    page.wait_for_function("window.widths.length >= 120")  # two seconds of frames: every card dealt
+    widest = max(max(width) for width in page.evaluate("window.widths"))
+    assert widest <= 360, page.evaluate("window.widths")
+    assert page.evaluate("[document.documentElement.scrollWidth, window.innerWidth]") == [360, 360]
+    bar = page.locator("#action-bar").bounding_box()
+    assert bar is not None and bar["x"] >= 0 and bar["x"] + bar["width"] <= 360, bar
+    close(page, problems)
