@@ -576,6 +576,31 @@ def test_sign_out_ends_the_sign_in_on_the_server_and_a_sign_out_elsewhere_reache
         context.close()
 
 
+def test_signing_out_from_a_seat_in_a_forming_round_says_the_bets_came_back(
+        browser: Any, live_server: LiveServer) -> None:
+    """A player seated in a multiplayer round still taking bets signs out: the seat is given up, and the lobby says
+    the bets came back. Before, the socket's news of the seat made the page read the table under the ended sign-in;
+    the refusal's words for a request without one ("Sign in first: send the bearer token…") stood over the lobby,
+    two 401s in the console, and the bets' notice was lost (found by a trial)."""
+    other, _ = guest_token(live_server)
+    poster(live_server, other)("/tables/multiplayer/bets", {"spot": 1, "chip": 500})  # not alone: a full window
+    page, _, problems = table_page(browser, live_server, "multiplayer")
+    try:
+        bet(page, 1, chip="500")
+        bet(page, 1)
+        expect(page.locator("#total-bet")).to_have_text("TOTAL BET $10.00")
+        page.locator("#deal").click()
+        expect(page.locator("#bet-status")).to_contain_text("Your bets are in")
+        page.get_by_role("button", name="Sign out").click()
+        expect(page.get_by_role("button", name="Play as guest")).to_be_visible()
+        expect(page.locator("#announce")).to_have_text("Signed out. Your undealt bets were returned: $10.00.")
+        page.wait_for_timeout(500)  # the table's news of the seat, had the page still listened
+        expect(page.locator("#announce")).to_have_text("Signed out. Your undealt bets were returned: $10.00.")
+        assert not problems, problems
+    finally:
+        page.context.close()
+
+
 def test_d_pressed_right_after_a_spot_deals_once_the_bet_is_in(page: Any, live_server: LiveServer) -> None:
     """The keys a regular uses without waiting for the page: a spot, then D before the bet's answer is back."""
     live_server.service.stacked.append(["TS", "6H", "9D", "TC", "8C"])

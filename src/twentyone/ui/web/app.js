@@ -303,14 +303,21 @@ function forgetSignIn() {
 }
 
 document.getElementById("sign-out").addEventListener("click", async () => {
-  // The server ends the sign-in (its token is refused from then on) and returns bets never dealt; the page forgets
-  // the token even where the server cannot be reached.
+  // The server ends the sign-in (its token is refused from then on) and returns bets never dealt, which the page says;
+  // it forgets the token even where the server cannot be reached. The table is left first: its socket's news of the
+  // returned bets made the page read the table again under the ended sign-in, and the refusal's words for a request
+  // without one ("Sign in first: send the bearer token…") stood over the lobby, the bets' notice lost (a trial).
+  leaveTable();
+  let returned = [];
   try {
-    await api("POST", "/auth/logout");
+    returned = (await api("POST", "/auth/logout")).returned_bets || [];
   } catch (error) {
     if (error.status !== 401) console.warn("sign-out:", error.message);
   }
   forgetSignIn();
+  if (returned.length) {
+    announce(`Signed out. Your undealt bets were returned: ${returned.map((b) => money(b.total, returnedIn(b))).join(", ")}.`);
+  }
 });
 
 // A table's socket closed because this sign-in ended elsewhere ("sign out everywhere") or expired.

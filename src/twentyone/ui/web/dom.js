@@ -109,6 +109,8 @@ export function announce(text) {
 }
 
 export function showError(error) {
+  // A request's refusal for a sign-in the page has since ended (signed out meanwhile) is no news to the player.
+  if (error.status === 401 && !state.token) return;
   if (error.noAnswer) {
     // A read's "no answer" after a button's keeps the button's: whether it was taken is still to be seen.
     if (!(noAnswerShown && document.getElementById("announce").textContent.startsWith(NO_ANSWER))) announce(error.message);
