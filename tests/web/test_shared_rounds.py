@@ -440,3 +440,31 @@ def test_a_blackjack_in_the_seat_strip_is_named_once(browser: Any, live_server: 
         for page, _, problems in seated:
             page.context.close()
             assert not problems, problems
+
+
+def test_a_round_with_every_seat_taken_takes_no_bet_from_an_eighth_player_and_says_so(
+        browser: Any, live_server: LiveServer) -> None:
+    """Seven players are in a multiplayer round still taking bets (seven seats): an eighth player's page says every
+    seat is taken and takes no bet until the round is dealt. Before, it said "bet to join" with DEAL lit; DEAL was
+    refused "The table is full", and the bets came back at the close with "press DEAL to join the next one" (found by
+    a trial)."""
+    live_server.service.stacked.append(CALM_SHOE * 2)
+    posts = [poster(live_server, guest_token(live_server)[0]) for _ in range(7)]
+    for post in posts:  # every bet on its slip before the first DEAL: not a round opened alone (a few seconds' window)
+        post("/tables/multiplayer/bets", {"spot": 1, "chip": 500})
+    for post in posts:
+        post("/tables/multiplayer/deal")
+    page, _, problems = table_page(browser, live_server, "multiplayer")
+    try:
+        expect(page.locator("#bet-status")).to_contain_text("all 7 seats are taken: bet once it is dealt")
+        expect(page.locator("#bet-status")).not_to_contain_text("bet to join")
+        expect(page.locator("#deal")).to_be_disabled()
+        expect(page.locator("button.chip").first).to_be_disabled()
+        expect(page.locator("button.chip[aria-pressed='true']")).to_have_count(0)  # no chip shown in hand
+        shot(page, "every-seat-taken")
+        live_server.service.close_betting("multiplayer")
+        expect(page.locator("#bet-status")).to_contain_text("bet now for the next one")
+        expect(page.locator("button.chip").first).to_be_enabled()
+        assert not problems, problems
+    finally:
+        page.context.close()

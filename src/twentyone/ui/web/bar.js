@@ -54,7 +54,7 @@ export function status(text) {
   return el("div", { class: "bar-status" }, el("p", { class: "status-line" }, text, " ", el("span", { class: "timer", id: "bar-timer" })));
 }
 
-export function bettingBar(table, slip, { forming, seated, playing, canBet, excluded }) {
+export function bettingBar(table, slip, { forming, seated, playing, canBet, excluded, full }) {
   if (excluded && !seated) {  // the line, and NEW BETS to put a finished round away: no chip, no DEAL
     return el("div", { class: "betting" },
       el("p", { class: "status-line", id: "bet-status" }, excluded),
@@ -71,10 +71,10 @@ export function bettingBar(table, slip, { forming, seated, playing, canBet, excl
   }
   const timer = forming ? el("span", { class: "timer", id: "window" }) : null;
   const statusLine = el("p", { class: "status-line", id: "bet-status" }, line, timer ? " " : "", timer,
-    forming && !seated ? " — bet to join" : "");
-  // The chosen chip is shown chosen only while the balance covers it: greyed out, a gold ring said it was still the
-  // one a spot would take (a player's trial).
-  const chosen = (chip) => chip === slip.chip && slip.enabled_chips.includes(chip);
+    full ? ` — all ${table.seats} seats are taken: bet once it is dealt` : forming && !seated ? " — bet to join" : "");
+  // The chosen chip is shown chosen only while the balance covers it and a bet can be made: greyed out, a gold ring
+  // said it was still the one a spot would take (a player's trial).
+  const chosen = (chip) => canBet && chip === slip.chip && slip.enabled_chips.includes(chip);
   const chips = el("div", { class: "chips", role: "group", "aria-label": "Chips" },
     ...table.chips.map((chip) => el("button", { type: "button", class: `chip chip-${chipColour(chip)}${chosen(chip) ? " selected" : ""}`,
       "data-chip": chip, "data-focus": `chip-${chip}`, disabled: !canBet || !slip.enabled_chips.includes(chip),

@@ -532,7 +532,12 @@ export function renderTable() {
   const inPlay = playing && playing.me;
   // Excluded from play: no bet control is offered (the server refuses each); a round in play goes on.
   const excluded = exclusionLine();
-  const canBet = !table.closed && !excluded && !seatedForming && !inPlay && !(playing && !table.shared);
+  // A round taking bets whose every seat is taken (multiplayer's seven): no bet of this player's joins it, and bets
+  // on the slip come back when it closes. The page says so and takes none; before, it said "bet to join" with DEAL
+  // lit, DEAL was refused "The table is full", and the bets came back at the close (found by a trial).
+  const full = Boolean(forming && !seatedForming && table.seats
+    && (forming.seat_count ?? forming.seats.length) >= table.seats);
+  const canBet = !table.closed && !excluded && !seatedForming && !inPlay && !(playing && !table.shared) && !full;
   // A round's money is in the round's currency, which a table whose currency changed since no longer has; the slip
   // and the balance are the table's, for the next round. Bets held in a forming round of another currency are not
   // taken from this balance.
@@ -577,7 +582,7 @@ export function renderTable() {
   else if (decisionHere) bar = decisions(playing);
   else if (inPlay || (playing && !table.shared)) bar = status(whoDecides(playing));
   else if (table.closed) bar = closedBar();
-  else bar = bettingBar(table, slip, { forming, seated: seatedForming, playing, canBet, excluded });
+  else bar = bettingBar(table, slip, { forming, seated: seatedForming, playing, canBet, excluded, full });
   view().replaceChildren(felt, el("nav", { class: "action-bar", "aria-label": "Actions", id: "action-bar" }, bar));
   restoreFocus(focused);
   // On a small screen the hand waiting for a decision is brought into view, beside the dealer.
