@@ -601,6 +601,54 @@ def test_signing_out_from_a_seat_in_a_forming_round_says_the_bets_came_back(
         page.context.close()
 
 
+def test_a_round_left_for_another_table_is_named_there_and_its_result_shown_on_return(
+        browser: Any, live_server: LiveServer) -> None:
+    """A player seated in a multiplayer round goes to classic and plays a round there: the page says the round left
+    behind goes on; it settles meanwhile; back at multiplayer its result is shown. Before, nothing said the round went
+    on, and on return nothing was shown: the page looked for a missed result at the newest round of all, which was
+    classic's (found by a trial)."""
+    import httpx
+
+    other, _ = guest_token(live_server)
+    poster(live_server, other)("/tables/multiplayer/bets", {"spot": 1, "chip": 500})  # not alone: a full window
+    page, _, problems = table_page(browser, live_server, "multiplayer")
+    token = page.evaluate("localStorage.getItem('twentyone.token')")
+    elsewhere = poster(live_server, token)
+    try:
+        bet(page, 1, chip="500")
+        page.locator("#deal").click()
+        expect(page.locator("#bet-status")).to_contain_text("Your bets are in")
+        left = httpx.get(f"{live_server.url}/tables/multiplayer", headers={"Authorization": f"Bearer {token}"}
+                         ).json()["round"]["id"]
+        page.get_by_role("link", name="Lobby").click()
+        expect(page.locator("#announce")).to_have_text(
+            f"Your round #{left} at Multiplayer Blackjack goes on without you: a decision of yours not made in time is "
+            "made for you. Go back to the table to play it.")
+        page.get_by_role("link", name="Join Classic Blackjack", exact=True).click()
+        bet(page, 1, chip="100")
+        page.locator("#deal").click()
+        play_out(page)
+        live_server.service.close_betting("multiplayer")
+        read = lambda: httpx.get(f"{live_server.url}/rounds/{left}",  # noqa: E731
+                                 headers={"Authorization": f"Bearer {token}"}).json()
+        view, deadline = read(), time.monotonic() + 15
+        while view["status"] == "playing":  # played out on another device: stand, no insurance
+            assert time.monotonic() < deadline, view
+            if not view["legal_actions"]:
+                time.sleep(0.05)
+                view = read()
+                continue
+            choice = next(a for a in ("no-insurance", "no-even-money", "stand") if a in view["legal_actions"])
+            view = elsewhere(f"/rounds/{left}/actions", {"action": choice})
+        page.get_by_role("link", name="Lobby").click()
+        page.get_by_role("link", name="Join Multiplayer Blackjack", exact=True).click()
+        expect(page.locator("#announce")).to_have_text(f"Round #{left} was settled while you were away.")
+        expect(page.locator("#result")).to_have_attribute("data-round", str(left))
+        assert not problems, problems
+    finally:
+        page.context.close()
+
+
 def test_d_pressed_right_after_a_spot_deals_once_the_bet_is_in(page: Any, live_server: LiveServer) -> None:
     """The keys a regular uses without waiting for the page: a spot, then D before the bet's answer is back."""
     live_server.service.stacked.append(["TS", "6H", "9D", "TC", "8C"])

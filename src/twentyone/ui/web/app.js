@@ -5,7 +5,7 @@ import { cardText } from "./cards.js";
 import { announce, api, el, exclusionLine, showError, state, utc, view } from "./dom.js";
 import { money } from "./money.js";
 import { sideTitle } from "./round.js";
-import { currentTableId, leaveTable, openTable } from "./table.js";
+import { currentTableId, leaveTable, openTable, roundLeftBehind } from "./table.js";
 
 // ------------------------------------------------------------- session
 async function ensureMe() {
@@ -276,6 +276,7 @@ async function route() {
   clearInterval(state.timer);
   const hash = location.hash || "#/";
   const table = currentTableId();
+  const leftBehind = roundLeftBehind(table);  // said where the player goes, once it is drawn
   if (!table) {
     leaveTable();
     document.body.className = "";
@@ -287,6 +288,7 @@ async function route() {
     else if (hash === "#/settings") await renderSettings();
     else if (hash === "#/limits") await renderLimits();
     else await renderLobby();
+    if (leftBehind) announce(leftBehind);
   } catch (error) { showError(error); }
   if (!table) view().focus();
 }

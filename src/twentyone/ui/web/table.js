@@ -99,7 +99,9 @@ async function showMissedResult(tableId) {
   const current = state.table && state.table.round;
   if (current && current.status === "playing") return;
   try {
-    const last = (await api("GET", "/me/history?size=1")).rounds[0];
+    // This table's last round: the newest of all was looked at before, and a round played at another table since
+    // (the player left one round to play at another) hid the one missed here (found by a trial).
+    const last = (await api("GET", `/me/history?size=1&table=${encodeURIComponent(tableId)}`)).rounds[0];
     if (!last || last.table_id !== tableId || last.status !== "settled" || !last.settled_at) return;
     if (Date.now() - Date.parse(last.settled_at) > MISSED_FOR_MS || localStorage.getItem(shownKey()) === String(last.id)) {
       return;
@@ -108,7 +110,7 @@ async function showMissedResult(tableId) {
     if (currentTableId() !== tableId || (state.table && state.table.round && state.table.round.status === "playing")) {
       return;  // the player went on meanwhile (another table, a round dealt)
     }
-    finish(missed);
+    finish(missed, { quiet: true });  // no beep on opening a page: nothing the player did (and a browser refuses it)
     // Its cards with its result: the felt shows the finished round only when drawn again (before, the banner named
     // the result over an empty felt until some later event redrew it; found by a trial of a shared table).
     if (state.table) renderTable();
@@ -263,14 +265,14 @@ function follow(roundId) {
   state.followed = Math.max(state.followed, roundId);
 }
 
-function finish(round) {
+function finish(round, { quiet = false } = {}) {
   state.followed = Math.max(state.followed, round.id);
   if (state.finished && state.finished.id === round.id) return;
   localStorage.setItem(shownKey(), String(round.id));
   state.finished = round;
   state.watching = null;
   showResult(round);
-  beep(round.me && round.me.returned > round.me.staked ? 880 : 330);
+  if (!quiet) beep(round.me && round.me.returned > round.me.staked ? 880 : 330);
 }
 
 function clearFinished() {
@@ -409,6 +411,17 @@ function connectSocket(tableId) {
     }, 2000);
   };
   state.socket = socket;
+}
+
+/** Words for a player leaving the table while a round of theirs there goes on (bets in a round still taking them, or
+ * hands in play), or null. Before, nothing said so: the round was dealt, the timer stood for them, and the page they
+ * went to was silent (found by a trial). */
+export function roundLeftBehind(nextTableId) {
+  const at = state.table;
+  const round = at && at.round;
+  if (!round || !round.me || ended(round) || at.table.id === nextTableId) return null;
+  return `Your round #${round.id} at ${at.table.name} goes on without you: a decision of yours not made in time is `
+    + "made for you. Go back to the table to play it.";
 }
 
 export function leaveTable() {
@@ -699,10 +712,15 @@ function startTimers(round) {
   state.timer = setInterval(tick, 500);
 }
 
+// One audio context for the page's beeps: one made for each beep was never closed, and a browser holds only a few.
+let audio = null;
+
 export function beep(frequency = 600) {
   if (!state.me || !state.me.settings.sound || !window.AudioContext) return;
   try {
-    const context = new AudioContext();
+    audio = audio || new AudioContext();
+    if (audio.state === "suspended") audio.resume();
+    const context = audio;
     const oscillator = context.createOscillator();
     oscillator.frequency.value = frequency;
     oscillator.connect(context.destination);
