@@ -16,6 +16,7 @@ from web_helpers import (
     LiveServer,
     eventually,
     guest_token,
+    open_table,
     poster,
     shot,
     signed_in_context,
@@ -596,6 +597,39 @@ def test_signing_out_from_a_seat_in_a_forming_round_says_the_bets_came_back(
         expect(page.locator("#announce")).to_have_text("Signed out. Your undealt bets were returned: $10.00.")
         page.wait_for_timeout(500)  # the table's news of the seat, had the page still listened
         expect(page.locator("#announce")).to_have_text("Signed out. Your undealt bets were returned: $10.00.")
+        assert not problems, problems
+    finally:
+        page.context.close()
+
+
+def test_signing_out_while_another_sign_in_is_left_says_which_round_goes_on(
+        browser: Any, live_server: LiveServer) -> None:
+    """A registered player with another sign-in left (a browser closed without signing out) signs out from a seat in
+    a forming multiplayer round: the server keeps the seat (only the last sign-in to end returns bets: the other
+    device may be at the table), and the page says which round goes on. Before, it said nothing, and the timer played
+    the hand (found by a trial)."""
+    import httpx
+
+    account = {"name": "fay", "password": "correct horse"}
+    assert httpx.post(f"{live_server.url}/auth/register", json=account).status_code == 201  # the sign-in left behind
+    token = httpx.post(f"{live_server.url}/auth/login", json=account).json()["token"]
+    other, _ = guest_token(live_server)
+    poster(live_server, other)("/tables/multiplayer/bets", {"spot": 1, "chip": 500})  # not alone: a full window
+    page = signed_in_context(browser, token, viewport=DESKTOP).new_page()
+    page.set_default_timeout(15000)
+    problems = watch_console(page)
+    try:
+        open_table(page, live_server, "multiplayer")
+        bet(page, 1, chip="500")
+        page.locator("#deal").click()
+        expect(page.locator("#bet-status")).to_contain_text("Your bets are in")
+        seated = httpx.get(f"{live_server.url}/tables/multiplayer", headers={"Authorization": f"Bearer {token}"}
+                           ).json()["round"]["id"]
+        page.get_by_role("button", name="Sign out").click()
+        expect(page.get_by_role("button", name="Play as guest")).to_be_visible()
+        expect(page.locator("#announce")).to_have_text(
+            f"Signed out. Your round #{seated} at Multiplayer Blackjack goes on without you: a decision of yours not "
+            "made in time is made for you. Go back to the table to play it.")
         assert not problems, problems
     finally:
         page.context.close()

@@ -309,6 +309,10 @@ document.getElementById("sign-out").addEventListener("click", async () => {
   // it forgets the token even where the server cannot be reached. The table is left first: its socket's news of the
   // returned bets made the page read the table again under the ended sign-in, and the refusal's words for a request
   // without one ("Sign in first: send the bearer token…") stood over the lobby, the bets' notice lost (a trial).
+  // A round of theirs goes on where another sign-in of the player's is left (another device; a browser closed without
+  // signing out): the server returns bets only when the last one ends, so the page says which round goes on.
+  const round = state.table && state.table.round;
+  const behind = roundLeftBehind(null);
   leaveTable();
   let returned = [];
   try {
@@ -317,9 +321,10 @@ document.getElementById("sign-out").addEventListener("click", async () => {
     if (error.status !== 401) console.warn("sign-out:", error.message);
   }
   forgetSignIn();
-  if (returned.length) {
-    announce(`Signed out. Your undealt bets were returned: ${returned.map((b) => money(b.total, returnedIn(b))).join(", ")}.`);
-  }
+  const words = returned.length
+    ? [`Your undealt bets were returned: ${returned.map((b) => money(b.total, returnedIn(b))).join(", ")}.`] : [];
+  if (behind && !returned.some((b) => b.round_id === round.id)) words.push(behind);
+  if (words.length) announce(["Signed out.", ...words].join(" "));
 });
 
 // A table's socket closed because this sign-in ended elsewhere ("sign out everywhere") or expired.
