@@ -157,7 +157,9 @@ SIDE_BETS: dict[str, SideBetKind] = {spec.kind: spec for spec in (
                 {"suited_pair": "suited pair", "any_pair": "pair"},
                 Settles.ON_DEAL, lambda first, second, _up: any_pair(first, second)),
     SideBetKind("hot_3", "Hot 3", ("seven_seven_seven", "suited_21", "21", "20", "19"),
-                {"seven_seven_seven": "7-7-7", "suited_21": "suited 21", "21": "21", "20": "20", "19": "19"},
+                # "total 20", not "20" alone: "Hot 3: 20, +€10.00" read as a number with no meaning (a trial)
+                {"seven_seven_seven": "7-7-7", "suited_21": "suited 21", "21": "total 21", "20": "total 20",
+                 "19": "total 19"},
                 Settles.ON_DEAL, hot_3),
     SideBetKind("bust_it", "Bust It", _BUST_LINES,
                 {line: "dealer busts with 8 or more cards" if line == "bust_8_plus"
