@@ -222,26 +222,6 @@ def test_history_newest_first_with_paging_and_a_replay(guest: Client) -> None:
     assert kinds[0] == "bets" and "card" in kinds and kinds[-1] == "settled"
 
 
-def test_history_of_one_table_leaves_the_others_rounds_out(guest: Client) -> None:
-    """``/me/history?table=ID``: the rounds of that table alone, newest first (the page looks there for a result
-    missed at the table it comes back to; the newest of all may be another table's)."""
-    played = {}
-    for table in ("classic", "first-person", "classic", "first-person"):
-        guest.bet(table, 100)
-        view = guest.post(f"/tables/{table}/deal").json()
-        while view["status"] == "playing":
-            view = guest.act(view["id"], "stand" if "stand" in view["legal_actions"] else view["legal_actions"][-1]
-                             ).json()
-        played.setdefault(table, []).append(view["id"])
-    for table, ids in played.items():
-        page = guest.get("/me/history", table=table, size=1).json()
-        assert [r["id"] for r in page["rounds"]] == ids[-1:] and page["has_more"]
-        assert [r["table_id"] for r in guest.get("/me/history", table=table).json()["rounds"]] == [table, table]
-    assert guest.get("/me/history", table="power").json()["rounds"] == []
-    bad = guest.get("/me/history", table="no table!")
-    assert bad.status_code == 422 and "table" in bad.json()["detail"]
-
-
 def test_shuffle_commitment_is_published_before_the_deal_and_verifies_after(guest: Client, tmp_path) -> None:
     assert guest.get("/tables/classic").json()["next_shoe"] is None  # a first visit: no shoe yet
     bet = guest.bet("classic", 100)

@@ -453,14 +453,18 @@ def test_cards_dealt_onto_a_phone_never_widen_the_page(browser: Any, live_server
                                    reduced_motion="no-preference", **emulation)
     chip(page, 100)
     bet(page)
-    page.evaluate("""window.widths = [];
+    page.evaluate("""window.widths = []; window.sampling = true;
         (function sample() {
           widths.push([document.documentElement.scrollWidth, window.innerWidth]);
-          if (widths.length < 120) requestAnimationFrame(sample);
+          if (sampling) requestAnimationFrame(sample);
         })();""")
     page.locator("#deal").click()
     expect(page.locator("button[data-action='stand']")).to_be_enabled()
-    page.wait_for_function("window.widths.length >= 120")  # two seconds of frames: every card dealt
+    # Every frame from DEAL until the last card has slid in: no animation left on the page (the felt is drawn anew
+    # at each read, so a card's own 'animationend' may never come).
+    page.wait_for_function("!document.getAnimations().some((slide) => slide.animationName === 'deal-in' "
+                           "&& slide.playState !== 'finished')")
+    page.evaluate("window.sampling = false")
     widest = max(max(width) for width in page.evaluate("window.widths"))
     assert widest <= 360, page.evaluate("window.widths")
     assert page.evaluate("[document.documentElement.scrollWidth, window.innerWidth]") == [360, 360]

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import socket
 import threading
@@ -118,17 +119,30 @@ def open_table(page: Any, server: LiveServer, table: str) -> None:
     loaded machine). Until then the server counts nobody at the table (a round another player opens has the few
     seconds' window of a player alone, ALONE_WINDOW, which a test's next steps could outlast), and the hello's own
     read of the table is still to come (a test counting the page's reads would count it)."""
-    heard: list[str] = []  # the hello (the server holds the socket before it) and the table's reads answered, in order
-    page.on("websocket", lambda socket: socket.on(
-        "framereceived", lambda payload: heard.append("hello") if '"hello"' in str(payload) else None))
-    page.on("requestfinished", lambda request: heard.append("read")
-            if request.method == "GET" and request.url.endswith(f"/tables/{table}") else None)
+    reads = f"/tables/{table}"
+    heard: list[Any] = []  # the hello (the server holds the socket before it), then the table's read started after it
+
+    def frame(payload: Any) -> None:
+        try:
+            hello = json.loads(payload).get("type") == "hello"
+        except (TypeError, ValueError, AttributeError):
+            hello = False
+        if hello and not heard:
+            heard.append("hello")
+
+    def request(sent: Any) -> None:
+        if heard == ["hello"] and sent.method == "GET" and sent.url.endswith(reads):
+            heard.append(sent)
+
+    page.on("websocket", lambda socket: socket.on("framereceived", frame))
+    page.on("request", request)
     page.goto(f"{server.url}/#/table/{table}")
     page.locator("#deal, #rebet").wait_for()
     deadline = time.monotonic() + 15
-    while "read" not in heard[heard.index("hello") if "hello" in heard else len(heard):]:
+    while len(heard) < 2:
         assert time.monotonic() < deadline, f"no hello on the page's socket at {table}, or no read after it"
         page.wait_for_timeout(20)
+    heard[1].response()  # the read the hello made, answered (Playwright waits for it)
 
 
 def poster(server: LiveServer, token: str) -> Any:

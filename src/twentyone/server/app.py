@@ -382,9 +382,8 @@ def create_app(settings: Settings, operator_wallet: OperatorWallet | None = None
 
     @app.get("/me/history")
     def history(who: Me, _once: GivenOnce, query: Annotated[HistoryQuery, Query()]) -> dict[str, Any]:
-        """Newest first; page with ``before`` (the last page's ``next_before``): constant cost, no shifts; ``table``:
-        the rounds of one table alone."""
-        return service.history(who, query.page, query.size, query.before, query.table)
+        """Newest first; page with ``before`` (the last page's ``next_before``): constant cost, no shifts."""
+        return service.history(who, query.page, query.size, query.before)
 
     @app.post("/me/reconnect")
     def reconnect(who: Me) -> dict[str, Any]:

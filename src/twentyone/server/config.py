@@ -481,8 +481,8 @@ def checked_definition(table_id: str, given: Mapping[str, Any]) -> tuple[TableSp
     one a link can carry, the settings a table that can be played (:func:`table_from_mapping`,
     :func:`require_held_currency`, :func:`require_playable`). Returns the table and the settings to store, with the
     game's timers where the table leaves them out (:func:`with_game_timers`): a later change to the game's defaults
-    leaves the table as it was made. One check for both ways in: a table one refuses, the other refuses in the same
-    words.
+    leaves the table as it was made. One check for both ways in (a request's schema refuses an id outside
+    :data:`TABLE_ID_PATTERN` before this, in its own words; "..." passes it and is refused here).
 
     >>> checked_definition("vip", {"name": "VIP", "variant": "classic", "currency": "EUR", "chips": [500],
     ...                            "limits": {"main": [500, 100000]}})[1]["decision_timeout"]

@@ -153,7 +153,6 @@ class HistoryQuery(BaseModel):
     page: int = Field(default=1, ge=1, le=MAX_ID)
     size: int = Field(default=10, ge=1, le=100)
     before: int | None = Field(default=None, ge=1, le=MAX_ID)
-    table: str | None = Field(default=None, pattern=TABLE_ID_PATTERN)  # the rounds played at one table alone
 
 
 class ReportQuery(BaseModel):

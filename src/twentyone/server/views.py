@@ -358,9 +358,8 @@ class Views:
                                                                      caller.id))
         return without_new_stakes(view, caller, self.clock())
 
-    def history(self, caller: Caller, page: int = 1, size: int = 10, before: int | None = None,
-                table: str | None = None) -> dict[str, Any]:
-        """The caller's rounds, newest first, ``size`` to a page; with ``table``, those played at that table alone.
+    def history(self, caller: Caller, page: int = 1, size: int = 10, before: int | None = None) -> dict[str, Any]:
+        """The caller's rounds, newest first, ``size`` to a page.
 
         Two ways to page: ``page`` (1, 2, ...) counts rounds from the newest, so page *n* reads
         the (n-1) x size rounds before it and shifts when a round is played meanwhile; ``before``
@@ -373,14 +372,14 @@ class Views:
             raise ServiceError(422, "Page by page or by before, not both at once.")
 
         def page_of(session: Session) -> dict[str, Any]:
-            items, more = self.history_entries(session, caller.id, size, before, page, table)
+            items, more = self.history_entries(session, caller.id, size, before, page)
             return {"page": None if before is not None else page, "size": size, "before": before, "has_more": more,
                     "rounds": items, "next_before": items[-1]["id"] if more else None}
 
         return self.store.read_anew(page_of)
 
     def history_entries(self, session: Session, player_id: int, size: int, before: int | None = None,
-                        page: int = 1, table: str | None = None) -> tuple[list[dict[str, Any]], bool]:
+                        page: int = 1) -> tuple[list[dict[str, Any]], bool]:
         """A page of the player's history as the player sees it (``/me/history``'s ``rounds``), and whether more
         follow; for a caller inside :meth:`Store.read_anew` (a round in play read from a snapshot behind it is read
         again). The operator's look at a player (``/admin/players/{name}``) shows these, the player's own view: no
@@ -391,8 +390,6 @@ class Views:
                  .where(RoundSeat.player_id == player_id, Round.status.in_(("settled", "void", "playing")))
                  .order_by(RoundSeat.round_id.desc()))
         query = query.where(RoundSeat.round_id < before) if before is not None else query.offset((page - 1) * size)
-        if table is not None:  # a page back at a table shows the last round it missed there, not one played elsewhere
-            query = query.where(Round.table_id == table)
         rows = session.scalars(query.limit(size + 1)).all()
         owed = owed_to(session, player_id, [row.id for row in rows[:size]])
         return ([self._history_entry(session, row, player_id, owed.get(row.id, 0)) for row in rows[:size]],

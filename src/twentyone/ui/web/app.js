@@ -5,7 +5,7 @@ import { cardText } from "./cards.js";
 import { announce, api, el, exclusionLine, showError, state, utc, view } from "./dom.js";
 import { money } from "./money.js";
 import { sideTitle } from "./round.js";
-import { currentTableId, leaveTable, openTable, roundLeftBehind } from "./table.js";
+import { closeSocket, currentTableId, leaveRound, leaveTable, openTable } from "./table.js";
 
 // ------------------------------------------------------------- session
 async function ensureMe() {
@@ -276,7 +276,7 @@ async function route() {
   clearInterval(state.timer);
   const hash = location.hash || "#/";
   const table = currentTableId();
-  const leftBehind = roundLeftBehind(table);  // said where the player goes, once it is drawn
+  const left = leaveRound(table);  // said where the player goes, once it is drawn
   if (!table) {
     leaveTable();
     document.body.className = "";
@@ -288,7 +288,7 @@ async function route() {
     else if (hash === "#/settings") await renderSettings();
     else if (hash === "#/limits") await renderLimits();
     else await renderLobby();
-    if (leftBehind) announce(leftBehind);
+    if (left) announce(left.words + (left.toPlay ? " Go back to the table to play it." : ""));
   } catch (error) { showError(error); }
   if (!table) view().focus();
 }
@@ -306,25 +306,32 @@ function forgetSignIn() {
 
 document.getElementById("sign-out").addEventListener("click", async () => {
   // The server ends the sign-in (its token is refused from then on) and returns bets never dealt, which the page says;
-  // it forgets the token even where the server cannot be reached. The table is left first: its socket's news of the
+  // it forgets the token even where the server cannot be reached. The table's socket is closed first: its news of the
   // returned bets made the page read the table again under the ended sign-in, and the refusal's words for a request
   // without one ("Sign in first: send the bearer token…") stood over the lobby, the bets' notice lost (a trial).
   // A round of theirs goes on where another sign-in of the player's is left (another device; a browser closed without
   // signing out): the server returns bets only when the last one ends, so the page says which round goes on.
   const round = state.table && state.table.round;
-  const behind = roundLeftBehind(null);
-  leaveTable();
+  const guest = Boolean(state.me && state.me.guest);  // a guest cannot sign in again
+  const left = leaveRound(null);
+  closeSocket();
   let returned = [];
+  let unreached = false;
   try {
     returned = (await api("POST", "/auth/logout")).returned_bets || [];
   } catch (error) {
-    if (error.status !== 401) console.warn("sign-out:", error.message);
+    unreached = Boolean(error.noAnswer);
+    if (error.status !== 401 && !unreached) console.warn("sign-out:", error.message);
   }
   forgetSignIn();
-  const words = returned.length
-    ? [`Your undealt bets were returned: ${returned.map((b) => money(b.total, returnedIn(b))).join(", ")}.`] : [];
-  if (behind && !returned.some((b) => b.round_id === round.id)) words.push(behind);
-  if (words.length) announce(["Signed out.", ...words].join(" "));
+  const words = unreached ? ["The server could not be reached: the sign-in ends by itself when it expires."] : [];
+  if (returned.length) {
+    words.push(`Your undealt bets were returned: ${returned.map((b) => money(b.total, returnedIn(b))).join(", ")}.`);
+  }
+  if (left && !returned.some((b) => b.round_id === round.id)) {
+    words.push(left.words + (left.toPlay && !guest ? " Sign in again to play it." : ""));
+  }
+  if (words.length) announce([unreached ? "Signed out of this browser." : "Signed out.", ...words].join(" "));
 });
 
 // A table's socket closed because this sign-in ended elsewhere ("sign out everywhere") or expired.

@@ -85,7 +85,8 @@ export function bettingBar(table, slip, { forming, seated, playing, canBet, excl
   const rebetInstead = empty && slip.can_rebet && canBet;
   const controls = el("div", { class: "controls" },
     state.finished ? button("next-round", "NEW BETS", "n", () => act.nextRound(), { id: "next-round" }) : null,
-    button("undo", "UNDO", "u", () => act.control("undo"), { id: "undo", disabled: empty || !canBet }),
+    // UNDO stays while every seat is taken: bets on the slip then come back at the close, or may be taken back now.
+    button("undo", "UNDO", "u", () => act.control("undo"), { id: "undo", disabled: empty || (!canBet && !full) }),
     button("double-bets", "x2", "x", () => act.control("double"), { id: "double-bets", disabled: empty || !canBet }),
     rebetInstead
       ? button("rebet", table.same_bet_deals ? "SAME BET" : "REBET", "r", () => act.control("rebet"), { id: "rebet", class: "primary" })

@@ -41,7 +41,8 @@ function noAnswer(method, lost) {
 
 export async function api(method, path, body) {
   const headers = { "Content-Type": "application/json" };
-  if (state.token) headers.Authorization = `Bearer ${state.token}`;
+  const token = state.token;  // the sign-in this request is made under (showError: one since ended is no news)
+  if (token) headers.Authorization = `Bearer ${token}`;
   if (method !== "GET") headers["Idempotency-Key"] = crypto.randomUUID();  // one key for every try
   // Sign-in takes no key: a lost answer there may have made an account (a second try would say the name is
   // taken, or make another guest), so only a read, or a request the key guards, is asked again after one.
@@ -70,6 +71,7 @@ export async function api(method, path, body) {
       const error = new Error(data.detail || `${response.status}`);
       error.status = response.status;
       error.data = data;
+      error.token = token;
       throw error;
     }
     return data;
@@ -110,7 +112,7 @@ export function announce(text) {
 
 export function showError(error) {
   // A request's refusal for a sign-in the page has since ended (signed out meanwhile) is no news to the player.
-  if (error.status === 401 && !state.token) return;
+  if (error.status === 401 && error.token && error.token !== state.token) return;
   if (error.noAnswer) {
     // A read's "no answer" after a button's keeps the button's: whether it was taken is still to be seen.
     if (!(noAnswerShown && document.getElementById("announce").textContent.startsWith(NO_ANSWER))) announce(error.message);

@@ -91,30 +91,43 @@ export async function openTable(tableId, ensureMe) {
 }
 
 const MISSED_FOR_MS = 60 * 60 * 1000;  // a result missed within the hour is shown on return; older ones are history
-const shownKey = () => `twentyone.shown.${state.me.id}`;  // the last round whose result this browser showed
+// The last round whose result this browser showed at a table, and a round the player left going on there (for its
+// result on return). By table: one key for all let a result seen at one table hide another's missed one (review).
+const shownKey = (tableId) => `twentyone.shown.${state.me.id}.${tableId}`;
+const leftKey = (tableId) => `twentyone.left.${state.me.id}.${tableId}`;
 
-/** A round of the player's that settled while they were away (page closed, connection lost: the timer stood for
- * them) is shown when they come back to its table, once. */
+/** The missed round to show at a table, if any: the player's newest round (page closed, connection lost: the timer
+ * stood for them), or one they left going on there for another table, whose rounds are the newest since. */
+async function missedRound(tableId) {
+  const last = (await api("GET", "/me/history?size=1")).rounds[0];
+  if (last && last.table_id === tableId) {
+    const recent = last.status === "settled" && last.settled_at && Date.now() - Date.parse(last.settled_at) <= MISSED_FOR_MS;
+    return recent ? last.id : null;
+  }
+  // Left for another table (found by a trial: its result was never shown, the newest round being the other table's).
+  const left = JSON.parse(localStorage.getItem(leftKey(tableId)) || "null");
+  return left && Date.now() - left.at <= MISSED_FOR_MS ? left.id : null;
+}
+
+/** A round of the player's that settled while they were away is shown when they come back to its table, once. */
 async function showMissedResult(tableId) {
-  const current = state.table && state.table.round;
-  if (current && current.status === "playing") return;
+  // This table's state alone: the hello's read may still be coming, with the last table's state still held (review).
+  const playingHere = () => Boolean(state.table && state.table.table.id === tableId && state.table.round
+    && state.table.round.status === "playing");
+  if (playingHere()) return;
   try {
-    // This table's last round: the newest of all was looked at before, and a round played at another table since
-    // (the player left one round to play at another) hid the one missed here (found by a trial).
-    const last = (await api("GET", `/me/history?size=1&table=${encodeURIComponent(tableId)}`)).rounds[0];
-    if (!last || last.table_id !== tableId || last.status !== "settled" || !last.settled_at) return;
-    if (Date.now() - Date.parse(last.settled_at) > MISSED_FOR_MS || localStorage.getItem(shownKey()) === String(last.id)) {
-      return;
-    }
-    const missed = await api("GET", `/rounds/${last.id}`);
-    if (currentTableId() !== tableId || (state.table && state.table.round && state.table.round.status === "playing")) {
-      return;  // the player went on meanwhile (another table, a round dealt)
+    const id = await missedRound(tableId);
+    if (id === null || localStorage.getItem(shownKey(tableId)) === String(id)) return;
+    const missed = await api("GET", `/rounds/${id}`);
+    if (ended(missed)) localStorage.removeItem(leftKey(tableId));
+    if (missed.status !== "settled" || currentTableId() !== tableId || playingHere()) {
+      return;  // still in play (shown when it ends), void, or the player went on meanwhile (another table, a deal)
     }
     finish(missed, { quiet: true });  // no beep on opening a page: nothing the player did (and a browser refuses it)
     // Its cards with its result: the felt shows the finished round only when drawn again (before, the banner named
     // the result over an empty felt until some later event redrew it; found by a trial of a shared table).
-    if (state.table) renderTable();
-    announce(`Round #${last.id} was settled while you were away.`);
+    if (state.table && state.table.table.id === tableId) renderTable();
+    announce(`Round #${id} was settled while you were away.`);
   } catch { /* only a courtesy: the table itself is shown */ }
 }
 
@@ -268,7 +281,7 @@ function follow(roundId) {
 function finish(round, { quiet = false } = {}) {
   state.followed = Math.max(state.followed, round.id);
   if (state.finished && state.finished.id === round.id) return;
-  localStorage.setItem(shownKey(), String(round.id));
+  if (round.table_id) localStorage.setItem(shownKey(round.table_id), String(round.id));
   state.finished = round;
   state.watching = null;
   showResult(round);
@@ -356,6 +369,7 @@ function connectSocket(tableId) {
   socket.onmessage = (message) => {
     const event = JSON.parse(message.data);
     if (event.type === "hello" && state.socket === socket) {
+      socket.heard = true;
       helloHeard();
       // The table is read again once the socket is heard: the server sends each event to the sockets it holds when
       // the event happens, and the read made on entering the table (or on reconnecting) may have been answered before
@@ -402,34 +416,55 @@ function connectSocket(tableId) {
       return;
     }
     awaitHello();  // a bet made before the next socket's hello would be returned by it
-    // Lost the connection while still at this table: come back, and pick the round up where it is.
+    // A socket that closed without its hello (a proxy that lets none through, a server going down) tells nothing:
+    // the table is read now, as it is after every failed try. One that had said hello leaves the read to the next
+    // socket's hello: before, a reconnection read the table twice, and after a restart a power table's thousand
+    // pages did so at once (review).
+    if (!socket.heard && currentTableId() === tableId) refreshSoon(tableId);
+    // Lost the connection while still at this table: come back, and pick the round up where it is. Spread over a
+    // second: a server restarting loses every page's socket at the same moment.
     setTimeout(() => {
-      if (currentTableId() === tableId && !state.socket && state.token) {
-        connectSocket(tableId);
-        refreshSoon(tableId);
-      }
-    }, 2000);
+      if (currentTableId() === tableId && !state.socket && state.token) connectSocket(tableId);
+    }, 2000 + Math.random() * 1000);
   };
   state.socket = socket;
 }
 
-/** Words for a player leaving the table while a round of theirs there goes on (bets in a round still taking them, or
- * hands in play), or null. Before, nothing said so: the round was dealt, the timer stood for them, and the page they
- * went to was silent (found by a trial). */
-export function roundLeftBehind(nextTableId) {
+/** The player leaves the table (for another, the lobby, or by signing out) while a round of theirs there goes on:
+ * the round is remembered, for its result on return (:func:`showMissedResult`), and what becomes of it is said:
+ * `{ words, toPlay }`, toPlay where a decision of theirs may still come. Null where no round of theirs goes on.
+ * Before, nothing said so: the round was dealt, the timer stood for them, and the page they went to was silent, and
+ * on return its result was not shown (found by a trial). */
+export function leaveRound(nextTableId) {
   const at = state.table;
   const round = at && at.round;
-  if (!round || !round.me || ended(round) || at.table.id === nextTableId) return null;
-  return `Your round #${round.id} at ${at.table.name} goes on without you: a decision of yours not made in time is `
-    + "made for you. Go back to the table to play it.";
+  if (!round || !round.me || ended(round) || at.table.id === nextTableId || !state.me) return null;
+  localStorage.setItem(leftKey(at.table.id), JSON.stringify({ id: round.id, at: Date.now() }));
+  const name = at.table.name;
+  if (round.status === "betting") {
+    return { words: `Your bets at ${name} are in round #${round.id}, dealt when betting closes: a decision of yours `
+      + "not made in time is made for you.", toPlay: true };
+  }
+  const toPlay = round.legal_actions.length > 0
+    || round.hands.some((hand) => hand.player_id === state.me.id && hand.status === "playing");
+  return toPlay
+    ? { words: `Your round #${round.id} at ${name} goes on without you: a decision of yours not made in time is made `
+      + "for you.", toPlay }
+    : { words: `Your round #${round.id} at ${name} is being played out: its result is shown when you come back to the `
+      + "table.", toPlay };
 }
 
-export function leaveTable() {
+/** The table's socket closed: no more of its news (and no read it would make) reaches the page. */
+export function closeSocket() {
   if (state.socket) {
     const socket = state.socket;
     state.socket = null;
     socket.close();
   }
+}
+
+export function leaveTable() {
+  closeSocket();
   state.table = null;
   clearFinished();
 }
@@ -446,7 +481,10 @@ function control(path, body) {
   }).finally(() => { controlsInFlight -= 1; });
 }
 
+// Each control, decision and offer answer looks for the table first: a felt still drawn while the page leaves the
+// table (signing out: the lobby is drawn a moment later) has no table under it, and a click threw (review).
 async function controlNow(path, body) {
+  if (!state.table) return;
   const tableId = state.table.table.id;
   try {
     // A chip picked up after a round of the player's settled starts the next bet, as NEW BETS does: their hands
@@ -484,19 +522,20 @@ function ownFinished() {
 
 function decide(action) {
   return serial(async () => {
-    const round = state.table.round;
+    const round = state.table && state.table.round;
     if (!round || !round.legal_actions.includes(action)) return;
+    const tableId = state.table.table.id;
     try {
       const answer = await api("POST", `/rounds/${round.id}/actions`, { action });
-      state.table.round = answer;
+      if (state.table && state.table.table.id === tableId) state.table.round = answer;
       if (ended(answer)) finish(answer);
-      await refreshTable(state.table.table.id);
+      await refreshTable(tableId);
     } catch (error) {
       showError(error);
       if (error.status !== 409 || !state.table) return;
       // Refused because the round is not where this page thought (chosen in another tab, the clock ran out): the
       // round is read again, so its buttons are the ones it takes now, and the words stay until it moves on.
-      await refreshTable(state.table.table.id);
+      await refreshTable(tableId);
       refusal = { text: error.message, step: stepOf(state.table && state.table.round) };
     }
   });
@@ -508,6 +547,8 @@ function answerOffers(choice) {
 }
 
 async function answerOffersNow(choice) {
+  if (!state.table) return;
+  const tableId = state.table.table.id;
   let round = state.table.round;
   try {
     while (round && round.decision && OFFER_TITLES[round.decision.kind] && round.legal_actions.length) {
@@ -519,7 +560,7 @@ async function answerOffersNow(choice) {
     state.offerChoices = {};
     if (ended(round)) finish(round);
   } catch (error) { showError(error); }
-  await refreshTable(state.table.table.id);
+  await refreshTable(tableId);
 }
 
 function nextRound() {
@@ -532,6 +573,7 @@ wire({ control, decide, answerOffers, nextRound, redraw: () => renderTable(),
 
 // ------------------------------------------------------------------ drawing
 export function renderTable() {
+  if (!state.table) return;  // the page left the table (a key or a timer after it): the next view is on its way
   const { table, slip, balance, round: current, next_shoe: nextShoe } = state.table;
   const focused = document.activeElement && document.activeElement.dataset ? document.activeElement.dataset.focus : null;
   document.body.className = `theme-${table.theme} at-table`;
@@ -719,7 +761,9 @@ export function beep(frequency = 600) {
   if (!state.me || !state.me.settings.sound || !window.AudioContext) return;
   try {
     audio = audio || new AudioContext();
+    // A context the browser holds suspended (no gesture yet) would queue the beep to sound later, with the next one.
     if (audio.state === "suspended") audio.resume();
+    if (audio.state !== "running") return;
     const context = audio;
     const oscillator = context.createOscillator();
     oscillator.frequency.value = frequency;
