@@ -317,7 +317,7 @@ def test_a_crowded_round_lists_a_few_others_and_counts_the_rest(http: TestClient
     ann.refresh()
     ann.draw()
     shown = screen(ann)
-    assert "and 2 more hands, of 2 players" in shown and shown.count("\n") <= 24, shown
+    assert "and 2 more hands of 2 other players" in shown and shown.count("\n") <= 24, shown
 
 
 def test_a_table_the_server_does_not_have_is_named_with_the_ones_it_has(http: TestClient) -> None:

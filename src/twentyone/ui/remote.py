@@ -697,11 +697,13 @@ class RemoteTable:
             table.add_row("▶" if active else "", *who,
                           f"{hand['seat']}" + (f".{hand['hand']}" if hand["from_split"] else ""),
                           cards, total, self.money(int(hand["stake"])), result, style="bold" if active else None)
-        if len(others) > OTHERS_SHOWN:
-            players = len({hand["player_id"] for hand in others[OTHERS_SHOWN:]})
-            table.add_row("", f"and {len(others) - OTHERS_SHOWN} more hands, of {players} players", style="dim")
         parts: list[RenderableType] = [Panel(dealer, title=f"Dealer · round {seen['id']} · {seen['status']}",
                                              border_style="green"), table]
+        if len(others) > OTHERS_SHOWN:  # a line of its own: as a row it widened the Player column (a trial)
+            more = len(others) - OTHERS_SHOWN
+            players = len({hand["player_id"] for hand in others[OTHERS_SHOWN:]})
+            parts.append(Text(f"  and {more} more hand{'s' if more != 1 else ''} of {players} other "
+                              f"player{'s' if players != 1 else ''}", style="dim"))
         sides = self._side_results(seen)
         if sides:
             parts.append(Text("  ".join(sides), style="magenta"))

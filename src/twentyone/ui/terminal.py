@@ -161,6 +161,9 @@ def dealer_text(dealer: Mapping[str, Any]) -> Text:
     >>> dealer_text({"cards": ["AS", "KH"], "total": 21, "soft": True, "hidden": 0, "hidden_at": None,
     ...              "blackjack": True}).plain
     'Dealer  A♠ K♥   21  BLACKJACK'
+    >>> dealer_text({"cards": ["AS", "9H"], "total": 20, "soft": True, "hidden": 0, "hidden_at": None,
+    ...              "blackjack": False}).plain  # played out: its best total, not 10/20 (a trial)
+    'Dealer  A♠ 9♥   20'
     """
     cards: list[Card | None] = [parse_card(text) for text in dealer["cards"]]
     at = len(cards) if dealer.get("hidden_at") is None else int(dealer["hidden_at"])
@@ -169,7 +172,9 @@ def dealer_text(dealer: Mapping[str, Any]) -> Text:
     line.append_text(cards_text(shown))
     if cards:  # none yet while a shared round takes bets
         value = HandValue(int(dealer["total"]), bool(dealer["soft"]))
-        line.append(f"   {'BUST ' if value.bust else ''}{format_total(value)}")
+        # Both totals of a soft hand only while a card lies face down; turned over, the dealer's play is done.
+        total = format_total(value) if dealer.get("hidden") else str(value.total)
+        line.append(f"   {'BUST ' if value.bust else ''}{total}")
     if dealer.get("blackjack"):
         line.append("  BLACKJACK", style="bold red")
     return line
