@@ -734,6 +734,28 @@ def test_a_round_settled_while_away_is_shown_on_return_once(browser: Any, live_s
         context.close()
 
 
+def socket_held_past_the_first_read(browser: Any, server: LiveServer, token: str,
+                                    meanwhile: Any = lambda: None) -> tuple[Any, list[int]]:
+    """A page of ``token``'s opened at classic whose table socket is let through to the server only once the
+    table's first read is answered, and ``meanwhile`` has run (what happens in that gap): (page, its reads)."""
+    page = signed_in_context(browser, token).new_page()
+    page.set_default_timeout(15000)
+    held: list[Any] = []
+    reads: list[int] = []
+
+    def first_read_then_socket(route: Any) -> None:
+        reads.append(1)
+        route.fulfill(response=route.fetch())
+        if len(reads) == 1:
+            meanwhile()
+            held[0].connect_to_server()
+
+    page.route_web_socket(re.compile(r"/ws/tables/classic"), lambda socket: held.append(socket))
+    page.route(re.compile(r"/tables/classic$"), first_read_then_socket)
+    page.goto(server.url + "/#/table/classic")
+    return page, reads
+
+
 def test_bets_returned_as_the_page_connects_leave_its_spots_and_balance(browser: Any, live_server: LiveServer) -> None:
     """The player's bet is on classic's slip (placed through the API, as by a page since closed); a page opening the
     table reads it while its socket connects, and the socket's hello then returns the bet. Before, the page said so
@@ -743,22 +765,10 @@ def test_bets_returned_as_the_page_connects_leave_its_spots_and_balance(browser:
 
     token, _ = guest_token(live_server)
     poster(live_server, token)("/tables/classic/bets", {"spot": 1, "chip": 500})
-    context = signed_in_context(browser, token)
-    page = context.new_page()
-    page.set_default_timeout(15000)
-    held: list[Any] = []
-    reads: list[int] = []
-
-    def first_read_then_socket(route: Any) -> None:
-        reads.append(1)
-        route.fulfill(response=route.fetch())  # the slip as it was: the bet still on it
-        if len(reads) == 1:
-            held[0].connect_to_server()  # now the socket connects, and its hello returns the bet
-
-    page.route_web_socket(re.compile(r"/ws/tables/classic"), lambda socket: held.append(socket))
-    page.route(re.compile(r"/tables/classic$"), first_read_then_socket)
+    # The slip as it was (the bet still on it) in the first read; then the socket connects, its hello returning it.
+    page, reads = socket_held_past_the_first_read(browser, live_server, token)
+    context = page.context
     try:
-        page.goto(live_server.url + "/#/table/classic")
         expect(page.locator("#announce")).to_have_text("Your undealt bets were returned: $5.00.")
         expect(page.locator("#total-bet")).to_have_text("TOTAL BET $0.00")
         expect(page.locator("#balance strong")).to_have_text("$1,000.00")
@@ -780,24 +790,14 @@ def test_a_round_dealt_elsewhere_before_the_pages_socket_is_held_is_shown_once_i
     live_server.service.stacked.append(["TS", "6H", "9D", "TC", "8C"])  # 19 against a 6: the round waits for STAND
     token, _ = guest_token(live_server)
     elsewhere = poster(live_server, token)
-    context = signed_in_context(browser, token)
-    page = context.new_page()
-    page.set_default_timeout(15000)
-    held: list[Any] = []
-    reads: list[int] = []
 
-    def first_read_then_deal_then_socket(route: Any) -> None:
-        reads.append(1)
-        route.fulfill(response=route.fetch())  # the table with no round
-        if len(reads) == 1:
-            elsewhere("/tables/classic/bets", {"spot": 1, "chip": 500})
-            elsewhere("/tables/classic/deal")  # its event goes to no socket of this page's
-            held[0].connect_to_server()
+    def deal_elsewhere() -> None:  # after the first read (the table with no round): its event reaches no socket
+        elsewhere("/tables/classic/bets", {"spot": 1, "chip": 500})
+        elsewhere("/tables/classic/deal")
 
-    page.route_web_socket(re.compile(r"/ws/tables/classic"), lambda socket: held.append(socket))
-    page.route(re.compile(r"/tables/classic$"), first_read_then_deal_then_socket)
+    page, reads = socket_held_past_the_first_read(browser, live_server, token, meanwhile=deal_elsewhere)
+    context = page.context
     try:
-        page.goto(live_server.url + "/#/table/classic")
         expect(page.locator("button[data-action='stand']")).to_be_enabled()
         expect(page.locator(".hands.mine .total")).to_have_text("19")
         assert len(reads) >= 2  # read again after the hello
