@@ -602,6 +602,17 @@ def test_signing_out_from_a_seat_in_a_forming_round_says_the_bets_came_back(
         page.context.close()
 
 
+def seat_at_multiplayer(page: Any, server: LiveServer, token: str) -> int:
+    """The page's player bets $5 at multiplayer and presses DEAL: the id of the round taking bets they are in."""
+    import httpx
+
+    bet(page, 1, chip="500")
+    page.locator("#deal").click()
+    expect(page.locator("#bet-status")).to_contain_text("Your bets are in")
+    return int(httpx.get(f"{server.url}/tables/multiplayer", headers={"Authorization": f"Bearer {token}"}
+                         ).json()["round"]["id"])
+
+
 def test_signing_out_while_another_sign_in_is_left_says_which_round_goes_on(
         browser: Any, live_server: LiveServer) -> None:
     """A registered player with another sign-in left (a browser closed without signing out) signs out from a seat in
@@ -620,11 +631,7 @@ def test_signing_out_while_another_sign_in_is_left_says_which_round_goes_on(
     problems = watch_console(page)
     try:
         open_table(page, live_server, "multiplayer")
-        bet(page, 1, chip="500")
-        page.locator("#deal").click()
-        expect(page.locator("#bet-status")).to_contain_text("Your bets are in")
-        seated = httpx.get(f"{live_server.url}/tables/multiplayer", headers={"Authorization": f"Bearer {token}"}
-                           ).json()["round"]["id"]
+        seated = seat_at_multiplayer(page, live_server, token)
         page.get_by_role("button", name="Sign out").click()
         expect(page.get_by_role("button", name="Play as guest")).to_be_visible()
         expect(page.locator("#announce")).to_have_text(
@@ -649,11 +656,7 @@ def test_a_round_left_for_another_table_is_named_there_and_its_result_shown_on_r
     token = page.evaluate("localStorage.getItem('twentyone.token')")
     elsewhere = poster(live_server, token)
     try:
-        bet(page, 1, chip="500")
-        page.locator("#deal").click()
-        expect(page.locator("#bet-status")).to_contain_text("Your bets are in")
-        left = httpx.get(f"{live_server.url}/tables/multiplayer", headers={"Authorization": f"Bearer {token}"}
-                         ).json()["round"]["id"]
+        left = seat_at_multiplayer(page, live_server, token)
         page.get_by_role("link", name="Lobby").click()
         expect(page.locator("#announce")).to_have_text(
             f"Your bets at Multiplayer Blackjack are in round #{left}, dealt when betting closes: a decision of yours "
