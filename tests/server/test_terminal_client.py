@@ -531,6 +531,33 @@ def test_at_a_terminal_q_ends_a_wait_and_keys_typed_before_a_decision_are_droppe
     os.close(leader)
 
 
+def test_between_keys_at_a_terminal_the_screen_follows_the_table(http: TestClient) -> None:
+    """A terminal player waits at multiplayer, typing nothing: bob opens a round there, and the screen shows it
+    taking bets, its clock drawn again as it runs, without a key; a key then ends the wait. Before, the screen stood
+    as the last key left it (found by a terminal trial: a round forming, the timer's decision and the result showed
+    only after a key)."""
+    leader, follower = pty.openpty()
+    tty.setcbreak(follower)
+    with os.fdopen(follower, "r") as keyboard:
+        table = sat_down(http, "multiplayer")
+        table.keyboard = keyboard
+        table.presence = Presence("http://testserver", "multiplayer", "token")  # its events, told by hand here
+        follows = threading.Thread(target=table._follow_until_key)
+        follows.start()
+        bob = new_guest(http)
+        bob.bet("multiplayer", 500)
+        forming = bob.post("/tables/multiplayer/deal").json()
+        table.presence.moved.set()  # the round's event
+        eventually(lambda: f"Round {forming['id']} is taking bets" in screen(table), 10, "the round shown")
+        drawn = screen(table).count("is taking bets")
+        eventually(lambda: screen(table).count("is taking bets") > drawn, 10, "the clock drawn again")
+        assert follows.is_alive()  # still waiting for a key
+        os.write(leader, b"b")
+        follows.join(timeout=10)
+        assert not follows.is_alive() and key_waiting(keyboard) == "b"  # the key is left for the game to read
+    os.close(leader)
+
+
 def test_an_event_of_the_table_reads_the_round_sooner_but_not_at_once(http: TestClient) -> None:
     """A crowded table's events would send every waiting terminal's read at each one: a read waits for the event,
     then for five reads a second at most."""

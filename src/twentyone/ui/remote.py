@@ -45,6 +45,8 @@ from twentyone.ui.terminal import (
     dealer_text,
     discard_typed_ahead,
     hand_cells,
+    is_terminal,
+    key_ready,
     key_waiting,
     limits_text,
     net_text,
@@ -57,6 +59,9 @@ from twentyone.variants import builtin_rules
 
 MAIN = "main"
 MIN_READ_GAP = 0.2  # seconds between reads of a round while the player waits, however many events come
+FOLLOW_READ = 2.0  # seconds between reads of the table, between keys, where no socket tells of its changes
+FOLLOW_GAP = 1.0  # seconds between reads of the table between keys, however many events come (a crowded table's)
+FOLLOW_TICK = 1.0  # seconds between redraws of a clock counting down, between keys
 OTHERS_SHOWN = 4  # other players' hands listed at a shared table; the rest are counted
 TRIES = 4  # a 503 or an answer that never came is sent again with the same key, as the web page does
 MOST_WAIT = 5.0  # seconds: a longer Retry-After is cut to this, so a key never hangs for long
@@ -378,7 +383,7 @@ class RemoteTable:
             self.wait_for_turn()
             self.draw()
             self._leave_if_closed()
-            for key in keys:
+            for key in self._followed(keys):
                 asked = self._asked()
                 if not self.press(key):
                     break
@@ -398,6 +403,55 @@ class RemoteTable:
         balance = self.state.get("balance")
         held = self.money(balance) if balance is not None else "not given by the operator's wallet"
         self.console.print(f"Goodbye. Balance {held} after {rounds} at {self.table_name}.")
+
+    def _followed(self, keys: Iterator[str]) -> Iterator[str]:
+        """The keys, the screen following the table before each (:meth:`_follow_until_key`)."""
+        while True:
+            self._follow_until_key()
+            key = next(keys, None)
+            if key is None:
+                return
+            yield key
+
+    def _follow_until_key(self) -> None:
+        """At a terminal, while the player types nothing, the screen follows the table: an event of its socket reads
+        it again (once a second at most, :data:`FOLLOW_GAP`; every :data:`FOLLOW_READ` seconds without a socket),
+        and a clock counting down is drawn again every second. Before, the screen stood as the last key left it: a
+        round forming at a shared table, the timer's decision for the player, and the round's result showed only
+        after a key (found by a terminal trial). Keys from a pipe (a script) are not waited for."""
+        keyboard = self.keyboard
+        if keyboard is None or not is_terminal(keyboard):
+            return
+        moved = self.presence.moved if self.presence is not None else None
+        read_at = drawn_at = time.monotonic()
+        while not key_ready(keyboard, 0.05):
+            now = time.monotonic()
+            due = moved.is_set() if moved is not None else now - read_at >= FOLLOW_READ
+            if due and now - read_at >= FOLLOW_GAP:
+                if moved is not None:
+                    moved.clear()  # before the read: an event during it reads again
+                read_at = now
+                before = (self.round, self.watched, self.state, self.message)
+                self._read_table()
+                if (self.round, self.watched, self.state, self.message) != before:
+                    self.draw()
+                    drawn_at = now
+                    continue
+            if now - drawn_at >= FOLLOW_TICK and (self.round_open() or self.watched is not None):
+                self.draw()
+                drawn_at = now
+            self._leave_if_closed()
+
+    def _read_table(self) -> None:
+        """Read what the screen shows again: the player's round while it is open (its end is told), else the
+        table (a round of others forming or in play, the balance)."""
+        try:
+            if self.round_open():
+                self._read_round()
+            else:
+                self.refresh()
+        except ServerError as error:  # the next read tries again; the screen says why it did not move
+            self.message = str(error)
 
     def _leave_if_closed(self) -> None:
         """At a table taken out, once this player's round there is over (and shown): the table takes no bets, so

@@ -252,6 +252,13 @@ def key_waiting(stream: TextIO) -> str | None:
     return read_char(stream.fileno())
 
 
+def key_ready(stream: TextIO, seconds: float) -> bool:
+    """Whether a key typed at a terminal waits to be read, waiting ``seconds`` at most for one (none taken)."""
+    import select
+
+    return bool(select.select([stream.fileno()], [], [], seconds)[0])
+
+
 def read_char(fd: int) -> str:
     """One character from a file descriptor, its UTF-8 bytes read together (a £ is one key, not two); "" at the end.
 
