@@ -558,6 +558,30 @@ def test_between_keys_at_a_terminal_the_screen_follows_the_table(http: TestClien
     os.close(leader)
 
 
+def test_bets_the_server_returns_at_the_table_are_told_with_why(http: TestClient, service: GameService) -> None:
+    """Ann's bet is on her slip at multiplayer when bob's round closes without her DEAL: the server returns it and
+    tells her socket why (``bets-returned``); her screen says so and shows the slip empty. Before, the bet left the
+    slip with no word, and her next DEAL answered "Place a main bet before dealing." (found by a terminal trial)."""
+    ann = sat_down(http, "multiplayer")
+    ann.presence = Presence("http://testserver", "multiplayer", "token")  # its events, told by hand here
+    ann.press("b")
+    assert ann.state["slip"]["total"] > 0
+    bob = new_guest(http)
+    bob.bet("multiplayer", 500)
+    bob.post("/tables/multiplayer/deal")
+    service.close_betting("multiplayer")
+    returned = ann.api.get("/tables/multiplayer")["slip"]["total"] == 0
+    assert returned  # the server took the slip back
+    ann.presence._heard({"type": "bets-returned", "table_id": "multiplayer", "player_id": ann.player["id"],
+                         "total": 100, "private": True,
+                         "reason": "Your bets were not in the round when betting closed: press DEAL to join the next "
+                                   "one."})
+    assert ann._bets_returned()
+    assert ann.message == ("Bets of $1.00 returned. Your bets were not in the round when betting closed: press DEAL "
+                           "to join the next one.")
+    assert ann.state["slip"]["total"] == 0  # read again: the screen shows the slip as the server holds it
+
+
 def test_an_event_of_the_table_reads_the_round_sooner_but_not_at_once(http: TestClient) -> None:
     """A crowded table's events would send every waiting terminal's read at each one: a read waits for the event,
     then for five reads a second at most."""

@@ -295,6 +295,8 @@ class Presence:
             for bets in event.get("returned_bets") or []:
                 self._returned.put(bets)
             self.connected.set()
+        if event.get("type") == "bets-returned":  # the player's own (the server sends no one else's), with why
+            self._returned.put(dict(event))
         self.moved.set()
 
 
@@ -433,6 +435,8 @@ class RemoteTable:
                 read_at = now
                 before = (self.round, self.watched, self.state, self.message)
                 self._read_table()
+                with contextlib.suppress(ServerError):  # told at the next read, or at the next key
+                    self._bets_returned()
                 if (self.round, self.watched, self.state, self.message) != before:
                     self.draw()
                     drawn_at = now
@@ -536,13 +540,25 @@ class RemoteTable:
         return True
 
     def _bets_returned(self) -> bool:
-        """Bets the server returned when the table's socket connected again (a dropped line): the slip is read
-        again and the screen says so, as the web page does, each table's bets in its currency."""
+        """Bets the server returned: when the table's socket connected again (a dropped line), or at the table with
+        its reason (``bets-returned``: betting closed without the player's DEAL, another sign-in's reconnection, a
+        limit). The slip is read again and the screen says so, as the web page does, each table's bets in its
+        currency. Before, the returned bets left the slip with no word (found by a terminal trial)."""
         if self.presence is None or not self.presence.has_returned():
             return False
-        currencies = {row["id"]: row["currency"] for row in self.api.get("/tables")["tables"]}
+        taken = self.presence.take_returned()
+        told = [bets for bets in taken if "reason" in bets]
+        reconnected = [bets for bets in taken if "reason" not in bets]
+        words = []
+        if reconnected:
+            currencies = {row["id"]: row["currency"] for row in self.api.get("/tables")["tables"]}
+            words.append(returned_bets_text(reconnected, currencies))
+        for bets in told:
+            total = int(bets.get("total") or 0)
+            amount = format_money(total, bets.get("currency") or self.currency)
+            words.append(f"Bets of {amount} returned. {bets['reason']}" if total else str(bets["reason"]))
         self.refresh()
-        self.message = returned_bets_text(self.presence.take_returned(), currencies)
+        self.message = " ".join(words)
         return True
 
     def _catch_up(self) -> None:
