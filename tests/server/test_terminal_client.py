@@ -247,6 +247,21 @@ def test_another_players_forming_round_is_watched_and_joined_not_taken_for_ones_
     assert ann.round["seat_count"] == 2 and ann.state["slip"]["total"] == 0 and ann.watched is None
 
 
+def test_a_round_of_others_in_play_says_bet_now_and_deal_once_it_ends(http: TestClient, service: GameService,
+                                                                      clock: Clock) -> None:
+    """Ann sits down while bob's round is in play: her screen says she may bet now and DEAL once it ends, which the
+    server holds to. Before, it said "your bets go to the next round", and her DEAL was refused (a terminal trial)."""
+    service.stacked.append(NO_ACE)
+    bob = new_guest(http)
+    dealt_shared_round(service, clock, [bob], "multiplayer")
+    ann = sat_down(http, "multiplayer", clock)
+    assert ann._status().endswith("is in play without you: bet now, and DEAL once it ends."), ann._status()
+    ann.press("b")
+    assert ann.state["slip"]["total"] == 100  # the bet is taken
+    ann.press("d")
+    assert ann.message == "A round is in play at this table: bet on the next one when it ends.", ann.message
+
+
 def test_a_round_that_ends_while_the_next_forms_is_told_as_ones_own(http: TestClient, service: GameService,
                                                                     clock: Clock) -> None:
     """Ann's round ends at Bob's stand, and Bob forms the next round before Ann's screen reads hers again: her

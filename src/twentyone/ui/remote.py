@@ -722,7 +722,9 @@ class RemoteTable:
                 left = _deadline_seconds(watched.get("betting_closes_at"), now)
                 closes = f" (betting closes in {left} s)" if left is not None else ""
                 return f"Round {watched['id']} is taking bets{closes}: your bets and DEAL join it."
-            return f"Round {watched['id']} is in play without you: your bets go to the next round."
+            # DEAL waits for its end (the server refuses it meanwhile): "your bets go to the next round" read as
+            # though DEAL would take them there, and it was refused (a terminal trial).
+            return f"Round {watched['id']} is in play without you: bet now, and DEAL once it ends."
         seen = self.round
         if seen is None:
             return " "
