@@ -55,6 +55,7 @@ async function loadTables() {
 const currencyOf = (tableId) => (state.tables[tableId] || {}).currency;
 // Returned bets in the currency the server names (a seat's in its round's), else their table's.
 const returnedIn = (bets) => bets.currency || currencyOf(bets.table_id);
+const returnedTotals = (returned) => returned.map((b) => money(b.total, returnedIn(b))).join(", ");  // "$5.00, €1.00"
 const minutesText = (minutes) => (minutes === 1 ? "1 minute" : `${minutes} minutes`);
 
 async function renderLobby() {
@@ -70,7 +71,7 @@ async function renderLobby() {
         const answer = await api("POST", path, credentials(event.target.closest("form")));
         await signedIn(answer.token);
         if (answer.returned_bets && answer.returned_bets.length) {
-          announce(`Bets returned: ${answer.returned_bets.map((b) => money(b.total, returnedIn(b))).join(", ")}.`);
+          announce(`Bets returned: ${returnedTotals(answer.returned_bets)}.`);
         }
         renderLobby();
       } catch (failure) { error.textContent = failure.message; }
@@ -260,8 +261,8 @@ async function renderLimits() {
         const returned = answer.returned_bets || [];
         if (returned.length && returned.some((b) => !returnedIn(b))) await loadTables().catch(() => null);
         renderLimits();
-        announce(returned.length ? `Limits saved. Your undealt bets were returned: ${returned.map((b) =>
-          money(b.total, returnedIn(b))).join(", ")}.` : "Limits saved.");
+        announce(returned.length ? `Limits saved. Your undealt bets were returned: ${returnedTotals(returned)}.`
+          : "Limits saved.");
       } catch (error) { message.textContent = error.message; }
     } },
     el("label", {}, "Daily loss limit", el("input", { name: "loss", type: "number", min: "0", step: "0.01" })),
@@ -326,7 +327,7 @@ document.getElementById("sign-out").addEventListener("click", async () => {
   forgetSignIn();
   const words = unreached ? ["The server could not be reached: the sign-in ends by itself when it expires."] : [];
   if (returned.length) {
-    words.push(`Your undealt bets were returned: ${returned.map((b) => money(b.total, returnedIn(b))).join(", ")}.`);
+    words.push(`Your undealt bets were returned: ${returnedTotals(returned)}.`);
   }
   if (left && !returned.some((b) => b.round_id === round.id)) {
     words.push(left.words + (left.toPlay && !guest ? " Sign in again to play it." : ""));
