@@ -42,6 +42,15 @@ settings.register_profile("twentyone", deadline=None)
 settings.load_profile("twentyone")
 
 
+@pytest.fixture(autouse=True, scope="session")
+def _state_kept_apart(tmp_path_factory: pytest.TempPathFactory) -> None:
+    """What the command line keeps between runs (a terminal guest's sign-in, ``ui/kept_guests.py``) goes to the
+    suite's own folder, for its processes and theirs: never to the home of whoever runs the tests."""
+    import os
+
+    os.environ["XDG_STATE_HOME"] = str(tmp_path_factory.mktemp("state"))
+
+
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     for item in items:
         if Path(str(item.fspath)).name in SERIAL_MODULES:

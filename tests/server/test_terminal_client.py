@@ -25,6 +25,7 @@ from rich.console import Console
 from server_helpers import OPERATOR, Client, Clock, dealt_shared_round, eventually, new_guest, new_player
 
 from twentyone.server.service import GameService
+from twentyone.ui.kept_guests import KeptGuests
 from twentyone.ui.remote import MIN_READ_GAP, Api, Presence, RemoteTable, ServerError, _Quit, play_at_server, sign_in
 from twentyone.ui.terminal import discard_typed_ahead, is_terminal, key_waiting
 
@@ -185,6 +186,43 @@ def test_an_offer_is_asked_with_its_price_and_answered_with_y_or_n(http: TestCli
     assert "Round over: won $1.00." in shown  # 19 against the dealer's 18
 
 
+def test_a_hint_is_shown_above_the_deadline_not_in_its_place(http: TestClient, service: GameService) -> None:
+    """A message (here a hint) and the "Decide by" line are both on screen: the message took its place, so the
+    deadline left the screen with the first hint (a terminal trial)."""
+    service.stacked.append(WIN)
+    table = played(http, "classic", "bd?")
+    shown = screen(table).split("Hint (EV per unit bet)")[-1]  # the last screen, from its message on
+    assert re.search(r"Decide by \d\d:\d\d:\d\d \(\d+ s left when shown\)\.", shown), shown
+    assert "[h] hit  [s] stand  [d] double" in shown
+
+
+def test_a_double_the_balance_cannot_cover_is_shown_short_on_the_keys_line(http: TestClient,
+                                                                         service: GameService) -> None:
+    """The whole balance is on the hand: the keys line says double needs what the balance lacks, as the web page
+    disables the button. Before, it offered the double and the server refused it (a terminal trial)."""
+    service.stacked.append(["5S", "6H", "6D", "TC", "9C"])  # 11 against the dealer's 6
+    table = played(http, "first-person", "ccccbbd")  # two $500 chips on the main bet: the guest's $1,000
+    assert table.round is not None and table.round["me"]["staked"] == 100000
+    assert "The balance of $0.00 is short: double needs $1,000.00." in screen(table).split("Chips:")[-1]
+    covered = played(http, "first-person", "")  # a fresh guest, a $1 bet: nothing is short
+    service.stacked.append(["5S", "6H", "6D", "TC", "9C"])
+    covered.press("b")
+    covered.press("d")
+    covered.draw()
+    assert covered.my_turn() and "is short" not in screen(covered).split("Dealer")[-1]
+
+
+def test_x2_says_which_bets_it_capped_at_their_maximum(http: TestClient) -> None:
+    """First person's Perfect Pairs takes $500 at most: x2 doubles the main bet and caps the side bet, and says so.
+    Before, the cap was left for the player to notice (a terminal trial)."""
+    table = played(http, "first-person", "cccbpppx")  # $100 chips: a $100 main bet, $300 Perfect Pairs, then x2
+    assert {(bet["type"], bet["amount"]) for bet in table.state["slip"]["bets"]} == {("main", 20000),
+                                                                                     ("perfect_pairs", 50000)}
+    assert table.message == "x2 capped at the table's maximum: Perfect Pairs on spot 1 at $500.00."
+    doubled = played(http, "first-person", "cccbx")  # nothing at its maximum: nothing to say
+    assert doubled.state["slip"]["total"] == 20000 and doubled.message == ""
+
+
 def test_single_decks_same_bet_deals_and_its_round_is_shown(http: TestClient, service: GameService) -> None:
     """At single-deck REBET is the sheet's Same Bet: it repeats the bets and deals, and its answer is the round."""
     service.stacked.append(["TS", "6H", "9D", "TC", "8C"])  # 10 and 9 against 6, 10, 8: the dealer busts
@@ -245,6 +283,21 @@ def test_another_players_forming_round_is_watched_and_joined_not_taken_for_ones_
     ann.press("d")
     assert ann.message == "" and ann.round is not None and ann.round["id"] == forming["id"] and "me" in ann.round
     assert ann.round["seat_count"] == 2 and ann.state["slip"]["total"] == 0 and ann.watched is None
+
+
+def test_after_deal_at_a_shared_table_the_players_own_bets_are_on_screen(http: TestClient) -> None:
+    """The slip is gone once DEAL joins the forming round: the screen lists the bets that went in. Before, it said
+    "Bets are in (2 seats)" and nothing of what they were (a terminal trial)."""
+    bob = new_guest(http)
+    bob.bet("multiplayer", 500)
+    bob.post("/tables/multiplayer/deal")
+    ann = sat_down(http, "multiplayer")
+    for key in "cbtd":  # a $5 main bet and a $5 21+3
+        ann.press(key)
+    ann.draw()
+    shown = screen(ann)
+    assert ann.round is not None and ann.round["status"] == "betting"
+    assert "Your bets: $5.00 main, $5.00 21+3." in shown and "Bets are in (2 seats)." in shown
 
 
 def test_a_round_of_others_in_play_says_bet_now_and_deal_once_it_ends(http: TestClient, service: GameService,
@@ -398,6 +451,35 @@ def test_an_answer_that_is_not_the_servers_is_one_line() -> None:
         api.get("/tables/classic")
 
 
+def test_a_guest_who_quit_mid_round_comes_back_to_it(http: TestClient, service: GameService,
+                                                    tmp_path: Path) -> None:
+    """The guest's sign-in is kept on this machine, as the web page keeps it in the browser: the next run is the same
+    guest, with the round left open to finish. Before, the token was dropped at quit, and the round was left to the
+    server's timer (a terminal trial)."""
+    guests = KeptGuests(tmp_path / "state" / "guests.json")
+    service.stacked.append(WIN)
+    left = play_at_server("http://testserver", "classic", console=console(), keys=iter("bdq"), http=http,
+                          guests=guests)
+    assert left.round_open() and guests.token_for("http://testserver") == left.api.token
+    assert (tmp_path / "state" / "guests.json").stat().st_mode & 0o777 == 0o600  # a sign-in: its owner's alone
+    assert f"{left.player['name']} is kept on this machine: the same command comes back" in screen(left)
+    back = play_at_server("http://testserver", "classic", console=console(), keys=iter("s"), http=http,
+                          guests=guests)
+    shown = screen(back)
+    assert back.player["id"] == left.player["id"] and f"Welcome back, {left.player['name']}" in shown
+    assert "Round over: won $1.00." in shown and back.state["balance"] == 100100
+
+
+def test_a_kept_guest_the_server_no_longer_takes_is_forgotten_for_a_new_one(http: TestClient,
+                                                                           tmp_path: Path) -> None:
+    guests = KeptGuests(tmp_path / "guests.json")
+    guests.keep("http://testserver", "not-a-sign-in", "guest-gone")
+    table = play_at_server("http://testserver", "classic", console=console(), keys=iter(""), http=http,
+                           guests=guests)
+    assert table.player["name"] != "guest-gone" and "Welcome back" not in screen(table)
+    assert guests.token_for("http://testserver") == table.api.token != "not-a-sign-in"
+
+
 def test_command_line_refusals_are_one_line_and_exit_2() -> None:
     def run(*arguments: str) -> subprocess.CompletedProcess[str]:
         return subprocess.run([sys.executable, "-m", "twentyone.cli.main", "play", *arguments], input="q",
@@ -408,6 +490,11 @@ def test_command_line_refusals_are_one_line_and_exit_2() -> None:
         mixed.stderr
     alone = run("classic", "--name", "ann")
     assert alone.returncode == 2 and "--name signs in at a server: give --server URL too." in alone.stderr
+    new_alone = run("classic", "--new-guest")
+    assert new_alone.returncode == 2 and "--new-guest signs in at a server: give --server URL too." in \
+        new_alone.stderr
+    both = run("classic", "--server", "http://127.0.0.1:9", "--name", "ann", "--new-guest")
+    assert both.returncode == 2 and both.stderr.count("\n") == 1 and "--new-guest and --name cannot" in both.stderr
     for odd in ("http://127.0.0.1:abc", "http://[::1", "http://", "http://127.0.0.1:8000/tables", "ftp://host"):
         refused = run("classic", "--server", odd)
         assert refused.returncode == 2 and refused.stderr.count("\n") == 1 and "--server" in refused.stderr, odd
@@ -430,7 +517,8 @@ def test_a_shared_round_with_a_player_of_the_web_page(tmp_path: Path) -> None:
         bob = call(port, "POST", "/auth/guest").json()
         terminal = subprocess.Popen(
             [sys.executable, "-m", "twentyone.cli.main", "play", "duo", "--server", f"http://127.0.0.1:{port}"],
-            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+            env={**os.environ, "XDG_STATE_HOME": str(tmp_path / "state")})
         bobs: list[int] = []
         bob_plays = threading.Thread(target=lambda: bobs.append(bobs_round(port, bob["token"])))
         bob_plays.start()
@@ -446,6 +534,9 @@ def test_a_shared_round_with_a_player_of_the_web_page(tmp_path: Path) -> None:
         assert "Round over:" in output and "Goodbye. Balance" in output, output[-2000:]
         names = {seat["name"] for seat in settled["seats"]}
         assert bob["player"]["name"] in names and len(names) == 2
+        [terminals] = names - {bob["player"]["name"]}
+        kept = KeptGuests(tmp_path / "state" / "twentyone" / "guests.json")  # where the command keeps its guest
+        assert kept.token_for(f"http://127.0.0.1:{port}") and f"{terminals} is kept on this machine" in output
     finally:
         server.kill()
         server.wait(timeout=30)

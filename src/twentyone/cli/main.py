@@ -211,7 +211,10 @@ def play(
     server: Annotated[str | None, typer.Option(help="Sit at this table of a running server instead, like "
                                                "http://localhost:8000: its deal, balance and history.")] = None,
     name: Annotated[str | None, typer.Option(help="With --server: sign in as this player (password from "
-                                             "TWENTYONE_PASSWORD, else asked for); default a new guest.")] = None,
+                                             "TWENTYONE_PASSWORD, else asked for); default the guest kept on this "
+                                             "machine for that server, else a new one (kept).")] = None,
+    new_guest: Annotated[bool, typer.Option("--new-guest", help="With --server: play as a new guest, and keep it "
+                                            "in place of the one kept for that server.")] = False,
 ) -> None:
     """Play a game in the terminal: bet, deal, decide with single keys.
 
@@ -225,10 +228,12 @@ def play(
                                               ("--currency", currency)) if value is not None]
         if given:
             fail(f"{', '.join(given)} cannot be used with --server: the server's table sets its game and balance.")
-        _play_at_server(server, variant, name)
+        if new_guest and name is not None:
+            fail("--new-guest and --name cannot be used together: a guest has no name to sign in with.")
+        _play_at_server(server, variant, name, new_guest)
         return
-    if name is not None:
-        fail("--name signs in at a server: give --server URL too.")
+    if name is not None or new_guest:
+        fail(f"{'--name' if name is not None else '--new-guest'} signs in at a server: give --server URL too.")
     from twentyone.core.money import MAX_AMOUNT
     from twentyone.core.rules import RulesError
     from twentyone.ui.terminal import play as play_terminal
@@ -257,7 +262,7 @@ def play(
                   limits=table.bet_limits if table else None)
 
 
-def _play_at_server(url: str, table_id: str, name: str | None) -> None:
+def _play_at_server(url: str, table_id: str, name: str | None, new_guest: bool = False) -> None:
     """``play --server``: sign in, sit at the table, play; a server that cannot be reached, a sign-in it refuses or
     a table it does not have is one line and exit code 2, before anything is played."""
     import getpass
@@ -265,6 +270,7 @@ def _play_at_server(url: str, table_id: str, name: str | None) -> None:
 
     import httpx
 
+    from twentyone.ui.kept_guests import KeptGuests
     from twentyone.ui.remote import ServerError, play_at_server
 
     try:
@@ -283,8 +289,11 @@ def _play_at_server(url: str, table_id: str, name: str | None) -> None:
             if not sys.stdin.isatty():  # the keys come from standard input: the password cannot
                 fail("--name: set TWENTYONE_PASSWORD when the keys come from a pipe.")
             password = getpass.getpass(f"Password for {name}: ")
+    guests = KeptGuests.default()
+    if new_guest:
+        guests.forget(url)
     try:
-        play_at_server(url, table_id, name, password)
+        play_at_server(url, table_id, name, password, guests=guests)
     except ServerError as error:
         fail(str(error))
 

@@ -35,7 +35,8 @@ from rich.table import Table
 from rich.text import Text
 
 from twentyone.core.money import format_money
-from twentyone.core.operations import COSTLY_ACTIONS
+from twentyone.core.operations import COSTLY_ACTIONS, MULTIPLIER_OF, Action
+from twentyone.ui.kept_guests import KeptGuests
 from twentyone.ui.terminal import (
     INSURANCE_WORDS,
     OFFER_KEYS,
@@ -66,6 +67,8 @@ OTHERS_SHOWN = 4  # other players' hands listed at a shared table; the rest are 
 TRIES = 4  # a 503 or an answer that never came is sent again with the same key, as the web page does
 MOST_WAIT = 5.0  # seconds: a longer Retry-After is cut to this, so a key never hangs for long
 OPEN = ("betting", "playing")
+# Times the hand's stake each action adds, as the server takes it from the balance (the engine's ``cost_of``).
+EXTRA_STAKES = {**{str(action): times - 1 for action, times in MULTIPLIER_OF.items()}, str(Action.SPLIT): 1}
 
 
 class _Quit(Exception):
@@ -316,6 +319,15 @@ def _clock_text(seconds: int) -> str:
     ('14 s', '19:58')
     """
     return f"{seconds} s" if seconds < 60 else f"{seconds // 60}:{seconds % 60:02d}"
+
+
+def _slip_bets(slip: Mapping[str, Any]) -> dict[tuple[int, str], int]:
+    """A slip's bets as the server sends them, by spot and bet type.
+
+    >>> _slip_bets({"bets": [{"spot": 1, "type": "main", "amount": 500}]})
+    {(1, 'main'): 500}
+    """
+    return {(int(bet["spot"]), str(bet["type"])): int(bet["amount"]) for bet in slip["bets"]}
 
 
 def _deadline_seconds(stamp: str | None, now: datetime) -> int | None:
@@ -594,15 +606,30 @@ class RemoteTable:
         elif key in self._side_keys():
             self._slip(self.api.post(f"{path}/bets", {"spot": self.selected_spot, "type": self._side_keys()[key]}))
         elif key in ("u", "x", "r"):
+            before = _slip_bets(slip)
             answer = self.api.post(f"{path}/{ {'u': 'undo', 'x': 'double', 'r': 'rebet'}[key]}")
             if "id" in answer:  # single-deck's Same Bet: the rebet dealt, and its answer is the round
                 self._dealt(answer)
             else:
                 self._slip(answer)
+                if key == "x":
+                    self.message = self._capped_text(before)
         elif key == "d":
             self._dealt(self.api.post(f"{path}/deal"))
         else:
             self.message = f"Key {key!r} does nothing while betting; see the keys below."
+
+    def _capped_text(self, before: Mapping[tuple[int, str], int]) -> str:
+        """What x2 did not double: the bets it capped at their maximum (the server caps each, as the slip does).
+        Before, a capped side bet was left for the player to notice (a terminal trial)."""
+        after = _slip_bets(self.state["slip"])
+        capped = [f"{self._bet_title(bet_type)}{f' on spot {spot}' if int(self.table['hands_per_player']) > 1 else ''}"
+                  f" at {self.money(amount)}" for (spot, bet_type), amount in sorted(after.items())
+                  if amount < 2 * before.get((spot, bet_type), 0)]
+        return f"x2 capped at the table's maximum: {', '.join(capped)}." if capped else ""
+
+    def _bet_title(self, bet_type: str) -> str:
+        return "the main bet" if bet_type == MAIN else self._side_title(bet_type)
 
     def _slip(self, answer: Mapping[str, Any]) -> None:
         """A bet control's answer: the slip, and the balance it was checked against (a credit or a round played
@@ -706,7 +733,13 @@ class RemoteTable:
                             else f"Balance not held in {self.currency}", style="bold yellow"))
         parts: list[RenderableType] = [header]
         parts += self._render_round(self.round) if self.round is not None else self._render_betting()
-        parts.append(Text(self.message or self._status(), style="bold cyan"))
+        # A message (a hint, a refusal) above what the table waits for, not in its place: it hid the "Decide by"
+        # line, so the deadline left the screen with the first hint (a terminal trial).
+        status = self._status()
+        if self.message:
+            parts.append(Text(self.message, style="bold cyan"))
+        if status.strip() or not self.message:
+            parts.append(Text(status, style="cyan" if self.message else "bold cyan"))
         parts.append(self._render_keys())
         return Group(*parts)
 
@@ -779,7 +812,20 @@ class RemoteTable:
         sides = self._side_results(seen)
         if sides:
             parts.append(Text("  ".join(sides), style="magenta"))
+        if seen["status"] == "betting" and seen.get("me"):
+            parts.append(Text(self._bets_in_text(seen["me"]["bets"]), style="bold"))
         return parts
+
+    def _bets_in_text(self, bets: list[Mapping[str, Any]]) -> str:
+        """The player's own bets in a round still taking bets, spot by spot: after DEAL at a shared table the slip
+        is gone from the screen, and "Bets are in" said nothing of what they were (a terminal trial)."""
+        spots = []
+        for spot, entry in enumerate(bets, start=1):
+            amounts = [f"{self.money(int(entry['bet']))} main"]
+            amounts += [f"{self.money(int(amount))} {self._side_title(name)}"
+                        for name, amount in entry.get("side_bets", {}).items() if amount]
+            spots.append((f"spot {spot}: " if len(bets) > 1 else "") + ", ".join(amounts))
+        return "Your bets: " + "; ".join(spots) + "."
 
     def _side_results(self, seen: Mapping[str, Any]) -> list[str]:
         mine = self.player["id"]
@@ -801,7 +847,7 @@ class RemoteTable:
     def _render_betting(self) -> list[RenderableType]:
         slip, table_setting = self.state["slip"], self.table
         sides = self._sides()
-        bets = {(bet["spot"], bet["type"]): int(bet["amount"]) for bet in slip["bets"]}
+        bets = _slip_bets(slip)
         table = Table(expand=True, show_edge=False, box=None, padding=(0, 1))
         table.add_column("Spot")
         table.add_column("Main")
@@ -846,32 +892,83 @@ class RemoteTable:
             seat = f" on hand {pending[0]['seat']}" if pending else ""
             return Text(f"{offer.replace('-', ' ').title()}{price}{seat}? [y]es [n]o  [?] hint  [q] quit",
                         style="bold")
-        labels = []
+        line = Text(style="bold")
+        short_of = self._short_of()
         for key, action in self._keys_now().items():
             if action in legal and (action != "cash-out" or self.cash_out_shown):
                 label = f"[{key}] {action}"
                 cash_out = self.round.get("offers", {}).get("cash_out")
                 if action == "cash-out" and cash_out is not None:
                     label += f" {self.money(int(cash_out))}"
-                labels.append(label)
-        return Text("  ".join(labels) + "  [?] hint  [q] quit", style="bold")
+                line.append(label, style="dim" if action in short_of else None)
+                line.append("  ")
+        line.append("[?] hint  [q] quit")
+        if short_of:  # as the web page disables these buttons: the server would refuse them
+            balance = self._balance_in_round()
+            needs = ", ".join(f"{action} needs {self.money(cost)}" for action, cost in short_of.items())
+            line.append(f"\nThe balance of {self.money(balance or 0)} is short: {needs}.", style="yellow")
+        return line
+
+    def _balance_in_round(self) -> int | None:
+        """What the balance holds now for a decision of this round, as the web page counts it: the balance before
+        the round less all it has staked so far; None for an operator's wallet that does not say."""
+        me = (self.round or {}).get("me") or {}
+        before = me.get("balance_before")
+        return None if before is None else int(before) - int(me.get("staked", 0))
+
+    def _short_of(self) -> dict[str, int]:
+        """The legal actions that add a stake (double, triple, quadruple, split) the balance cannot cover, each with
+        what it needs. Before, the keys line offered them and the server refused them (a terminal trial)."""
+        balance = self._balance_in_round()
+        decision = (self.round or {}).get("decision") or {}
+        hand = next((hand for hand in (self.round or {}).get("hands", [])
+                     if hand["player_id"] == self.player["id"] and hand["seat"] == decision.get("seat")
+                     and hand["hand"] == decision.get("hand")), None)
+        if balance is None or hand is None:
+            return {}
+        costs = {action: int(hand["stake"]) * times for action, times in EXTRA_STAKES.items()
+                 if action in (self.round or {}).get("legal_actions", [])}
+        return {action: cost for action, cost in costs.items() if cost > balance}
+
+
+def resume_guest(api: Api, guests: KeptGuests, url: str) -> dict[str, Any] | None:
+    """Sign ``api`` in as the guest kept for ``url`` and return it as :func:`sign_in` does; None (and the kept
+    token forgotten) where none is kept or the server no longer takes it (expired, signed out)."""
+    token = guests.token_for(url)
+    if token is None:
+        return None
+    api.token = token
+    try:
+        me = api.get("/me")
+    except ServerError as error:
+        if error.status != 401:
+            api.token = ""
+            raise
+        guests.forget(url)
+        api.token = ""
+        return None
+    return {"player": {"id": me["id"], "name": me["name"]}, "resumed": True}
 
 
 def play_at_server(url: str, table_id: str, name: str | None = None, password: str | None = None,
                    console: Console | None = None, keys: Iterator[str] | None = None,
-                   http: httpx.Client | None = None) -> RemoteTable:
-    """Sign in at the server at ``url`` (a new guest without ``name``), sit at ``table_id`` and play until the
-    player quits or the keys end; returns the table as it was left. A server that cannot be reached, a sign-in
-    refused or a table it does not have raise :class:`ServerError` before anything is played."""
+                   http: httpx.Client | None = None, guests: KeptGuests | None = None) -> RemoteTable:
+    """Sign in at the server at ``url`` (without ``name``, the guest kept in ``guests`` for that server, else a new
+    guest, kept there), sit at ``table_id`` and play until the player quits or the keys end; returns the table as it
+    was left. A server that cannot be reached, a sign-in refused or a table it does not have raise
+    :class:`ServerError` before anything is played."""
     with http or httpx.Client(base_url=url, timeout=30.0) as client:
         api = Api(client)
         try:
-            signed_in = sign_in(api, name, password)
+            signed_in = resume_guest(api, guests, url) if name is None and guests is not None else None
+            if signed_in is None:
+                signed_in = sign_in(api, name, password)
         except ServerError as error:
             if error.status in (404, 405):  # another program answers there
                 raise ServerError(f"No twentyone server answers at {url} (the sign-in was a {error.status}).",
                                   error.status) from error
             raise
+        kept = _kept_words(guests, url, api.token, signed_in) if name is None and guests is not None else ""
         try:
             table = RemoteTable(api, table_id, signed_in["player"], console or Console())
         except ServerError as error:
@@ -882,6 +979,8 @@ def play_at_server(url: str, table_id: str, name: str | None = None, password: s
         if signed_in.get("returned_bets"):
             currencies = {row["id"]: row["currency"] for row in api.get("/tables")["tables"]}
             table.message = returned_bets_text(signed_in["returned_bets"], currencies)
+        elif signed_in.get("resumed"):
+            table.message = f"Welcome back, {signed_in['player']['name']}: the guest kept on this machine."
         if keys is None:
             table.keyboard = sys.stdin
         if table.table["shared"] and http is None:  # a client of the caller's (a test's app) has no socket
@@ -891,4 +990,19 @@ def play_at_server(url: str, table_id: str, name: str | None = None, password: s
         finally:
             if table.presence is not None:
                 table.presence.stop()
+        if kept:
+            table.console.print(kept)
     return table
+
+
+def _kept_words(guests: KeptGuests, url: str, token: str, signed_in: Mapping[str, Any]) -> str:
+    """Keep a new guest's sign-in for ``url`` and say, for the goodbye, how the player comes back to it (the
+    same command); where it cannot be kept, say that instead."""
+    name = str(signed_in["player"]["name"])
+    if not signed_in.get("resumed"):
+        try:
+            guests.keep(url, token, name)
+        except OSError as error:
+            return f"{name} could not be kept on this machine ({error.strerror or error}): a next run is a new guest."
+    return (f"{name} is kept on this machine: the same command comes back to its balance and any round left open "
+            f"(--new-guest for another guest).")
