@@ -82,6 +82,25 @@ def test_tables_from_the_shipped_config(http: TestClient) -> None:
     assert tables["classic"]["side_bet_titles"] == {}
 
 
+def test_the_lobby_lists_the_players_rounds_still_open(guest: Client, http: TestClient,
+                                                     service: GameService) -> None:
+    """``GET /tables`` names a signed-in player's open rounds, newest first, so that the lobby says where a round of
+    theirs goes on (a trial found it said nothing); a round settled leaves the list, and nobody else sees them."""
+    service.stacked.append(["TS", "6H", "9D", "TC", "8C"])  # 19 against 6: in play
+    guest.bet("classic", 500)
+    in_play = guest.post("/tables/classic/deal").json()
+    guest.bet("multiplayer", 500)
+    forming = guest.post("/tables/multiplayer/deal").json()
+    assert guest.get("/tables").json()["open_rounds"] == [
+        {"round_id": forming["id"], "table_id": "multiplayer", "status": "betting"},
+        {"round_id": in_play["id"], "table_id": "classic", "status": "playing"}]
+    other = new_player(http, "otto")
+    assert other.get("/tables").json()["open_rounds"] == []
+    assert "open_rounds" not in http.get("/tables").json()  # signed out: nobody's
+    assert guest.post(f"/rounds/{in_play['id']}/actions", {"action": "stand"}).json()["status"] == "settled"
+    assert [row["round_id"] for row in guest.get("/tables").json()["open_rounds"]] == [forming["id"]]
+
+
 def test_every_insurance_offer_of_a_player_is_listed_with_its_cost(guest: Client, service: GameService) -> None:
     service.stacked.append(["5S", "6S", "7S", "AH", "5D", "6D", "7D", "KC"])
     for spot, chip in ((1, 100), (2, 500), (3, 100)):

@@ -661,6 +661,10 @@ def test_a_round_left_for_another_table_is_named_there_and_its_result_shown_on_r
         expect(page.locator("#announce")).to_have_text(
             f"Your bets at Multiplayer Blackjack are in round #{left}, dealt when betting closes: a decision of yours "
             "not made in time is made for you. Go back to the table to play it.")
+        # The lobby lists it, and keeps listing it (the notice above is said once): before, nothing there did.
+        expect(page.locator("#in-play li")).to_have_text(
+            f"Your round #{left} at Multiplayer Blackjack · your bets are in, dealt when betting closes.")
+        shot(page, "lobby-with-a-round-left-open")
         page.get_by_role("link", name="Join Classic Blackjack", exact=True).click()
         bet(page, 1, chip="100")
         page.locator("#deal").click()

@@ -406,13 +406,17 @@ def create_app(settings: Settings, operator_wallet: OperatorWallet | None = None
     @app.get("/tables")
     def tables(authorization: Annotated[str | None, Header()] = None) -> dict[str, Any]:
         """Every table and its setting; for a signed-in player, ``closed_tables``: those taken out of the
-        configuration where they have a round open, to finish it (each with its ``round_id``)."""
+        configuration where they have a round open, to finish it (each with its ``round_id``), and ``open_rounds``:
+        their rounds open at the tables configured (``round_id``, ``table_id``, ``status``), newest first."""
         seated = service.seated()
         configured = service.tables()
         who = signed_in(authorization)
         closed = [table_id for table_id in seated if table_id not in configured]  # rounds open, no table now
-        return {"tables": [{**table_json(table), "players": seated.get(table.id, 0)} for table in configured.values()],
-                "closed_tables": service.views.closed_tables(who, closed) if who is not None and closed else []}
+        answer = {"tables": [{**table_json(table), "players": seated.get(table.id, 0)} for table in configured.values()],
+                  "closed_tables": service.views.closed_tables(who, closed) if who is not None and closed else []}
+        if who is not None:
+            answer["open_rounds"] = service.views.open_rounds(who, configured.keys())
+        return answer
 
     def reached(who: Caller, table_id: str) -> TableSpec:
         """The table as the caller may reach it: as configured, or a closed one's stand-in for a player who played

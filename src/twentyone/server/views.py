@@ -42,6 +42,13 @@ OWN_OPEN_ROUNDS_AT = (select(ROUNDS.c.id, ROUNDS.c.table_id, ROUNDS.c.variant, R
                       .where(ROUNDS.c.table_id.in_(bindparam("table_ids", expanding=True)), ROUNDS.c.status.in_(OPEN),
                              ROUND_SEATS.c.player_id == bindparam("player_id"))
                       .order_by(ROUNDS.c.id))
+# A player's newest rounds, newest first, for the lobby's rounds still open (Views.open_rounds): from the index on
+# (player, round), a fixed number of rows whatever the player's history.
+OWN_NEWEST_ROUNDS = (select(ROUNDS.c.id, ROUNDS.c.table_id, ROUNDS.c.status)
+                     .join(ROUND_SEATS, ROUND_SEATS.c.round_id == ROUNDS.c.id)
+                     .where(ROUND_SEATS.c.player_id == bindparam("player_id"))
+                     .order_by(ROUND_SEATS.c.round_id.desc()).limit(bindparam("newest")))
+NEWEST_LOOKED_AT = 20  # a round is open for minutes at most: a player's open ones are among their newest rounds
 STATUSES = (*OPEN, *FINISHED)
 OTHERS_SHOWN = 48  # other players' seats and hands sent in full; past that, counts (power seats hundreds)
 
@@ -489,6 +496,19 @@ class Views:
             rows = session.execute(OWN_OPEN_ROUNDS_AT, {"table_ids": sorted(table_ids), "player_id": caller.id}).all()
         newest = {row.table_id: row for row in rows}  # a table's page shows its newest round: one link a table
         return [{**table_json(self.tables.of_round(row)), "round_id": row.id} for row in newest.values()]
+
+    def open_rounds(self, caller: Caller, table_ids: Collection[str]) -> list[dict[str, Any]]:
+        """The caller's rounds still open at ``table_ids`` (the tables configured now), newest first: ``round_id``,
+        ``table_id`` and ``status`` (``betting``: bets in a round still forming; ``playing``). The lobby lists them,
+        so that a player who went back to it mid-round sees where a round of theirs goes on (a trial). Only the
+        player's :data:`NEWEST_LOOKED_AT` newest rounds are looked at: one indexed read, whatever their history, and
+        a round open all the while they played twenty others would have to outlast twenty rounds' timers."""
+        if caller.is_operator or not table_ids:
+            return []
+        with self.store.read() as session:
+            rows = session.execute(OWN_NEWEST_ROUNDS, {"player_id": caller.id, "newest": NEWEST_LOOKED_AT}).all()
+        return [{"round_id": row.id, "table_id": row.table_id, "status": row.status} for row in rows
+                if row.status in OPEN and row.table_id in table_ids]
 
     def report(self, caller: Caller, since: datetime | None = None, until: datetime | None = None) -> dict[str, Any]:
         """Operator report: rounds and money by table, each line in one ``currency``, and ``totals`` by currency

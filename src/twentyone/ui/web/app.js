@@ -47,9 +47,9 @@ async function signedIn(token) {
 // The tables, and those a signed-in player has a round open at that the operator has since closed (no lobby lists
 // them otherwise): known by id, so that history and returned bets name them too.
 async function loadTables() {
-  const { tables, closed_tables: closed = [] } = await api("GET", "/tables");
+  const { tables, closed_tables: closed = [], open_rounds: open = [] } = await api("GET", "/tables");
   state.tables = Object.fromEntries([...closed, ...tables].map((table) => [table.id, table]));
-  return { tables, closed };
+  return { tables, closed, open };
 }
 
 const currencyOf = (tableId) => (state.tables[tableId] || {}).currency;
@@ -59,7 +59,7 @@ const returnedTotals = (returned) => returned.map((b) => money(b.total, returned
 const minutesText = (minutes) => (minutes === 1 ? "1 minute" : `${minutes} minutes`);
 
 async function renderLobby() {
-  const { tables, closed } = await loadTables();
+  const { tables, closed, open } = await loadTables();
   const root = view();
   root.replaceChildren();
   if (!state.me) {
@@ -100,12 +100,22 @@ async function renderLobby() {
   }
   const excluded = exclusionLine();  // they may still watch a table and read its history
   if (excluded) root.append(el("p", { class: "panel exclusion", id: "exclusion", role: "status" }, excluded));
-  if (state.me && closed.length) {  // a round of theirs left in play where the operator closed the table
+  // The player's rounds still open: at tables in the lobby (a player who came back here mid-round saw no word of it:
+  // a trial), and where the operator closed the table, which is in no lobby.
+  const openHere = open.filter((round) => state.tables[round.table_id]);
+  if (state.me && (closed.length || openHere.length)) {
     root.append(el("section", { class: "panel in-play", id: "in-play" },
       el("h2", {}, "Rounds to finish"),
-      el("ul", {}, ...closed.map((table) => el("li", {},
-        el("a", { href: `#/table/${table.id}` }, `Your round in play at ${table.name}`),
-        el("span", { class: "muted" }, " · the table is closed: play the round out there; it takes no new bets."))))));
+      el("ul", {},
+        ...openHere.map((round) => el("li", {},
+          el("a", { href: `#/table/${round.table_id}`, "data-round": round.round_id },
+            `Your round #${round.round_id} at ${state.tables[round.table_id].name}`),
+          el("span", { class: "muted" }, round.status === "betting"
+            ? " · your bets are in, dealt when betting closes."
+            : " · in play: a decision of yours not made in time is made for you."))),
+        ...closed.map((table) => el("li", {},
+          el("a", { href: `#/table/${table.id}` }, `Your round in play at ${table.name}`),
+          el("span", { class: "muted" }, " · the table is closed: play the round out there; it takes no new bets."))))));
   }
   const grid = el("div", { class: "lobby-grid" });
   for (const table of tables) {
