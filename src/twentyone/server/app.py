@@ -412,7 +412,8 @@ def create_app(settings: Settings, operator_wallet: OperatorWallet | None = None
         configured = service.tables()
         who = signed_in(authorization)
         closed = [table_id for table_id in seated if table_id not in configured]  # rounds open, no table now
-        answer = {"tables": [{**table_json(table), "players": seated.get(table.id, 0)} for table in configured.values()],
+        listed = [{**table_json(table), "players": seated.get(table.id, 0)} for table in configured.values()]
+        answer = {"tables": listed,
                   "closed_tables": service.views.closed_tables(who, closed) if who is not None and closed else []}
         if who is not None:
             answer["open_rounds"] = service.views.open_rounds(who, configured.keys())
