@@ -56,7 +56,22 @@ def test_every_bets_limits_are_shown_under_its_column() -> None:
     assert re.search(r"Spot +Main +21\+3 +Perfect Pairs", betting)
     assert re.search(r"Limits +\$1–\$1,000 +\$1–\$100 +\$5–\$200 ", betting), betting
     # And what each pays, from the rules it is settled by (a player's trial found the paytables nowhere before a bet).
-    assert re.search(r"Pays +BJ 3:2 +100/40/30/10/5:1 +30/10/5:1 ", betting), betting  # sheet 003's paytables
+    assert "Pays  BJ 3:2 · 21+3 100/40/30/10/5:1 · Perfect Pairs 30/10/5:1" in betting, betting  # sheet 003
+
+
+@pytest.mark.parametrize("width", [60, 80])
+def test_every_limit_and_paytable_is_read_whole_on_a_narrow_terminal(width: int) -> None:
+    """Power's five bets at 60 and 80 columns: nothing cut with an ellipsis. Before, its limits read "€1–€5,0…" at 60
+    columns, and its paytables "100/35/25/8/5:…" at 80 (a terminal trial)."""
+    game = table("power", currency="EUR", limits=BetLimits({"main": (100, 500000), **{name: (100, 20000) for name in (
+        "any_pair", "21+3", "hot_3", "bust_it")}}))
+    game.console.width = width
+    betting = screen(game)
+    assert "…" not in betting
+    assert re.search(r"Limits +€1–€5,000 +€1–€200 ", betting), betting
+    read = " ".join(" ".join(line.strip("│ ") for line in betting.splitlines()).split())  # the lines, unwrapped
+    assert "Pays BJ 3:2 · Any Pair 20/7:1 · 21+3 100/35/25/8/5:1 · Hot 3 100/20/4/2/1:1 · Bust It 250/100/25/8/2/1:1" \
+        in read, betting
 
 
 def test_limits_and_chips_drop_a_zero_minor_part_whichever_side_the_currency_is_written() -> None:

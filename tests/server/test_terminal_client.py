@@ -78,7 +78,7 @@ def test_the_betting_screen_says_what_each_bet_pays_as_the_server_settles_it(htt
     """The server's paytables (``GET /tables``' ``pays``), each under its bet's column: sheet 000's Perfect Pairs and
     21+3 (a player's trial found them nowhere before a bet)."""
     table = played(http, "first-person", "q")
-    assert re.search(r"Pays +BJ 3:2 +25/12/6:1 +100/40/30/10/5:1", screen(table)), screen(table)
+    assert "Pays  BJ 3:2 · Perfect Pairs 25/12/6:1 · 21+3 100/40/30/10/5:1" in screen(table), screen(table)
 
 
 def test_a_credit_made_while_betting_shows_at_the_next_bet_control(http: TestClient, operator: Client) -> None:

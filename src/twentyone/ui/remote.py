@@ -43,6 +43,7 @@ from twentyone.ui.terminal import (
     PLAY_KEYS,
     SIDE_BET_KEYS,
     amounts_in_currency,
+    bets_table,
     dealer_text,
     discard_typed_ahead,
     hand_cells,
@@ -51,6 +52,7 @@ from twentyone.ui.terminal import (
     key_waiting,
     limits_text,
     net_text,
+    pays_line,
     pays_text,
     read_keys,
     result_words,
@@ -848,28 +850,24 @@ class RemoteTable:
         slip, table_setting = self.state["slip"], self.table
         sides = self._sides()
         bets = _slip_bets(slip)
-        table = Table(expand=True, show_edge=False, box=None, padding=(0, 1))
-        table.add_column("Spot")
-        table.add_column("Main")
-        for name in sides:
-            table.add_column(self._side_title(name))
+        table = bets_table([self._side_title(name) for name in sides])
         for spot in range(1, int(table_setting["hands_per_player"]) + 1):
             marker = "▶ " if spot == self.selected_spot else "  "
             table.add_row(marker + str(spot), *(self.money(bets.get((spot, name), 0)) for name in (MAIN, *sides)))
         limits = {name: (int(low), int(high)) for name, (low, high) in table_setting["limits"].items()}
         table.add_row("Limits", *(limits_text(*limits[name], self.currency) for name in (MAIN, *sides)), style="dim")
         pays = table_setting.get("pays")  # a server before pays sends none
+        panel: RenderableType = table
         if pays:
-            table.add_row("Pays", f"BJ {pays['blackjack']}", *(pays_text(pays["side_bets"][name])
-                                                                  if name in pays["side_bets"] else ""
-                                                                  for name in sides), style="dim")
+            panel = Group(table, pays_line(str(pays["blackjack"]), [(self._side_title(name), pays_text(
+                pays["side_bets"][name])) for name in sides if name in pays["side_bets"]]))
         chips = Text("Chips: ")
         for chip in table_setting["chips"]:
             style = "bold reverse" if chip == slip["chip"] else ("" if chip in slip["enabled_chips"] else "dim")
             chips.append(f" {short_money(chip, self.currency)} ", style=style)
         chips.append(f"   TOTAL BET {self.money(int(slip['total']))}", style="bold")
         title = "Place your bets" + (" · shared table" if table_setting["shared"] else "")
-        return [Panel(table, title=title, border_style="green"), chips,
+        return [Panel(panel, title=title, border_style="green"), chips,
                 Text(_rules_line(str(table_setting["variant"])), style="dim")]
 
     def _render_keys(self) -> Text:

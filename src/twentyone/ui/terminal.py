@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 from typing import Any, TextIO, TypedDict
 
 from rich.console import Console, Group, RenderableType
+from rich.padding import Padding
 from rich.panel import Panel
 from rich.table import Table
 from rich.text import Text
@@ -121,6 +122,18 @@ def pays_text(lines: Sequence[Sequence[Any]]) -> str:
     return "/".join(str(pays) for _, pays in lines) + ":1"
 
 
+def pays_line(blackjack: str, side_pays: Sequence[tuple[str, str]]) -> Padding:
+    """What each bet pays, on a line under the bets: a blackjack, then each side bet's lines, best first. A line,
+    not a row under the columns, so that it wraps between bets: as a row, the longer paytables were cut at 80
+    columns ("100/35/25/8/5:…") and folded mid-number at 60 (a terminal trial).
+
+    >>> pays_line("3:2", [("21+3", "100/40/30/10/5:1")]).renderable.plain
+    'Pays  BJ 3:2 · 21+3 100/40/30/10/5:1'
+    """
+    line = "Pays  " + " · ".join([f"BJ {blackjack}", *(f"{title} {pays}" for title, pays in side_pays)])
+    return Padding(Text(line, style="dim"), (0, 1))  # in line with the table's cells, wrapped lines too
+
+
 def limits_text(low: int, high: int, currency: str) -> str:
     """A bet's limits as the table lists them under its column: the currency code once, where it is written after.
 
@@ -132,6 +145,20 @@ def limits_text(low: int, high: int, currency: str) -> str:
     if low_text.endswith(code) and high_text.endswith(code):  # "1–5,000 CHF", not "1 CHF–5,000 CHF"
         low_text = low_text.removesuffix(code)
     return f"{low_text}–{high_text}"
+
+
+def bets_table(side_titles: Sequence[str]) -> Table:
+    """The betting panel's table: a row a spot, a column a bet (the main bet, then each side bet). A cell too wide
+    for a narrow terminal folds onto a second line: cut with an ellipsis, the limits read "€1–€5,0…" and the pays
+    "100/35…" at 60 columns (a terminal trial).
+
+    >>> [column.header for column in bets_table(["21+3"]).columns]
+    ['Spot', 'Main', '21+3']
+    """
+    table = Table(expand=True, show_edge=False, box=None, padding=(0, 1))
+    for title in ("Spot", "Main", *side_titles):
+        table.add_column(title, overflow="fold")
+    return table
 
 
 def card_text(card: Card | None) -> Text:
@@ -533,11 +560,7 @@ class TerminalTable:
 
     def _render_betting(self) -> list[RenderableType]:
         slip = self.slip
-        table = Table(expand=True, show_edge=False, box=None, padding=(0, 1))
-        table.add_column("Spot")
-        table.add_column("Main")
-        for name in self.rules.side_bets:
-            table.add_column(side_bet_title(self.rules.side_bets[name].kind))
+        table = bets_table([side_bet_title(side.kind) for side in self.rules.side_bets.values()])
         for spot in range(1, slip.spots + 1):
             row = ["▶ " + str(spot) if spot == self.selected_spot else "  " + str(spot),
                    self.money(slip.bets.get((spot, MAIN), 0))]
@@ -546,15 +569,16 @@ class TerminalTable:
         # Every bet's limits under its column, as the web table lists them: the side bets' too (only the main's were
         # shown, found by a trial).
         table.add_row("Limits", *(self._limits_text(name) for name in (MAIN, *self.rules.side_bets)), style="dim")
-        table.add_row("Pays", "BJ {}:{}".format(*self.rules.blackjack_payout),
-                      *(pays_text(side.pays()) for side in self.rules.side_bets.values()), style="dim")
+        sides = self.rules.side_bets.values()
+        pays = pays_line("{}:{}".format(*self.rules.blackjack_payout),
+                         [(side_bet_title(side.kind), pays_text(side.pays())) for side in sides])
         chips = Text("Chips: ")
         for chip in slip.chips:
             style = "bold reverse" if chip == slip.chip else ("" if chip in slip.enabled_chips() else "dim")
             chips.append(f" {self.money_short(chip)} ", style=style)
         chips.append(f"   TOTAL BET {self.money(slip.total)}", style="bold")
         summary = Text(self.rules.summary, style="dim")
-        return [Panel(table, title="Place your bets", border_style="green"), chips, summary]
+        return [Panel(Group(table, pays), title="Place your bets", border_style="green"), chips, summary]
 
     def _limits_text(self, bet_type: str) -> str:
         return limits_text(*self.limits.of(bet_type), self.currency)
