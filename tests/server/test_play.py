@@ -114,6 +114,23 @@ def test_every_insurance_offer_of_a_player_is_listed_with_its_cost(guest: Client
     assert [offer["seat"] for offer in view["offers"]["pending"]] == [2, 3]
 
 
+def test_insurance_taken_is_in_the_round_until_it_is_settled(guest: Client, http: TestClient,
+                                                             service: GameService) -> None:
+    """Single deck deals no hole card and does not peek: insurance is settled with the hands. Until then the round says
+    what was taken (``insurance_taken``), to its player alone; before, nothing did, while the balance had paid it."""
+    service.stacked.append(["TS", "AH", "9D", "7C"])  # 19 against the dealer's Ace, who draws a 7: 18, no blackjack
+    guest.bet("single-deck", 2500)
+    round_id = guest.post("/tables/single-deck/deal").json()["id"]
+    assert guest.get(f"/rounds/{round_id}").json()["insurance_taken"] == []  # offered, not yet taken
+    taken = guest.act(round_id, "insurance").json()
+    assert taken["status"] == "playing" and taken["insurance_taken"] == [{"seat": 1, "stake": 1250}]
+    assert taken["insurance"] == [] and taken["me"]["staked"] == 3750
+    assert new_player(http, "nosy").get(f"/rounds/{round_id}").status_code == 404
+    settled = guest.act(round_id, "stand").json()
+    assert settled["status"] == "settled" and settled["insurance_taken"] == []
+    assert [(bet["seat"], bet["stake"], bet["result"]) for bet in settled["insurance"]] == [(1, 1250, "lose")]
+
+
 def test_bet_controls_and_their_limits(guest: Client) -> None:
     slip = guest.bet("classic", 10000).json()["slip"]
     assert slip["total"] == 10000

@@ -212,6 +212,15 @@ def test_a_double_the_balance_cannot_cover_is_shown_short_on_the_keys_line(http:
     assert covered.my_turn() and "is short" not in screen(covered).split("Dealer")[-1]
 
 
+def test_insurance_taken_is_on_screen_before_it_is_settled(http: TestClient, service: GameService) -> None:
+    """Single deck settles insurance with the hands (no peek): the screen says it was taken, and for how much, while
+    the hand is played. Before, it showed only at the round's end (a terminal trial)."""
+    service.stacked.append(["TS", "AH", "9D", "7C"])
+    table = played(http, "single-deck", "bdy")
+    assert table.my_turn() and table.round is not None and table.round["legal_actions"][:2] == ["hit", "stand"]
+    assert "Insurance #1: taken, £12.50, paid 2:1 on a dealer blackjack" in screen(table).split("Dealer")[-1]
+
+
 def test_x2_says_which_bets_it_capped_at_their_maximum(http: TestClient) -> None:
     """First person's Perfect Pairs takes $500 at most: x2 doubles the main bet and caps the side bet, and says so.
     Before, the cap was left for the player to notice (a terminal trial)."""

@@ -280,6 +280,25 @@ def test_insurance_is_asked_once_for_every_hand_with_a_choice_per_hand(browser: 
     close(page, problems)
 
 
+def test_insurance_taken_is_on_the_felt_until_it_is_settled_with_the_hands(browser: Any,
+                                                                           live_server: LiveServer) -> None:
+    """Single deck does not peek: insurance is settled with the hands. While the hand is played the felt says it was
+    taken and what it pays; before, nothing did, while the balance had paid for it."""
+    live_server.service.stacked.append(["TS", "AH", "9D", "7C"])  # 19 against the Ace, who draws a 7: 18
+    page, _, problems = table_page(browser, live_server, "single-deck")
+    chip(page, 2500)
+    bet(page)
+    deal(page, live_server, "single-deck")
+    expect(page.locator(".offer .offer-one")).to_have_text("Hand 1: insurance for £12.50")
+    page.locator(".offer button[data-action='insurance']").click()  # one hand: YES
+    expect(page.locator("button[data-action='stand']")).to_be_enabled()
+    expect(page.locator("#side-results")).to_have_text("Insurance taken: £12.50, paid 2 to 1 on a dealer blackjack")
+    shot(page, "single-deck-insurance-taken")
+    page.locator("button[data-action='stand']").click()
+    expect(page.locator("#result")).to_contain_text("Insurance: lost, −£12.50")
+    close(page, problems)
+
+
 # ------------------------------------------------------------------ the action bar stays on screen
 def inside(page: Any, selector: str, above: str | None = None) -> bool:
     """The element is wholly on screen (and above the top of ``above``), measured in one go: the table

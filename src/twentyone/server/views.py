@@ -21,7 +21,7 @@ from sqlalchemy.orm import Session
 
 from twentyone.core.cards import Card, parse_card
 from twentyone.core.commitment import verify_record
-from twentyone.core.operations import COSTLY_ACTIONS, CardDealt
+from twentyone.core.operations import COSTLY_ACTIONS, Action, ActionTaken, CardDealt
 from twentyone.core.round import Phase
 from twentyone.core.round import Round as Engine
 from twentyone.core.view import RoundView, dealer_json, hand_json, operation_json
@@ -122,7 +122,7 @@ def round_json(session: Session, round_row: Round, table: TableSpec, player_id: 
         "seat_count": seat_count,
         "seats": [seat_json(seat, name) for seat, name in shown],
         "dealer": {"cards": [], "total": 0, "hidden": 0, "hidden_at": None},
-        "hands": [], "side_bets": [], "insurance": [],
+        "hands": [], "side_bets": [], "insurance": [], "insurance_taken": [],
         "decision": None, "legal_actions": [], "offers": {}, "deciding": [], "others_withheld": False,
         "drawing": False, "deadline": None,
     }
@@ -141,6 +141,7 @@ def round_json(session: Session, round_row: Round, table: TableSpec, player_id: 
         deciding = [player_id] if seen.others_withheld else [
             int(player) for player in names if engine.decision(player) is not None]
     view.update(_cards_json(seen, names, str(player_id)))
+    view["insurance_taken"] = _insurance_taken(seen, str(player_id))
     view["others_withheld"], view["drawing"] = seen.others_withheld, seen.drawing
     since = aware(round_row.decision_since)
     deadline = since + timedelta(seconds=table.decision_timeout) if since and round_row.status == "playing" else None
@@ -210,6 +211,19 @@ def _cards_json(seen: RoundView, names: dict[str, str], viewer: str) -> dict[str
         elif op.item != "hand":
             result["side_bets"].append({**entry, "name": op.item})
     return result
+
+
+def _insurance_taken(seen: RoundView, viewer: str) -> list[dict[str, Any]]:
+    """The viewer's insurance taken and not yet settled, a seat each (``seat``, ``stake``): where the dealer does
+    not peek (single deck's European deal), it is settled with the hands, and until then nothing on screen said the
+    balance had paid for it (a terminal trial). Only under an Ace, the one card insurance is offered under: the
+    operations of a crowded round are not read for it otherwise."""
+    if not seen.dealer_cards or seen.dealer_cards[0].rank != "A":
+        return []
+    settled = {op.seat for op in seen.settlements if op.item == "insurance" and op.player == viewer}
+    return [{"seat": op.seat, "stake": op.amount} for op in seen.operations
+            if isinstance(op, ActionTaken) and op.action == Action.INSURANCE and op.player == viewer
+            and op.seat not in settled]
 
 
 def unseen_cards(shoe: list[Card], earlier_rounds: list[Card], seen: RoundView) -> list[Card]:

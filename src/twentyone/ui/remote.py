@@ -839,6 +839,10 @@ class RemoteTable:
             words = result_words(self.table["side_bet_lines"].get(bet["name"], {}), bet["result"])
             lines.append(f"{title} #{bet['seat']}: {words}, "
                          f"{net_text(int(bet['returned']) - int(bet['stake']), self.currency)}")
+        for bet in seen.get("insurance_taken", []):  # a server before it sends none
+            odds = self.table["pays"]["insurance"]  # a server that says what was taken says what it pays
+            lines.append(f"Insurance #{bet['seat']}: taken, {self.money(int(bet['stake']))}, paid {odds} on a "
+                         f"dealer blackjack")
         for bet in seen.get("insurance", []):
             if bet["player_id"] == mine:
                 words = INSURANCE_WORDS.get(bet["result"], bet["result"])

@@ -616,9 +616,14 @@ export function renderTable() {
   const decisionHere = playing && playing.legal_actions.length && !OFFER_TITLES[playing.decision.kind];
   if (shown && shown.hands.some((hand) => hand.player_id === state.me.id)) {
     felt.append(myHands(shown, null));
-    const early = shown.side_bets.filter((side) => side.player_id === state.me.id);
+    const currency = roundCurrency(shown);
+    // Side bets settled at the deal, and insurance taken and not yet settled (a game without the dealer's peek settles
+    // it with the hands: until then nothing said what the balance had paid for).
+    const early = [...shown.side_bets.filter((side) => side.player_id === state.me.id).map((side) => sideResult(side, currency)),
+      ...(shown.insurance_taken || []).map((cover) => `Insurance taken: ${money(cover.stake, currency)}, paid `
+        + `${odds(table.pays.insurance)} on a dealer blackjack`)];  // taken only where the game offers it: pays says
     if (!ended(shown) && early.length) {
-      felt.append(el("p", { class: "side-results", id: "side-results" }, early.map((side) => sideResult(side, roundCurrency(shown))).join(" · ")));
+      felt.append(el("p", { class: "side-results", id: "side-results" }, early.join(" · ")));
     }
     if (ended(shown)) state.settledShown = shown.id;
   } else if (!table.closed && (!playing || table.shared)) {  // a closed table takes no bets: no spots
