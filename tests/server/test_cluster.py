@@ -168,6 +168,58 @@ def tcp_settings(fd: int) -> tuple[int, int, int, int, int]:
                 sock.getsockopt(socket.IPPROTO_TCP, socket.TCP_USER_TIMEOUT))
 
 
+OPTIONS = "?options=-c%20lock_timeout%3D3000"  # the URL form of libpq's options, as an operator writes it
+
+
+def test_a_request_waits_for_a_lock_a_bounded_time_and_an_operators_settings_reach_every_connection(
+        postgres_url: str) -> None:
+    """The pool's connections wait 20 s at most for a lock and run a statement 30 s at most, but for what the URL's
+    ``options`` set; the timers' and listener's connections take those options too. Before, a pooled connection
+    waited without end (a lock held from psql hung every request, /health still 200), and an URL with ``options``
+    left every table without timers: it was written out again with ``+`` for its space, which libpq refused (an
+    operator's trial)."""
+    def shown(engine_database: Database) -> tuple[str, str]:
+        with engine_database.engine.connect() as connection:
+            return (connection.execute(text("SHOW lock_timeout")).scalar_one(),
+                    connection.execute(text("SHOW statement_timeout")).scalar_one())
+
+    plain, chosen = Database(postgres_url), Database(postgres_url + OPTIONS)
+    ownership = AdvisoryOwnership(postgres_url + OPTIONS)
+    try:
+        assert shown(plain) == ("20s", "30s") and shown(chosen) == ("3s", "30s")
+        assert ownership.owned(["options"]) == {"options"}  # its connection made, with the options as written
+        assert ownership._connection is not None
+        assert ownership._connection.execute("SHOW lock_timeout").fetchone() == ("3s",)
+    finally:
+        ownership.close()
+        plain.close()
+        chosen.close()
+
+
+def test_a_lock_held_elsewhere_is_a_503_that_changes_nothing_once_the_wait_runs_out(postgres_url: str,
+                                                                                     tmp_path: Path) -> None:
+    """An operator holds the rounds table from psql: a deal waits the URL's lock timeout (here 0.5 s), then is a
+    503 with Retry-After, its bets still on the slip and the balance untouched; once the lock is let go it deals."""
+    import psycopg
+
+    from twentyone.server.cluster import libpq_params
+
+    url = postgres_url + "?options=-c%20lock_timeout%3D500"
+    with TestClient(create_app(Settings(url, tmp_path, OPERATOR), clock=Clock(), timers=False)) as http:
+        player = new_player(http, "ann")
+        player.bet("classic", 500)
+        before = player.balance()
+        with psycopg.connect(**libpq_params(postgres_url)) as holder:
+            holder.execute("LOCK TABLE rounds IN ACCESS EXCLUSIVE MODE")
+            started = time.monotonic()
+            refused = player.post("/tables/classic/deal")
+            waited = time.monotonic() - started
+        assert refused.status_code == 503 and "Retry-After" in refused.headers, refused.json()
+        assert 0.4 < waited < 10, waited
+        assert player.balance() == before and player.get("/tables/classic").json()["slip"]["total"] == 500
+        assert player.post("/tables/classic/deal").json()["status"] in ("playing", "settled")
+
+
 def test_connections_to_postgresql_find_out_a_peer_gone_silent(postgres_url: str) -> None:
     """The pool's connections and the timers' dedicated one ask TCP to probe after 10 s of silence, every 5 s, giving
     up after 3, and to end a connection whose data stays unacknowledged 30 s. With Linux's defaults a peer gone

@@ -111,9 +111,21 @@ def is_postgres(url: str) -> bool:
     return make_url(url).get_backend_name() == "postgresql"
 
 
-def libpq_url(url: str) -> str:
-    """The SQLAlchemy URL as a plain libpq one, for connections kept outside the pool."""
-    return make_url(url).set(drivername="postgresql").render_as_string(hide_password=False)
+def libpq_params(url: str) -> dict[str, Any]:
+    """The SQLAlchemy URL as libpq's parameters, for connections kept outside the pool, each value as the URL
+    means it (psycopg quotes them), as SQLAlchemy passes them to the pool's. Before, the URL was written out again
+    as text, where a space became ``+`` (``options=-c+lock_timeout%3D3000``), which libpq does not read as a space:
+    the timers' and the listener's connections were refused for ever, and no table's timers ran (an operator's
+    trial); a password with a space was refused too.
+
+    >>> sorted(libpq_params("postgresql+psycopg://ann:a%20b@db/floor?options=-c%20lock_timeout%3D3000").items())
+    [('dbname', 'floor'), ('host', 'db'), ('options', '-c lock_timeout=3000'), ('password', 'a b'), ('user', 'ann')]
+    """
+    parsed = make_url(url)
+    params: dict[str, Any] = parsed.translate_connect_args(username="user", database="dbname")
+    for name, value in parsed.query.items():
+        params[name] = value if isinstance(value, str) else value[-1]  # given twice: the last, as a conninfo reads
+    return params
 
 
 def _connect(url: str, purpose: str) -> psycopg.Connection[Any]:
@@ -121,8 +133,9 @@ def _connect(url: str, purpose: str) -> psycopg.Connection[Any]:
 
     # The application name says which process holds the connection (and its locks): see pg_stat_activity. TCP finds
     # out a peer gone silent (db.TCP_KEEPALIVES): a half-open timers' connection stalled the ticks and the closes.
-    return psycopg.connect(libpq_url(url), autocommit=True, connect_timeout=5,
-                           application_name=f"twentyone-{purpose} {os.getpid()}", **tcp_keepalives(url))
+    params = {"connect_timeout": 5, **tcp_keepalives(url), **libpq_params(url),
+              "application_name": f"twentyone-{purpose} {os.getpid()}"}
+    return psycopg.connect(autocommit=True, **params)
 
 
 # ----------------------------------------------------------------- timers
