@@ -675,6 +675,24 @@ def test_serve_on_a_port_in_use_is_one_line_before_it_announces_or_makes_anythin
     assert refused.stdout == "" and not (tmp_path / "new").exists()
 
 
+def test_a_second_serve_on_the_same_sqlite_database_is_refused_in_one_line(tmp_path: Path) -> None:
+    """SQLite is one server process. Before, a second ``serve`` on the same data directory started without a word,
+    and both ran the tables' timers (an operator's trial). Once the first has stopped, a start is taken again."""
+    from live import free_port, start_server
+
+    first = start_server(tmp_path, free_port(), f"sqlite:///{tmp_path / 'twentyone.db'}")
+    try:
+        second = run("serve", "--port", str(free_port()), "--data-dir", str(tmp_path))
+        assert_one_line_error(second, f"Another twentyone serve is running on {tmp_path / 'twentyone.db'}")
+    finally:
+        first.kill()
+        first.wait(timeout=30)
+    assert (tmp_path / "twentyone.db.serve-lock").exists()
+    again = start_server(tmp_path, free_port(), f"sqlite:///{tmp_path / 'twentyone.db'}")  # a kill let it go
+    again.kill()
+    again.wait(timeout=30)
+
+
 BROKEN_WALLETS = {  # module: its text (an integrator's trial's wallets that would not start)
     "wallet_syntax": "def factory(:\n",
     "wallet_raises_at_import": "raise RuntimeError('config missing: WALLET_URL')\n",

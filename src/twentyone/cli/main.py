@@ -647,6 +647,7 @@ def serve(
     _require_reachable(planned)
     made = [path for path in (token_file(planned.data_dir), planned.data_dir) if not path.exists()]
     settings = _server_settings(database, data_dir, tables=tables)
+    _hold_sqlite_alone(settings.database_url)
     if workers > 1:
         _serve_workers(settings, spec, host, port, workers, pin_cpu, proxies, made, tables)
         return
@@ -747,6 +748,35 @@ def _require_free_port(host: str, port: int) -> None:
             fail(f"Port {port} is in use: another process listens on {host}:{port}; stop it, or choose another "
                  "--port.")
         fail(f"cannot listen on {host}:{port} ({error.strerror or error}).")
+
+
+_SQLITE_HELD: list[int] = []  # the open lock of the SQLite database this process serves: held until it ends
+
+
+def _hold_sqlite_alone(url: str) -> None:
+    """SQLite is served by one process: take a lock beside its file (``twentyone.db.serve-lock``, held until the
+    process ends, a kill included), and refuse a second ``serve`` on the same file in one line, exit 2. Before, a
+    second one started without a word: both ran the tables' timers, and each process's sockets heard only the
+    events of its own requests (an operator's trial). A lock file of its own: SQLite's locks on the database file
+    are POSIX locks, which any other descriptor of the file closed would release."""
+    import fcntl
+    import os
+
+    from sqlalchemy.engine import make_url
+
+    parsed = make_url(url)
+    if parsed.get_backend_name() != "sqlite" or parsed.database in (None, "", ":memory:"):
+        return
+    lock = Path(f"{parsed.database}.serve-lock")
+    lock.parent.mkdir(parents=True, exist_ok=True)
+    handle = os.open(lock, os.O_RDWR | os.O_CREAT, 0o600)
+    try:
+        fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        os.close(handle)
+        fail(f"Another twentyone serve is running on {parsed.database}: SQLite is served by one process; stop it, "
+             "or use PostgreSQL for several (docs/server.md).")
+    _SQLITE_HELD.append(handle)
 
 
 def _serve_workers(settings: Settings, wallet: str | None, host: str, port: int, workers: int,
