@@ -650,6 +650,8 @@ def test_operator_creates_tables_credits_and_reads_reports(operator: Client, gue
     # Tables no one could play are refused (found by a trial: each was made, and stayed in the lobby).
     for name, change, why in (("over", {"chips": [2000000]}, "no main bet could be placed"),
                               ("twin", {"chips": [10000, 10000]}, "each chip once"),
+                              ("rack", {"chips": [10000, 2000000]}, "a chip of 2000000 is above every bet's maximum "
+                                                                    "(1000000): no bet could take it"),
                               ("blank", {"name": " "}, "not a blank one"),
                               ("window", {"betting_window": 30}, "a betting window is for shared tables"),
                               ("upside-down", {"limits": {"main": [20000, 10000]}}, "not above the maximum")):

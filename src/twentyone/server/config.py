@@ -48,6 +48,7 @@ class Settings:
     # The tables this start serves, as a tables.toml defines them (id: settings): the operator's file, else the one
     # shipped. A start publishes them to the database, and every process on it serves the latest published.
     tables: Mapping[str, Mapping[str, Any]] = field(default_factory=lambda: _shipped())
+    tables_source: str = "tables.toml"  # where ``tables`` came from, as a refusal names it: the operator's file's path
 
     @classmethod
     def from_environment(cls, database_url: str | None = None, data_dir: str | Path | None = None,
@@ -79,7 +80,8 @@ class Settings:
             raise SettingError(str(error)) from None
         token = os.environ.get(TOKEN_ENV_VAR) or _stored_operator_token(directory, make_token)
         return cls(url, directory, token, demo, guests_per_minute=guests, token_days=token_days,
-                   sockets_per_address=sockets, tables=tables)
+                   sockets_per_address=sockets, tables=tables,
+                   tables_source=str(tables_file) if tables_file else "the shipped tables.toml")
 
 
 def _shipped() -> dict[str, dict[str, Any]]:
@@ -351,11 +353,15 @@ def require_playable(table: TableSpec, data: Mapping[str, Any]) -> None:
     if not table.shared and data.get("betting_window"):  # kept without a word, and never used (an operator's trial)
         raise TableConfigError(f"{table.id}.betting_window: a table of one seat deals at each DEAL; a betting window "
                                "is for shared tables.")
-    smallest = table.chips[0]  # sorted
+    smallest, largest = table.chips[0], table.chips[-1]  # sorted
     for bet_type, (_, maximum) in table.limits.items():
         if maximum < smallest:
             raise TableConfigError(f"{table.id}.limits.{bet_type}: a maximum of {maximum} is below the smallest "
                                    f"chip, {smallest}: no {bet_type} bet could be placed.")
+    highest = max(maximum for _, maximum in table.limits.values())
+    if largest > highest:  # shown in the rack and never placed (an operator's trial)
+        raise TableConfigError(f"{table.id}.chips: a chip of {largest} is above every bet's maximum ({highest}): no "
+                               "bet could take it.")
 
 
 def with_game_timers(data: Mapping[str, Any]) -> dict[str, Any]:

@@ -216,7 +216,7 @@ class TableRegistry:
         return ([tuple(row) for row in session.execute(TABLE_ROWS)] != self._stored
                 or session.scalar(LATEST_TABLES_DIGEST) != self._digest)
 
-    def publish(self, definitions: Mapping[str, Mapping[str, Any]]) -> None:
+    def publish(self, definitions: Mapping[str, Mapping[str, Any]], source: str = "tables.toml") -> None:
         """Make ``definitions`` (a start's ``tables.toml``) the tables every process on the database serves: appended
         to ``tables_files`` where they differ from the latest published, which the other processes read at their next
         tick. The starts of one database take turns here (SQLite's one writer; on PostgreSQL an advisory lock), so
@@ -232,7 +232,7 @@ class TableRegistry:
             taken = sorted(made[table_id.lower()] for table_id in definitions if table_id.lower() in made)
             if taken:
                 raise TableConfigError(
-                    f"tables.toml defines {taken[0]!r}, a table the operator made (POST /admin/tables): remove it "
+                    f"{source} defines {taken[0]!r}, a table the operator made (POST /admin/tables): remove it "
                     f"with `twentyone admin remove-table {taken[0]}`, or give the file's table another id.")
             latest = session.execute(LATEST_TABLES_FILE).first()
             if latest is None or latest.digest != digest:
@@ -240,8 +240,8 @@ class TableRegistry:
                                                              published_at=self.clock()))
         if latest is not None and latest.digest != digest:
             changed = changed_tables(definitions, latest.tables)
-            log.warning("tables.toml differs from the one the start at %s published (%s): every server process on "
-                        "this database serves this one from its next tick", latest.published_at.isoformat(" ",
+            log.warning("%s differs from the tables the start at %s published (%s): every server process on "
+                        "this database serves these from its next tick", source, latest.published_at.isoformat(" ",
                         "seconds"), ", ".join(changed))
         self._load()
 
