@@ -107,6 +107,7 @@ class Options:
     fresh: bool = True
     pin_cpu: bool = False
     seed: int = 1
+    port: int = 0  # 0: any free one
     crash_at: float | None = None
     kill_worker_at: float | None = None
     drop_connections_at: float | None = None
@@ -135,6 +136,9 @@ def parse(argv: list[str] | None = None) -> Options:
     parser.add_argument("--pin-cpu", action="store_true",
                         help="each server process (and the bare endpoint) on a CPU of its own: serve --pin-cpu")
     parser.add_argument("--seed", type=int, default=1)
+    parser.add_argument("--port", type=int, default=0,
+                        help="the port the game server listens on (the bare endpoint takes the next one); default any "
+                             "free one: a machine whose rules give the load a range of ports (an operator's trial)")
     parser.add_argument("--crash-at", type=float, metavar="SECONDS",
                         help="kill -9 the server's processes this long into the measured window, start it again on "
                              "the same database and port, and play on: a crash under load, audited after")
@@ -147,6 +151,8 @@ def parse(argv: list[str] | None = None) -> Options:
     args = parser.parse_args(argv)
     if args.players < 1 or args.duration <= 0 or args.think < 0 or args.workers < 1:
         parser.error("--players and --workers are at least 1, --duration positive, --think not negative")
+    if args.port and not 0 < args.port < 65535:
+        parser.error("--port is 1 to 65534 (the bare endpoint takes the next one)")
     faults = {"--crash-at": args.crash_at, "--kill-worker-at": args.kill_worker_at,
               "--drop-connections-at": args.drop_connections_at}
     for name, at in faults.items():
@@ -771,7 +777,7 @@ def measure(user: type[FastHttpUser], host: str, options: Options, server: Serve
 
 
 def bare_phase(options: Options, work: Path) -> dict[str, Any]:
-    port = free_port()
+    port = options.port + 1 if options.port else free_port()
     url = f"http://127.0.0.1:{port}"
     env = {**os.environ, "PYTHONUNBUFFERED": "1", PIN_ENV_VAR: "1" if options.pin_cpu else "0"}
     bare = Served([sys.executable, str(HERE / "bare.py"), "--port", str(port)], env, work / "bare.log", url)
@@ -832,7 +838,7 @@ def setup_tables(url: str, token: str, options: Options) -> None:
 
 
 def game_phase(options: Options, work: Path, database: str) -> tuple[dict[str, Any], dict[str, Any]]:
-    port = free_port()
+    port = options.port or free_port()
     url = f"http://127.0.0.1:{port}"
     RUN.token = uuid.uuid4().hex
     RUN.ws_url = f"ws://127.0.0.1:{port}"
@@ -849,6 +855,7 @@ def game_phase(options: Options, work: Path, database: str) -> tuple[dict[str, A
         fault = next(((at, call) for at, call in faults if at is not None), None)
         figures = measure(Guest, url, options, server, fault)
         figures["tables"] = Counter(kind for kind, _ in RUN.roles)
+        figures["port"] = port
         audit_result = audit(database, url, RUN.token)
     finally:
         server.stop()
