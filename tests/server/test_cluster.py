@@ -31,7 +31,7 @@ from twentyone.server.app import create_app
 from twentyone.server.cluster import OUTBOX, AdvisoryOwnership, lock_key, table_timers
 from twentyone.server.config import Settings
 from twentyone.server.db import MIGRATIONS, Database
-from twentyone.server.events import DROPPED_CODE
+from twentyone.server.events import DROPPED_CODE, EVENTS_LOST, SLOW_READER
 from twentyone.server.service import GameService
 
 # ------------------------------------------------------------------ helpers
@@ -100,8 +100,21 @@ def test_a_client_too_slow_to_read_is_dropped_and_told_to_read_again(guest: Clie
         with pytest.raises(WebSocketDisconnect) as closed:
             for _ in range(20):  # a client kept (events silently skipped) would read on to "end"
                 assert socket.receive_json()["type"] != "end", "the slow client missed events without being told"
-    assert closed.value.code == DROPPED_CODE
+    assert closed.value.code == DROPPED_CODE and closed.value.reason == SLOW_READER
     assert not service.events._subscribers.get("classic")
+
+
+def test_clients_dropped_because_events_may_have_been_lost_are_told_so(guest: Client, service: GameService,
+                                                                     http: TestClient) -> None:
+    """When the process's link to the others was down (a resync, a listener reconnected), every client is dropped to
+    read again: told that events may have been missed, not that it read too slowly. Before, players who had read every
+    event were told "Too many unread events" (an operator's trial)."""
+    with http.websocket_connect(f"/ws/tables/classic?token={guest.token}") as socket:
+        assert socket.receive_json()["type"] == "hello"
+        service.events.drop_all()
+        with pytest.raises(WebSocketDisconnect) as closed:
+            socket.receive_json()
+    assert (closed.value.code, closed.value.reason) == (DROPPED_CODE, EVENTS_LOST)
 
 
 def test_serve_refuses_several_workers_on_sqlite_before_it_makes_anything(tmp_path: Path) -> None:

@@ -639,8 +639,8 @@ def create_app(settings: Settings, operator_wallet: OperatorWallet | None = None
                 task.cancel()
             if subscription.dropped:  # too slow (or events were lost between processes): reconnect and re-read
                 with contextlib.suppress(Exception):
-                    await asyncio.wait_for(websocket.close(code=DROPPED_CODE, reason="Too many unread events: "
-                                                           "reconnect and read the table again."), timeout=2)
+                    await asyncio.wait_for(websocket.close(code=DROPPED_CODE, reason=subscription.drop_reason),
+                                           timeout=2)
         except WebSocketDisconnect:
             pass
         finally:

@@ -26,6 +26,11 @@ from typing import Any
 
 QUEUE_LIMIT = 256  # events one client may leave unread before it is dropped
 DROPPED_CODE = 1013  # WebSocket close code for a dropped client: "try again later" (reconnect and re-read)
+# Why a client was dropped, the close's reason (at most 123 bytes): the client read too slowly, or events between the
+# server's processes may have been lost. Before, the second was told as the first, and players who had read every
+# event were told they had not (an operator's trial).
+SLOW_READER = "Too many unread events: reconnect and read the table again."
+EVENTS_LOST = "The server may have missed events of this table: reconnect and read the table again."
 
 
 def presence_summary(watchers: Mapping[str, Collection[int]]) -> dict[str, int | None]:
@@ -48,6 +53,7 @@ class Subscription:
         self.limit = limit
         self.player_id = player_id  # who is watching (None: the operator)
         self.dropped = False
+        self.drop_reason = SLOW_READER
         self._pending: deque[dict[str, Any]] = deque()
         self._ready = asyncio.Event()
 
@@ -61,8 +67,10 @@ class Subscription:
         self._pending.append(event)
         self._ready.set()
 
-    def drop(self) -> None:
+    def drop(self, reason: str = SLOW_READER) -> None:
         """Give up on this client (on the loop's thread): it must reconnect and re-read."""
+        if not self.dropped:
+            self.drop_reason = reason
         self.dropped = True
         self._pending.clear()
         self._ready.set()
@@ -175,7 +183,7 @@ class Broadcaster:
         with self._lock:
             targets = [s for subscribers in self._subscribers.values() for s in subscribers]
         for subscription in targets:
-            _call_soon(subscription.loop, subscription.drop)
+            _call_soon(subscription.loop, subscription.drop, EVENTS_LOST)
 
     def start(self) -> None:
         """Begin serving (nothing to start in one process)."""
