@@ -360,6 +360,8 @@ def test_the_operator_credits_and_debits_a_balance_from_the_command_line(tmp_pat
     assert debited.returncode == 0 and debited.stdout.strip() == "ann: USD balance 100"
     assert_one_line_error(run("admin", "debit", "ann", "101", *database),
                           "The balance is 100 minor units: a debit takes at most that.")
+    euros = run("admin", "credit", "ann", "250", "--currency", "eur", *database)  # any case, as play's --currency
+    assert euros.returncode == 0 and euros.stdout.strip() == "ann: EUR balance 100250"
 
 
 def test_amounts_beyond_the_cap_are_refused_before_anything_changes(tmp_path: Path) -> None:

@@ -1031,6 +1031,7 @@ def _change_balance(kind: str, player: str, text: str, currency: str, database: 
                     data_dir: Path | None) -> None:
     from twentyone.server.service import ServiceError
 
+    currency = currency.upper()  # --currency usd is USD, as terminal play's --currency reads it (an operator's trial)
     amount = _whole_amount(text)
     check_amount(amount, "the amount")
     service, operator, _ = _admin_service(database, data_dir, balances=True)
