@@ -233,6 +233,24 @@ def test_a_lock_held_elsewhere_is_a_503_that_changes_nothing_once_the_wait_runs_
         assert player.post("/tables/classic/deal").json()["status"] in ("playing", "settled")
 
 
+def test_a_database_away_is_one_log_line_for_the_timers_not_one_a_tick(caplog: pytest.LogCaptureFixture) -> None:
+    """Each tick asks for the tables' timers: with the database away, the first failure is said, and its repeats
+    are counted into one line when it is back (or as the server stops). Before, a line a tick and two a second from the
+    listener buried an outage's start and end (an operator's trial)."""
+    ownership = AdvisoryOwnership(f"postgresql+psycopg://nobody@127.0.0.1:{free_port()}/nowhere")
+    try:
+        with caplog.at_level("WARNING", logger="twentyone"):
+            for _ in range(5):
+                assert ownership.owned(["classic"]) == set()
+        lost = [record.getMessage() for record in caplog.records if "timer ownership lost" in record.getMessage()]
+        assert len(lost) == 1 and "\n" not in lost[0], lost
+        ownership._lines.flush(every=True)
+        counted = [record.getMessage() for record in caplog.records if "timer ownership lost" in record.getMessage()]
+        assert len(counted) == 2 and "(4 more times in the last" in counted[-1], counted
+    finally:
+        ownership.close()
+
+
 def test_connections_to_postgresql_find_out_a_peer_gone_silent(postgres_url: str) -> None:
     """The pool's connections and the timers' dedicated one ask TCP to probe after 10 s of silence, every 5 s, giving
     up after 3, and to end a connection whose data stays unacknowledged 30 s. With Linux's defaults a peer gone

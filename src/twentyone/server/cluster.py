@@ -53,6 +53,7 @@ from twentyone.server.context import Busy
 from twentyone.server.db import tcp_keepalives
 from twentyone.server.direct import READING, WriteInRead, defer
 from twentyone.server.events import QUEUE_LIMIT, Broadcaster
+from twentyone.server.repeats import RepeatedLines
 
 if TYPE_CHECKING:
     import psycopg
@@ -109,6 +110,15 @@ OUTBOX = "outbox"  # the operator-wallet retries: one process delivers them
 
 def is_postgres(url: str) -> bool:
     return make_url(url).get_backend_name() == "postgresql"
+
+
+def first_line(error: BaseException) -> str:
+    """An error's first line, for a log line that repeats: psycopg's add the server's details on lines of their own.
+
+    >>> first_line(OSError("connection failed: refused\\nIs the server running?"))
+    'connection failed: refused'
+    """
+    return str(error).splitlines()[0] if str(error) else type(error).__name__
 
 
 def libpq_params(url: str) -> dict[str, Any]:
@@ -193,6 +203,7 @@ class AdvisoryOwnership:
         self._lock = threading.Lock()
         self._beats: threading.Thread | None = None
         self._closed = threading.Event()
+        self._lines = RepeatedLines(log)  # a database away: one line, then a count (a line a tick buried the log)
 
     def owned(self, names: Iterable[str]) -> set[str]:
         import psycopg
@@ -210,9 +221,10 @@ class AdvisoryOwnership:
                 else:
                     connection.execute("SELECT 1")  # still alive, so the locks held are still ours
             except psycopg.Error as error:
-                log.warning("timer ownership lost (%s); reconnecting at the next tick", error)
+                self._lines.warning(f"timer ownership lost ({first_line(error)}); reconnecting at the next tick")
                 self._reset()
                 return set()
+            self._lines.flush(every=True)  # back: how many ticks it was away
             return names & self._held
 
     def hold(self, name: str) -> bool:
@@ -338,6 +350,9 @@ class PostgresBroadcaster(Broadcaster):
         self._stopping = threading.Event()
         self._listening = threading.Event()
         self._threads: list[threading.Thread] = []
+        # The listener's reconnections while the database is away: one line, then a count once it is back (two lines
+        # a second a process buried an outage's start and end: an operator's trial).
+        self._lines = RepeatedLines(log)
         # Presence: what the sender last told (None: nothing yet, or a send failed), when, and whether to ask the
         # others for theirs (a start, a reconnection) or answer one who asked; the others' as last heard, by origin.
         self._presence_told: dict[str, int | None] | None = None
@@ -476,6 +491,7 @@ class PostgresBroadcaster(Broadcaster):
                     self._ask_others = True  # whom the others have at their tables: they tell at once, not in 5 s
                 self._outbox.put(PRESENCE_CHANGED)
                 self._listening.set()
+                self._lines.flush(every=True)  # reconnected: how many tries it took
                 while not self._stopping.is_set():
                     for note in connection.notifies(timeout=LISTEN_POLL):
                         if note.channel == self._wake_channel:
@@ -485,7 +501,7 @@ class PostgresBroadcaster(Broadcaster):
                         self._received(note.channel, note.payload)
             except psycopg.Error as error:
                 if not self._stopping.is_set():
-                    log.warning("event listener disconnected (%s); reconnecting", error)
+                    self._lines.warning(f"event listener disconnected ({first_line(error)}); reconnecting")
                     first = False
                     self._stopping.wait(1.0)
             except Exception:  # pragma: no cover - a bad payload must not stop the listener
