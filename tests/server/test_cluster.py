@@ -25,6 +25,7 @@ from fastapi.testclient import TestClient
 from live import call, free_port, start_server, stop_group
 from server_helpers import OPERATOR, Client, Clock, eventually, new_player
 from sqlalchemy import create_engine, text
+from sqlalchemy.engine import make_url
 from starlette.websockets import WebSocketDisconnect
 
 from twentyone.server.app import create_app
@@ -186,27 +187,31 @@ OPTIONS = "?options=-c%20lock_timeout%3D3000"  # the URL form of libpq's options
 
 def test_a_request_waits_for_a_lock_a_bounded_time_and_an_operators_settings_reach_every_connection(
         postgres_url: str) -> None:
-    """The pool's connections wait 20 s at most for a lock and run a statement 30 s at most, but for what the URL's
-    ``options`` set; the timers' and listener's connections take those options too. Before, a pooled connection
-    waited without end (a lock held from psql hung every request, /health still 200), and an URL with ``options``
-    left every table without timers: it was written out again with ``+`` for its space, which libpq refused (an
-    operator's trial)."""
-    def shown(engine_database: Database) -> tuple[str, str]:
-        with engine_database.engine.connect() as connection:
-            return (connection.execute(text("SHOW lock_timeout")).scalar_one(),
-                    connection.execute(text("SHOW statement_timeout")).scalar_one())
+    """The pool's connections wait 20 s at most for a lock, unless the operator set ``lock_timeout`` anywhere (the
+    URL's ``options``, the database's or role's settings: 0 included); the timers' and listener's connections take
+    the URL's ``options`` too. Before, a pooled connection waited without end (a lock held from psql hung every
+    request, /health still 200), and an URL with ``options`` left every table without timers: it was written out
+    again with ``+`` for its space, which libpq refused (an operator's trial)."""
+    def shown(url: str) -> str:
+        database = Database(url)
+        try:
+            with database.engine.connect() as connection:
+                return str(connection.execute(text("SHOW lock_timeout")).scalar_one())
+        finally:
+            database.close()
 
-    plain, chosen = Database(postgres_url), Database(postgres_url + OPTIONS)
     ownership = AdvisoryOwnership(postgres_url + OPTIONS)
     try:
-        assert shown(plain) == ("20s", "30s") and shown(chosen) == ("3s", "30s")
+        assert shown(postgres_url) == "20s" and shown(postgres_url + OPTIONS) == "3s"
         assert ownership.owned(["options"]) == {"options"}  # its connection made, with the options as written
         assert ownership._connection is not None
         assert ownership._connection.execute("SHOW lock_timeout").fetchone() == ("3s",)
     finally:
         ownership.close()
-        plain.close()
-        chosen.close()
+    name = make_url(postgres_url).database
+    with create_engine(postgres_url, isolation_level="AUTOCOMMIT").connect() as admin:
+        admin.execute(text(f'ALTER DATABASE "{name}" SET lock_timeout = 0'))  # the operator's: no limit
+    assert shown(postgres_url) == "0"
 
 
 def test_a_lock_held_elsewhere_is_a_503_that_changes_nothing_once_the_wait_runs_out(postgres_url: str,
@@ -233,20 +238,23 @@ def test_a_lock_held_elsewhere_is_a_503_that_changes_nothing_once_the_wait_runs_
         assert player.post("/tables/classic/deal").json()["status"] in ("playing", "settled")
 
 
-def test_a_database_away_is_one_log_line_for_the_timers_not_one_a_tick(caplog: pytest.LogCaptureFixture) -> None:
+def test_a_database_away_is_one_log_line_for_the_timers_not_one_a_tick(caplog: pytest.LogCaptureFixture,
+                                                                        postgres_url: str) -> None:
     """Each tick asks for the tables' timers: with the database away, the first failure is said, and its repeats
-    are counted into one line when it is back (or as the server stops). Before, a line a tick and two a second from the
-    listener buried an outage's start and end (an operator's trial)."""
+    are counted into one line once it is back. Before, a line a tick (and two a second from the listener) buried an
+    outage's start and end (an operator's trial). The database is "away" here as an address nothing answers at, and
+    "back" as the test's own."""
     ownership = AdvisoryOwnership(f"postgresql+psycopg://nobody@127.0.0.1:{free_port()}/nowhere")
     try:
         with caplog.at_level("WARNING", logger="twentyone"):
             for _ in range(5):
                 assert ownership.owned(["classic"]) == set()
-        lost = [record.getMessage() for record in caplog.records if "timer ownership lost" in record.getMessage()]
-        assert len(lost) == 1 and "\n" not in lost[0], lost
-        ownership._lines.flush(every=True)
-        counted = [record.getMessage() for record in caplog.records if "timer ownership lost" in record.getMessage()]
-        assert len(counted) == 2 and "(4 more times in the last" in counted[-1], counted
+            told = [record.getMessage() for record in caplog.records if "timer ownership lost" in record.getMessage()]
+            assert len(told) == 1 and "\n" not in told[0], told
+            ownership.url = postgres_url  # back
+            assert ownership.owned(["classic"]) == {"classic"}
+        told = [record.getMessage() for record in caplog.records if "timer ownership lost" in record.getMessage()]
+        assert len(told) == 2 and "(4 more times in the last" in told[1], told
     finally:
         ownership.close()
 

@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 from fastapi.testclient import TestClient
-from server_helpers import Client, new_player
+from server_helpers import Client, Clock, dealt_shared_round, new_guest, new_player
 
 from twentyone.server.service import GameService, commitment
 
@@ -94,6 +94,11 @@ def test_the_lobby_lists_the_players_rounds_still_open(guest: Client, http: Test
     assert guest.get("/tables").json()["open_rounds"] == [
         {"round_id": forming["id"], "table_id": "multiplayer", "status": "betting"},
         {"round_id": in_play["id"], "table_id": "classic", "status": "playing"}]
+    for _ in range(25):  # more rounds elsewhere than a look at the player's newest would have seen past (review)
+        service.stacked.append(["TS", "6H", "9D", "TC", "8C"])  # 19 against 6 at single deck: stand, the dealer busts
+        guest.bet("single-deck", 2500)
+        assert guest.act(guest.post("/tables/single-deck/deal").json()["id"], "stand").json()["status"] == "settled"
+    assert [row["round_id"] for row in guest.get("/tables").json()["open_rounds"]] == [forming["id"], in_play["id"]]
     other = new_player(http, "otto")
     assert other.get("/tables").json()["open_rounds"] == []
     assert "open_rounds" not in http.get("/tables").json()  # signed out: nobody's
@@ -129,6 +134,25 @@ def test_insurance_taken_is_in_the_round_until_it_is_settled(guest: Client, http
     settled = guest.act(round_id, "stand").json()
     assert settled["status"] == "settled" and settled["insurance_taken"] == []
     assert [(bet["seat"], bet["stake"], bet["result"]) for bet in settled["insurance"]] == [(1, 1250, "lose")]
+
+
+def test_insurance_taken_at_a_common_draw_is_its_players_alone(http: TestClient, service: GameService,
+                                                               clock: Clock) -> None:
+    """Power deals one hand to everyone and withholds each player's choices until the round settles: the insurance
+    ann took is in her view alone until the peek settles it, never in bob's nor in a watcher's."""
+    service.stacked.append(["5S", "AH", "6D", "8C", "KD", "2S", "3S", "4S"])  # 11 against an Ace; no blackjack under
+    ann, bob, watcher = new_guest(http), new_guest(http), new_guest(http)
+    round_id = dealt_shared_round(service, clock, [ann, bob])
+    taken = ann.act(round_id, "insurance").json()
+    anns_seats = {hand["seat"] for hand in taken["hands"] if hand["name"] == ann.name}
+    assert [(bet["seat"] in anns_seats, bet["stake"]) for bet in taken["insurance_taken"]] == [(True, 250)]
+    assert bob.get(f"/rounds/{round_id}").json()["insurance_taken"] == []
+    watched = watcher.get("/tables/power").json()["round"]
+    assert watched["id"] == round_id and watched["insurance_taken"] == []
+    peeked = bob.act(round_id, "no-insurance").json()  # the last answer: the dealer peeks, no blackjack
+    assert peeked["insurance_taken"] == []
+    after = ann.get(f"/rounds/{round_id}").json()
+    assert after["insurance_taken"] == [] and [bet["result"] for bet in after["insurance"]] == ["lose"]
 
 
 def test_bet_controls_and_their_limits(guest: Client) -> None:

@@ -489,6 +489,25 @@ def test_a_kept_guest_the_server_no_longer_takes_is_forgotten_for_a_new_one(http
     assert guests.token_for("http://testserver") == table.api.token != "not-a-sign-in"
 
 
+def test_new_guest_replaces_the_kept_one_only_once_signed_in(http: TestClient, tmp_path: Path) -> None:
+    """``--new-guest`` (``resume=False``) plays as a new guest, kept in the old one's place; a server that does not
+    answer leaves the kept one as it was. Before, the kept guest was forgotten first, and with it its balance and any
+    round left open, whatever became of the new sign-in (found by review)."""
+    guests = KeptGuests(tmp_path / "guests.json")
+    old = play_at_server("http://testserver", "classic", console=console(), keys=iter(""), http=http, guests=guests)
+    new = play_at_server("http://testserver", "classic", console=console(), keys=iter(""), http=http, guests=guests,
+                         resume=False)
+    assert new.player["id"] != old.player["id"] and guests.token_for("http://testserver") == new.api.token
+    port = free_port()
+    state = tmp_path / "state"
+    KeptGuests(state / "twentyone" / "guests.json").keep(f"http://127.0.0.1:{port}", "kept-token", "guest-kept")
+    nowhere = subprocess.run([sys.executable, "-m", "twentyone.cli.main", "play", "classic", "--server",
+                              f"http://127.0.0.1:{port}", "--new-guest"], input="q", capture_output=True, text=True,
+                             timeout=60, env={**os.environ, "XDG_STATE_HOME": str(state)})
+    assert nowhere.returncode == 2 and "did not answer" in nowhere.stderr
+    assert KeptGuests(state / "twentyone" / "guests.json").token_for(f"http://127.0.0.1:{port}") == "kept-token"
+
+
 def test_command_line_refusals_are_one_line_and_exit_2() -> None:
     def run(*arguments: str) -> subprocess.CompletedProcess[str]:
         return subprocess.run([sys.executable, "-m", "twentyone.cli.main", "play", *arguments], input="q",

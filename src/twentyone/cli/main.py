@@ -15,6 +15,7 @@ file per command would hide how alike they are; longer commands (simulate, rng-d
 
 from __future__ import annotations
 
+import contextlib
 import json
 import sys
 from pathlib import Path
@@ -289,11 +290,8 @@ def _play_at_server(url: str, table_id: str, name: str | None, new_guest: bool =
             if not sys.stdin.isatty():  # the keys come from standard input: the password cannot
                 fail("--name: set TWENTYONE_PASSWORD when the keys come from a pipe.")
             password = getpass.getpass(f"Password for {name}: ")
-    guests = KeptGuests.default()
-    if new_guest:
-        guests.forget(url)
-    try:
-        play_at_server(url, table_id, name, password, guests=guests)
+    try:  # --new-guest: the kept guest is replaced only once the new one has signed in (a server away keeps it)
+        play_at_server(url, table_id, name, password, guests=KeptGuests.default(), resume=not new_guest)
     except ServerError as error:
         fail(str(error))
 
@@ -645,9 +643,16 @@ def serve(
         fail(str(error))
     _require_free_port(host, port)
     _require_reachable(planned)
+    lock = _sqlite_lock(planned.database_url)
+    if lock is not None and lock.parent.is_dir():  # a directory made by this start has no other server in it
+        _hold_sqlite_alone(lock)
     made = [path for path in (token_file(planned.data_dir), planned.data_dir) if not path.exists()]
     settings = _server_settings(database, data_dir, tables=tables)
-    _hold_sqlite_alone(settings.database_url)
+    if lock is not None and not _SQLITE_HELD:  # its directory made by this start (as the database's engine would)
+        with contextlib.suppress(OSError):  # one that cannot be made is the database's to refuse, in one line
+            lock.parent.mkdir(parents=True, exist_ok=True)
+        if lock.parent.is_dir():
+            _hold_sqlite_alone(lock)
     if workers > 1:
         _serve_workers(settings, spec, host, port, workers, pin_cpu, proxies, made, tables)
         return
@@ -753,29 +758,47 @@ def _require_free_port(host: str, port: int) -> None:
 _SQLITE_HELD: list[int] = []  # the open lock of the SQLite database this process serves: held until it ends
 
 
-def _hold_sqlite_alone(url: str) -> None:
-    """SQLite is served by one process: take a lock beside its file (``twentyone.db.serve-lock``, held until the
-    process ends, a kill included), and refuse a second ``serve`` on the same file in one line, exit 2. Before, a
-    second one started without a word: both ran the tables' timers, and each process's sockets heard only the
-    events of its own requests (an operator's trial). A lock file of its own: SQLite's locks on the database file
-    are POSIX locks, which any other descriptor of the file closed would release."""
-    import fcntl
-    import os
+def _sqlite_lock(url: str) -> Path | None:
+    """The lock beside an SQLite database's file that its server holds (``twentyone.db.serve-lock``), by the file's
+    real path (a symlink or ``..`` names the same file); None for another database, an in-memory one, or a ``file:``
+    URI name, which is left unlocked.
 
+    >>> _sqlite_lock("sqlite:////srv/casino/./twentyone.db")
+    PosixPath('/srv/casino/twentyone.db.serve-lock')
+    >>> _sqlite_lock("sqlite://") is None, _sqlite_lock("postgresql+psycopg://db/x") is None
+    (True, True)
+    """
     from sqlalchemy.engine import make_url
 
     parsed = make_url(url)
-    if parsed.get_backend_name() != "sqlite" or parsed.database in (None, "", ":memory:"):
-        return
-    lock = Path(f"{parsed.database}.serve-lock")
-    lock.parent.mkdir(parents=True, exist_ok=True)
-    handle = os.open(lock, os.O_RDWR | os.O_CREAT, 0o600)
+    name = parsed.database
+    if parsed.get_backend_name() != "sqlite" or not name or name == ":memory:" or name.startswith("file:"):
+        return None
+    return Path(f"{Path(name).resolve()}.serve-lock")
+
+
+def _hold_sqlite_alone(lock: Path) -> None:
+    """SQLite is served by one process: hold ``lock`` until the process ends (a kill included), and refuse a second
+    ``serve`` on the same file in one line, exit 2. Before, a second one started without a word: both ran the tables'
+    timers, and each process's sockets heard only the events of its own requests (an operator's trial). A lock file
+    of its own: SQLite's locks on the database file are POSIX locks, which any other descriptor of the file closed
+    would release."""
+    import fcntl
+    import os
+
+    try:
+        handle = os.open(lock, os.O_RDWR | os.O_CREAT, 0o600)
+    except OSError as error:
+        fail(f"cannot open {lock} to serve its database alone ({error.strerror or error}).")
     try:
         fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
-    except BlockingIOError:
+    except OSError as error:
         os.close(handle)
-        fail(f"Another twentyone serve is running on {parsed.database}: SQLite is served by one process; stop it, "
-             "or use PostgreSQL for several (docs/server.md).")
+        if isinstance(error, BlockingIOError):
+            database = str(lock).removesuffix(".serve-lock")
+            fail(f"Another twentyone serve is running on {database}: SQLite is served by one process; stop it, or "
+                 "use PostgreSQL for several (docs/server.md).")
+        fail(f"cannot lock {lock} to serve its database alone ({error.strerror or error}).")
     _SQLITE_HELD.append(handle)
 
 
@@ -1031,7 +1054,6 @@ def _change_balance(kind: str, player: str, text: str, currency: str, database: 
                     data_dir: Path | None) -> None:
     from twentyone.server.service import ServiceError
 
-    currency = currency.upper()  # --currency usd is USD, as terminal play's --currency reads it (an operator's trial)
     amount = _whole_amount(text)
     check_amount(amount, "the amount")
     service, operator, _ = _admin_service(database, data_dir, balances=True)

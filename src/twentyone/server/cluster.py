@@ -53,7 +53,7 @@ from twentyone.server.context import Busy
 from twentyone.server.db import tcp_keepalives
 from twentyone.server.direct import READING, WriteInRead, defer
 from twentyone.server.events import QUEUE_LIMIT, Broadcaster
-from twentyone.server.repeats import RepeatedLines
+from twentyone.server.repeats import RepeatedLines, first_line
 
 if TYPE_CHECKING:
     import psycopg
@@ -112,30 +112,21 @@ def is_postgres(url: str) -> bool:
     return make_url(url).get_backend_name() == "postgresql"
 
 
-def first_line(error: BaseException) -> str:
-    """An error's first line, for a log line that repeats: psycopg's add the server's details on lines of their own.
-
-    >>> first_line(OSError("connection failed: refused\\nIs the server running?"))
-    'connection failed: refused'
-    """
-    return str(error).splitlines()[0] if str(error) else type(error).__name__
-
-
 def libpq_params(url: str) -> dict[str, Any]:
-    """The SQLAlchemy URL as libpq's parameters, for connections kept outside the pool, each value as the URL
-    means it (psycopg quotes them), as SQLAlchemy passes them to the pool's. Before, the URL was written out again
-    as text, where a space became ``+`` (``options=-c+lock_timeout%3D3000``), which libpq does not read as a space:
-    the timers' and the listener's connections were refused for ever, and no table's timers ran (an operator's
-    trial); a password with a space was refused too.
+    """The SQLAlchemy URL as libpq's parameters, for connections kept outside the pool: as SQLAlchemy's dialect makes
+    them for the pool's (several hosts joined, each value as the URL means it: psycopg quotes them), a parameter
+    given twice joined by spaces (libpq's ``options`` adds up so). Before, the URL was written out again as text,
+    where a space became ``+`` (``options=-c+lock_timeout%3D3000``), which libpq does not read as a space: the timers'
+    and the listener's connections were refused for ever, and no table's timers ran (an operator's trial).
 
     >>> sorted(libpq_params("postgresql+psycopg://ann:a%20b@db/floor?options=-c%20lock_timeout%3D3000").items())
     [('dbname', 'floor'), ('host', 'db'), ('options', '-c lock_timeout=3000'), ('password', 'a b'), ('user', 'ann')]
+    >>> libpq_params("postgresql+psycopg://u@/db?host=a:5432&host=b:5433")["host"]
+    'a,b'
     """
     parsed = make_url(url)
-    params: dict[str, Any] = parsed.translate_connect_args(username="user", database="dbname")
-    for name, value in parsed.query.items():
-        params[name] = value if isinstance(value, str) else value[-1]  # given twice: the last, as a conninfo reads
-    return params
+    _, params = parsed.get_dialect()().create_connect_args(parsed)
+    return {name: " ".join(value) if isinstance(value, tuple | list) else value for name, value in params.items()}
 
 
 def _connect(url: str, purpose: str) -> psycopg.Connection[Any]:

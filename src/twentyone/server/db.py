@@ -17,7 +17,6 @@ database): the WAL is synced to disk at each checkpoint rather than at each comm
 
 from __future__ import annotations
 
-import os
 import threading
 import time
 from collections.abc import Iterator
@@ -140,7 +139,14 @@ def make_engine(url: str, threads: int | None = None, durable: bool = False) -> 
     # psycopg begins no transaction itself (AUTOCOMMIT): each one's BEGIN goes with its first statement, where it
     # was a round trip of its own (direct.begin_with_first_statement); every statement still runs in a transaction.
     engine = create_engine(url, pool_pre_ping=False, json_serializer=json_text, isolation_level="AUTOCOMMIT",
-                           connect_args={**tcp_keepalives(url), **postgres_waits(url)}, **pool)
+                           connect_args=tcp_keepalives(url), **pool)
+
+    @event.listens_for(engine, "connect")
+    def _lock_wait(connection, _record):  # type: ignore[no-untyped-def]
+        with connection.cursor() as cursor:  # psycopg's own connection, before SQLAlchemy sets its autocommit
+            cursor.execute(SET_LOCK_WAIT, {"wait": LOCK_WAIT})
+        connection.commit()  # the setting is the session's (not local to this transaction): it stays
+
     begin_with_first_statement(engine)
     return engine
 
@@ -171,32 +177,16 @@ def tcp_keepalives(url: str) -> dict[str, Any]:
     return {name: value for name, value in TCP_KEEPALIVES.items() if name not in parsed.query}
 
 
-# How long a request's statement waits for a lock, and how long it runs, before PostgreSQL cancels it (ms): the
-# request is then a 503 with Retry-After that changed nothing (store.storage_trouble_as_busy), as on SQLite after
-# WRITE_WAIT. Without them a lock held elsewhere (an operator's psql session, a migration run by hand) made every
-# request wait without end, /health still 200 (an operator's trial). The longest statement the server sends is a
-# close of betting at a power table of a thousand seats, well under a second.
-POSTGRES_WAITS = {"lock_timeout": 20_000, "statement_timeout": 30_000}
-
-
-def postgres_waits(url: str) -> dict[str, str]:
-    """The ``options`` that give a pooled connection to ``url`` :data:`POSTGRES_WAITS`, but for a setting its own
-    ``options`` (the URL's, else ``PGOPTIONS``) makes: an operator's choice is kept, and passed on whole.
-
-    >>> postgres_waits("postgresql+psycopg://db/twentyone")
-    {'options': '-c lock_timeout=20000 -c statement_timeout=30000'}
-    >>> postgres_waits("postgresql+psycopg://db/twentyone?options=-c%20lock_timeout%3D3000")
-    {'options': '-c lock_timeout=3000 -c statement_timeout=30000'}
-    >>> postgres_waits("sqlite:///twentyone.db")
-    {}
-    """
-    parsed = make_url(url)
-    if parsed.get_backend_name() != "postgresql":
-        return {}
-    given = parsed.query.get("options", os.environ.get("PGOPTIONS", ""))
-    given = given if isinstance(given, str) else " ".join(given)
-    ours = [f"-c {name}={value}" for name, value in POSTGRES_WAITS.items() if name not in given]
-    return {"options": " ".join([given, *ours]).strip()}
+# How long a request's statement waits for a lock before PostgreSQL cancels it: the request is then a 503 with
+# Retry-After that changed nothing (store.storage_trouble_as_busy), as on SQLite after WRITE_WAIT. Without it a lock
+# held elsewhere (an operator's psql session, a migration run by hand) made every request wait without end, /health
+# still 200 (an operator's trial). Set on each new pooled connection, and only where nothing else set it (the URL's
+# ``options``, PGOPTIONS, ``ALTER ROLE/DATABASE ... SET``, postgresql.conf: ``pg_settings.source`` is ``default``),
+# so that an operator's value, 0 included, stands; by a statement, not the ``options`` startup parameter, which
+# connection poolers such as PgBouncer refuse.
+LOCK_WAIT = "20s"
+SET_LOCK_WAIT = ("SELECT set_config('lock_timeout', %(wait)s, false) FROM pg_settings "
+                 "WHERE name = 'lock_timeout' AND source = 'default'")
 
 
 MIGRATION_LOCK = 0x7477656E74796F6E  # advisory lock key ("twentyon"): one process migrates at a time

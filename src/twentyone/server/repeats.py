@@ -82,3 +82,12 @@ class RepeatedLines:
     def _say(self, line: str, repeats: int, seconds: float) -> None:
         times = "time" if repeats == 1 else "times"
         self.logger.warning("%s (%d more %s in the last %.0f s)", line, repeats, times, seconds)
+
+
+def first_line(error: BaseException) -> str:
+    """An error's first line, for a log line that repeats: psycopg's add the server's details on lines of their own.
+
+    >>> first_line(OSError("connection failed: refused\\nIs the server running?"))
+    'connection failed: refused'
+    """
+    return str(error).splitlines()[0] if str(error) else type(error).__name__

@@ -29,7 +29,7 @@ from twentyone.server.context import Busy, Caller, ServiceError, SnapshotBehind
 from twentyone.server.db import Database
 from twentyone.server.direct import Result, defer, defer_read, run
 from twentyone.server.models import IDEMPOTENCY, Base
-from twentyone.server.repeats import RepeatedLines
+from twentyone.server.repeats import RepeatedLines, first_line
 
 log = logging.getLogger(__name__)
 MAX_KEY = 128
@@ -156,9 +156,8 @@ def _busy(lines: RepeatedLines, error: Exception) -> None:
     """One line in the log for the 503s that storage caused, what an operator needs to tell contention from faults:
     the first of each cause in full, its repeats counted in one line per window (an outage answers every request
     503, and a line per request buried the outage's start and end)."""
-    cause = error.orig if isinstance(error, db_errors.DBAPIError) else error
-    first_line = str(cause).splitlines()[0] if str(cause) else ""
-    lines.warning(f"storage busy, answered 503: {type(cause).__name__}: {first_line}")
+    cause = (error.orig if isinstance(error, db_errors.DBAPIError) else None) or error
+    lines.warning(f"storage busy, answered 503: {type(cause).__name__}: {first_line(cause) if str(cause) else ''}")
 
 
 def end_read(session: Session) -> None:

@@ -35,20 +35,16 @@ from twentyone.server.store import Store
 from twentyone.server.tables import TableRegistry, bets_total, commitment_of, revealed_of, table_json
 
 OPEN = OPEN_STATUSES
-# A player's rounds open at some tables (Views.closed_tables), oldest first.
+# A player's rounds open at some tables (Views.closed_tables, Views.open_rounds), oldest first: driven from the rounds
+# open at those tables (the index on table and status), each looked up in the seats by (round, player). As a join,
+# SQLite drove it from the player's seats instead, a row for every round they ever played (test_history_cost).
 OWN_OPEN_ROUNDS_AT = (select(ROUNDS.c.id, ROUNDS.c.table_id, ROUNDS.c.variant, ROUNDS.c.currency,
-                             ROUNDS.c.betting_closes_at)
-                      .join(ROUND_SEATS, ROUND_SEATS.c.round_id == ROUNDS.c.id)
+                             ROUNDS.c.betting_closes_at, ROUNDS.c.status)
                       .where(ROUNDS.c.table_id.in_(bindparam("table_ids", expanding=True)), ROUNDS.c.status.in_(OPEN),
-                             ROUND_SEATS.c.player_id == bindparam("player_id"))
+                             select(ROUND_SEATS.c.id).where(ROUND_SEATS.c.round_id == ROUNDS.c.id,
+                                                            ROUND_SEATS.c.player_id == bindparam("player_id"))
+                             .exists())
                       .order_by(ROUNDS.c.id))
-# A player's newest rounds, newest first, for the lobby's rounds still open (Views.open_rounds): from the index on
-# (player, round), a fixed number of rows whatever the player's history.
-OWN_NEWEST_ROUNDS = (select(ROUNDS.c.id, ROUNDS.c.table_id, ROUNDS.c.status)
-                     .join(ROUND_SEATS, ROUND_SEATS.c.round_id == ROUNDS.c.id)
-                     .where(ROUND_SEATS.c.player_id == bindparam("player_id"))
-                     .order_by(ROUND_SEATS.c.round_id.desc()).limit(bindparam("newest")))
-NEWEST_LOOKED_AT = 20  # a round is open for minutes at most: a player's open ones are among their newest rounds
 STATUSES = (*OPEN, *FINISHED)
 OTHERS_SHOWN = 48  # other players' seats and hands sent in full; past that, counts (power seats hundreds)
 
@@ -141,7 +137,8 @@ def round_json(session: Session, round_row: Round, table: TableSpec, player_id: 
         deciding = [player_id] if seen.others_withheld else [
             int(player) for player in names if engine.decision(player) is not None]
     view.update(_cards_json(seen, names, str(player_id)))
-    view["insurance_taken"] = _insurance_taken(seen, str(player_id))
+    if round_row.status == "playing":  # settled or void: every insurance is in ``insurance``, settled
+        view["insurance_taken"] = _insurance_taken(seen, str(player_id))
     view["others_withheld"], view["drawing"] = seen.others_withheld, seen.drawing
     since = aware(round_row.decision_since)
     deadline = since + timedelta(seconds=table.decision_timeout) if since and round_row.status == "playing" else None
@@ -514,15 +511,14 @@ class Views:
     def open_rounds(self, caller: Caller, table_ids: Collection[str]) -> list[dict[str, Any]]:
         """The caller's rounds still open at ``table_ids`` (the tables configured now), newest first: ``round_id``,
         ``table_id`` and ``status`` (``betting``: bets in a round still forming; ``playing``). The lobby lists them,
-        so that a player who went back to it mid-round sees where a round of theirs goes on (a trial). Only the
-        player's :data:`NEWEST_LOOKED_AT` newest rounds are looked at: one indexed read, whatever their history, and
-        a round open all the while they played twenty others would have to outlast twenty rounds' timers."""
+        so that a player who went back to it mid-round sees where a round of theirs goes on (a trial). Read from the
+        rounds open at those tables (the index on table and status), each joined to the caller's seat: the same
+        cost after any number of rounds, the player's or the table's."""
         if caller.is_operator or not table_ids:
             return []
         with self.store.read() as session:
-            rows = session.execute(OWN_NEWEST_ROUNDS, {"player_id": caller.id, "newest": NEWEST_LOOKED_AT}).all()
-        return [{"round_id": row.id, "table_id": row.table_id, "status": row.status} for row in rows
-                if row.status in OPEN and row.table_id in table_ids]
+            rows = session.execute(OWN_OPEN_ROUNDS_AT, {"table_ids": sorted(table_ids), "player_id": caller.id}).all()
+        return [{"round_id": row.id, "table_id": row.table_id, "status": row.status} for row in reversed(rows)]
 
     def report(self, caller: Caller, since: datetime | None = None, until: datetime | None = None) -> dict[str, Any]:
         """Operator report: rounds and money by table, each line in one ``currency``, and ``totals`` by currency

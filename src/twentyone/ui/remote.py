@@ -954,15 +954,16 @@ def resume_guest(api: Api, guests: KeptGuests, url: str) -> dict[str, Any] | Non
 
 def play_at_server(url: str, table_id: str, name: str | None = None, password: str | None = None,
                    console: Console | None = None, keys: Iterator[str] | None = None,
-                   http: httpx.Client | None = None, guests: KeptGuests | None = None) -> RemoteTable:
+                   http: httpx.Client | None = None, guests: KeptGuests | None = None,
+                   resume: bool = True) -> RemoteTable:
     """Sign in at the server at ``url`` (without ``name``, the guest kept in ``guests`` for that server, else a new
-    guest, kept there), sit at ``table_id`` and play until the player quits or the keys end; returns the table as it
-    was left. A server that cannot be reached, a sign-in refused or a table it does not have raise
-    :class:`ServerError` before anything is played."""
+    guest, kept there in its place once signed in; ``resume=False``: a new guest all the same), sit at ``table_id``
+    and play until the player quits or the keys end; returns the table as it was left. A server that cannot be
+    reached, a sign-in refused or a table it does not have raise :class:`ServerError` before anything is played."""
     with http or httpx.Client(base_url=url, timeout=30.0) as client:
         api = Api(client)
         try:
-            signed_in = resume_guest(api, guests, url) if name is None and guests is not None else None
+            signed_in = resume_guest(api, guests, url) if name is None and guests is not None and resume else None
             if signed_in is None:
                 signed_in = sign_in(api, name, password)
         except ServerError as error:
