@@ -237,9 +237,13 @@ def test_double_and_split_debit_their_extra_stakes(guest: Client, service: GameS
     service.stacked.append(["8S", "6H", "8D", "TC", "3C", "2H", "KD", "9S"])
     before = guest.balance()
     guest.bet("classic", 500)
-    round_id = guest.post("/tables/classic/deal").json()["id"]
-    guest.act(round_id, "split")
+    dealt = guest.post("/tables/classic/deal").json()
+    round_id = dealt["id"]
+    # What each would take, from the engine, for the clients to tell one the balance cannot cover before it is sent.
+    assert dealt["offers"]["costs"] == {"double": 500, "split": 500}
+    split = guest.act(round_id, "split").json()
     assert guest.balance() == before - 1000
+    assert split["offers"]["costs"] == {"double": 500}  # no resplit at this hand's 3
     guest.act(round_id, "double")  # 8+3 = 11 doubles with the K
     final = guest.act(round_id, "double").json()  # 8+2 = 10 doubles with the 9: 19
     assert [h["stake"] for h in final["hands"]] == [1000, 1000]

@@ -131,6 +131,11 @@ def round_json(session: Session, round_row: Round, table: TableSpec, player_id: 
     with hold():
         seen = engine.view(str(player_id), among=names)  # the hands shown, not a power table's thousand
         offers = engine.pending_offers(str(player_id)) if seen.viewer_to_act and seen.decision else ()
+        # What each legal action that adds a stake (double, triple, quadruple, split) would take from the balance,
+        # as the wallet will be asked for it: the clients tell an action the balance cannot cover before it is sent,
+        # from the engine's own figure, where each kept a copy of its rule (found by review).
+        costs = {str(action): engine.cost_of(action, str(player_id)) for action in seen.legal_actions
+                 if action in COSTLY_ACTIONS and action is not Action.INSURANCE} if seen.viewer_to_act else {}
         # Whose decision the table waits for: one player in turn, or everyone still deciding in a common draw,
         # where a player who has stopped deciding may have busted on a card: there only the viewer (deciding
         # here, since a withheld view has the viewer's own decision or none) is told.
@@ -152,6 +157,8 @@ def round_json(session: Session, round_row: Round, table: TableSpec, player_id: 
                             "deadline": iso(deadline)}
         view["legal_actions"] = [str(action) for action in seen.legal_actions]
         view["offers"] = dict(seen.offers)
+        if costs:
+            view["offers"]["costs"] = costs
         if seen.viewer_to_act and decision.kind != "play":  # every offer of the viewer's, answered at once
             stakes = {(hand.seat, hand.hand): hand.stake for hand in seen.hands}
             view["offers"]["pending"] = [

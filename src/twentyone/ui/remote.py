@@ -35,7 +35,7 @@ from rich.table import Table
 from rich.text import Text
 
 from twentyone.core.money import format_money
-from twentyone.core.operations import COSTLY_ACTIONS, MULTIPLIER_OF, Action
+from twentyone.core.operations import COSTLY_ACTIONS
 from twentyone.ui.kept_guests import KeptGuests
 from twentyone.ui.terminal import (
     INSURANCE_WORDS,
@@ -69,8 +69,6 @@ OTHERS_SHOWN = 4  # other players' hands listed at a shared table; the rest are 
 TRIES = 4  # a 503 or an answer that never came is sent again with the same key, as the web page does
 MOST_WAIT = 5.0  # seconds: a longer Retry-After is cut to this, so a key never hangs for long
 OPEN = ("betting", "playing")
-# Times the hand's stake each action adds, as the server takes it from the balance (the engine's ``cost_of``).
-EXTRA_STAKES = {**{str(action): times - 1 for action, times in MULTIPLIER_OF.items()}, str(Action.SPLIT): 1}
 
 
 class _Quit(Exception):
@@ -922,15 +920,10 @@ class RemoteTable:
         """The legal actions that add a stake (double, triple, quadruple, split) the balance cannot cover, each with
         what it needs. Before, the keys line offered them and the server refused them (a terminal trial)."""
         balance = self._balance_in_round()
-        decision = (self.round or {}).get("decision") or {}
-        hand = next((hand for hand in (self.round or {}).get("hands", [])
-                     if hand["player_id"] == self.player["id"] and hand["seat"] == decision.get("seat")
-                     and hand["hand"] == decision.get("hand")), None)
-        if balance is None or hand is None:
+        costs = ((self.round or {}).get("offers") or {}).get("costs") or {}  # the server's, from the engine
+        if balance is None:
             return {}
-        costs = {action: int(hand["stake"]) * times for action, times in EXTRA_STAKES.items()
-                 if action in (self.round or {}).get("legal_actions", [])}
-        return {action: cost for action, cost in costs.items() if cost > balance}
+        return {action: int(cost) for action, cost in costs.items() if int(cost) > balance}
 
 
 def resume_guest(api: Api, guests: KeptGuests, url: str) -> dict[str, Any] | None:

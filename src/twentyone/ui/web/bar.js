@@ -11,7 +11,6 @@ export const ACTIONS = [
   ["quadruple", "QUADRUPLE", "q"], ["split", "SPLIT", "p"], ["surrender", "SURRENDER", "r"],
   ["cash-out", "CASH OUT", "c"],
 ];
-const EXTRA_STAKES = { double: 1, triple: 2, quadruple: 3, split: 1 };  // times the hand's stake each adds
 export const OFFER_TITLES = { insurance: "Insurance", "even-money": "Even money", surrender: "Surrender" };
 
 export function answers(kind) {
@@ -112,8 +111,7 @@ export function decisions(round) {
   const best = ranked.length ? ranked[0].action : null;
   // What a double (triple, quadruple) or a split would add, against what the balance holds now: the server
   // refuses one the balance cannot cover, so the button says so before it is pressed.
-  const decided = round.decision;
-  const hand = decided && round.hands.find((h) => h.player_id === state.me.id && h.seat === decided.seat && h.hand === decided.hand);
+  const costs = round.offers.costs || {};  // the server's, from the engine: what each would take from the balance
   const me = round.me || {};
   const balance = me.balance_before === null || me.balance_before === undefined ? null : me.balance_before - me.staked;
   const shortOf = [];  // the actions the balance cannot cover, for the status line
@@ -121,7 +119,7 @@ export function decisions(round) {
     const legal = round.legal_actions.includes(action);
     if (!legal && ["triple", "quadruple", "surrender", "cash-out"].includes(action)) return null;
     const amount = action === "cash-out" && round.offers.cash_out !== undefined ? ` ${money(round.offers.cash_out, currency)}` : "";
-    const cost = hand && action in EXTRA_STAKES ? hand.stake * EXTRA_STAKES[action] : 0;
+    const cost = costs[action] || 0;
     const short = legal && balance !== null && cost > balance;
     if (short) shortOf.push(`${label.toLowerCase()} needs ${money(cost, currency)}`);
     const node = button(`action-${action}`, `${label}${amount}`, key, () => act.decide(action),
