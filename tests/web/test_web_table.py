@@ -577,6 +577,32 @@ def test_sign_out_ends_the_sign_in_on_the_server_and_a_sign_out_elsewhere_reache
         context.close()
 
 
+def test_a_profile_read_answered_after_sign_out_does_not_sign_the_page_in_again(browser: Any,
+                                                                             live_server: LiveServer) -> None:
+    """A read of /me sent before Sign out and answered after it (a table read's, under load) is the ended sign-in's:
+    the page stays signed out. Before, it drew the header signed in again and the lobby without "Play as guest" (seen
+    in the suite under load)."""
+    context = browser.new_context()
+    try:
+        page = context.new_page()
+        guest_at(page, live_server, "power")
+        held: list[Any] = []
+        # The first read of /me from here on is held; any other goes through.
+        page.route(re.compile(r"/me$"), lambda route: route.continue_() if held else held.append(route))
+        page.get_by_role("link", name="Lobby").click()  # its route reads /me: held here
+        eventually(lambda: held, 10, "the lobby's read of /me")
+        answer = held[0].fetch()  # answered by the server while the sign-in is still on
+        assert answer.status == 200
+        page.get_by_role("button", name="Sign out").click()
+        expect(page.get_by_role("button", name="Play as guest")).to_be_visible()
+        held[0].fulfill(response=answer)  # the old answer arrives now
+        page.wait_for_timeout(500)  # the page has taken it, had it anything to draw
+        expect(page.get_by_role("button", name="Play as guest")).to_be_visible()
+        expect(page.locator("#who")).to_have_text("")
+    finally:
+        context.close()
+
+
 def test_signing_out_from_a_seat_in_a_forming_round_says_the_bets_came_back(
         browser: Any, live_server: LiveServer) -> None:
     """A player seated in a multiplayer round still taking bets signs out: the seat is given up, and the lobby says

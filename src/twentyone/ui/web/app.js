@@ -9,10 +9,17 @@ import { closeSocket, currentTableId, leaveRound, leaveTable, openTable } from "
 
 // ------------------------------------------------------------- session
 async function ensureMe() {
-  if (!state.token) return null;
+  const token = state.token;
+  if (!token) return null;
   try {
-    state.me = await api("GET", "/me");
+    const me = await api("GET", "/me");
+    // Signed out (or in anew) while it was asked: the answer is the ended sign-in's. Before, a table read's /me sent
+    // just before Sign out came back after it and drew the header signed in again, with no "Play as guest" (seen
+    // under load in the suite).
+    if (state.token !== token) return state.me;
+    state.me = me;
   } catch (error) {
+    if (state.token !== token) return state.me;
     if (error.status === 401) {
       state.token = null;
       localStorage.removeItem("twentyone.token");
