@@ -201,8 +201,9 @@ def test_a_double_the_balance_cannot_cover_is_shown_short_on_the_keys_line(http:
     """The whole balance is on the hand: the keys line says double needs what the balance lacks, as the web page
     disables the button. Before, it offered the double and the server refused it (a terminal trial)."""
     service.stacked.append(["5S", "6H", "6D", "TC", "9C"])  # 11 against the dealer's 6
-    table = played(http, "first-person", "ccccbbd")  # two $500 chips on the main bet: the guest's $1,000
+    table = played(http, "first-person", "ccccbbdz")  # two $500 chips on the main bet: the guest's $1,000; then z
     assert table.round is not None and table.round["me"]["staked"] == 100000
+    assert "[d] double (the balance is short)" in table.message  # a refused key's list of the legal ones says so too
     assert "The balance of $0.00 is short: double needs $1,000.00." in screen(table).split("Chips:")[-1]
     covered = played(http, "first-person", "")  # a fresh guest, a $1 bet: nothing is short
     service.stacked.append(["5S", "6H", "6D", "TC", "9C"])
@@ -471,7 +472,10 @@ def test_a_guest_who_quit_mid_round_comes_back_to_it(http: TestClient, service: 
                           guests=guests)
     assert left.round_open() and guests.token_for("http://testserver") == left.api.token
     assert (tmp_path / "state" / "guests.json").stat().st_mode & 0o777 == 0o600  # a sign-in: its owner's alone
-    assert f"{left.player['name']} is kept on this machine: the same command comes back" in screen(left)
+    goodbye = screen(left)
+    assert f"{left.player['name']} is kept on this machine: the same command comes back" in goodbye
+    # What is still on the table is said with the balance: "Balance $999.00" alone read as lost (a terminal trial).
+    assert f"Goodbye. Balance $999.00, and $1.00 in round {left.round['id']}, still in play, after 0 rounds" in goodbye
     back = play_at_server("http://testserver", "classic", console=console(), keys=iter("s"), http=http,
                           guests=guests)
     shown = screen(back)
@@ -486,6 +490,8 @@ def test_a_kept_guest_the_server_no_longer_takes_is_forgotten_for_a_new_one(http
     table = play_at_server("http://testserver", "classic", console=console(), keys=iter(""), http=http,
                            guests=guests)
     assert table.player["name"] != "guest-gone" and "Welcome back" not in screen(table)
+    assert table.message == (f"guest-gone, the guest kept on this machine, is no longer known to this server (signed "
+                             f"out, expired, or its records gone): you play as a new guest, {table.player['name']}.")
     assert guests.token_for("http://testserver") == table.api.token != "not-a-sign-in"
 
 
@@ -498,6 +504,8 @@ def test_new_guest_replaces_the_kept_one_only_once_signed_in(http: TestClient, t
     new = play_at_server("http://testserver", "classic", console=console(), keys=iter(""), http=http, guests=guests,
                          resume=False)
     assert new.player["id"] != old.player["id"] and guests.token_for("http://testserver") == new.api.token
+    assert new.message == (f"You play as a new guest, {new.player['name']}; {old.player['name']}, kept on this "
+                           f"machine until now, is no longer.")
     port = free_port()
     state = tmp_path / "state"
     KeptGuests(state / "twentyone" / "guests.json").keep(f"http://127.0.0.1:{port}", "kept-token", "guest-kept")
@@ -690,6 +698,42 @@ def test_between_keys_at_a_terminal_the_screen_follows_the_table(http: TestClien
         follows.join(timeout=10)
         assert not follows.is_alive() and key_waiting(keyboard) == "b"  # the key is left for the game to read
     os.close(leader)
+
+
+def test_at_a_terminal_the_first_key_at_a_servers_table_needs_no_enter(tmp_path: Path) -> None:
+    """The command on a pseudo-terminal as a person's (in line mode, as a shell leaves it): a key typed at the first
+    screen is taken at once, and q quits. Before, the terminal was put in single-key mode only when the first key
+    was read, while the screen followed the table waiting for a key that line mode kept until Enter: every key was
+    dead at the start, and Enter then dropped the line (found by a terminal trial)."""
+    port = free_port()
+    server = start_server(tmp_path, port, f"sqlite:///{tmp_path / 'server.db'}")
+    leader, follower = pty.openpty()
+    try:
+        terminal = subprocess.Popen(
+            [sys.executable, "-m", "twentyone.cli.main", "play", "classic", "--server", f"http://127.0.0.1:{port}"],
+            stdin=follower, stdout=follower, stderr=follower, start_new_session=True,
+            env={**os.environ, "XDG_STATE_HOME": str(tmp_path / "state"), "COLUMNS": "80", "LINES": "24",
+                 "TERM": "xterm"})
+        shown = bytearray()
+
+        def seen(text: str, seconds: float = 20) -> None:
+            deadline = time.monotonic() + seconds
+            while text.encode() not in re.sub(rb"\x1b\[[0-9;?]*[A-Za-z]", b"", bytes(shown)):
+                assert time.monotonic() < deadline, f"{text!r} never shown: {bytes(shown)[-1500:]!r}"
+                if select.select([leader], [], [], 0.2)[0]:
+                    shown.extend(os.read(leader, 65536))
+
+        seen("TOTAL BET $0.00")
+        os.write(leader, b"b")  # no Enter
+        seen("TOTAL BET $1.00", 10)
+        os.write(leader, b"q")
+        seen("Goodbye.", 10)
+        assert terminal.wait(timeout=10) == 0
+    finally:
+        os.close(leader)
+        os.close(follower)
+        server.kill()
+        server.wait(timeout=30)
 
 
 def test_bets_the_server_returns_at_the_table_are_told_with_why(http: TestClient, service: GameService) -> None:

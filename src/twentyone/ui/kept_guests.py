@@ -49,6 +49,8 @@ class KeptGuests:
     True
     >>> kept.keep("http://localhost:8000", "t0ken", "guest-1a2b"); kept.token_for("http://localhost:8000/")
     't0ken'
+    >>> kept.name_for("http://localhost:8000")
+    'guest-1a2b'
     >>> kept.forget("http://localhost:8000"); kept.token_for("http://localhost:8000") is None
     True
     """
@@ -64,6 +66,12 @@ class KeptGuests:
         entry = self._read().get(origin(server))
         token = entry.get("token") if isinstance(entry, dict) else None
         return token if isinstance(token, str) and token else None
+
+    def name_for(self, server: str) -> str | None:
+        """The name of the guest kept for ``server``; None where none is."""
+        entry = self._read().get(origin(server))
+        name = entry.get("name") if isinstance(entry, dict) and self.token_for(server) else None
+        return name if isinstance(name, str) and name else None
 
     def keep(self, server: str, token: str, name: str) -> None:
         """Keep ``token`` as the guest at ``server``, replacing any other. Raises :class:`OSError` where the file

@@ -57,6 +57,7 @@ from twentyone.ui.terminal import (
     read_keys,
     result_words,
     short_money,
+    single_keys,
 )
 from twentyone.variants import builtin_rules
 
@@ -416,7 +417,11 @@ class RemoteTable:
         rounds = f"{self.rounds} round{'s' if self.rounds != 1 else ''}"
         balance = self.state.get("balance")
         held = self.money(balance) if balance is not None else "not given by the operator's wallet"
-        self.console.print(f"Goodbye. Balance {held} after {rounds} at {self.table_name}.")
+        # What is still on the table is said with it: "Balance $0.00" alone read as all lost (a terminal trial).
+        staked = int(((self.round or {}).get("me") or {}).get("staked", 0)) if self.round_open() else 0
+        in_play = f", and {self.money(staked)} in round {self.round['id']}, still in play," if staked and self.round \
+            else ""
+        self.console.print(f"Goodbye. Balance {held}{in_play} after {rounds} at {self.table_name}.")
 
     def _followed(self, keys: Iterator[str]) -> Iterator[str]:
         """The keys, the screen following the table before each (:meth:`_follow_until_key`)."""
@@ -683,7 +688,9 @@ class RemoteTable:
             self.message = "Cash out is hidden by your settings (the web page's Settings shows it again)."
             return
         if key not in keys or keys[key] not in legal:
-            choices = ", ".join(f"[{k}] {action}" for k, action in keys.items()
+            short_of = self._short_of()  # legal, but the balance cannot cover it: said so here too (a trial)
+            choices = ", ".join(f"[{k}] {action}" + (" (the balance is short)" if action in short_of else "")
+                                for k, action in keys.items()
                                 if action in legal and (action != "cash-out" or self.cash_out_shown))
             self.message = f"Key {key!r} is not an action here; legal: {choices}."
             return
@@ -955,6 +962,7 @@ def play_at_server(url: str, table_id: str, name: str | None = None, password: s
     reached, a sign-in refused or a table it does not have raise :class:`ServerError` before anything is played."""
     with http or httpx.Client(base_url=url, timeout=30.0) as client:
         api = Api(client)
+        before = guests.name_for(url) if name is None and guests is not None else None  # the guest kept till now
         try:
             signed_in = resume_guest(api, guests, url) if name is None and guests is not None and resume else None
             if signed_in is None:
@@ -977,12 +985,19 @@ def play_at_server(url: str, table_id: str, name: str | None = None, password: s
             table.message = returned_bets_text(signed_in["returned_bets"], currencies)
         elif signed_in.get("resumed"):
             table.message = f"Welcome back, {signed_in['player']['name']}: the guest kept on this machine."
+        elif before is not None and before != signed_in["player"]["name"]:  # said, not left to be noticed (a trial)
+            now = signed_in["player"]["name"]
+            table.message = (f"You play as a new guest, {now}; {before}, kept on this machine until now, is no longer."
+                             if not resume else
+                             f"{before}, the guest kept on this machine, is no longer known to this server (signed "
+                             f"out, expired, or its records gone): you play as a new guest, {now}.")
         if keys is None:
             table.keyboard = sys.stdin
         if table.table["shared"] and http is None:  # a client of the caller's (a test's app) has no socket
             table.presence = Presence.opened(url, table_id, api.token)  # before any key: see Presence
         try:
-            table.run(keys if keys is not None else read_keys())
+            with single_keys() if keys is None else contextlib.nullcontext():  # from the first screen on
+                table.run(keys if keys is not None else read_keys())
         finally:
             if table.presence is not None:
                 table.presence.stop()
@@ -1001,4 +1016,4 @@ def _kept_words(guests: KeptGuests, url: str, token: str, signed_in: Mapping[str
         except OSError as error:
             return f"{name} could not be kept on this machine ({error.strerror or error}): a next run is a new guest."
     return (f"{name} is kept on this machine: the same command comes back to its balance and any round left open "
-            f"(--new-guest for another guest).")
+            f"(--new-guest starts another in its place).")

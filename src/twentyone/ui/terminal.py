@@ -15,6 +15,7 @@ import random
 import re
 import sys
 from collections.abc import Callable, Iterator, Mapping, Sequence
+from contextlib import contextmanager, nullcontext
 from dataclasses import dataclass, field
 from typing import Any, TextIO, TypedDict
 
@@ -231,6 +232,33 @@ def hand_cells(hand: Mapping[str, Any], currency: str) -> tuple[Text, str, str]:
     return cards_text(tuple(parse_card(text) for text in hand["cards"])), total, result
 
 
+@contextmanager
+def single_keys(stream: TextIO | None = None) -> Iterator[None]:
+    """A terminal in single-key mode (no Enter needed, no echo) for the whole session, from its first screen; left as
+    it was at the end. :func:`read_keys` set the mode at its first key: until then the terminal stayed in line mode,
+    so at a server's table, whose screen follows the table before the first key, every key waited for Enter, and
+    the mode's switch then dropped the line typed (found by a terminal trial). A pipe is left alone.
+
+    >>> import io
+    >>> with single_keys(io.StringIO("bds")):
+    ...     pass
+    """
+    stdin = stream or sys.stdin
+    if not is_terminal(stdin):
+        yield
+        return
+    import termios
+    import tty
+
+    fd = stdin.fileno()
+    saved = termios.tcgetattr(fd)
+    try:
+        tty.setcbreak(fd, termios.TCSANOW)  # keys typed already are kept, not flushed
+        yield
+    finally:
+        termios.tcsetattr(fd, termios.TCSADRAIN, saved)
+
+
 def read_keys(stream: TextIO | None = None) -> Iterator[str]:
     """Yield single keys: raw mode on a terminal, one character at a time from a pipe."""
     stdin = stream or sys.stdin
@@ -241,7 +269,7 @@ def read_keys(stream: TextIO | None = None) -> Iterator[str]:
         fd = stdin.fileno()
         saved = termios.tcgetattr(fd)
         try:
-            tty.setcbreak(fd)
+            tty.setcbreak(fd, termios.TCSANOW)  # already so under single_keys: nothing typed is flushed
             while True:
                 # The file descriptor, not the text stream: a stream would read ahead into a buffer of its own, where
                 # discard_typed_ahead and key_waiting could not see what was typed.
@@ -637,5 +665,6 @@ def play(rules: Rules, balance: int, seed: int | None, console: Console | None =
     if limits is not None:
         setting["limits"] = limits
     table = TerminalTable(rules, balance, rng, console or Console(), **setting)
-    table.run(keys if keys is not None else read_keys())
+    with single_keys() if keys is None else nullcontext():
+        table.run(keys if keys is not None else read_keys())
     return table.balance
