@@ -376,6 +376,7 @@ def test_a_decision_the_servers_timer_took_is_caught_up_with(http: TestClient, s
     ann.press("s")
     assert ann.round is not None and ann.round["status"] == "settled" and not ann.round_open()
     assert "no decision is pending" in ann.message and "Round over:" in ann.message and ann.rounds == 1
+    assert ann.message.endswith("Time ran out: the auto decision (stand, or no to an offer) was made for you.")
 
 
 def test_a_double_or_insurance_takes_its_stake_from_the_balance_on_screen(http: TestClient,

@@ -714,7 +714,12 @@ class RemoteTable:
             net = int(me.get("returned", 0)) - int(me.get("staked", 0))
             result = f"won {self.money(net)}" if net > 0 else f"lost {self.money(-net)}" if net < 0 else "even"
             self.rounds += 1
-            self.message = f"Round over: {result}."
+            # The decisions the timer took, as the page's result says them: at a shared table the result alone told
+            # it (a terminal trial).
+            times = int(me.get("timed_out") or 0)
+            timer = f" Time ran out: the auto decision (stand, or no to an offer) was made for you" \
+                    f"{f' {times} times' if times > 1 else ''}." if times else ""
+            self.message = f"Round over: {result}.{timer}"
         self.refresh()
         self.round = ended  # shown until the next key
 
