@@ -204,6 +204,8 @@ def test_a_double_the_balance_cannot_cover_is_shown_short_on_the_keys_line(http:
     table = played(http, "first-person", "ccccbbdz")  # two $500 chips on the main bet: the guest's $1,000; then z
     assert table.round is not None and table.round["me"]["staked"] == 100000
     assert "[d] double (the balance is short)" in table.message  # a refused key's list of the legal ones says so too
+    table.press("?")
+    assert re.search(r"double [+-]\d\.\d{3} \(the balance is short\)", table.message), table.message  # the hint too
     assert "The balance of $0.00 is short: double needs $1,000.00." in screen(table).split("Chips:")[-1]
     covered = played(http, "first-person", "")  # a fresh guest, a $1 bet: nothing is short
     service.stacked.append(["5S", "6H", "6D", "TC", "9C"])

@@ -728,7 +728,10 @@ class RemoteTable:
         ranked = self.api.get(f"/rounds/{self.round['id']}/hint")["actions"]
         if not ranked:
             return "No hint for this offer."
-        return "Hint (EV per unit bet): " + "  ".join(f"{row['action']} {row['ev']:+.3f}" for row in ranked)
+        short_of = self._short_of()  # ranked by the maths, but not the balance's to pay: said so (a terminal trial)
+        return "Hint (EV per unit bet): " + "  ".join(
+            f"{row['action']} {row['ev']:+.3f}" + (" (the balance is short)" if row["action"] in short_of else "")
+            for row in ranked)
 
     # ------------------------------------------------------------ drawing
     def draw(self) -> None:
