@@ -72,6 +72,9 @@ def test_every_limit_and_paytable_is_read_whole_on_a_narrow_terminal(width: int)
     read = " ".join(" ".join(line.strip("│ ") for line in betting.splitlines()).split())  # the lines, unwrapped
     assert "Pays BJ 3:2 · Any Pair 20/7:1 · 21+3 100/35/25/8/5:1 · Hot 3 100/20/4/2/1:1 · Bust It 250/100/25/8/2/1:1" \
         in read, betting
+    # Each bet's name with its odds on one line: wrapped as words, "· Hot 3" ended a line and its odds began the next.
+    for entry in ("Any Pair 20/7:1", "21+3 100/35/25/8/5:1", "Hot 3 100/20/4/2/1:1", "Bust It 250/100/25/8/2/1:1"):
+        assert any(entry in line for line in betting.splitlines()), (entry, betting)
 
 
 def test_limits_and_chips_drop_a_zero_minor_part_whichever_side_the_currency_is_written() -> None:

@@ -19,7 +19,8 @@ from contextlib import contextmanager, nullcontext
 from dataclasses import dataclass, field
 from typing import Any, TextIO, TypedDict
 
-from rich.console import Console, Group, RenderableType
+from rich.cells import cell_len
+from rich.console import Console, ConsoleOptions, Group, RenderableType
 from rich.padding import Padding
 from rich.panel import Panel
 from rich.table import Table
@@ -123,16 +124,40 @@ def pays_text(lines: Sequence[Sequence[Any]]) -> str:
     return "/".join(str(pays) for _, pays in lines) + ":1"
 
 
+@dataclass(frozen=True)
+class PaysLine:
+    """Entries on a line, `` · `` between them, wrapped between entries and never inside one (a bet's name and its
+    odds stay together) to the width it is drawn in; an entry wider than that folds."""
+
+    entries: tuple[str, ...]
+
+    def __rich_console__(self, console: Console, options: ConsoleOptions) -> Iterator[Text]:
+        lines = [""]
+        for entry in self.entries:
+            joined = f"{lines[-1]} · {entry}" if lines[-1] else entry
+            if lines[-1] and cell_len(joined) > options.max_width:
+                lines.append(f"· {entry}")
+            else:
+                lines[-1] = joined
+        for line in lines:
+            yield Text(line, style="dim", overflow="fold")
+
+
 def pays_line(blackjack: str, side_pays: Sequence[tuple[str, str]]) -> Padding:
     """What each bet pays, on a line under the bets: a blackjack, then each side bet's lines, best first. A line,
     not a row under the columns, so that it wraps between bets: as a row, the longer paytables were cut at 80
-    columns ("100/35/25/8/5:…") and folded mid-number at 60 (a terminal trial).
+    columns ("100/35/25/8/5:…") and folded mid-number at 60; wrapped as words, a bet's name was left at a line's end
+    and its odds on the next (terminal trials).
 
-    >>> pays_line("3:2", [("21+3", "100/40/30/10/5:1")]).renderable.plain
-    'Pays  BJ 3:2 · 21+3 100/40/30/10/5:1'
+    >>> console = Console(width=40, color_system=None)
+    >>> with console.capture() as shown:
+    ...     console.print(pays_line("3:2", [("21+3", "100/40/30/10/5:1"), ("Perfect Pairs", "30/10/5:1")]))
+    >>> print("\\n".join(line.rstrip() for line in shown.get().splitlines()))
+     Pays  BJ 3:2 · 21+3 100/40/30/10/5:1
+     · Perfect Pairs 30/10/5:1
     """
-    line = "Pays  " + " · ".join([f"BJ {blackjack}", *(f"{title} {pays}" for title, pays in side_pays)])
-    return Padding(Text(line, style="dim"), (0, 1))  # in line with the table's cells, wrapped lines too
+    entries = (f"Pays  BJ {blackjack}", *(f"{title} {pays}" for title, pays in side_pays))
+    return Padding(PaysLine(entries), (0, 1))  # in line with the table's cells, wrapped lines too
 
 
 def limits_text(low: int, high: int, currency: str) -> str:
