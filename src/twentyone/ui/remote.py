@@ -853,9 +853,9 @@ class RemoteTable:
             lines.append(f"{title} #{bet['seat']}: {words}, "
                          f"{net_text(int(bet['returned']) - int(bet['stake']), self.currency)}")
         for bet in seen.get("insurance_taken", []):  # a server before it sends none
-            odds = self.table["pays"]["insurance"]  # a server that says what was taken says what it pays
-            lines.append(f"Insurance #{bet['seat']}: taken, {self.money(int(bet['stake']))}, paid {odds} on a "
-                         f"dealer blackjack")
+            odds = (self.table.get("pays") or {}).get("insurance")  # what the game pays, where the server says
+            lines.append(f"Insurance #{bet['seat']}: taken, {self.money(int(bet['stake']))}"
+                         + (f", paid {odds} on a dealer blackjack" if odds else ""))
         for bet in seen.get("insurance", []):
             if bet["player_id"] == mine:
                 words = INSURANCE_WORDS.get(bet["result"], bet["result"])

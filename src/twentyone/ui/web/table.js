@@ -620,8 +620,8 @@ export function renderTable() {
     // Side bets settled at the deal, and insurance taken and not yet settled (a game without the dealer's peek settles
     // it with the hands: until then nothing said what the balance had paid for).
     const early = [...shown.side_bets.filter((side) => side.player_id === state.me.id).map((side) => sideResult(side, currency)),
-      ...(shown.insurance_taken || []).map((cover) => `Insurance taken: ${money(cover.stake, currency)}, paid `
-        + `${odds(table.pays.insurance)} on a dealer blackjack`)];  // taken only where the game offers it: pays says
+      ...(shown.insurance_taken || []).map((cover) => `Insurance taken: ${money(cover.stake, currency)}`
+        + (table.pays && table.pays.insurance ? `, paid ${odds(table.pays.insurance)} on a dealer blackjack` : ""))];
     if (!ended(shown) && early.length) {
       felt.append(el("p", { class: "side-results", id: "side-results" }, early.join(" · ")));
     }
