@@ -590,7 +590,10 @@ def test_a_profile_read_answered_after_sign_out_does_not_sign_the_page_in_again(
         # The first read of /me from here on is held; any other goes through.
         page.route(re.compile(r"/me$"), lambda route: route.continue_() if held else held.append(route))
         page.get_by_role("link", name="Lobby").click()  # its route reads /me: held here
-        eventually(lambda: held, 10, "the lobby's read of /me")
+        deadline = time.monotonic() + 15
+        while not held:  # the route's handler runs while Playwright is waiting, not while Python sleeps
+            assert time.monotonic() < deadline, "the lobby's read of /me was never made"
+            page.wait_for_timeout(50)
         answer = held[0].fetch()  # answered by the server while the sign-in is still on
         assert answer.status == 200
         page.get_by_role("button", name="Sign out").click()
