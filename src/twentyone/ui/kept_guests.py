@@ -63,15 +63,19 @@ class KeptGuests:
 
     def token_for(self, server: str) -> str | None:
         """The kept guest's token at ``server``; None where none is kept (or the file cannot be read)."""
-        entry = self._read().get(origin(server))
-        token = entry.get("token") if isinstance(entry, dict) else None
-        return token if isinstance(token, str) and token else None
+        return self._kept(server)[0]
 
     def name_for(self, server: str) -> str | None:
         """The name of the guest kept for ``server``; None where none is."""
+        return self._kept(server)[1]
+
+    def _kept(self, server: str) -> tuple[str | None, str | None]:
+        """The token and name kept for ``server``, from one read of the file; both None where no token is."""
         entry = self._read().get(origin(server))
-        name = entry.get("name") if isinstance(entry, dict) and self.token_for(server) else None
-        return name if isinstance(name, str) and name else None
+        token, name = (entry.get("token"), entry.get("name")) if isinstance(entry, dict) else (None, None)
+        if not isinstance(token, str) or not token:
+            return None, None
+        return token, name if isinstance(name, str) and name else None
 
     def keep(self, server: str, token: str, name: str) -> None:
         """Keep ``token`` as the guest at ``server``, replacing any other. Raises :class:`OSError` where the file
