@@ -42,6 +42,7 @@ from twentyone.server.db import Database, migrate, worker_threads
 from twentyone.server.direct import READING
 from twentyone.server.events import DROPPED_CODE
 from twentyone.server.guards import BodyLimit, HashingGate, RateLimiter, SecurityHeaders, SocketLimits, document_errors
+from twentyone.server.readiness import RETRY_AFTER, Readiness
 from twentyone.server.rounds import close_answer
 from twentyone.server.service import GameService
 from twentyone.server.shapes import (
@@ -261,13 +262,16 @@ def create_app(settings: Settings, operator_wallet: OperatorWallet | None = None
         log.info("finished %d shoes no table deals from as configured now (revealed for /verify)", retired)
     if isinstance(service.events, PostgresBroadcaster):
         service.events.on_tables_changed = service.reload_tables
+    readiness = Readiness(read=service.store.answers, timers_answering=lambda: service.ownership.answering,
+                          events_connected=service.events.connected,
+                          tick_seconds=settings.tick_seconds if timers else None)
 
     @contextlib.asynccontextmanager
     async def lifespan(_app: FastAPI) -> AsyncIterator[None]:
         to_thread.current_default_thread_limiter().total_tokens = threads
         await run_in_threadpool(service.events.start)
         db.start_checkpoints()
-        task = asyncio.create_task(_timers(service)) if timers else None
+        task = asyncio.create_task(_timers(service, readiness)) if timers else None
         yield
         if task is not None:
             task.cancel()
@@ -281,6 +285,7 @@ def create_app(settings: Settings, operator_wallet: OperatorWallet | None = None
     app = FastAPI(title="twentyone", version="0.1.0", lifespan=lifespan,
                   description="Blackjack tables, wallet and history. Amounts are integers in minor units.")
     app.state.service = service
+    app.state.readiness = readiness  # its checks, for tests to look into
     app.add_middleware(Unexpected)  # innermost: its 500 passes through the others
     app.add_middleware(BodyLimit, limit=MAX_BODY)
     app.add_middleware(SecurityHeaders)  # outermost: a 413 from BodyLimit carries them too
@@ -335,6 +340,17 @@ def create_app(settings: Settings, operator_wallet: OperatorWallet | None = None
     @app.get("/health")
     async def health() -> dict[str, str]:
         return {"status": "ok"}
+
+    @app.get("/health/ready")
+    async def ready() -> JSONResponse:
+        """Whether this process can serve the floor now: its database answers, its timers run, other processes'
+        events reach it (:mod:`~twentyone.server.readiness`); 503 with what is wrong otherwise."""
+        passed, checks = await readiness.report()
+        if passed:
+            return Answer({"status": "ready", "checks": checks})
+        wrong = "; ".join(f"{name}: {word}" for name, word in checks.items() if word not in ("ok", "off"))
+        return Answer({"detail": f"Not ready ({wrong}).", "status": "not ready", "checks": checks},
+                      status_code=503, headers={"Retry-After": RETRY_AFTER})
 
     # ------------------------------------------------------------ auth
     @app.post("/auth/register", status_code=201)
@@ -651,7 +667,7 @@ def create_app(settings: Settings, operator_wallet: OperatorWallet | None = None
     return app
 
 
-async def _timers(service: GameService) -> None:
+async def _timers(service: GameService, readiness: Readiness) -> None:
     """Betting windows, decision timeouts and wallet retries, checked every tick (:meth:`GameService.timers_due`).
 
     Each table's timers, and the operator wallet's retries, run apart, in threads of their own
@@ -667,6 +683,7 @@ async def _timers(service: GameService) -> None:
             service.store.busy_lines.flush()
             try:
                 due = await run_in_threadpool(service.timers_due)
+                readiness.looked()
             except Busy:  # storage contention, logged as one line where it arose: the next tick tries again
                 due = []
             except Exception:  # a failing look must not stop the timers; it is logged and tried again

@@ -156,9 +156,16 @@ class TimerOwnership(Protocol):
 
     def close(self) -> None: ...
 
+    @property
+    def answering(self) -> bool:
+        """Whether the last look at ownership was answered (else no timer runs here until one is: readiness)."""
+        ...
+
 
 class LocalOwnership:
     """One process (SQLite, or a test without PostgreSQL): every timer is this process's."""
+
+    answering = True
 
     def owned(self, names: Iterable[str]) -> set[str]:
         return set(names)
@@ -195,6 +202,7 @@ class AdvisoryOwnership:
         self._beats: threading.Thread | None = None
         self._closed = threading.Event()
         self._lines = RepeatedLines(log)  # a database away: one line, then a count (a line a tick buried the log)
+        self.answering = True  # until a look fails (a new process's first look is at once)
 
     def owned(self, names: Iterable[str]) -> set[str]:
         import psycopg
@@ -214,8 +222,10 @@ class AdvisoryOwnership:
             except psycopg.Error as error:
                 self._lines.warning(f"timer ownership lost ({first_line(error)}); reconnecting at the next tick")
                 self._reset()
+                self.answering = False
                 return set()
             self._lines.flush(every=True)  # back: how many ticks it was away
+            self.answering = True
             return names & self._held
 
     def hold(self, name: str) -> bool:
@@ -367,6 +377,10 @@ class PostgresBroadcaster(Broadcaster):
 
     def _presence_changed(self, table_id: str) -> None:
         self._outbox.put(PRESENCE_CHANGED)  # the sender tells the others now
+
+    def connected(self) -> bool:
+        """Whether the listener is connected: other processes' events reach this one's clients (readiness)."""
+        return self._listening.is_set()
 
     def anyone_else(self, table_id: str, player_id: int) -> bool:
         """Whether a player other than ``player_id`` watches the table live through this process or another. Before,

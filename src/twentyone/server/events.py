@@ -149,6 +149,10 @@ class Broadcaster:
         with self._lock:
             return presence_summary(self._watchers)
 
+    def connected(self) -> bool:
+        """Whether events from every process reach this one's clients: in one process, always."""
+        return True
+
     def anyone_else(self, table_id: str, player_id: int) -> bool:
         """Whether a player other than ``player_id`` watches the table live (here: through this process).
 

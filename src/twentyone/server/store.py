@@ -28,7 +28,7 @@ from sqlalchemy.orm import Session, make_transient_to_detached
 from twentyone.server.context import Busy, Caller, ServiceError, SnapshotBehind
 from twentyone.server.db import Database
 from twentyone.server.direct import Result, defer, defer_read, run
-from twentyone.server.models import IDEMPOTENCY, Base
+from twentyone.server.models import IDEMPOTENCY, Base, Round
 from twentyone.server.repeats import RepeatedLines, first_line
 
 log = logging.getLogger(__name__)
@@ -206,6 +206,12 @@ class Store:
         with storage_trouble_as_busy(self.busy_lines), self.db.readers() as session:
             yield session
             end_read(session)
+
+    def answers(self) -> None:
+        """Read the rounds table once, as the game's requests do (readiness): it waits where they would, behind a
+        lock held on that table, and raises :class:`~twentyone.server.context.Busy` where they would fail."""
+        with self.read() as session:
+            session.execute(select(Round.id).limit(1)).all()
 
     def read_anew(self, work: Callable[[Session], _T]) -> _T:
         """``work`` in a read (:meth:`read`), made again in a new read while a round it reads moved on since the
