@@ -153,6 +153,12 @@ def parse(argv: list[str] | None = None) -> Options:
         parser.error("--players and --workers are at least 1, --duration positive, --think not negative")
     if args.port and not 0 < args.port < 65535:
         parser.error("--port is 1 to 65534 (the bare endpoint takes the next one)")
+    if args.port:  # a port taken would have another program answer the run, measured as if it were the server
+        for port, whose in ((args.port, "the game server's"), (args.port + 1, "the bare endpoint's")):
+            if (port > args.port and not args.bare) or port_is_free(port):
+                continue
+            parser.error(f"port {port} ({whose}, from --port {args.port}) is in use: give another --port"
+                         f"{' or --no-bare' if port > args.port else ''}")
     faults = {"--crash-at": args.crash_at, "--kill-worker-at": args.kill_worker_at,
               "--drop-connections-at": args.drop_connections_at}
     for name, at in faults.items():
@@ -169,6 +175,17 @@ def parse(argv: list[str] | None = None) -> Options:
 
 
 # ---------------------------------------------------------------- processes
+def port_is_free(port: int) -> bool:
+    """Whether a server could listen on ``port`` at 127.0.0.1 now."""
+    with socket.socket() as probe:
+        probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # as uvicorn: a closed run's TIME_WAIT is free
+        try:
+            probe.bind(("127.0.0.1", port))
+        except OSError:
+            return False
+        return True
+
+
 def free_port() -> int:
     with socket.socket() as probe:
         probe.bind(("127.0.0.1", 0))

@@ -128,3 +128,22 @@ def test_a_short_power_crowd_settles_every_socket_and_stamps_each_arrival_by_the
     assert result["stamped_after_read"] == 0, report
     assert result["audit_ok"] and not any(int(code) >= 500 for code in result["statuses"]), report
     assert 0 <= result["fan_out_p50_s"] <= result["fan_out_p99_s"] < 60, report
+
+
+@pytest.mark.parametrize("taken", [0, 1], ids=["the game's port", "the bare endpoint's"])
+def test_a_port_in_use_is_refused_before_anything_runs(tmp_path: Path, taken: int) -> None:
+    """``--port P`` takes P for the game and P + 1 for the bare endpoint: one already listened on is a one-line
+    refusal, exit 2. Before, the run started, and the program on that port could answer it as if it were the
+    server (a review)."""
+    import socket
+
+    with socket.socket() as holder:
+        holder.bind(("127.0.0.1", 0))
+        port = holder.getsockname()[1] - taken
+        holder.listen()
+        run = subprocess.run([sys.executable, str(ROOT / "benchmarks" / "load.py"), "--port", str(port)],
+                             capture_output=True, text=True, timeout=60, cwd=tmp_path,
+                             env={**os.environ, "TMPDIR": str(tmp_path)})  # where a run makes its work directory
+    assert run.returncode == 2, run.stdout + run.stderr
+    assert f"port {port + taken} (" in run.stderr and "is in use: give another --port" in run.stderr, run.stderr
+    assert "Traceback" not in run.stderr and not list(tmp_path.iterdir()), run.stderr
