@@ -88,6 +88,22 @@ def test_the_last_sign_out_takes_the_players_seat_out_of_a_shared_round_still_ta
     assert [seat["name"] for seat in view["seats"]] == ["bob"]
 
 
+def test_a_sign_in_that_expired_does_not_keep_the_players_bets_when_the_last_live_one_signs_out(
+        http: TestClient, clock: Clock, settings: Settings) -> None:
+    """The laptop signed in on day 0 and was never signed out; the phone on day 20. On day 31 the laptop's token has
+    expired (still in the table: only a new sign-in prunes it) and the phone signs out, the last live sign-in: its
+    bet is returned. Before, the expired token counted as a sign-in still there, and the bet stayed on the spot."""
+    ann = new_player(http, "ann")  # the laptop
+    clock.advance(timedelta(days=20).total_seconds())
+    phone = signed_in_again(http, ann)
+    clock.advance(timedelta(days=settings.token_days - 20 + 1).total_seconds())
+    assert ann.get("/me").status_code == 401 and phone.get("/me").status_code == 200
+    phone.bet("classic", 500)
+    answer = phone.post("/auth/logout")
+    assert answer.json() == {"signed_out": 1, "returned_bets": [{"table_id": "classic", "bets": {"1|main": 500},
+                                                                 "total": 500}]}, answer.json()
+
+
 def test_signing_out_everywhere_ends_every_sign_in_of_the_player_and_no_one_elses(http: TestClient) -> None:
     ann, bob = new_player(http, "ann"), new_player(http, "bob")
     phone = signed_in_again(http, ann)

@@ -14,7 +14,7 @@ from typing import Any, cast
 
 from argon2 import PasswordHasher
 from argon2.exceptions import InvalidHashError, VerificationError
-from sqlalchemy import bindparam, delete, func, select
+from sqlalchemy import Select, bindparam, delete, func, select
 from sqlalchemy.dialects.postgresql import insert as postgresql_insert
 from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 from sqlalchemy.orm import Session
@@ -147,6 +147,14 @@ def count_failure(session: Session, name: str, address: str, now: datetime) -> N
     session.execute(delete(SignInFailure).where(SignInFailure.id.in_(_EXPIRED_FAILURES.scalar_subquery()))
                     .execution_options(synchronize_session=False), {"cutoff": now - FAILURE_WINDOW})
     session.add(SignInFailure(name=failure_name(name), address=address[:64], failed_at=now))
+
+
+def live_sign_in(player_id: int, now: datetime, token_days: int) -> Select[str]:
+    """One of the player's sign-ins neither ended nor expired, if any. An expired token stays in the table until the
+    player's next sign-in prunes it; before, the sign-out counted one as a sign-in still there, and a device signed
+    out kept the player's seat and bets."""
+    return select(Token.token_hash).where(Token.player_id == player_id,
+                                          Token.created_at > now - timedelta(days=token_days)).limit(1)
 
 
 class Accounts:
@@ -331,7 +339,7 @@ class Accounts:
             # Seats in shared rounds still taking bets too, as a self-exclusion takes them: nothing is staked until
             # betting closes, and before, the round dealt the signed-out player in and the timer played their hand
             # (found by a trial of an operator).
-            last = session.scalar(select(Token.token_hash).where(Token.player_id == caller.id).limit(1)) is None
+            last = session.scalar(live_sign_in(caller.id, self.clock(), self.settings.token_days)) is None
             returned = leave_forming_rounds(session, caller.id) + return_undealt_bets(session, caller.id) if last \
                 else []
         with self._callers_lock:

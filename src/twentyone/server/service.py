@@ -28,7 +28,7 @@ from sqlalchemy.orm import Session
 from twentyone.core.commitment import commitment, verify_record
 from twentyone.core.money import MAX_AMOUNT
 from twentyone.core.shoe import RandomBits, system_rng
-from twentyone.server.accounts import SELF_EXCLUDED, Accounts, limits_in_force
+from twentyone.server.accounts import SELF_EXCLUDED, Accounts, limits_in_force, live_sign_in
 from twentyone.server.cluster import OUTBOX, TABLES_CHANNEL, LocalOwnership, TimerOwnership, table_timers
 from twentyone.server.config import CURRENCIES, Settings, TableSpec
 from twentyone.server.context import Busy, Caller, ServiceError, aware, iso, utcnow
@@ -36,7 +36,7 @@ from twentyone.server.db import Database
 from twentyone.server.events import Broadcaster
 from twentyone.server.journal import JOURNALS, DebitJournal
 from twentyone.server.live import LiveRounds
-from twentyone.server.models import Player, Round, Token
+from twentyone.server.models import Player, Round
 from twentyone.server.rounds import Rounds
 from twentyone.server.slips import Slips
 from twentyone.server.store import Store
@@ -258,9 +258,7 @@ class GameService:
         def read(session: Session) -> dict[str, Any]:
             player = player_named(session, player_name)
             now = self.clock()
-            signed_in = session.scalar(select(Token.token_hash).where(
-                Token.player_id == player.id,
-                Token.created_at > now - timedelta(days=self.settings.token_days)).limit(1)) is not None
+            signed_in = session.scalar(live_sign_in(player.id, now, self.settings.token_days)) is not None
             rounds, _ = self.views.history_entries(session, player.id, PLAYER_ROUNDS)
             limits = limits_in_force(player.limits, now)
             return {"id": player.id, "name": player.name, "guest": player.guest, "created_at": iso(player.created_at),
