@@ -55,10 +55,12 @@ class Readiness:
     events_connected: Callable[[], bool]
     tick_seconds: float | None
     wait: float = READY_WAIT
-    _last_look: float = field(default_factory=time.monotonic)  # from the start: a grace of STALE_TICKS ticks
-    _pending: Future[str] | None = None
-    _pending_since: float = 0.0
-    _lines: RepeatedLines = field(default_factory=lambda: RepeatedLines(log))  # a probe every few seconds: one line
+    # From the start: a grace of STALE_TICKS ticks before the first look must have been made.
+    _last_look: float = field(default_factory=time.monotonic, init=False, repr=False)
+    _pending: Future[str] | None = field(default=None, init=False, repr=False)  # the read under way, or the last
+    _pending_since: float = field(default=0.0, init=False, repr=False)
+    # A probe every few seconds through an outage: one line, then a count.
+    _lines: RepeatedLines = field(default_factory=lambda: RepeatedLines(log), init=False, repr=False)
 
     def looked(self, at: float | None = None) -> None:
         """The timer loop looked for due timers (at ``at``, a :func:`time.monotonic` reading; now by default)."""
