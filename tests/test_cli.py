@@ -213,6 +213,27 @@ def test_hint_ranks_the_legal_actions() -> None:
     assert [entry["ev"] for entry in ranked] == sorted((entry["ev"] for entry in ranked), reverse=True)
 
 
+def test_hint_ranks_an_offer_apart_from_the_play() -> None:
+    """Insurance is valued as its own bet, the plays as the hand: ranked in one list, insurance (-0.034) stood
+    "best" above split (-0.385) for 8,8 against an Ace (a trial of an analyst). Now the offer is its own decision,
+    with its decline, as the engine asks it: first."""
+    lines = run("hint", "classic", "8S", "8D", "--dealer", "AH").stdout.splitlines()
+    assert lines[0].startswith("insurance, offered first") and lines[3] == "then the play:", lines
+    assert [line.split()[0] for line in lines if line.endswith("best")] == ["no-insurance", "split"], lines
+    ranked = json.loads(run("hint", "classic", "8S", "8D", "--dealer", "AH", "--json").stdout)
+    by_decision = {entry["action"]: entry["decision"] for entry in ranked}
+    assert by_decision["insurance"] == by_decision["no-insurance"] == "insurance" and by_decision["split"] == "play"
+    blackjack = run("hint", "classic", "AS", "KD", "--dealer", "AH").stdout.splitlines()
+    assert blackjack[0].startswith("even-money, offered first") and blackjack[-1].startswith("stand"), blackjack
+
+
+def test_hint_offers_no_hit_on_a_21_the_engine_stands() -> None:
+    """A soft 21 of three cards stands by itself in every shipped game (``player.auto_stand``): before, the hint
+    listed hit (+0.35) as if it were a choice."""
+    lines = run("hint", "classic", "AS", "5D", "5C", "--dealer", "6H").stdout.splitlines()
+    assert len(lines) == 1 and lines[0].startswith("stand") and lines[0].endswith("best"), lines
+
+
 def test_hint_errors_exit_2() -> None:
     assert_one_line_error(run("hint", "power", "9S", "3D", "--dealer", "KH"), "every 9 is removed")
     assert_one_line_error(run("hint", "power", "XX", "3D", "--dealer", "KH"), "Cannot parse card 'XX'")

@@ -416,7 +416,7 @@ def hint(
     """The EV of every legal action for a hand against the dealer's up card, best first."""
     from collections import Counter
 
-    from twentyone.analysis.hints import hint as rank_actions
+    from twentyone.analysis.hints import hint_decisions
     from twentyone.core.cards import CardError, parse_card, parse_cards
 
     rules = _rules(None if rules_file else variant, rules_file)
@@ -434,15 +434,22 @@ def hint(
         left = rules.shoe.composition.counts() - Counter([*hand, up, *earlier])
         unseen = list(left.elements())
     try:
-        ranked = rank_actions(rules, hand, up, unseen=unseen)
+        decisions = hint_decisions(rules, hand, up, unseen=unseen)
     except ValueError as error:
         fail(str(error))
-    if as_json:
-        typer.echo(json.dumps([{"action": action, "ev": value} for action, value in ranked], indent=2))
+    if as_json:  # each entry names its decision: "play", or the offer answered before it
+        typer.echo(json.dumps([{"action": action, "ev": value, "decision": decision}
+                               for decision, ranked in decisions.items() for action, value in ranked], indent=2))
         return
-    for position, (action, value) in enumerate(ranked):
-        marker = "best" if position == 0 else ""
-        typer.echo(f"{action:<12}{value:+.4f}  {marker}".rstrip())
+    basis = {"insurance": "the insurance bet's own EV, per unit of the main bet",
+             "even-money": "the hand's EV, per unit bet"}
+    offers = [decision for decision in decisions if decision != "play"]
+    for decision in [*offers, "play"]:  # in the engine's order: the offers are answered first
+        if offers:
+            typer.echo(f"{decision}, offered first ({basis[decision]}):" if decision != "play" else "then the play:")
+        for position, (action, value) in enumerate(decisions[decision]):
+            marker = "best" if position == 0 else ""
+            typer.echo(f"{action:<15}{value:+.4f}  {marker}".rstrip())
 
 
 @app.command("cash-out-table")

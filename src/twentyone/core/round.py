@@ -62,7 +62,7 @@ from twentyone.core.operations import (
     Outcome,
     Settled,
 )
-from twentyone.core.rules import AutoStand, BlackjackTakes, DealStep, Rules, Surrender
+from twentyone.core.rules import BlackjackTakes, DealStep, Rules, Surrender
 from twentyone.core.shoe import Shoe
 from twentyone.core.sidebets import SIDE_BETS, Settles
 from twentyone.core.view import Decision, HandState, RoundView, VisibleOperation, mask_operations
@@ -859,9 +859,7 @@ class Round:
         value = hand.value
         if value.bust:
             hand.status = HandStatus.BUST
-        elif value.total == 21 and (
-            self.rules.auto_stand == AutoStand.TWENTY_ONE or (self.rules.auto_stand == AutoStand.SOFT_21 and value.soft)
-        ):
+        elif self.rules.auto_stand.stands(value.total, value.soft):
             hand.status = HandStatus.STOOD
 
     def _draw_to(self, hand: _Hand, cause: Action) -> None:

@@ -70,6 +70,14 @@ class AutoStand(StrEnum):
     SOFT_21 = "soft-21"
     NONE = "none"
 
+    def stands(self, total: int, soft: bool) -> bool:
+        """Whether a hand of ``total`` (``soft`` or not) stands by itself under this rule.
+
+        >>> AutoStand.SOFT_21.stands(21, soft=True), AutoStand.SOFT_21.stands(21, soft=False)
+        (True, False)
+        """
+        return total == 21 and (self is AutoStand.TWENTY_ONE or (self is AutoStand.SOFT_21 and soft))
+
 
 class BlackjackTakes(StrEnum):
     """What a dealer blackjack found at the end takes when there was no peek: every bet, or the original."""
