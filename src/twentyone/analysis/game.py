@@ -29,6 +29,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from dataclasses import dataclass, field
+from fractions import Fraction
 from math import comb
 
 import numpy as np
@@ -135,7 +136,8 @@ class GameAnalysis:
     :class:`~twentyone.analysis.support.UnsupportedRules`.
     """
 
-    def __init__(self, rules: Rules, counts: Counts | None = None, split_strategy: str = "cdp") -> None:
+    def __init__(self, rules: Rules, counts: Counts | None = None, split_strategy: str = "cdp",
+                 cash_out: bool = False) -> None:
         check_supported(rules)
         if split_strategy not in SPLIT_STRATEGIES:
             raise ValueError(f"split strategy must be one of {', '.join(SPLIT_STRATEGIES)}, got {split_strategy!r}.")
@@ -147,6 +149,10 @@ class GameAnalysis:
         self._variants: dict[int, list[UpVariant]] = {}
         self._ten_ranks = self._ten_rank_counts()
         self._continuation_cache: dict[tuple[int, bool, int, int], tuple[FloatArray, FloatArray]] = {}
+        # Optimal play that also cashes out where the offer is worth more than playing on (``cash_out``): on an
+        # unsplit hand never doubled, at its first decision and after each hit, as the engine offers it.
+        self.cash_out = cash_out and rules.cash_out.enabled
+        self._cash_out_cache: dict[int, FloatArray] = {}
 
     # ------------------------------------------------------------ structure
     def _ten_rank_counts(self) -> dict[str, int]:
@@ -222,14 +228,31 @@ class GameAnalysis:
         return [((each - 1) * (each - 2) / ways, each - 1), ((ranks - 1) * each * (each - 1) / ways, each)]
 
     # ------------------------------------------------------------- values
+    def _cash_out_values(self, space: StateSpace) -> FloatArray:
+        """Unnormalised value of cashing out at each state (``-inf`` where no offer is made): the offer's factor
+        less the bet, times the chance of no dealer blackjack where the dealer has peeked (the offer comes after
+        the peek); where not, the offer ends the hand before a blackjack can take it."""
+        if id(space) not in self._cash_out_cache:
+            by_key = np.full(44, -np.inf)
+            for key_id in range(44):
+                total, soft = key_id % 22, bool(key_id // 22)
+                factor = self.rules.cash_out.factor(soft, total, space.up)
+                if factor is not None and total < 21:
+                    by_key[key_id] = float(Fraction(str(factor))) - 1.0
+            values = by_key[space.key_id]
+            self._cash_out_cache[id(space)] = values * space.mass if space.peeked else values
+        return self._cash_out_cache[id(space)]
+
     def _continuation(self, variant: UpVariant, space: StateSpace, split: bool,
                       policy: dict[tuple[int, bool], int] | None) -> tuple[FloatArray, FloatArray]:
-        """(value, hit value) at stake 1 with only hit and stand left, best or by ``policy``."""
+        """(value, hit value) at stake 1 with only hit and stand left (and cash out, see ``cash_out``), best or by
+        ``policy``."""
         loss = self._blackjack_loss(1.0, split)
         key = (variant.up, variant.peeked, id(space), id(policy) if policy is not None else 0)
         if key not in self._continuation_cache:
             per_state = None if policy is None else policy_array(policy)[space.key_id]
-            self._continuation_cache[key] = space.hit_stand(loss, per_state)
+            leave = self._cash_out_values(space) if self.cash_out and not split and policy is None else None
+            self._continuation_cache[key] = space.hit_stand(loss, per_state, leave)
         return self._continuation_cache[key]
 
     def _two_card_values(self, variant: UpVariant, space: StateSpace, state: int, split: bool,
@@ -251,6 +274,8 @@ class GameAnalysis:
         # what late surrender is, so it is listed either way.
         if rules.surrender == "early" or rules.surrender_refusal(2, split) is None:
             values["surrender"] = float(-0.5 * space.mass[state])
+        if self.cash_out and not split and policy is None:  # a chart has no cash out: basic strategy plays on
+            values["cash-out"] = float(self._cash_out_values(space)[state])
         return values
 
     def pair_split(self, variant: UpVariant, pair: int) -> PairSplit:
@@ -407,6 +432,18 @@ class GameAnalysis:
         return HandEV(evs, blackjack_chance, peeked_any), chosen
 
     # ------------------------------------------------------------- returns
+    def optimal_return(self) -> float:
+        """Return to player of the main bet under optimal play alone (1.0 is 100 %): :meth:`main_return`'s
+        ``optimal``, without deriving a basic strategy.
+
+        >>> from twentyone.variants import builtin_rules
+        >>> rules = builtin_rules("first-person")
+        >>> playing_on, cashing_out = GameAnalysis(rules).optimal_return(), GameAnalysis(rules, cash_out=True)
+        >>> round(playing_on * 100, 2), round(cashing_out.optimal_return() * 100, 2)
+        (99.29, 99.5)
+        """
+        return 1.0 + sum(p * self._initial(cards, up, None)[1] for up, cards, p in self.deals())
+
     def deals(self) -> Iterable[tuple[int, tuple[int, int], float]]:
         """Every (up card, initial two cards, probability) of a single hand from this shoe."""
         return initial_deals(self.counts)

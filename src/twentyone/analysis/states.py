@@ -219,15 +219,19 @@ class StateSpace:
             self._one_card_cache[key] = (self.prob * child_value).sum(axis=1)
         return self._one_card_cache[key]
 
-    def hit_stand(self, blackjack_loss: float, policy: npt.NDArray[np.int8] | None = None
-                  ) -> tuple[FloatArray, FloatArray]:
+    def hit_stand(self, blackjack_loss: float, policy: npt.NDArray[np.int8] | None = None,
+                  leave: FloatArray | None = None) -> tuple[FloatArray, FloatArray]:
         """Stake-1 values when only hitting and standing remain: (best or policy value, hit value).
 
         ``policy`` (one entry per state: 1 hit, 0 stand) replaces the best choice.
+        ``leave`` is another way to end the hand at each state, taken where it is worth more than standing (a cash
+        out's value; ``-inf`` where none is offered).
         Hands are resolved from the highest hard sum down, so every draw leads
         to a hand already valued.
         """
         stand = self.stand(1.0, blackjack_loss)
+        if leave is not None:
+            stand = np.maximum(stand, leave)
         value = np.zeros(self.size)
         hit = np.zeros(self.size)
         choice = np.full(self.size, -1, dtype=np.int8) if policy is None else policy.astype(np.int8)
