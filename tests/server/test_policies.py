@@ -203,9 +203,7 @@ def test_timeouts_decline_an_open_offer_then_stand(guest: Client, service: GameS
     guest.bet("classic", 500)
     round_id = guest.post("/tables/classic/deal").json()["id"]
     clock.advance(1201)
-    service.tick()
-    clock.advance(1201)
-    service.tick()
+    assert service.tick()["auto"] == 2  # the offer and the hand, at the one time-out
     view = guest.get(f"/rounds/{round_id}").json()
     assert view["status"] == "settled"
     assert [a["source"] for a in service_actions(service, round_id)] == ["timeout", "timeout"]
@@ -213,6 +211,26 @@ def test_timeouts_decline_an_open_offer_then_stand(guest: Client, service: GameS
     replay = guest.get(f"/rounds/{round_id}/replay").json()["operations"]
     assert [(op["action"], op["by"]) for op in replay if op["type"] == "action"] == [
         ("no-insurance", "timer"), ("stand", "timer")]
+
+
+def test_one_time_out_stands_every_hand_of_the_player_and_settles_the_round(
+        guest: Client, service: GameService, clock: Clock) -> None:
+    """Sheet 000: "If reconnection does not occur within 20 minutes, the auto decision — Stand — will be performed
+    and the game will be settled." Before, the timer stood one hand and the next had 20 minutes of its own: a
+    first-person round of four hands left after the deal settled after 80 minutes (a trial of players)."""
+    # Four hands (no blackjack, no Ace up), the dealer's up card, then the second cards.
+    service.stacked.append(["TS", "9S", "8S", "7S", "6H", "6D", "7D", "8D", "9D", "TC", "TD"])
+    for spot in (1, 2, 3, 4):
+        guest.bet("first-person", 100, spot=spot)
+    round_id = guest.post("/tables/first-person/deal").json()["id"]
+    timeout = service.table("first-person").decision_timeout
+    clock.advance(timeout - 1)
+    assert service.tick()["auto"] == 0
+    clock.advance(2)
+    assert service.tick()["auto"] == 4
+    view = guest.get(f"/rounds/{round_id}").json()
+    assert view["status"] == "settled" and [hand["status"] for hand in view["hands"]] == ["stood"] * 4, view
+    assert view["me"]["timed_out"] == 4
 
 
 def test_the_replay_names_who_took_each_decision_the_player_or_the_timer(

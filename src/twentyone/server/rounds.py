@@ -862,13 +862,18 @@ class Rounds:
 
         In a common-draw game the time-out is the step's, so every player still deciding at this step
         is stood (those waiting for a card then get it, and a fresh clock for the next step);
-        elsewhere it is the waiting player's alone, and the next player's clock starts afresh.
+        elsewhere it is the waiting player's: every decision of theirs left in the round is taken (their other
+        hands stood, their offers declined), and the next player's clock starts afresh. Sheet 000: "If
+        reconnection does not occur within 20 minutes, the auto decision — Stand — will be performed and the game
+        will be settled". Before, one hand was stood and the player's next hand had a clock of its own: a
+        first-person round of five hands left after the deal settled after 100 minutes (a trial of players).
         ``version``: the round's version when the timeout was judged; a round moved on since (a
         decision here or in another process) is not timed out.
         """
         timer = Caller(0, "timer", "operator")
         decided = 0
         timed_out_step = None
+        timed_out_player = None
         for _ in range(10_000):  # bounded: a round has far fewer decisions than this
             with self.store.read() as session:
                 round_row = session.get(Round, round_id)
@@ -880,10 +885,13 @@ class Rounds:
                     decision = engine.decision()
                     independent = engine.rules.deal.common_draw
                     timed_out_step = engine.step if timed_out_step is None else timed_out_step
-                    if engine.step != timed_out_step:
+                    if independent and engine.step != timed_out_step:
                         return decided  # the step that timed out is complete: the next has its own clock
             if decision is None:
                 return decided
+            timed_out_player = decision.player if timed_out_player is None else timed_out_player
+            if not independent and decision.player != timed_out_player:
+                return decided  # another player's turn: their own clock
             action = Action.STAND if decision.kind == DecisionKind.PLAY else OFFER_ANSWERS[decision.kind][1]
             try:
                 self.act(timer, round_id, str(action), source="timeout", player=decision.player,
@@ -891,8 +899,6 @@ class Rounds:
             except ServiceError:
                 return decided
             decided += 1
-            if not independent:
-                return decided
         return decided
 
     # --------------------------------------------------------- settlement
