@@ -597,8 +597,32 @@ def test_a_session_limit_of_one_minute_is_told_in_the_singular(guest: Client, cl
     clock.advance(61)
     refused = guest.post("/tables/classic/bets", {"spot": 1, "type": "main", "chip": 500})
     assert refused.status_code == 403
-    assert refused.json()["detail"].startswith("Your session time limit of 1 minute is reached: after a break of 30 "
-                                               "minutes without a round"), refused.json()
+    assert refused.json()["detail"].startswith("Your session time limit of 1 minute is reached: you can play again "
+                                               "after a break of 30 minutes, from "), refused.json()
+
+
+def test_after_the_break_that_follows_a_session_limit_a_guest_plays_again_in_a_new_session(
+        guest: Client, service: GameService, clock: Clock) -> None:
+    """A guest cannot sign in again, and only a sign-in started a new session: a guest who reached a session limit
+    was kept from play for good, told to "sign in again" (a trial of players). Now the break runs from the limit,
+    the refusal says when it ends, and the next bet after it starts a new session, with the same limit."""
+    guest.put("/me/limits", {"session_minutes": 1})
+    started = clock.now
+    clock.advance(61)
+    refused = guest.post("/tables/classic/bets", {"spot": 1, "type": "main", "chip": 500})
+    resumes = (started + timedelta(minutes=31)).strftime("%Y-%m-%d %H:%M")
+    assert refused.status_code == 403 and refused.json()["detail"].endswith(f"from {resumes} UTC."), refused.json()
+    clock.advance(29 * 60)  # within the break
+    assert guest.post("/tables/classic/bets", {"spot": 1, "type": "main", "chip": 500}).status_code == 403
+    clock.advance(60)  # the break is over
+    guest.bet("classic", 500)
+    service.stacked.append(["TS", "6H", "TD", "TC", "7C"])
+    dealt = guest.post("/tables/classic/deal")
+    assert dealt.status_code == 200, dealt.json()
+    assert guest.act(dealt.json()["id"], "stand").status_code == 200
+    clock.advance(61)  # the new session has the same limit
+    again = guest.post("/tables/classic/bets", {"spot": 1, "type": "main", "chip": 500})
+    assert again.status_code == 403 and "session time limit of 1 minute" in again.json()["detail"]
 
 
 def test_a_lower_session_limit_reaches_the_bet_controls_at_once(guest: Client, clock: Clock) -> None:
@@ -632,7 +656,7 @@ def test_signing_in_again_does_not_restart_the_session_only_a_break_from_betting
     again = sign_in()  # a new token is not a new session: ann bet 11 minutes ago
     refused = again.post("/tables/classic/bets", {"spot": 1, "type": "main", "chip": 500})
     assert refused.status_code == 403 and "30 minutes" in refused.json()["detail"]
-    assert "after a break of 30 minutes without a round, sign in again" in refused.json()["detail"]
+    assert "you can play again after a break of 30 minutes" in refused.json()["detail"]
     clock.advance(30 * 60)  # half an hour without a bet: the session is over, the next sign-in starts one
     rested = sign_in()
     rested.bet("classic", 500)

@@ -22,7 +22,14 @@ from sqlalchemy.orm import Session
 from twentyone.core.betting import MAIN, BetSlipError
 from twentyone.server.cluster import lock_in_transaction
 from twentyone.server.config import CURRENCIES, Settings
-from twentyone.server.context import SESSION_BREAK_MINUTES, Caller, ServiceError, aware, session_over_message
+from twentyone.server.context import (
+    SESSION_BREAK,
+    Caller,
+    ServiceError,
+    aware,
+    in_session_break,
+    session_over_message,
+)
 from twentyone.server.models import GuestArrival, KnownAddress, Player, Round, RoundSeat, SignInFailure, Slip, Token
 from twentyone.server.money import refusal
 from twentyone.server.store import Store
@@ -400,12 +407,27 @@ class Accounts:
             answer = self.store.answer(session, body)
         # This process knows the new limits at once (before the answer): the player's callers are read again; any
         # other process, within TOKEN_TTL.
+        self._forget_callers(caller.id)
+        return answer
+
+    def _forget_callers(self, player_id: int) -> None:
+        """Read the player's callers again at their next request (their limits or session changed)."""
         with self._callers_lock:
             self._revisions += 1
             for digest, (known, _) in list(self._callers.items()):
-                if known.id == caller.id:
+                if known.id == player_id:
                     del self._callers[digest]
-        return answer
+
+    def may_bet(self, caller: Caller) -> None:
+        """Refuse (403) a bet control of a player kept from play (:meth:`Caller.refuse_new_bets`, from memory); past
+        a session's limit and the break after it, start the player's new session, from the database."""
+        now = self.clock()
+        caller.refuse_new_bets(now)
+        if caller.session_ends_at is None or caller.session_ends_at >= now:
+            return
+        with self.store.write() as session:
+            self.check_may_play(self._player(session, caller))  # the new session, unless another began one
+        self._forget_callers(caller.id)
 
     @staticmethod
     def _player(session: Session, caller: Caller) -> Player:
@@ -421,8 +443,10 @@ class Accounts:
         limits = limits_in_force(player.limits, now)
         check_exclusion(limits, now)
         ends = session_ends_at(player, limits)
-        if ends is not None and ends < now:
-            raise ServiceError(403, session_over_message(limits["session_minutes"]))
+        if in_session_break(ends, now):
+            raise ServiceError(403, session_over_message(limits["session_minutes"], cast(datetime, ends)))
+        if ends is not None and ends < now and isinstance(player, Player):  # the break is over: a new session
+            player.session_started_at = now  # (a forming round's seats, read as rows, start theirs at their next bet)
         return limits
 
     def check_limits(self, session: Session, player: Player, currency: str, stake: int,
@@ -449,7 +473,6 @@ class Accounts:
         return net_losses_since(session, limited, currency, now.replace(hour=0, minute=0, second=0, microsecond=0))
 
 
-SESSION_BREAK = timedelta(minutes=SESSION_BREAK_MINUTES)  # a sign-in after this long without a round starts anew
 
 
 def session_ends_at(player: Player, limits: dict[str, Any]) -> datetime | None:

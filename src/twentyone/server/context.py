@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from datetime import UTC, datetime
-from typing import Any
+from datetime import UTC, datetime, timedelta
+from typing import Any, cast
 
 
 class ServiceError(Exception):
@@ -74,16 +74,21 @@ class Caller:
     def refuse_new_bets(self, now: datetime) -> None:
         """Refuse (403) a bet from a player whom self-exclusion or the session time limit keeps from play at ``now``
         (before, a bet control took bets after the session's limit, and only DEAL refused them: noted by a trial).
+        Past the limit, the break of :data:`SESSION_BREAK_MINUTES` runs from it; once over, play starts a new
+        session (:meth:`~twentyone.server.accounts.Accounts.may_bet`).
 
-        >>> Caller(7, "ann", "player", session_ends_at=datetime(2026, 12, 2, 9, 30, tzinfo=UTC), session_minutes=30
-        ...        ).refuse_new_bets(datetime(2026, 12, 2, 9, 31, tzinfo=UTC))
+        >>> ann = Caller(7, "ann", "player", session_ends_at=datetime(2026, 12, 2, 9, 30, tzinfo=UTC),
+        ...              session_minutes=30)
+        >>> ann.refuse_new_bets(datetime(2026, 12, 2, 9, 31, tzinfo=UTC))
         Traceback (most recent call last):
         ...
-        twentyone.server.context.ServiceError: Your session time limit of 30 minutes is reached: after a break of ...
+        twentyone.server.context.ServiceError: Your session time limit of 30 minutes is reached: you can play again ...
+        >>> ann.refuse_new_bets(datetime(2026, 12, 2, 10, 0, tzinfo=UTC))  # the break is over
         """
         self.refuse_if_excluded(now)
-        if self.session_ends_at is not None and self.session_ends_at < now:
-            raise ServiceError(403, session_over_message(self.session_minutes or 0))
+        if in_session_break(self.session_ends_at, now):
+            raise ServiceError(403, session_over_message(self.session_minutes or 0, cast(datetime,
+                                                                                         self.session_ends_at)))
 
     def kept_from_play(self, now: datetime) -> bool:
         """Whether :meth:`refuse_new_bets` refuses at ``now``: self-excluded, or past the session time limit.
@@ -98,17 +103,33 @@ class Caller:
         return False
 
 
-SESSION_BREAK_MINUTES = 30  # a sign-in after this long without a round starts a new session
+SESSION_BREAK_MINUTES = 30  # this long without a round, from the session's limit or a sign-in, starts a new session
+SESSION_BREAK = timedelta(minutes=SESSION_BREAK_MINUTES)
 
 
-def session_over_message(minutes: int) -> str:
-    """What a player whose session time limit is reached is told.
+def in_session_break(ends: datetime | None, now: datetime) -> bool:
+    """Whether ``now`` is past a session's time limit (reached at ``ends``) and within the break that follows it.
 
-    >>> session_over_message(1)[:45]
-    'Your session time limit of 1 minute is reache'
+    Before, only a sign-in after the break started a new session: a guest, who cannot sign in again, was kept from
+    play for good, and a signed-in page was refused until the player signed out and in (a trial of players).
+
+    >>> ends = datetime(2026, 12, 2, 9, 30, tzinfo=UTC)
+    >>> [in_session_break(ends, ends + timedelta(minutes=m)) for m in (-1, 1, 29, 30)]
+    [False, True, True, False]
     """
-    return (f"Your session time limit of {minutes} minute{'' if minutes == 1 else 's'} is reached: after a break of "
-            f"{SESSION_BREAK_MINUTES} minutes without a round, sign in again to play.")
+    return ends is not None and ends < now < ends + SESSION_BREAK
+
+
+def session_over_message(minutes: int, ends: datetime) -> str:
+    """What a player whose session time limit of ``minutes`` was reached at ``ends`` is told.
+
+    >>> print(session_over_message(1, datetime(2026, 12, 2, 9, 30, tzinfo=UTC)).replace(": ", ":\\n"))
+    Your session time limit of 1 minute is reached:
+    you can play again after a break of 30 minutes, from 2026-12-02 10:00 UTC.
+    """
+    return (f"Your session time limit of {minutes} minute{'' if minutes == 1 else 's'} is reached: you can play "
+            f"again after a break of {SESSION_BREAK_MINUTES} minutes, from "
+            f"{(ends + SESSION_BREAK).strftime('%Y-%m-%d %H:%M')} UTC.")
 
 
 def utcnow() -> datetime:

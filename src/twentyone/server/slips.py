@@ -34,7 +34,7 @@ class Slips:
         table = self.rounds.tables.get(table_id)
         if caller.is_operator:
             raise ServiceError(403, "Only players can bet: the operator has no seat.")
-        caller.refuse_new_bets(self.rounds.clock())  # known with the caller: no read of the player on each bet
+        self.rounds.accounts.may_bet(caller)  # known with the caller: no read of the player on each bet
         # An operator's wallet is asked for the balance before the transaction: not while it holds SQLite's write lock.
         deals = control == "rebet" and table.same_bet_deals
         with self.rounds.wallet.balance_known(caller.id, table.currency), self.rounds.store.write() as session:
