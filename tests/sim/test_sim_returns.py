@@ -41,6 +41,18 @@ def test_always_cash_out_returns_the_offer_tables_value() -> None:
     _check("first-person", 1_000_000, seed=5, options=SimOptions(cash_out=True))
 
 
+def test_the_exact_figure_beside_always_cashing_out_is_the_offer_tables_own() -> None:
+    """Two computations of one return: the simulator's reference (offers floored in whole minor units, as the engine
+    pays) and the offer table's (``rtp``). The reference floored in floating point, where 0.7656 x 10000 is
+    7655.999..., and said 96.7990 % against the table's 96.7997 % (a trial of an analyst)."""
+    from twentyone.analysis.cashout import cash_out_table
+    from twentyone.sim.exact import exact_returns
+
+    rules = builtin_rules("first-person")
+    reference = exact_returns(rules, "basic", SimOptions(cash_out=True))["main"]
+    assert reference == pytest.approx(cash_out_table(rules).always_cash_out * 100, abs=1e-9)
+
+
 @pytest.mark.parametrize("variant", ["classic", "power"])
 def test_taking_insurance_and_even_money_costs_what_the_maths_says(variant: str) -> None:
     _check(variant, 2_000_000, seed=6, options=SimOptions(insurance=True, even_money=True, fresh_shoe=True))

@@ -41,7 +41,6 @@ import copy as _copy
 from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 from enum import StrEnum
-from fractions import Fraction
 from itertools import islice
 
 from twentyone.core.cards import Card
@@ -919,11 +918,7 @@ class Round:
         if not rules.cash_out.enabled or hand.from_split or hand.stake != hand.bet:
             return None
         value = hand.value
-        factor = rules.cash_out.factor(value.soft, value.total, self.dealer_up.value)
-        if factor is None:
-            return None
-        # Fraction of the decimal text keeps 1.77 exact, so the floor is the true one.
-        return int(Fraction(str(factor)) * hand.bet)
+        return rules.cash_out.offer(value.soft, value.total, self.dealer_up.value, hand.bet)
 
     # --------------------------------------------------------- advancing
     def _advance(self) -> None:

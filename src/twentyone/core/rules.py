@@ -27,6 +27,7 @@ import tomllib
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from enum import StrEnum
+from fractions import Fraction
 from typing import Any, NamedTuple, TypeVar
 
 from twentyone.core.cards import RANKS
@@ -350,6 +351,18 @@ class CashOutRules:
 
     def factor(self, soft: bool, total: int, up_value: int) -> float | None:
         return self.factors.get((soft, total, up_value))
+
+    def offer(self, soft: bool, total: int, up_value: int, bet: int) -> int | None:
+        """The offer on a main bet of ``bet`` minor units: the floor of factor x bet, or None where none is made.
+
+        Fraction of the decimal text keeps a factor such as 0.7656 exact, so the floor is the true one (in floating
+        point 0.7656 x 10000 is 7655.999...: a floor of it lost a unit).
+
+        >>> CashOutRules(enabled=True, factors={(False, 11, 6): 0.7656}).offer(False, 11, 6, 10_000)
+        7656
+        """
+        factor = self.factor(soft, total, up_value)
+        return None if factor is None else int(Fraction(str(factor)) * bet)
 
 
 @dataclass(frozen=True)

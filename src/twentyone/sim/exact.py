@@ -73,9 +73,9 @@ def _always_cash_out(rules: Rules, analysis: GameAnalysis, options: SimOptions) 
         reach = p * (1.0 - ev.dealer_blackjack) if ev.peeked else p
         hard = cards[0] + cards[1]
         soft = 1 in cards and hard + 10 <= 21
-        factor = rules.cash_out.factor(soft, hard + 10 if soft else hard, up)
-        # Whole minor units: the engine floors factor x bet.
-        total += reach * ((factor or 0.0) * options.bet // 1) / options.bet
+        # Whole minor units, floored as the engine does: a float floor made 0.7656 x 10000 7655 (an analyst's trial).
+        offer = rules.cash_out.offer(soft, hard + 10 if soft else hard, up, options.bet)
+        total += reach * (offer or 0) / options.bet
     return total
 
 
