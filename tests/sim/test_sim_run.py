@@ -46,6 +46,7 @@ def test_dask_cluster_plays_the_same_chunks() -> None:
     with distributed.LocalCluster(n_workers=1, threads_per_worker=2, dashboard_address=None) as cluster:
         remote = simulate(rules, 60_000, options=options, seed=4, scheduler=cluster.scheduler_address, exact=False)
     _same(local, remote)
+    assert remote.workers == 2  # the cluster's threads, not this machine's cores (before: os.cpu_count())
 
 
 def test_simulate_json_has_the_documented_fields(tmp_path) -> None:  # type: ignore[no-untyped-def]
@@ -80,12 +81,24 @@ def test_simulate_prints_a_report() -> None:
     (["simulate", "classic", "--cash-out"], "no cash out"),
     (["simulate", "classic", "--strategy", "missing.json"], "cannot read"),
     (["simulate", "classic", "--workers", "0"], "--workers"),
+    (["simulate", "classic", "--rounds", "100", "--plot", "chart.txt"], "give a file name ending in .png"),
+    (["simulate", "classic", "--rounds", "100", "--plot", "/no/such/folder/chart.png"], "no folder"),
 ])
 def test_bad_input_is_one_line_and_exit_2(args: list[str], message: str) -> None:
     result = runner.invoke(app, args)
     assert result.exit_code == 2
     lines = result.stderr.strip().splitlines()
     assert len(lines) == 1 and message in lines[0], result.stderr
+
+
+def test_a_chart_of_another_game_is_refused_in_one_line(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    """Power's chart has no column for a 9 up: simulating classic with it ended in a KeyError (an analyst's trial)."""
+    path = tmp_path / "power.json"
+    path.write_text(runner.invoke(app, ["strategy", "power", "--json"]).stdout)
+    result = runner.invoke(app, ["simulate", "classic", "--rounds", "1000", "--strategy", str(path)])
+    assert result.exit_code == 2 and result.stderr.strip() == (
+        "error: strategy file: the chart has no column for a dealer 9, which classic deals (a chart of another "
+        "game?)."), result.output
 
 
 def test_a_chart_file_is_simulated_and_valued(tmp_path) -> None:  # type: ignore[no-untyped-def]

@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING, Annotated, Any, NoReturn, NotRequired, TypedDi
 
 import typer
 
+from twentyone.cli import png_path_refusal
 from twentyone.cli.simulate import simulate
 from twentyone.variants import VARIANTS
 
@@ -376,11 +377,8 @@ def strategy(
     from twentyone.analysis.game import GameAnalysis
     from twentyone.analysis.support import UnsupportedRules
 
-    if png is not None:
-        if png.suffix.lower() != ".png":
-            fail(f"--png writes a PNG picture: give a file name ending in .png, got {str(png)!r}.")
-        if not png.parent.is_dir():
-            fail(f"cannot write {str(png)!r} (no folder {str(png.parent)!r}).")
+    if png is not None and (refusal := png_path_refusal(png, "--png")):
+        fail(refusal)
     rules = _rules(variant, rules_file)
     try:
         chart = strategy_chart(GameAnalysis(rules).basic_strategy())

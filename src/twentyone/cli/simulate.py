@@ -13,6 +13,8 @@ from typing import TYPE_CHECKING, Annotated, Any, NoReturn
 
 import typer
 
+from twentyone.cli import png_path_refusal
+
 if TYPE_CHECKING:
     from twentyone.sim.result import SimulationResult
 
@@ -59,6 +61,8 @@ def simulate(
         _fail(f"--workers must be at least 1, got {workers}.")
     if seed < 0:
         _fail(f"--seed must be 0 or more, got {seed}.")
+    if plot is not None and (refusal := png_path_refusal(plot, "--plot")):
+        _fail(refusal)
     names = tuple(rules.side_bets) if side_bets == "all" else tuple(n for n in side_bets.split(",") if n)
 
     from twentyone.sim.tables import SimOptions, SimulationError

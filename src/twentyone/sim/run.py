@@ -67,7 +67,9 @@ def _local(game: KernelGame, tables: StrategyTables, seed: int, sizes: list[int]
 
 
 def _dask(address: str, game: KernelGame, tables: StrategyTables, seed: int,
-          sizes: list[int]) -> Iterator[tuple[int, ChunkResult]]:
+          sizes: list[int], cluster: dict[str, int]) -> Iterator[tuple[int, ChunkResult]]:
+    """The chunks run on a Dask cluster; ``cluster["workers"]`` is set to its threads (chunks at once) on connecting.
+    Before, the report said this machine's cores (an analyst's trial: a cluster of one thread was "2 workers")."""
     try:
         from distributed import Client
         from distributed import as_completed as dask_completed
@@ -78,6 +80,8 @@ def _dask(address: str, game: KernelGame, tables: StrategyTables, seed: int,
     except (OSError, TimeoutError, ValueError) as error:
         raise SimulationError(f"cannot reach the Dask scheduler at {address!r} ({error}).") from None
     try:
+        cluster["workers"] = max(1, sum(int(worker.get("nthreads", 1))
+                                        for worker in client.scheduler_info()["workers"].values()))
         game_ref, tables_ref = client.scatter([game, tables], broadcast=True)
         futures = [client.submit(_task, game_ref, tables_ref, seed, index, len(sizes), rounds, pure=False)
                    for index, rounds in enumerate(sizes)]
@@ -149,9 +153,12 @@ def simulate(rules: Rules, rounds: int, strategy: str = "basic", options: SimOpt
     workers = max(1, min(workers or os.cpu_count() or 1, len(sizes)))
     started = time.perf_counter()
     results: list[ChunkResult | None] = [None] * len(sizes)
-    stream = _dask(scheduler, game, tables, seed, sizes) if scheduler else _local(game, tables, seed, sizes, workers)
+    cluster: dict[str, int] = {}
+    stream = (_dask(scheduler, game, tables, seed, sizes, cluster) if scheduler
+              else _local(game, tables, seed, sizes, workers))
     done = 0
     for index, chunk in stream:
+        workers = cluster.get("workers", workers)
         results[index] = chunk
         done += sizes[index]
         if progress is not None:

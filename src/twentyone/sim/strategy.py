@@ -25,6 +25,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
+from twentyone.analysis.composition import value_counts
 from twentyone.analysis.game import ACTION_OF_CODE, BasicStrategy, GameAnalysis, code_action, policy_array
 from twentyone.core.cards import Card
 from twentyone.core.hand import hand_value
@@ -144,7 +145,15 @@ def load_strategy(rules: Rules, name: str, analysis: GameAnalysis | None = None)
         chart = chart["chart"]
     if not isinstance(chart, dict):
         raise SimulationError("strategy file: expected a chart object.")
-    return strategy_from_chart(chart)
+    strategy = strategy_from_chart(chart)
+    # A chart of another game (power's has no 9 column) left out an up card this shoe deals: a KeyError deep in
+    # the exact maths, and a traceback (an analyst's trial).
+    dealt = [value for value in range(1, 11) if value_counts(rules)[value - 1]]
+    missing = ["A" if value == 1 else str(value) for value in dealt if value not in strategy.hit_by_up]
+    if missing:
+        raise SimulationError(f"strategy file: the chart has no column for a dealer {', '.join(missing)}, which "
+                              f"{rules.id} deals (a chart of another game?).")
+    return strategy
 
 
 def play_tables(rules: Rules, name: str, analysis: GameAnalysis | None = None) -> StrategyTables:
