@@ -313,6 +313,26 @@ def test_json_nested_too_deeply_or_with_endless_numbers() -> None:
     assert_one_line_error(run("verify", "-", stdin="[1, 2]"), "must be a JSON object")
 
 
+def test_verify_refuses_a_shoe_that_is_not_whole_decks_and_a_first_card_that_is_not_a_number() -> None:
+    """Its hash was all that was checked: records whose "shoe" was ["ZZ", "hello"], 416 aces of spades or two cards
+    were "verified", and a first_card of true or 1.9 was read as 1 (a trial of an analyst)."""
+    from twentyone.core.commitment import commitment
+
+    deck = [f"{rank}{suit}" for rank in "A23456789TJQK" for suit in "SHDC"]
+
+    def record(cards: list[str], first: object = 0) -> str:
+        return json.dumps({"round_id": 7, "salt": "ab", "cards": cards, "commitment": commitment("ab", cards),
+                           "first_card": first, "drawn": cards[:2]})
+
+    assert run("verify", "-", stdin=record(deck * 2)).returncode == 0
+    for cards, problem in ((["ZZ", "hello"], "'ZZ', which is not a card"), (["AS"] * 416, "not whole decks"),
+                           (deck[:2], "not whole decks"), (deck * 2 + ["AS"], "come 2 to 3 times")):
+        refused = run("verify", "-", stdin=record(cards))
+        assert refused.returncode == 1 and "NOT verified" in refused.stderr and problem in refused.stderr, refused
+    for first in (True, 1.9):
+        assert_one_line_error(run("verify", "-", stdin=record(deck, first)), "first_card must be a whole number")
+
+
 def test_rules_file_nested_too_deeply(tmp_path: Path) -> None:
     rules = tmp_path / "deep.toml"
     rules.write_text("a = " + "[" * 5000 + "]" * 5000 + "\n")
