@@ -284,10 +284,21 @@ def test_a_utf8_byte_order_mark_is_accepted(tmp_path: Path) -> None:
         ({"hands": [{"bet": 10**23}]}, ["capped at 1000000000000000 (10^15) minor units"]),
         ({"hands": [{"bet": 1000, "side_bets": {"perfect_pairs": 10**16}}]}, ["side bet 'perfect_pairs'", "capped"]),
         ({"hands": [{"bet": 1.5}]}, ["whole number of minor units, got 1.5"]),
+        # Keys the format does not have, and keys that contradict each other, were ignored (an analyst's trial: a
+        # typo "sidebets" placed no side bet, and a rules file given with a variant was played without a word).
+        ({"hands": [{"bet": 100, "sidebets": {"perfect_pairs": 10}}]}, ["hands[0]: unknown key 'sidebets'"]),
+        ({"decision": ["stand"]}, ["scenario: unknown key 'decision'"]),
+        ({"rules": "classic.toml"}, ["a 'variant' or a 'rules' file, not both"]),
+        ({"players": [{"name": "p1", "hands": [{"bet": 100}]}]}, ["or a single player's at the top, not both"]),
     ],
 )
 def test_scenario_values_of_the_wrong_kind_or_size(change: dict[str, object], fragments: list[str]) -> None:
     assert_one_line_error(run("replay", "-", stdin=json.dumps({**SCENARIO, **change})), *fragments)
+
+
+def test_a_players_unknown_key_is_refused() -> None:
+    players = {"variant": "multiplayer", "shoe": SCENARIO["shoe"], "players": [{"nme": "p1", "hands": [{"bet": 100}]}]}
+    assert_one_line_error(run("replay", "-", stdin=json.dumps(players)), "players[0]: unknown key 'nme'")
 
 
 def test_the_largest_bet_allowed_is_replayed() -> None:

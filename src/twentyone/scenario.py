@@ -40,6 +40,24 @@ def _short(value: Any, limit: int = 40) -> str:
     return text if len(text) <= limit else text[: limit - 3] + "..."
 
 
+SCENARIO_KEYS = ("variant", "rules", "shoe", "hands", "decisions", "players")
+HAND_KEYS = ("bet", "side_bets")
+PLAYER_KEYS = ("name", "hands", "decisions")
+
+
+def _known_keys(given: Mapping[str, Any], known: tuple[str, ...], where: str) -> None:
+    """Refuse a key the format does not have: a typo ("sidebets") was ignored, and its bets were never placed (a
+    trial of an analyst).
+
+    >>> _known_keys({"bet": 100, "sidebets": {}}, HAND_KEYS, "hands[0]")
+    Traceback (most recent call last):
+    ...
+    twentyone.scenario.ScenarioError: hands[0]: unknown key 'sidebets' (the keys are bet, side_bets).
+    """
+    for key in given:
+        _require(key in known, f"{where}: unknown key {_short(key)} (the keys are {', '.join(known)}).")
+
+
 def _amount(value: Any, where: str, least: int) -> int:
     """A stake in minor units: a whole number from ``least`` to :data:`MAX_AMOUNT`."""
     _require(isinstance(value, int) and not isinstance(value, bool),
@@ -57,6 +75,7 @@ def _hand_bets(hands: Any, where: str) -> list[HandBet]:
     for index, hand in enumerate(hands):
         _require(isinstance(hand, Mapping) and "bet" in hand,
                  f"{where}: hands[{index}] must be an object with a 'bet'.")
+        _known_keys(hand, HAND_KEYS, f"{where}: hands[{index}]")
         sides = hand.get("side_bets", {})
         _require(isinstance(sides, Mapping), f"{where}: hands[{index}].side_bets must be an object.")
         bet = _amount(hand["bet"], f"{where}: hands[{index}]: the main bet", 1)
@@ -80,9 +99,13 @@ def _players(scenario: Mapping[str, Any]) -> list[tuple[str, list[HandBet], list
     if "players" in scenario:
         players = scenario["players"]
         _require(isinstance(players, list) and bool(players), "'players' must be a non-empty list.")
+        both = [key for key in ("hands", "decisions") if key in scenario]
+        _require(not both, f"give each player's {' and '.join(both)} under 'players', or a single player's at the "
+                           f"top, not both.")
         result = []
         for index, player in enumerate(players):
             _require(isinstance(player, Mapping), f"players[{index}] must be an object.")
+            _known_keys(player, PLAYER_KEYS, f"players[{index}]")
             name = player.get("name", f"p{index + 1}")
             _require(isinstance(name, str) and bool(name), f"players[{index}].name must be a string.")
             where = f"players[{index}]"
@@ -96,6 +119,7 @@ def _players(scenario: Mapping[str, Any]) -> list[tuple[str, list[HandBet], list
 def scenario_rules(scenario: Mapping[str, Any]) -> Rules:
     """The rules a scenario names: ``"variant"`` or a ``"rules"`` file path."""
     _require(isinstance(scenario, Mapping), "The scenario must be a JSON object.")
+    _known_keys(scenario, SCENARIO_KEYS, "scenario")
     variant = scenario.get("variant")
     rules_file = scenario.get("rules")
     _require(variant is not None or rules_file is not None, "The scenario needs a 'variant'.")
@@ -103,6 +127,8 @@ def scenario_rules(scenario: Mapping[str, Any]) -> Rules:
              f"'variant' must be a game's name like \"classic\", got {_short(variant)}.")
     _require(rules_file is None or isinstance(rules_file, str),
              f"'rules' must be the path of a rules file, got {_short(rules_file)}.")
+    _require(variant is None or rules_file is None,
+             "give the scenario a 'variant' or a 'rules' file, not both (the rules file was played, without a word).")
     try:
         return resolve_rules(variant, rules_file)
     except RulesError as error:
