@@ -29,18 +29,26 @@ TERMINAL_STYLES = {"H": "bold white on red", "S": "bold black on yellow", "D": "
 
 
 def strategy_chart(strategy: BasicStrategy) -> dict[str, Any]:
-    """Rows of hard totals, soft totals and pairs, each with one code per dealer up card."""
+    """Rows of hard totals (5-20), soft totals (13-20) and pairs, each with one code per dealer up card.
+
+    A total no two cards make (power has no 9s nor tens: no hard 19, no soft 20) is still reached by drawing
+    (7, 2, K), so its row says the hit-or-stand play; before, the row was missing (an analyst's trial).
+
+    >>> from twentyone.analysis.game import GameAnalysis
+    >>> from twentyone.variants import builtin_rules
+    >>> chart = strategy_chart(GameAnalysis(builtin_rules("power")).basic_strategy())
+    >>> chart["hard"]["19"]["A"], chart["soft"]["20"]["6"]
+    ('S', 'S')
+    """
     ups = [up for up in STRATEGY_UPS if up in strategy.two_card_by_up]
     chart: dict[str, Any] = {"up_cards": [UP_LABELS.get(up, str(up)) for up in ups], "hard": {}, "soft": {},
                              "pairs": {}, "legend": LEGEND}
-    for total in range(5, 21):
-        row = {UP_LABELS.get(up, str(up)): strategy.two_card_by_up[up].get((total, False)) for up in ups}
-        if any(row.values()):
-            chart["hard"][str(total)] = {up: code or "S" for up, code in row.items()}
-    for total in range(13, 21):
-        row = {UP_LABELS.get(up, str(up)): strategy.two_card_by_up[up].get((total, True)) for up in ups}
-        if any(row.values()):
-            chart["soft"][str(total)] = {up: code or "S" for up, code in row.items()}
+    for section, soft, totals in (("hard", False, range(5, 21)), ("soft", True, range(13, 21))):
+        for total in totals:
+            chart[section][str(total)] = {
+                UP_LABELS.get(up, str(up)): strategy.two_card_by_up[up].get(
+                    (total, soft), "H" if strategy.hit_by_up[up].get((total, soft)) else "S")
+                for up in ups}
     for pair in (1, 10, 9, 8, 7, 6, 5, 4, 3, 2):
         if not any(pair in strategy.pairs_by_up.get(up, {}) for up in ups):
             continue
