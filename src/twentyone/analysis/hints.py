@@ -117,8 +117,10 @@ def hint_decisions(rules: Rules, cards: Sequence[Card], up: Card,
     ('split', [('no-insurance', 0.0), ('insurance', -0.034)])
     """
     every = hint(rules, cards, up, unseen=unseen)
-    decisions = {"play": [(action, ev) for action, ev in every if action not in OFFERS]}
-    for offer in (action for action, _ in every if action in OFFERS):
+    # An early surrender is offered before the peek too (the plays' values are the no-blackjack case).
+    offers = ("surrender", *OFFERS) if rules.surrender == "early" and len(cards) == 2 else OFFERS  # asked first
+    decisions = {"play": [(action, ev) for action, ev in every if action not in offers]}
+    for offer in (offer for offer in offers if offer in dict(every)):  # in the order the engine asks them
         decisions[offer] = hint(rules, cards, up, [offer, f"no-{offer}"], unseen=unseen)
     return decisions
 

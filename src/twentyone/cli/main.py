@@ -440,7 +440,7 @@ def hint(
                                for decision, ranked in decisions.items() for action, value in ranked], indent=2))
         return
     basis = {"insurance": "the insurance bet's own EV, per unit of the main bet",
-             "even-money": "the hand's EV, per unit bet"}
+             "even-money": "the hand's EV, per unit bet", "surrender": "the hand's EV before the peek, per unit bet"}
     offers = [decision for decision in decisions if decision != "play"]
     for decision in [*offers, "play"]:  # in the engine's order: the offers are answered first
         if offers:
