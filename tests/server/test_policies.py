@@ -267,6 +267,33 @@ def test_a_player_whose_time_ran_out_is_told_and_nobody_else_is(http: TestClient
     assert bob.get("/me/history").json()["rounds"][0]["timed_out"] == 0
 
 
+def test_the_offers_before_the_peek_are_everyones_at_once_on_one_clock(http: TestClient, service: GameService,
+                                                                       clock: Clock) -> None:
+    """Multiplayer, an Ace up: insurance is offered to every player at once, answered in any order, on one clock
+    that an answer does not restart; its time-out declines every offer still open, and the turns then begin, each
+    on its own clock. Before, the offers went seat by seat, each with the whole 15 s: seven players could wait 105 s
+    for insurance alone (a trial of players)."""
+    ann, bob = new_player(http, "ann"), new_player(http, "bob")
+    # Ann's and Bob's first cards, the hole card, their second cards, the Ace up; then the dealer's draws.
+    service.stacked.append(["TS", "TC", "6H", "9D", "8H", "AH", "7C", "5S", "4D", "3C"])
+    round_id = dealt_shared_round(service, clock, [ann, bob], table="multiplayer")
+    anns, bobs = ann.get(f"/rounds/{round_id}").json(), bob.get(f"/rounds/{round_id}").json()
+    for view, player in ((anns, ann), (bobs, bob)):
+        assert view["decision"]["player_id"] == player.player_id() and view["decision"]["kind"] == "insurance", view
+        assert view["legal_actions"] == ["insurance", "no-insurance"]
+    assert sorted(anns["deciding"]) == sorted([ann.player_id(), bob.player_id()])
+    deadline = anns["deadline"]
+    clock.advance(5)
+    assert bob.act(round_id, "no-insurance").status_code == 200  # before Ann: not "not your turn"
+    assert ann.get(f"/rounds/{round_id}").json()["deadline"] == deadline  # one clock: Bob's answer did not restart it
+    clock.advance(service.table("multiplayer").decision_timeout - 4)
+    assert service.tick()["auto"] == 1  # Ann's offer, declined
+    anns = ann.get(f"/rounds/{round_id}").json()
+    assert anns["decision"]["kind"] == "play" and anns["decision"]["player_id"] == ann.player_id(), anns
+    assert anns["deadline"] > deadline and anns["me"]["timed_out"] == 1  # her turn has a clock of its own
+    assert [hand["status"] for hand in anns["hands"]] == ["playing", "playing"]
+
+
 def service_actions(service: GameService, round_id: int) -> list[dict[str, object]]:
     from twentyone.server.live import round_actions
 
@@ -612,6 +639,9 @@ def test_after_the_break_that_follows_a_session_limit_a_guest_plays_again_in_a_n
     refused = guest.post("/tables/classic/bets", {"spot": 1, "type": "main", "chip": 500})
     resumes = (started + timedelta(minutes=31)).strftime("%Y-%m-%d %H:%M")
     assert refused.status_code == 403 and refused.json()["detail"].endswith(f"from {resumes} UTC."), refused.json()
+    # /me says when, for a page to take its bet controls away and give them back without a refused press.
+    assert guest.get("/me").json()["session"] == {"ends_at": (started + timedelta(minutes=1)).isoformat(),
+                                                  "break_ends_at": (started + timedelta(minutes=31)).isoformat()}
     clock.advance(29 * 60)  # within the break
     assert guest.post("/tables/classic/bets", {"spot": 1, "type": "main", "chip": 500}).status_code == 403
     clock.advance(60)  # the break is over

@@ -575,6 +575,12 @@ class Round:
 
     # --------------------------------------------------------- decisions
     @property
+    def decides_together(self) -> bool:
+        """Whether everyone deciding now decides at once, on one clock: the offers before the peek, and every
+        decision of a common draw. Otherwise (players' turns) one player decides, each decision on its own clock."""
+        return self.rules.deal.common_draw or self.phase is Phase.OFFERS
+
+    @property
     def step(self) -> int:
         """How many times the round has moved on for everyone at once: into the players' turns, and
         in a lockstep common draw each common card dealt. A common draw's one decision clock, which
@@ -603,12 +609,16 @@ class Round:
     def decision(self, player: str | None = None) -> Decision | None:
         """The decision the round waits for, or None before the deal and after settlement.
 
-        With ``player``, that player's own decision: in a common-draw game (power) every player
-        still deciding chooses at the same step, in any order (none while waiting for a card
-        chosen: see :meth:`_release`); elsewhere players decide in turn, so a player has a
-        decision only when it is their turn.
+        With ``player``, that player's own decision. The offers before the peek (insurance, even
+        money, early surrender) are every player's at once, answered in any order, as at a live
+        table: before, a multiplayer table asked them seat by seat, each with the whole decision
+        clock, and seven players waited up to 105 s (a trial of players). In a common-draw game
+        (power) every player still deciding also plays at the same step, in any order (none while
+        waiting for a card chosen: see :meth:`_release`); elsewhere players play in turn, so a
+        player has a play decision only when it is their turn. Without ``player``, the first
+        decision in the round's order (an offer of the first seat first).
         """
-        if player is not None and not self.rules.deal.common_draw:
+        if player is not None and not self.rules.deal.common_draw and self.phase is not Phase.OFFERS:
             decision = self.decision()
             return decision if decision is not None and decision.player == player else None
         if self.phase is Phase.OFFERS:

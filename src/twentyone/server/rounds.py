@@ -785,9 +785,10 @@ class Rounds:
                                                 "source": source})
                     if source == "timeout":  # the player is told (their round view and history: ``timed_out``)
                         seat.timed_out += 1
-                    # A common draw has one clock for everyone, restarted when the round moves on a step: a
-                    # clock restarted at anyone's decision would tell the others that someone acted.
-                    moved_on = not engine.rules.deal.common_draw or engine.step != step
+                    # Decisions made together (a common draw; the offers before the peek) share one clock, restarted
+                    # when the round moves on a step: a clock restarted at anyone's decision would tell the others
+                    # that someone acted, and give them more time.
+                    moved_on = not engine.decides_together or engine.step != step
                     if moved_on:
                         round_row.decision_since = self.clock()
                     round_row.version += 1
@@ -860,18 +861,20 @@ class Rounds:
     def auto_decide(self, round_id: int, version: int | None = None) -> int:
         """Stand for the waiting hand (decline an offer) after the timeout: the sheets' auto decision.
 
-        In a common-draw game the time-out is the step's, so every player still deciding at this step
-        is stood (those waiting for a card then get it, and a fresh clock for the next step);
-        elsewhere it is the waiting player's: every decision of theirs left in the round is taken (their other
-        hands stood, their offers declined), and the next player's clock starts afresh. Sheet 000: "If
-        reconnection does not occur within 20 minutes, the auto decision — Stand — will be performed and the game
-        will be settled". Before, one hand was stood and the player's next hand had a clock of its own: a
-        first-person round of five hands left after the deal settled after 100 minutes (a trial of players).
+        Where players decide together (a common draw's step, the offers before the peek) the time-out is the
+        step's, so every player still deciding at this step is stood or declines (those waiting for a card then get
+        it, and a fresh clock for the next step); in players' turns it is the waiting player's: every decision of
+        theirs left in the round is taken (their other hands stood), and the next player's clock starts afresh. A
+        round of one player's hands is played out whole. Sheet 000: "If reconnection does not occur within 20
+        minutes, the auto decision — Stand — will be performed and the game will be settled". Before, one hand was
+        stood and the player's next hand had a clock of its own: a first-person round of five hands left after the
+        deal settled after 100 minutes (a trial of players).
         ``version``: the round's version when the timeout was judged; a round moved on since (a
         decision here or in another process) is not timed out.
         """
         timer = Caller(0, "timer", "operator")
         decided = 0
+        together: bool | None = None  # whether the decisions timed out were made together (one clock, one step)
         timed_out_step = None
         timed_out_player = None
         for _ in range(10_000):  # bounded: a round has far fewer decisions than this
@@ -883,14 +886,17 @@ class Rounds:
                 with self.live.locked(round_id):
                     engine = self.live.engine(session, round_row)
                     decision = engine.decision()
-                    independent = engine.rules.deal.common_draw
+                    together = engine.decides_together if together is None else together
                     timed_out_step = engine.step if timed_out_step is None else timed_out_step
-                    if independent and engine.step != timed_out_step:
-                        return decided  # the step that timed out is complete: the next has its own clock
+                    # Counted only once the step moved on: a power round of a thousand seats stands them all at once.
+                    moved_on = together and engine.step != timed_out_step
+                    alone = moved_on and len({hand.player for hand in engine.hands}) == 1
             if decision is None:
                 return decided
+            if moved_on and not alone:
+                return decided  # the step that timed out is complete: the next has its own clock
             timed_out_player = decision.player if timed_out_player is None else timed_out_player
-            if not independent and decision.player != timed_out_player:
+            if not together and decision.player != timed_out_player:
                 return decided  # another player's turn: their own clock
             action = Action.STAND if decision.kind == DecisionKind.PLAY else OFFER_ANSWERS[decision.kind][1]
             try:
