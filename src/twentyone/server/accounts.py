@@ -28,6 +28,7 @@ from twentyone.server.context import (
     ServiceError,
     aware,
     in_session_break,
+    iso,
     session_over_message,
 )
 from twentyone.server.models import GuestArrival, KnownAddress, Player, Round, RoundSeat, SignInFailure, Slip, Token
@@ -374,9 +375,10 @@ class Accounts:
             # could not learn who was signed in (found by an integrator's trial).
             balances = held_balances(lambda currency: self._balance_or_refusal(session, player.id, currency),
                                      CURRENCIES)
+            limits = limits_in_force(player.limits, self.clock())
             return {"id": player.id, "name": player.name, "guest": player.guest, "role": player.role,
-                    "settings": {**SETTINGS_DEFAULTS, **player.settings},
-                    "limits": limits_in_force(player.limits, self.clock()), "balances": balances}
+                    "settings": {**SETTINGS_DEFAULTS, **player.settings}, "limits": limits,
+                    "session": session_json(session_ends_at(player, limits)), "balances": balances}
 
     def _balance_or_refusal(self, session: Session, player_id: int, currency: str) -> int | WalletError:
         try:
@@ -483,6 +485,18 @@ def session_ends_at(player: Player, limits: dict[str, Any]) -> datetime | None:
 # When the player's latest round began, along the index on (player_id, round_id): one row, however long the history.
 LAST_ROUND = (select(Round.created_at).join(RoundSeat, RoundSeat.round_id == Round.id)
               .where(RoundSeat.player_id == bindparam("player_id")).order_by(RoundSeat.round_id.desc()).limit(1))
+
+
+def session_json(ends: datetime | None) -> dict[str, str | None]:
+    """The session's time limit as ``/me`` tells it: when it is (or was) reached, and when the break after it ends,
+    from which play starts a new session; both null without a limit. A page hides its bet controls between the two
+    (before, it learnt of the limit from the first bet refused, and could not know when play was open again).
+
+    >>> from datetime import UTC
+    >>> session_json(datetime(2026, 12, 2, 9, 30, tzinfo=UTC))
+    {'ends_at': '2026-12-02T09:30:00+00:00', 'break_ends_at': '2026-12-02T10:00:00+00:00'}
+    """
+    return {"ends_at": iso(ends), "break_ends_at": iso(ends + SESSION_BREAK if ends is not None else None)}
 
 
 def session_over(started: datetime | None, last_round: datetime | None, now: datetime) -> bool:
