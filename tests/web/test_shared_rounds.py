@@ -468,3 +468,36 @@ def test_a_round_with_every_seat_taken_takes_no_bet_from_an_eighth_player_and_sa
         assert not problems, problems
     finally:
         page.context.close()
+
+
+def test_insurance_is_offered_to_every_player_at_once_and_a_time_out_is_told_beside_the_next_decision(
+        browser: Any, live_server: LiveServer) -> None:
+    """Multiplayer, the dealer's Ace up: both pages are offered insurance at once (before, seat by seat, 15 s each:
+    seven players waited up to 105 s). The second answers; the timer declines for the first, whose turn comes next:
+    its bar says the timer decided for it beside "Your decision" (before, only in the result: a trial of players)."""
+    from sqlalchemy import select
+
+    from twentyone.server.models import Round
+
+    # Both players' first cards, the hole card, their second cards, the Ace up: 19 and 18 against an Ace.
+    ace_up = ["TS", "TC", "6H", "9D", "8H", "AH", "7C", "5S", "4D", "3C"]
+    (first, _, problems), (other, _, other_problems) = both_joined(browser, live_server, 100, "multiplayer", ace_up)
+    try:
+        service = live_server.service
+        service.close_betting("multiplayer")
+        for page in (first, other):
+            expect(page.locator("#action-bar [data-focus='offer-no']")).to_be_enabled()
+        other.locator("#action-bar [data-focus='offer-no']").click()
+        expect(other.locator("#action-bar [data-focus='offer-no']")).to_have_count(0)  # its answer taken
+        with service.store.read() as session:
+            round_id = session.scalars(select(Round.id).where(Round.table_id == "multiplayer",
+                                                             Round.status == "playing")).one()
+        assert service.rounds.auto_decide(round_id) == 1  # the timer's, as at the clock's end: the first's offer
+        expect(first.locator("#timed-out")).to_have_text(re.compile(r"^Time ran out: the auto decision"))
+        expect(first.locator("#action-bar")).to_contain_text("Your decision")
+        expect(first.locator("button[data-action='stand']")).to_be_enabled()
+        shot(first, "multiplayer-timed-out-insurance")
+    finally:
+        first.context.close()
+        other.context.close()
+        assert not problems and not other_problems, (problems, other_problems)

@@ -559,6 +559,7 @@ def test_sign_out_ends_the_sign_in_on_the_server_and_a_sign_out_elsewhere_reache
         guest_at(page, live_server, "power")
         token = page.evaluate("localStorage.getItem('twentyone.token')")
         page.get_by_role("button", name="Sign out").click()
+        page.locator("#sign-out-confirmed").click()  # a guest is asked first: the account is lost
         expect(page.get_by_role("button", name="Play as guest")).to_be_visible()
         assert page.evaluate("localStorage.getItem('twentyone.token')") is None
         refused = httpx.get(live_server.url + "/me", headers={"Authorization": f"Bearer {token}"})
@@ -597,6 +598,7 @@ def test_a_profile_read_answered_after_sign_out_does_not_sign_the_page_in_again(
         answer = held[0].fetch()  # answered by the server while the sign-in is still on
         assert answer.status == 200
         page.get_by_role("button", name="Sign out").click()
+        page.locator("#sign-out-confirmed").click()  # a guest is asked first: the account is lost
         expect(page.get_by_role("button", name="Play as guest")).to_be_visible()
         held[0].fulfill(response=answer)  # the old answer arrives now
         page.wait_for_timeout(500)  # the page has taken it, had it anything to draw
@@ -622,6 +624,7 @@ def test_signing_out_from_a_seat_in_a_forming_round_says_the_bets_came_back(
         page.locator("#deal").click()
         expect(page.locator("#bet-status")).to_contain_text("Your bets are in")
         page.get_by_role("button", name="Sign out").click()
+        page.locator("#sign-out-confirmed").click()  # a guest is asked first: the account is lost
         expect(page.get_by_role("button", name="Play as guest")).to_be_visible()
         expect(page.locator("#announce")).to_have_text("Signed out. Your undealt bets were returned: $10.00.")
         page.wait_for_timeout(500)  # the table's news of the seat, had the page still listened

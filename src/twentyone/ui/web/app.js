@@ -2,7 +2,7 @@
 // in table.js (state and controls), round.js (the felt), cards.js, chips.js and money.js.
 
 import { cardText } from "./cards.js";
-import { announce, api, el, exclusionLine, showError, state, utc, view } from "./dom.js";
+import { announce, api, el, exclusionLine, sessionOverLine, showError, state, utc, view } from "./dom.js";
 import { money } from "./money.js";
 import { sideTitle } from "./round.js";
 import { closeSocket, currentTableId, leaveRound, leaveTable, openTable } from "./table.js";
@@ -34,15 +34,25 @@ function renderAccount() {
   const who = document.getElementById("who");
   const out = document.getElementById("sign-out");
   if (state.me) {
-    // The balances the casino's wallet holds: one it holds in no currency has none to show.
-    const balances = Object.entries(state.me.balances).map(([c, v]) => money(v, c)).join(" · ");
-    who.textContent = balances ? `${state.me.name} — ${balances}` : state.me.name;
+    // The balances the casino's wallet holds: one it holds in no currency has none to show. At a table, its currency's
+    // is the table's BALANCE (what is left to bet), with what is on the table beside it: before, the header showed
+    // $1,000.00 where the table showed $975.00, $25.00 being on the slip (found by a trial).
+    const here = state.table && state.tableMoney;
+    const parts = Object.entries(state.me.balances).map(([c, v]) => {
+      if (!here || here.currency !== c) return money(v, c);
+      return here.onTable ? [money(here.available, c), el("span", { class: "on-table", id: "on-table" },
+        ` (${money(here.onTable, c)} on the table)`)] : money(here.available, c);
+    });
+    const balances = parts.flatMap((part, index) => (index ? [" · ", part] : [part])).flat();
+    who.replaceChildren(...(balances.length ? [`${state.me.name} — `, ...balances] : [state.me.name]));
     out.hidden = false;
   } else {
     who.textContent = "";
     out.hidden = true;
   }
 }
+
+state.drawAccount = renderAccount;  // the table redraws the header's balance with its own (table.js)
 
 async function signedIn(token) {
   state.token = token;
@@ -105,7 +115,7 @@ async function renderLobby() {
     const balances = Object.entries(state.me.balances).map(([c, v]) => money(v, c)).join(" · ");
     root.append(el("p", { class: "phone-only", id: "lobby-who" }, balances ? `${state.me.name}: ${balances}` : state.me.name));
   }
-  const excluded = exclusionLine();  // they may still watch a table and read its history
+  const excluded = exclusionLine() || sessionOverLine();  // they may still watch a table and read its history
   if (excluded) root.append(el("p", { class: "panel exclusion", id: "exclusion", role: "status" }, excluded));
   // The player's rounds still open: at tables in the lobby (a player who came back here mid-round saw no word of it:
   // a trial), and where the operator closed the table, which is in no lobby.
@@ -212,7 +222,10 @@ async function showReplay(roundId, currency, tableId) {
       return op.type;
     });
     const verify = el("p", { id: "verification" });
-    target.replaceChildren(el("h2", {}, `Round #${roundId}`), el("ol", { class: "operations" },
+    // The count of steps says how long the list is: in a scrolling box on a phone, round #18 looked as if it ended
+    // early (found by a trial). On a phone the list now grows instead (style.css).
+    target.replaceChildren(el("h2", {}, `Round #${roundId}`, el("span", { class: "steps", id: "replay-steps" },
+      ` · ${lines.length} step${lines.length === 1 ? "" : "s"}`)), el("ol", { class: "operations" },
       ...lines.map((line) => el("li", {}, line))),
     el("button", { type: "button", id: "verify", onclick: async () => {
       try {
@@ -251,6 +264,12 @@ async function renderLimits() {
     return change ? ` (raised to ${text(change.value)} from ${utc(change.from)})` : "";
   };
   const message = el("p", { role: "status" });
+  // "Limits saved." is about the limits as saved: an edit after it clears it (before, it stayed: a trial).
+  const editing = () => {
+    const banner = document.getElementById("announce");
+    if (banner.textContent.startsWith("Limits saved.")) announce("");
+    message.textContent = "";
+  };
   const root = view();
   root.replaceChildren(el("section", { class: "panel" },
     el("h1", {}, "Responsible gaming"),
@@ -264,7 +283,7 @@ async function renderLimits() {
       el("li", {}, `Session time limit: ${limits.session_minutes ? minutesText(limits.session_minutes) : "none"}`
         + waiting("session_minutes", minutesText)),
       el("li", {}, `Self-exclusion: ${limits.excluded_until ? `until ${utc(limits.excluded_until)}` : "none"}`)),
-    el("form", { class: "inline", onsubmit: async (event) => {
+    el("form", { class: "inline", oninput: editing, onsubmit: async (event) => {
       event.preventDefault();
       const form = event.target;
       const body = {};
@@ -291,6 +310,7 @@ async function renderLimits() {
 // ---------------------------------------------------------------- router
 async function route() {
   announce("");
+  closeSignOutQuestion();  // asked on another page: the question goes with it
   clearInterval(state.timer);
   const hash = location.hash || "#/";
   const table = currentTableId();
@@ -322,7 +342,40 @@ function forgetSignIn() {
   route();
 }
 
-document.getElementById("sign-out").addEventListener("click", async () => {
+// A guest's sign-out is asked for again, in a banner under the header: it discards the guest's account, balance and
+// history for good (a guest has no password to sign back in with). Before, one click did it (found by a trial).
+// A registered player signs out at once.
+function closeSignOutQuestion() {
+  const asked = document.getElementById("sign-out-confirm");
+  if (asked) asked.remove();
+}
+
+function askGuestSignOut() {
+  closeSignOutQuestion();
+  const stay = el("button", { type: "button", id: "sign-out-stay", onclick: () => {
+    closeSignOutQuestion();
+    document.getElementById("sign-out").focus();
+  } }, "Stay signed in");
+  const question = el("div", { class: "announce confirm", id: "sign-out-confirm", role: "alertdialog",
+    "aria-labelledby": "sign-out-words", onkeydown: (event) => { if (event.key === "Escape") stay.click(); } },
+  el("p", { id: "sign-out-words" }, "Sign out of this guest account for good? A guest cannot sign back in: its "
+    + "balance and its history are lost."),
+  el("div", { class: "controls" },
+    el("button", { type: "button", class: "danger", id: "sign-out-confirmed", onclick: () => {
+      closeSignOutQuestion();
+      signOut();
+    } }, "Sign out for good"),
+    stay));
+  document.querySelector(".topbar").after(question);
+  stay.focus();
+}
+
+document.getElementById("sign-out").addEventListener("click", () => {
+  if (state.me && state.me.guest) askGuestSignOut();
+  else signOut();
+});
+
+async function signOut() {
   // The server ends the sign-in (its token is refused from then on) and returns bets never dealt, which the page says;
   // it forgets the token even where the server cannot be reached. The table's socket is closed first: its news of the
   // returned bets made the page read the table again under the ended sign-in, and the refusal's words for a request
@@ -350,7 +403,7 @@ document.getElementById("sign-out").addEventListener("click", async () => {
     words.push(left.words + (left.toPlay && !guest ? " Sign in again to play it." : ""));
   }
   if (words.length) announce([unreached ? "Signed out of this browser." : "Signed out.", ...words].join(" "));
-});
+}
 
 // A table's socket closed because this sign-in ended elsewhere ("sign out everywhere") or expired.
 window.addEventListener("twentyone:signed-out", () => {

@@ -53,7 +53,14 @@ export function status(text) {
   return el("div", { class: "bar-status" }, el("p", { class: "status-line" }, text, " ", el("span", { class: "timer", id: "bar-timer" })));
 }
 
-export function bettingBar(table, slip, { forming, seated, playing, canBet, excluded, full }) {
+/** The chip a spot takes: the one chosen while the balance covers it, else the largest one it covers (null: none).
+ * Before, a chosen chip the balance no longer covered left no chip chosen, and a spot refused it (a trial). */
+export function chipInHand(slip) {
+  if (slip.enabled_chips.includes(slip.chip)) return slip.chip;
+  return slip.enabled_chips.length ? Math.max(...slip.enabled_chips) : null;
+}
+
+export function bettingBar(table, slip, { forming, seated, playing, canBet, excluded, full, available, broke }) {
   if (excluded && !seated) {  // the line, and NEW BETS to put a finished round away: no chip, no DEAL
     return el("div", { class: "betting" },
       el("p", { class: "status-line", id: "bet-status" }, excluded),
@@ -68,12 +75,20 @@ export function bettingBar(table, slip, { forming, seated, playing, canBet, excl
     const name = otherDecider(playing);
     line = `A round is in play${name ? ` (${name} is deciding)` : ""}: bet now for the next one`;
   }
-  const timer = forming ? el("span", { class: "timer", id: "window" }) : null;
+  // `broke`: the table's smallest bet, which the balance is below (table.js); the amounts named, the round forming or
+  // in play unsaid (no bet of theirs joins it).
+  const short = broke !== null && broke !== undefined;
+  if (short) {
+    line = `Your balance of ${money(available, table.currency)} is below this table's minimum bet of `
+      + `${money(broke, table.currency)}: no bet can be made here.`;
+  }
+  const timer = forming && !short ? el("span", { class: "timer", id: "window" }) : null;
   const statusLine = el("p", { class: "status-line", id: "bet-status" }, line, timer ? " " : "", timer,
-    full ? ` — all ${table.seats} seats are taken: bet once it is dealt` : forming && !seated ? " — bet to join" : "");
+    full ? ` — all ${table.seats} seats are taken: bet once it is dealt` : forming && !seated && !short ? " — bet to join" : "");
   // The chosen chip is shown chosen only while the balance covers it and a bet can be made: greyed out, a gold ring
   // said it was still the one a spot would take (a player's trial).
-  const chosen = (chip) => canBet && chip === slip.chip && slip.enabled_chips.includes(chip);
+  const inHand = chipInHand(slip);
+  const chosen = (chip) => canBet && chip === inHand;
   const chips = el("div", { class: "chips", role: "group", "aria-label": "Chips" },
     ...table.chips.map((chip) => el("button", { type: "button", class: `chip chip-${chipColour(chip)}${chosen(chip) ? " selected" : ""}`,
       "data-chip": chip, "data-focus": `chip-${chip}`, disabled: !canBet || !slip.enabled_chips.includes(chip),
@@ -81,12 +96,17 @@ export function bettingBar(table, slip, { forming, seated, playing, canBet, excl
       onclick: () => act.control("chip", { chip }) }, chipLabel(chip, table.currency))));
   if (seated) return el("div", { class: "betting" }, statusLine);
   const empty = slip.total === 0;
-  const rebetInstead = empty && slip.can_rebet && canBet;
+  // REBET is offered while the balance reaches the table's minimum (what the last bets were is not in the slip: the
+  // server says if they are more than it covers); x2 while what is left covers the slip once more.
+  const rebetInstead = empty && slip.can_rebet && canBet && !short;
+  const doubleShort = !empty && available !== null && available !== undefined && available < slip.total;
   const controls = el("div", { class: "controls" },
     state.finished ? button("next-round", "NEW BETS", "n", () => act.nextRound(), { id: "next-round" }) : null,
     // UNDO stays while every seat is taken: bets on the slip then come back at the close, or may be taken back now.
     button("undo", "UNDO", "u", () => act.control("undo"), { id: "undo", disabled: empty || (!canBet && !full) }),
-    button("double-bets", "x2", "x", () => act.control("double"), { id: "double-bets", disabled: empty || !canBet }),
+    button("double-bets", "x2", "x", () => act.control("double"), { id: "double-bets", disabled: empty || !canBet || doubleShort,
+      ...(doubleShort && canBet ? { title: `x2 needs ${money(slip.total, table.currency)} more; the balance left is `
+        + `${money(available, table.currency)}` } : {}) }),
     rebetInstead
       ? button("rebet", table.same_bet_deals ? "SAME BET" : "REBET", "r", () => act.control("rebet"), { id: "rebet", class: "primary" })
       : button("deal", "DEAL", "d", () => act.control("deal"), { id: "deal", class: "primary",
@@ -131,8 +151,11 @@ export function decisions(round) {
   const short = shortOf.length
     ? el("span", { class: "balance-short", id: "short-of" }, ` · The balance of ${money(balance, currency)} is short: ${shortOf.join(", ")}.`)
     : null;
+  // A decision the timer took (an offer declined at a shared table, whose turns then begin) is told beside the next
+  // one: before, it was told only while waiting for others and in the result (found by a trial of players).
+  const late = me.timed_out ? el("span", { class: "timed-out", id: "timed-out" }, `${timedOut(me.timed_out)} `) : null;
   return el("div", { class: "decisions-wrap" },
-    el("p", { class: "status-line" }, "Your decision ", el("span", { class: "timer", id: "bar-timer" }), short),
+    el("p", { class: "status-line" }, late, "Your decision ", el("span", { class: "timer", id: "bar-timer" }), short),
     el("div", { class: "decisions", role: "group", "aria-label": "Decisions" }, ...buttons));
 }
 

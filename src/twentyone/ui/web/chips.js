@@ -36,7 +36,11 @@ export function chipStack(amount, chips, currency, extraClass = "") {
     disc.className = `disc chip-${chipColour(value)}`;
     disc.style.setProperty("--i", index);
     disc.setAttribute("aria-hidden", "true");
-    if (index === stack.length - 1) disc.textContent = chipLabel(value, currency);
+    // The top disc names its chip; an odd amount's disc (a 3:2 payout, a cash out's $0.95) is no chip of the table's and
+    // names nothing: the amount is written beside the stack, and a disc reading "$0.95" looked like a chip there
+    // (found by a trial).
+    if (index === stack.length - 1 && chips.includes(value)) disc.textContent = chipLabel(value, currency);
+    else if (!chips.includes(value)) disc.classList.add("odd");
     wrap.append(disc);
   });
   wrap.style.setProperty("--n", stack.length);

@@ -105,9 +105,56 @@ export function exclusionLine() {
   return `You have excluded yourself from play until ${utc(until)}.`;
 }
 
+/** While the player's session time limit is reached and the break after it runs (GET /me's `session`): the line that
+ * says until when; else null. Their bet controls are refused meanwhile (found by a trial: chips, spots and REBET
+ * stayed, each press answered with the same 403); after the break, their next bet starts a new session. */
+export function sessionOverLine() {
+  const session = state.me && state.me.session;
+  if (!session || !session.ends_at) return null;
+  const [ends, resumes, now] = [Date.parse(session.ends_at), Date.parse(session.break_ends_at), Date.now()];
+  if (!(ends < now && now < resumes)) return null;
+  const limit = state.me.limits && state.me.limits.session_minutes;
+  const minutes = (count) => `${count} minute${count === 1 ? "" : "s"}`;
+  return `Your session time limit${limit ? ` of ${minutes(limit)}` : ""} is reached: you can play again after a `
+    + `break of ${minutes(Math.round((resumes - ends) / 60000))}, from ${utc(session.break_ends_at)}.`;
+}
+
+/** Milliseconds until the break after the session's limit ends (null: none is running): the page gives the bet
+ * controls back then. */
+export function sessionBreakLeft() {
+  if (!sessionOverLine()) return null;
+  return Math.max(0, Date.parse(state.me.session.break_ends_at) - Date.now());
+}
+
+/** Whether `error` is the refusal of a session whose time limit is reached (the server's 403): the page then reads
+ * /me again, whose `session` says until when (sessionOverLine). */
+export function isSessionOver(error) {
+  return error.status === 403 && /session time limit/i.test(error.message || "");
+}
+
 /** A message for the player, read out by screen readers (the banner above the table). */
 export function announce(text) {
   document.getElementById("announce").textContent = text;
+}
+
+// After "No answer", the page asks the server again by itself until it answers: the answer clears the words (api),
+// and the table is read (state.reconnected, table.js) to show what a button did. Before, the words stayed once the
+// line was back, until something else made a request: a player who waited saw them for good (found by a trial).
+const PROBE_MS = 3000;
+let probing = null;
+
+function probeSoon() {
+  if (probing) return;
+  probing = setTimeout(async () => {
+    probing = null;
+    if (!noAnswerShown || !state.token) return;
+    try {
+      await api("GET", "/me");
+    } catch (error) {
+      if (error.noAnswer) { probeSoon(); return; }
+    }
+    if (state.reconnected) state.reconnected();
+  }, PROBE_MS);
 }
 
 export function showError(error) {
@@ -117,6 +164,7 @@ export function showError(error) {
     // A read's "no answer" after a button's keeps the button's: whether it was taken is still to be seen.
     if (!(noAnswerShown && document.getElementById("announce").textContent.startsWith(NO_ANSWER))) announce(error.message);
     noAnswerShown = true;
+    probeSoon();
     return;
   }
   announce(error.message);

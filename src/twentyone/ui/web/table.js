@@ -1,8 +1,11 @@
 // The table page: state from the server, the requests a player makes, and the felt drawn from them.
 
-import { OFFER_TITLES, answers, bettingBar, closedBar, decisions, offerPanel, status, whoDecides, wire } from "./bar.js";
+import { OFFER_TITLES, answers, bettingBar, chipInHand, closedBar, decisions, offerPanel, status, whoDecides, wire }
+  from "./bar.js";
 import { chipStack } from "./chips.js";
-import { announce, api, el, exclusionLine, showError, state, view } from "./dom.js";
+import {
+  announce, api, el, exclusionLine, isSessionOver, sessionBreakLeft, sessionOverLine, showError, state, view,
+} from "./dom.js";
 import { betsTotal, money } from "./money.js";
 import { dealerArea, myHands, otherDecider, othersStrip, resultSummary, roundCurrency, sideResult, sideTitle } from "./round.js";
 
@@ -61,6 +64,23 @@ function clearRefusalIfMovedOn(round) {
   if (!refusal || stepOf(round) === refusal.step) return;
   if (document.getElementById("announce").textContent === refusal.text) announce("");
   refusal = null;
+}
+
+// Words about the table as it was (bets a reconnection returned) are cleared by the next round the felt shows: before,
+// "Your undealt bets were returned: $1.00." after a reload stayed through the next round and its result (a trial).
+let notice = null;  // { text, at }: the words, and the round the felt showed when they were said (0: none)
+
+function sayUntilNextRound(text) {
+  announce(text);
+  notice = { text, at: undefined };  // the felt's round is taken at its next drawing: the read may still be coming
+}
+
+function clearNoticeIfNextRound(shownId) {
+  if (!notice) return;
+  if (notice.at === undefined) notice.at = shownId;
+  if (shownId === notice.at) return;
+  if (document.getElementById("announce").textContent === notice.text) announce("");
+  notice = null;
 }
 
 // ------------------------------------------------------------------ state from the server
@@ -384,7 +404,7 @@ function connectSocket(tableId) {
       const returned = event.returned_bets.map((b) => money(b.total, b.currency || (state.tables[b.table_id] || {}).currency));
       // The table is read again (above): one read while the socket connected would show the bets still on the spots
       // and the balance without them (DEAL then finds no bet).
-      announce(`Your undealt bets were returned: ${returned.join(", ")}.`);
+      sayUntilNextRound(`Your undealt bets were returned: ${returned.join(", ")}.`);
     }
     if (event.type === "bets-returned" && state.me && event.player_id === state.me.id) {
       // A seat's bets are in its round's currency, which the event names (the table's may have changed since).
@@ -491,8 +511,11 @@ async function controlNow(path, body) {
     // make way for the spots, the chip in hand. Before, the chip was taken with no spot to put it on until NEW BETS
     // was pressed (found by a trial). A round they only watched leaves the spots drawn: its result stays.
     if (path !== "chip" || ownFinished()) clearFinished();
-    const answer = await api("POST", `/tables/${tableId}/${path}`, body);
+    // A spot's maximum is said until the next bet action, taken or refused: before, a refusal of another kind left
+    // it over spot 1 while the banner said something else (found by a trial).
     state.maxSpot = null;
+    if (path === "bets") await pickCoveredChip(tableId);
+    const answer = await api("POST", `/tables/${tableId}/${path}`, body);
     announce("");
     if (answer.slip) state.table.slip = answer.slip;
     if ("balance" in answer) state.table.balance = answer.balance;  // a credit made meanwhile shows at once
@@ -508,11 +531,37 @@ async function controlNow(path, body) {
     renderTable();
   } catch (error) {
     if (error.data && error.data.maximum && body) state.maxSpot = { spot: body.spot, text: error.message };
+    if (isSessionOver(error) && state.ensureMe) {  // said once, in the bar, which offers no bet control until the
+      announce("");                                // break ends (GET /me's session)
+      await state.ensureMe().catch(() => null);
+      renderTable();
+      return;
+    }
     showError(error);
     // Refused (a self-exclusion made on another device, say): what the player may do is read again.
     if (error.status === 403 && state.ensureMe) await state.ensureMe().catch(() => null);
     renderTable();
   }
+}
+
+// The bet controls come back when the break after a session's limit ends: one timer, set while the table shows.
+let breakTimer = null;
+
+function giveBetsBackAfterTheBreak() {
+  clearTimeout(breakTimer);
+  const left = sessionBreakLeft();
+  if (left !== null) breakTimer = setTimeout(() => { if (state.table) renderTable(); }, left + 1000);
+}
+
+/** The chip the bar shows chosen goes on the spot: where the balance no longer covers the server's chosen chip, the
+ * bar shows the largest one it covers (bar.js, chipInHand), which is chosen first. Before, no chip looked chosen and a
+ * spot answered "The balance does not cover another $500.00." (found by a trial). */
+async function pickCoveredChip(tableId) {
+  const slip = state.table && state.table.slip;
+  const chip = slip ? chipInHand(slip) : null;
+  if (chip === null || chip === slip.chip) return;
+  const answer = await api("POST", `/tables/${tableId}/chip`, { chip });
+  if (answer.slip && state.table) state.table.slip = answer.slip;
 }
 
 /** Whether the felt shows a finished round of the player's own hands, where the betting spots go. */
@@ -568,6 +617,12 @@ function nextRound() {
   renderTable();
 }
 
+// The server answers again after "No answer" (dom.js): the table is read, to show what a button did meanwhile.
+state.reconnected = () => {
+  const tableId = currentTableId();
+  if (tableId && state.table && state.table.table.id === tableId) refreshSoon(tableId);
+};
+
 wire({ control, decide, answerOffers, nextRound, redraw: () => renderTable(),
   controlsPending: () => controlsInFlight > 0 });
 
@@ -583,10 +638,12 @@ export function renderTable() {
   const shoeCommitment = (forming && forming.commitment) || (nextShoe && nextShoe.commitment);
   const playing = current && current.status === "playing" ? current : null;
   const shown = playing || state.finished;
+  clearNoticeIfNextRound(shown ? shown.id : 0);
   const seatedForming = forming && forming.me;
   const inPlay = playing && playing.me;
   // Excluded from play: no bet control is offered (the server refuses each); a round in play goes on.
-  const excluded = exclusionLine();
+  const excluded = exclusionLine() || sessionOverLine();
+  giveBetsBackAfterTheBreak();
   // A round taking bets whose every seat is taken (multiplayer's seven): no bet of this player's joins it, and bets
   // on the slip come back when it closes. The page says so and takes none; before, it said "bet to join" with DEAL
   // lit, DEAL was refused "The table is full", and the bets came back at the close (found by a trial).
@@ -599,6 +656,17 @@ export function renderTable() {
   const betCurrency = seatedForming ? roundCurrency(forming) : inPlay ? roundCurrency(playing) : table.currency;
   const totalBet = seatedForming ? betsTotal(forming.me.bets) : inPlay ? playing.me.staked : slip.total;
   const onTable = inPlay || betCurrency !== table.currency ? 0 : totalBet;
+  const available = balance === null ? null : balance - onTable;
+  // The header's balance in this currency is the table's, and says what is on the table (app.js, renderAccount):
+  // before, it showed $1,000.00 where the table showed $975.00 with $25.00 on the slip (found by a trial).
+  state.tableMoney = available === null ? null : { currency: table.currency, available, onTable };
+  if (state.drawAccount) state.drawAccount();
+  // Too little to bet at all: under the table's smallest bet (its main minimum, or its smallest chip where that is
+  // larger) with nothing on the slip. The bar says so and nothing is offered; before, REBET stayed lit and the spots
+  // looked open, and each answered "The balance does not cover…" (found by a trial).
+  const minimum = Math.max(table.limits.main[0], Math.min(...table.chips));
+  const broke = Boolean(canBet && !seatedForming && slip.total === 0 && available !== null && available < minimum
+    && betCurrency === table.currency);
 
   const felt = el("section", { class: `felt${table.shared ? " shared" : ""}`, "aria-label": table.name },
     el("div", { class: "table-head" },
@@ -617,17 +685,21 @@ export function renderTable() {
   if (shown && shown.hands.some((hand) => hand.player_id === state.me.id)) {
     felt.append(myHands(shown, null));
     const currency = roundCurrency(shown);
+    // Each names its hand where the player has several, as the felt numbers them (before, "Perfect Pairs: lost · 21+3:
+    // lost" with bets on hands 1 and 5: found by a trial); the result banner names them alike (round.js).
+    const seats = [...new Set(shown.hands.filter((hand) => hand.player_id === state.me.id).map((hand) => hand.seat))];
+    const spot = (seat) => (seats.length > 1 ? ` (hand ${seats.indexOf(seat) + 1})` : "");
     // Side bets settled at the deal, and insurance taken and not yet settled (a game without the dealer's peek settles
     // it with the hands: until then nothing said what the balance had paid for).
-    const early = [...shown.side_bets.filter((side) => side.player_id === state.me.id).map((side) => sideResult(side, currency)),
-      ...(shown.insurance_taken || []).map((cover) => `Insurance taken: ${money(cover.stake, currency)}`
+    const early = [...shown.side_bets.filter((side) => side.player_id === state.me.id).map((side) => sideResult(side, currency, spot)),
+      ...(shown.insurance_taken || []).map((cover) => `Insurance${spot(cover.seat)} taken: ${money(cover.stake, currency)}`
         + (table.pays && table.pays.insurance ? `, paid ${odds(table.pays.insurance)} on a dealer blackjack` : ""))];
     if (!ended(shown) && early.length) {
       felt.append(el("p", { class: "side-results", id: "side-results" }, early.join(" · ")));
     }
     if (ended(shown)) state.settledShown = shown.id;
   } else if (!table.closed && (!playing || table.shared)) {  // a closed table takes no bets: no spots
-    felt.append(spots(table, slip, canBet, seatedForming ? forming.me.bets : null, betCurrency));
+    felt.append(spots(table, slip, canBet && !broke, seatedForming ? forming.me.bets : null, betCurrency));
   }
   if (!table.closed) felt.append(el("details", { class: "panel limits", id: "limits" },
     el("summary", {}, "BET LIMITS"),
@@ -642,7 +714,10 @@ export function renderTable() {
   else if (decisionHere) bar = decisions(playing);
   else if (inPlay || (playing && !table.shared)) bar = status(whoDecides(playing));
   else if (table.closed) bar = closedBar();
-  else bar = bettingBar(table, slip, { forming, seated: seatedForming, playing, canBet, excluded, full });
+  else {
+    bar = bettingBar(table, slip, { forming, seated: seatedForming, playing, canBet, excluded, full, available,
+      broke: broke ? minimum : null });
+  }
   view().replaceChildren(felt, el("nav", { class: "action-bar", "aria-label": "Actions", id: "action-bar" }, bar));
   restoreFocus(focused);
   // On a small screen the hand waiting for a decision is brought into view, beside the dealer.
