@@ -9,19 +9,7 @@ from typing import Any
 import httpx
 import pytest
 from playwright.sync_api import expect
-from web_helpers import DESKTOP, PHONE, LiveServer, shot, table_page
-
-
-def chip(page: Any, amount: int) -> None:
-    page.locator(f"button.chip[data-chip='{amount}']").click()
-    expect(page.locator(f"button.chip[data-chip='{amount}']")).to_have_attribute("aria-pressed", "true")
-
-
-def bet(page: Any, spot: int = 1, side: str | None = None) -> None:
-    target = f"button.side[data-spot='{spot}'][data-side='{side}']" if side else f"button.circle[data-spot='{spot}']"
-    before = page.locator("#total-bet").inner_text()
-    page.locator(target).click()
-    expect(page.locator("#total-bet")).not_to_have_text(before)
+from web_helpers import DESKTOP, PHONE, LiveServer, bet, chip, shot, table_page
 
 
 def deal(page: Any, server: LiveServer, table: str) -> None:

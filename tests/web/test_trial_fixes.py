@@ -12,23 +12,20 @@ from typing import Any
 import httpx
 from playwright.sync_api import expect
 from server_helpers import OPERATOR
-from web_helpers import DESKTOP, LiveServer, guest_token, poster, shot, signed_in_context, table_page
+from web_helpers import (
+    DESKTOP,
+    PHONE,
+    LiveServer,
+    bet,
+    chip,
+    guest_token,
+    poster,
+    shot,
+    signed_in_context,
+    table_page,
+)
 
 from twentyone.server.models import Player
-
-PHONE = {"width": 375, "height": 812}
-
-
-def chip(page: Any, amount: int) -> None:
-    page.locator(f"button.chip[data-chip='{amount}']").click()
-    expect(page.locator(f"button.chip[data-chip='{amount}']")).to_have_attribute("aria-pressed", "true")
-
-
-def bet(page: Any, spot: int = 1, side: str | None = None) -> None:
-    target = f"button.side[data-spot='{spot}'][data-side='{side}']" if side else f"button.circle[data-spot='{spot}']"
-    before = page.locator("#total-bet").inner_text()
-    page.locator(target).click()
-    expect(page.locator("#total-bet")).not_to_have_text(before)
 
 
 def token_of(page: Any) -> str:

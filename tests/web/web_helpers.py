@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any
 
 import uvicorn
+from playwright.sync_api import expect
 from server_helpers import eventually
 
 CHROMIUM = os.environ.get("TWENTYONE_CHROMIUM", "/usr/bin/chromium")
@@ -159,3 +160,17 @@ def poster(server: LiveServer, token: str) -> Any:
         return answer.json()
 
     return post
+
+
+def chip(page: Any, amount: int) -> None:
+    """Choose the chip of ``amount`` in the rack, and wait until the page shows it chosen."""
+    page.locator(f"button.chip[data-chip='{amount}']").click()
+    expect(page.locator(f"button.chip[data-chip='{amount}']")).to_have_attribute("aria-pressed", "true")
+
+
+def bet(page: Any, spot: int = 1, side: str | None = None) -> None:
+    """Put the chip in hand on a spot's main bet (or its ``side`` bet), and wait until the total moves."""
+    target = f"button.side[data-spot='{spot}'][data-side='{side}']" if side else f"button.circle[data-spot='{spot}']"
+    before = page.locator("#total-bet").inner_text()
+    page.locator(target).click()
+    expect(page.locator("#total-bet")).not_to_have_text(before)
