@@ -294,6 +294,39 @@ def test_the_offers_before_the_peek_are_everyones_at_once_on_one_clock(http: Tes
     assert [hand["status"] for hand in anns["hands"]] == ["playing", "playing"]
 
 
+def test_a_lone_player_at_a_shared_table_still_has_a_turn_after_the_offers_time_out(
+        http: TestClient, service: GameService, clock: Clock) -> None:
+    """The offers' time-out at a shared table declines them, and the turns begin: a lone player's hand is not stood
+    with them (a review: the round of one player was played out whole, 12 against an Ace stood unasked). Only a
+    private table's round is (sheet 000)."""
+    ann = new_player(http, "ann")
+    # Ann's first card, the hole card, her second card, the Ace up; then cards to draw.
+    service.stacked.append(["TS", "6H", "2D", "AH", "7C", "5S", "4D", "3C"])
+    round_id = dealt_shared_round(service, clock, [ann], table="multiplayer")
+    clock.advance(service.table("multiplayer").decision_timeout + 1)
+    assert service.tick()["auto"] == 1
+    view = ann.get(f"/rounds/{round_id}").json()
+    assert view["status"] == "playing" and view["decision"]["kind"] == "play", view
+    assert [hand["status"] for hand in view["hands"]] == ["playing"]
+
+
+def test_an_offer_answered_at_a_multiplayer_table_is_news_to_the_others(
+        http: TestClient, service: GameService, clock: Clock) -> None:
+    """Answers to the offers share one clock, which they do not restart; each is still told to the table, where
+    nothing is withheld (a review: the others' pages named the player who answered as deciding until the end)."""
+    ann, bob = new_player(http, "ann"), new_player(http, "bob")
+    service.stacked.append(["TS", "TC", "6H", "9D", "8H", "AH", "7C", "5S", "4D", "3C"])
+    round_id = dealt_shared_round(service, clock, [ann, bob], table="multiplayer")
+    with http.websocket_connect(f"/ws/tables/multiplayer?token={ann.token}") as anns_page:
+        anns_page.receive_json()  # hello
+        assert bob.act(round_id, "no-insurance").status_code == 200
+        news = anns_page.receive_json()
+        while news.get("type") != "round":
+            news = anns_page.receive_json()
+        assert news["round_id"] == round_id and news["status"] == "playing"
+    assert ann.get(f"/rounds/{round_id}").json()["deciding"] == [ann.player_id()]
+
+
 def service_actions(service: GameService, round_id: int) -> list[dict[str, object]]:
     from twentyone.server.live import round_actions
 

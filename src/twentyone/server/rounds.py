@@ -789,6 +789,10 @@ class Rounds:
                     # when the round moves on a step: a clock restarted at anyone's decision would tell the others
                     # that someone acted, and give them more time.
                     moved_on = not engine.decides_together or engine.step != step
+                    # News of the answer for everyone, except in a common draw, where a choice is nobody else's news;
+                    # an offer answered at a multiplayer table is (before, the others' pages named that player as
+                    # still deciding until the offers ended: a review).
+                    told = moved_on or not engine.rules.deal.common_draw
                     if moved_on:
                         round_row.decision_since = self.clock()
                     round_row.version += 1
@@ -815,7 +819,7 @@ class Rounds:
                 self.void(round_id, VOID_IN_PLAY)
                 return self.view_of(caller, round_id)
         self.deliver_outbox()
-        if moved_on or body["status"] != "playing":
+        if told or body["status"] != "playing":
             # In a common draw one player's choice is news to nobody else: a table of hundreds hears only
             # that the round moved on a step (a common card dealt to those waiting for it) or settled.
             news = {"type": "round", "round_id": round_id, "status": body["status"]}
@@ -865,7 +869,8 @@ class Rounds:
         step's, so every player still deciding at this step is stood or declines (those waiting for a card then get
         it, and a fresh clock for the next step); in players' turns it is the waiting player's: every decision of
         theirs left in the round is taken (their other hands stood), and the next player's clock starts afresh. A
-        round of one player's hands is played out whole. Sheet 000: "If reconnection does not occur within 20
+        private table's round is played out whole (a shared table's lone player still has their turn after the
+        offers: a review). Sheet 000: "If reconnection does not occur within 20
         minutes, the auto decision — Stand — will be performed and the game will be settled". Before, one hand was
         stood and the player's next hand had a clock of its own: a first-person round of five hands left after the
         deal settled after 100 minutes (a trial of players).
@@ -888,12 +893,11 @@ class Rounds:
                     decision = engine.decision()
                     together = engine.decides_together if together is None else together
                     timed_out_step = engine.step if timed_out_step is None else timed_out_step
-                    # Counted only once the step moved on: a power round of a thousand seats stands them all at once.
                     moved_on = together and engine.step != timed_out_step
-                    alone = moved_on and len({hand.player for hand in engine.hands}) == 1
+                    private = not self.tables.of_round(round_row).shared
             if decision is None:
                 return decided
-            if moved_on and not alone:
+            if moved_on and not private:
                 return decided  # the step that timed out is complete: the next has its own clock
             timed_out_player = decision.player if timed_out_player is None else timed_out_player
             if not together and decision.player != timed_out_player:
