@@ -688,6 +688,33 @@ def test_after_the_break_that_follows_a_session_limit_a_guest_plays_again_in_a_n
     assert again.status_code == 403 and "session time limit of 1 minute" in again.json()["detail"]
 
 
+def test_a_limit_lowered_during_the_break_does_not_end_it(guest: Client, service: GameService,
+                                                           clock: Clock) -> None:
+    """Ann plays an hour to her limit of 60 minutes, then lowers it to 1 (a stricter limit applies at once). The
+    break still runs 30 minutes from her last round: before, the lowered limit moved the break's end into the past
+    and her next bet was taken (a review). A limit reached at a moment with seconds names the minute after it."""
+    guest.put("/me/limits", {"session_minutes": 60})
+    for wait in (40, 59 * 60):  # a round at 00:40 and one at 59:40
+        clock.advance(wait)
+        service.stacked.append(["TS", "6H", "TD", "TC", "7C"])
+        guest.bet("classic", 500)
+        dealt = guest.post("/tables/classic/deal").json()
+        assert guest.act(dealt["id"], "stand").status_code == 200
+    last_round = clock.now
+    clock.advance(100)  # 61:20 in: the limit was reached
+    assert guest.post("/tables/classic/bets", {"spot": 1, "type": "main", "chip": 500}).status_code == 403
+    assert guest.put("/me/limits", {"session_minutes": 1}).status_code == 200
+    refused = guest.post("/tables/classic/bets", {"spot": 1, "type": "main", "chip": 500})
+    resumes = (last_round + timedelta(minutes=31)).replace(second=0)  # 30 minutes from 59:40, to the next minute
+    assert refused.status_code == 403 and refused.json()["detail"].endswith(
+        f"from {resumes.strftime('%Y-%m-%d %H:%M')} UTC."), refused.json()
+    assert guest.get("/me").json()["session"]["break_ends_at"] == resumes.isoformat()
+    clock.now = resumes - timedelta(seconds=1)
+    assert guest.post("/tables/classic/bets", {"spot": 1, "type": "main", "chip": 500}).status_code == 403
+    clock.now = resumes
+    guest.bet("classic", 500)  # the break is over: a new session
+
+
 def test_a_lower_session_limit_reaches_the_bet_controls_at_once(guest: Client, clock: Clock) -> None:
     guest.put("/me/limits", {"session_minutes": 120})
     clock.advance(31 * 60)

@@ -29,6 +29,7 @@ from twentyone.server.context import (
     aware,
     in_session_break,
     iso,
+    session_break_end,
     session_over_message,
 )
 from twentyone.server.models import GuestArrival, KnownAddress, Player, Round, RoundSeat, SignInFailure, Slip, Token
@@ -305,8 +306,9 @@ class Accounts:
             player = session.get(Player, row.player_id)
             assert player is not None
             limits = limits_in_force(player.limits, self.clock())
+            ends, break_ends = session_times(session, player, limits)
             caller = Caller(player.id, player.name, player.role, player.guest, excluded_until(player.limits),
-                            session_ends_at(player, limits), limits.get("session_minutes"))
+                            ends, limits.get("session_minutes"), break_ends)
         with self._callers_lock:
             stale = self._revisions != revisions  # one committed during this read: it may be this caller's, unseen
             if not stale and again:
@@ -378,7 +380,7 @@ class Accounts:
             limits = limits_in_force(player.limits, self.clock())
             return {"id": player.id, "name": player.name, "guest": player.guest, "role": player.role,
                     "settings": {**SETTINGS_DEFAULTS, **player.settings}, "limits": limits,
-                    "session": session_json(session_ends_at(player, limits)), "balances": balances}
+                    "session": session_json(*session_times(session, player, limits)), "balances": balances}
 
     def _balance_or_refusal(self, session: Session, player_id: int, currency: str) -> int | WalletError:
         try:
@@ -428,7 +430,7 @@ class Accounts:
         if caller.session_ends_at is None or caller.session_ends_at >= now:
             return
         with self.store.write() as session:
-            self.check_may_play(self._player(session, caller))  # the new session, unless another began one
+            self.check_may_play(session, self._player(session, caller))  # the new session, unless another began one
         self._forget_callers(caller.id)
 
     @staticmethod
@@ -438,17 +440,21 @@ class Accounts:
             raise ServiceError(404, "The operator has no player profile.")
         return player
 
-    def check_may_play(self, player: Player) -> dict[str, Any]:
+    def check_may_play(self, session: Session, player: Player) -> dict[str, Any]:
         """Refuse (403) a player whom self-exclusion or the session time limit keeps from playing now,
-        whatever the stake; the limits in force, for the stake's own check."""
+        whatever the stake; the limits in force, for the stake's own check. Past the limit and the break after it,
+        the player's new session starts now."""
         now = self.clock()
         limits = limits_in_force(player.limits, now)
         check_exclusion(limits, now)
         ends = session_ends_at(player, limits)
-        if in_session_break(ends, now):
-            raise ServiceError(403, session_over_message(limits["session_minutes"], cast(datetime, ends)))
-        if ends is not None and ends < now and isinstance(player, Player):  # the break is over: a new session
-            player.session_started_at = now  # (a forming round's seats, read as rows, start theirs at their next bet)
+        if ends is None or ends >= now:
+            return limits
+        break_ends = session_times(session, player, limits)[1]
+        if in_session_break(ends, break_ends, now):
+            raise ServiceError(403, session_over_message(limits["session_minutes"], cast(datetime, break_ends)))
+        if isinstance(player, Player):  # (a forming round's seats, read as rows, start theirs at their next bet)
+            player.session_started_at = now
         return limits
 
     def check_limits(self, session: Session, player: Player, currency: str, stake: int,
@@ -457,7 +463,7 @@ class Accounts:
 
         ``lost``: what the player lost today, where the caller read it already (:meth:`losses_today`).
         """
-        limits = self.check_may_play(player)
+        limits = self.check_may_play(session, player)
         limit = limits.get("daily_loss_limit")
         if limit is not None:
             if lost is None:
@@ -487,16 +493,25 @@ LAST_ROUND = (select(Round.created_at).join(RoundSeat, RoundSeat.round_id == Rou
               .where(RoundSeat.player_id == bindparam("player_id")).order_by(RoundSeat.round_id.desc()).limit(1))
 
 
-def session_json(ends: datetime | None) -> dict[str, str | None]:
+def session_times(session: Session, player: Player, limits: dict[str, Any]) -> tuple[datetime | None, datetime | None]:
+    """When the player's session reaches its time limit, and when the break after it ends
+    (:func:`~twentyone.server.context.session_break_end`, from their last round); (None, None) without a limit."""
+    ends = session_ends_at(player, limits)
+    if ends is None:
+        return None, None
+    return ends, session_break_end(ends, session.scalar(LAST_ROUND, {"player_id": player.id}))
+
+
+def session_json(ends: datetime | None, break_ends: datetime | None) -> dict[str, str | None]:
     """The session's time limit as ``/me`` tells it: when it is (or was) reached, and when the break after it ends,
     from which play starts a new session; both null without a limit. A page hides its bet controls between the two
     (before, it learnt of the limit from the first bet refused, and could not know when play was open again).
 
     >>> from datetime import UTC
-    >>> session_json(datetime(2026, 12, 2, 9, 30, tzinfo=UTC))
-    {'ends_at': '2026-12-02T09:30:00+00:00', 'break_ends_at': '2026-12-02T10:00:00+00:00'}
+    >>> session_json(datetime(2026, 12, 2, 9, 30, tzinfo=UTC), datetime(2026, 12, 2, 9, 55, tzinfo=UTC))
+    {'ends_at': '2026-12-02T09:30:00+00:00', 'break_ends_at': '2026-12-02T09:55:00+00:00'}
     """
-    return {"ends_at": iso(ends), "break_ends_at": iso(ends + SESSION_BREAK if ends is not None else None)}
+    return {"ends_at": iso(ends), "break_ends_at": iso(break_ends)}
 
 
 def session_over(started: datetime | None, last_round: datetime | None, now: datetime) -> bool:

@@ -41,9 +41,10 @@ class SnapshotBehind(Exception):
 
 @dataclass(frozen=True)
 class Caller:
-    """Who makes a request. ``excluded_until``: the end of a self-exclusion, and ``session_ends_at`` the moment the
-    session time limit (``session_minutes``) is reached, as the player's limits held when the caller was known (a
-    bet control refuses them without reading the player)."""
+    """Who makes a request. ``excluded_until``: the end of a self-exclusion, ``session_ends_at`` the moment the
+    session time limit (``session_minutes``) is reached and ``session_break_ends_at`` the end of the break after it
+    (:func:`session_break_end`), as the player's limits held when the caller was known (a bet control refuses them
+    without reading the player)."""
 
     id: int
     name: str
@@ -52,6 +53,7 @@ class Caller:
     excluded_until: datetime | None = None
     session_ends_at: datetime | None = None
     session_minutes: int | None = None
+    session_break_ends_at: datetime | None = None
 
     @property
     def is_operator(self) -> bool:
@@ -78,17 +80,17 @@ class Caller:
         session (:meth:`~twentyone.server.accounts.Accounts.may_bet`).
 
         >>> ann = Caller(7, "ann", "player", session_ends_at=datetime(2026, 12, 2, 9, 30, tzinfo=UTC),
-        ...              session_minutes=30)
+        ...              session_minutes=30, session_break_ends_at=datetime(2026, 12, 2, 9, 58, tzinfo=UTC))
         >>> ann.refuse_new_bets(datetime(2026, 12, 2, 9, 31, tzinfo=UTC))
         Traceback (most recent call last):
         ...
         twentyone.server.context.ServiceError: Your session time limit of 30 minutes is reached: you can play again ...
-        >>> ann.refuse_new_bets(datetime(2026, 12, 2, 10, 0, tzinfo=UTC))  # the break is over
+        >>> ann.refuse_new_bets(datetime(2026, 12, 2, 9, 58, tzinfo=UTC))  # the break is over
         """
         self.refuse_if_excluded(now)
-        if in_session_break(self.session_ends_at, now):
-            raise ServiceError(403, session_over_message(self.session_minutes or 0, cast(datetime,
-                                                                                         self.session_ends_at)))
+        if in_session_break(self.session_ends_at, self.session_break_ends_at, now):
+            raise ServiceError(403, session_over_message(self.session_minutes or 0,
+                                                         cast(datetime, self.session_break_ends_at)))
 
     def kept_from_play(self, now: datetime) -> bool:
         """Whether :meth:`refuse_new_bets` refuses at ``now``: self-excluded, or past the session time limit.
@@ -107,29 +109,51 @@ SESSION_BREAK_MINUTES = 30  # this long without a round, from the session's limi
 SESSION_BREAK = timedelta(minutes=SESSION_BREAK_MINUTES)
 
 
-def in_session_break(ends: datetime | None, now: datetime) -> bool:
-    """Whether ``now`` is past a session's time limit (reached at ``ends``) and within the break that follows it.
+def session_break_end(ends: datetime | None, last_round: datetime | None) -> datetime | None:
+    """When the break after a session's limit (reached at ``ends``) ends: :data:`SESSION_BREAK` after the limit, or
+    after the player's last round (``last_round``: when it began) where that is later; rounded up to the minute, so
+    that the time a refusal names is one from which play is open. None without a limit.
+
+    The last round counts too: a limit lowered during the break (in force at once, as a stricter one is) moved the
+    limit's moment, and the break's end with it, into the past, and opened play at once (a review).
+
+    >>> ends = datetime(2026, 12, 2, 9, 30, 40, tzinfo=UTC)
+    >>> print(session_break_end(ends, ends - timedelta(minutes=2)))  # from the limit, rounded up
+    2026-12-02 10:01:00+00:00
+    >>> print(session_break_end(ends - timedelta(minutes=59), ends))  # a limit lowered since: from the last round
+    2026-12-02 10:01:00+00:00
+    """
+    if ends is None:
+        return None
+    latest = aware(last_round)
+    until = max(ends, latest if latest is not None else ends) + SESSION_BREAK
+    whole = until.replace(second=0, microsecond=0)
+    return whole if whole == until else whole + timedelta(minutes=1)
+
+
+def in_session_break(ends: datetime | None, break_ends: datetime | None, now: datetime) -> bool:
+    """Whether ``now`` is past a session's time limit (reached at ``ends``) and within the break after it.
 
     Before, only a sign-in after the break started a new session: a guest, who cannot sign in again, was kept from
     play for good, and a signed-in page was refused until the player signed out and in (a trial of players).
 
     >>> ends = datetime(2026, 12, 2, 9, 30, tzinfo=UTC)
-    >>> [in_session_break(ends, ends + timedelta(minutes=m)) for m in (-1, 1, 29, 30)]
+    >>> [in_session_break(ends, ends + timedelta(minutes=30), ends + timedelta(minutes=m)) for m in (-1, 1, 29, 30)]
     [False, True, True, False]
     """
-    return ends is not None and ends < now < ends + SESSION_BREAK
+    return ends is not None and break_ends is not None and ends < now < break_ends
 
 
-def session_over_message(minutes: int, ends: datetime) -> str:
-    """What a player whose session time limit of ``minutes`` was reached at ``ends`` is told.
+def session_over_message(minutes: int, break_ends: datetime) -> str:
+    """What a player whose session time limit of ``minutes`` was reached is told, the break ending at ``break_ends``.
 
-    >>> print(session_over_message(1, datetime(2026, 12, 2, 9, 30, tzinfo=UTC)).replace(": ", ":\\n"))
+    >>> print(session_over_message(1, datetime(2026, 12, 2, 10, 0, tzinfo=UTC)).replace(": ", ":\\n"))
     Your session time limit of 1 minute is reached:
     you can play again after a break of 30 minutes, from 2026-12-02 10:00 UTC.
     """
     return (f"Your session time limit of {minutes} minute{'' if minutes == 1 else 's'} is reached: you can play "
             f"again after a break of {SESSION_BREAK_MINUTES} minutes, from "
-            f"{(ends + SESSION_BREAK).strftime('%Y-%m-%d %H:%M')} UTC.")
+            f"{break_ends.strftime('%Y-%m-%d %H:%M')} UTC.")
 
 
 def utcnow() -> datetime:

@@ -270,7 +270,7 @@ class Rounds:
                     player = _player(session, caller)
                     self.wallet.lock(session, caller.id, table.currency)
                     slip = slip_row(session, caller.id, table, self.clock)
-                    self.accounts.check_may_play(player)  # an excluded player is told so, bets or none
+                    self.accounts.check_may_play(session, player)  # an excluded player is told so, bets or none
                     balance, state, hand_bets = ready_bets(session, slip, table, self.wallet, caller.id)
                     self.accounts.check_limits(session, player, table.currency, state.total)
                     if state.total > balance:
@@ -434,7 +434,7 @@ class Rounds:
             taken, last = run(session, SEATS_TAKEN, {"round_id": round_row.id}).one()
             if table.seats and taken >= table.seats:
                 raise ServiceError(409, f"The table is full: {table.seats} players at most.")
-            self.accounts.check_may_play(player)  # an excluded player is told so, bets or none
+            self.accounts.check_may_play(session, player)  # an excluded player is told so, bets or none
             try:
                 _, state, hand_bets = ready_bets(session, slip, table, self.wallet, caller.id)
             except WalletError as error:  # the operator's refusal or silence: a 409 or a 503, nothing changed

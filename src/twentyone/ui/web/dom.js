@@ -114,9 +114,8 @@ export function sessionOverLine() {
   const [ends, resumes, now] = [Date.parse(session.ends_at), Date.parse(session.break_ends_at), Date.now()];
   if (!(ends < now && now < resumes)) return null;
   const limit = state.me.limits && state.me.limits.session_minutes;
-  const minutes = (count) => `${count} minute${count === 1 ? "" : "s"}`;
-  return `Your session time limit${limit ? ` of ${minutes(limit)}` : ""} is reached: you can play again after a `
-    + `break of ${minutes(Math.round((resumes - ends) / 60000))}, from ${utc(session.break_ends_at)}.`;
+  return `Your session time limit${limit ? ` of ${limit} minute${limit === 1 ? "" : "s"}` : ""} is reached: you `
+    + `can play again after a break, from ${utc(session.break_ends_at)}.`;
 }
 
 /** Milliseconds until the break after the session's limit ends (null: none is running): the page gives the bet

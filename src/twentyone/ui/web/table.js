@@ -532,10 +532,12 @@ async function controlNow(path, body) {
   } catch (error) {
     if (error.data && error.data.maximum && body) state.maxSpot = { spot: body.spot, text: error.message };
     if (isSessionOver(error) && state.ensureMe) {  // said once, in the bar, which offers no bet control until the
-      announce("");                                // break ends (GET /me's session)
-      await state.ensureMe().catch(() => null);
-      renderTable();
-      return;
+      await state.ensureMe().catch(() => null);    // break ends (GET /me's session)
+      if (sessionOverLine()) {
+        announce("");
+        renderTable();
+        return;
+      }  // the page's clock or /me disagrees with the server's refusal: its words are shown as they came (a review)
     }
     showError(error);
     // Refused (a self-exclusion made on another device, say): what the player may do is read again.
