@@ -435,13 +435,13 @@ def hint(
         decisions = hint_decisions(rules, hand, up, unseen=unseen)
     except ValueError as error:
         fail(str(error))
-    if as_json:  # each entry names its decision: "play", or the offer answered before it
+    offers = [decision for decision in decisions if decision != "play"]
+    if as_json:  # each entry names its decision: the offers answered before the play, in the engine's order, then it
         typer.echo(json.dumps([{"action": action, "ev": value, "decision": decision}
-                               for decision, ranked in decisions.items() for action, value in ranked], indent=2))
+                               for decision in [*offers, "play"] for action, value in decisions[decision]], indent=2))
         return
     basis = {"insurance": "the insurance bet's own EV, per unit of the main bet",
              "even-money": "the hand's EV, per unit bet", "surrender": "the hand's EV before the peek, per unit bet"}
-    offers = [decision for decision in decisions if decision != "play"]
     for decision in [*offers, "play"]:  # in the engine's order: the offers are answered first
         if offers:
             typer.echo(f"{decision}, offered first ({basis[decision]}):" if decision != "play" else "then the play:")
