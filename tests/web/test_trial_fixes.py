@@ -86,7 +86,8 @@ def test_a_balance_below_the_minimum_is_said_and_rebet_is_not_offered(browser: A
 def test_the_largest_chip_the_balance_covers_is_chosen_when_the_chosen_one_is_not(browser: Any,
                                                                                  live_server: LiveServer) -> None:
     """£525 on the slip, £475 left: the £500 chip chosen is not covered. Before, no chip looked chosen and a spot said
-    "The balance does not cover another £500.00."; now £100 is chosen and the spot takes it. Undone, £500 is back."""
+    "The balance does not cover another £500.00."; now £100 is chosen (for good: the player picks £500 again) and the
+    spot takes it."""
     page, _, problems = table_page(browser, live_server, "single-deck")
     chip(page, 2500)
     bet(page)

@@ -29,7 +29,6 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from dataclasses import dataclass, field
-from fractions import Fraction
 from math import comb
 
 import numpy as np
@@ -236,9 +235,9 @@ class GameAnalysis:
             by_key = np.full(44, -np.inf)
             for key_id in range(44):
                 total, soft = key_id % 22, bool(key_id // 22)
-                factor = self.rules.cash_out.factor(soft, total, space.up)
+                factor = self.rules.cash_out.exact_factor(soft, total, space.up)
                 if factor is not None and total < 21:
-                    by_key[key_id] = float(Fraction(str(factor))) - 1.0
+                    by_key[key_id] = float(factor - 1)
             values = by_key[space.key_id]
             self._cash_out_cache[id(space)] = values * space.mass if space.peeked else values
         return self._cash_out_cache[id(space)]

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 from collections import OrderedDict
 from collections.abc import Iterable, Sequence
-from fractions import Fraction
 
 import numpy as np
 
@@ -91,9 +90,9 @@ def hint(rules: Rules, cards: Sequence[Card], up: Card, legal: Iterable[str] | N
         ev = analysis.later_ev(values, up.value)
         actions = dict(ev.actions)
     value = hand_value(cards)
-    factor = rules.cash_out.factor(value.soft, value.total, up.value) if rules.cash_out.enabled else None
+    factor = rules.cash_out.exact_factor(value.soft, value.total, up.value) if rules.cash_out.enabled else None
     if factor is not None and value.total < 21:
-        actions["cash-out"] = float(Fraction(str(factor))) - 1.0
+        actions["cash-out"] = float(factor - 1)
     if rules.auto_stand.stands(value.total, value.soft):  # the engine stands it: hitting a 21 is no choice
         actions = {name: ev for name, ev in actions.items() if name == "stand" or name in OFFERS}
     if legal is not None:

@@ -361,8 +361,17 @@ class CashOutRules:
         >>> CashOutRules(enabled=True, factors={(False, 11, 6): 0.7656}).offer(False, 11, 6, 10_000)
         7656
         """
+        factor = self.exact_factor(soft, total, up_value)
+        return None if factor is None else int(factor * bet)
+
+    def exact_factor(self, soft: bool, total: int, up_value: int) -> Fraction | None:
+        """The factor as written in the table, exactly (the engine's floor and the analysis's values use this one).
+
+        >>> CashOutRules(enabled=True, factors={(False, 11, 6): 0.7656}).exact_factor(False, 11, 6)
+        Fraction(957, 1250)
+        """
         factor = self.factor(soft, total, up_value)
-        return None if factor is None else int(Fraction(str(factor)) * bet)
+        return None if factor is None else Fraction(str(factor))
 
 
 @dataclass(frozen=True)
