@@ -170,6 +170,13 @@ export function othersStrip(round) {
     others.length ? strip : null);
 }
 
+/** How a seat's bets are named beside their hand where the player has several, as the felt numbers the hands:
+ * " (hand 2)"; "" with one. `round`'s hands of the player's (by seat) give the numbers. */
+export function handNamer(round) {
+  const seats = [...new Set(round.hands.filter((hand) => hand.player_id === state.me.id).map((hand) => hand.seat))];
+  return (seat) => (seats.length > 1 ? ` (hand ${seats.indexOf(seat) + 1})` : "");
+}
+
 /** A side bet's result in words with what it won or lost, in its round's currency: "Bust It: dealer busts with 4
  * cards, +€4.00". */
 export function sideResult(side, currency, spot = () => "") {
@@ -227,7 +234,7 @@ export function resultSummary(round) {
     const label = handLabel(hand, seats.indexOf(hand.seat) + 1, true, shared);
     return `${label}: ${OUTCOMES[hand.outcome] || hand.outcome} ${signed(hand.returned - hand.stake, currency)}`;
   });
-  const spot = (seat) => (seats.length > 1 ? ` (hand ${seats.indexOf(seat) + 1})` : "");
+  const spot = handNamer(round);
   for (const side of round.side_bets.filter((s) => s.player_id === state.me.id)) items.push(sideResult(side, currency, spot));
   for (const cover of round.insurance.filter((s) => s.player_id === state.me.id)) {
     items.push(`Insurance${spot(cover.seat)}: ${cover.result === "win" ? "paid 2:1" : "lost"}, `

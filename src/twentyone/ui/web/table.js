@@ -7,7 +7,9 @@ import {
   announce, api, el, exclusionLine, isSessionOver, sessionBreakLeft, sessionOverLine, showError, state, view,
 } from "./dom.js";
 import { betsTotal, money } from "./money.js";
-import { dealerArea, myHands, otherDecider, othersStrip, resultSummary, roundCurrency, sideResult, sideTitle } from "./round.js";
+import {
+  dealerArea, handNamer, myHands, otherDecider, othersStrip, resultSummary, roundCurrency, sideResult, sideTitle,
+} from "./round.js";
 
 const ended = (round) => round && (round.status === "settled" || round.status === "void");
 
@@ -689,8 +691,7 @@ export function renderTable() {
     const currency = roundCurrency(shown);
     // Each names its hand where the player has several, as the felt numbers them (before, "Perfect Pairs: lost · 21+3:
     // lost" with bets on hands 1 and 5: found by a trial); the result banner names them alike (round.js).
-    const seats = [...new Set(shown.hands.filter((hand) => hand.player_id === state.me.id).map((hand) => hand.seat))];
-    const spot = (seat) => (seats.length > 1 ? ` (hand ${seats.indexOf(seat) + 1})` : "");
+    const spot = handNamer(shown);
     // Side bets settled at the deal, and insurance taken and not yet settled (a game without the dealer's peek settles
     // it with the hands: until then nothing said what the balance had paid for).
     const early = [...shown.side_bets.filter((side) => side.player_id === state.me.id).map((side) => sideResult(side, currency, spot)),
