@@ -196,3 +196,22 @@ def test_an_early_surrender_chart_compares_surrender_before_the_peek() -> None:
     assert report.optimal - report.basic < 0.0001, (report.optimal, report.basic)
     decisions = hint_decisions(rules, parse_cards(["TS", "6D"]), parse_card("AH"))
     assert decisions["surrender"][0][0] == "surrender" and "surrender" not in dict(decisions["play"])
+
+
+def test_a_split_hand_is_hinted_its_double_where_the_rules_allow_one_after_a_split() -> None:
+    """A split hand on its first decision was valued as a later hand, hit and stand alone: the hint left the double
+    out at classic (double after split) and named hit best for 5,6 against a 6 (a review). Against a 6 no blackjack
+    is at stake, so its values are the unsplit hand's; multiplayer does not double after a split."""
+    from twentyone.analysis.hints import hint
+    from twentyone.core.cards import parse_card, parse_cards
+    from twentyone.variants import builtin_rules
+
+    classic = builtin_rules("classic")
+    split = dict(hint(classic, parse_cards(["5S", "6D"]), parse_card("6H"), ["hit", "stand", "double"],
+                      first_decision=False))
+    unsplit = GameAnalysis(classic).hand_ev((5, 6), 6).actions
+    assert max(split, key=lambda action: split[action]) == "double"
+    assert split == pytest.approx({name: unsplit[name] for name in ("hit", "stand", "double")}, abs=1e-12)
+    multiplayer = hint(builtin_rules("multiplayer"), parse_cards(["5S", "6D"]), parse_card("6H"),
+                       ["hit", "stand", "double"], first_decision=False)
+    assert [action for action, _ in multiplayer] == ["hit", "stand"]

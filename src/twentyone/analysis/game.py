@@ -374,6 +374,33 @@ class GameAnalysis:
             peeked_any = peeked_any or variant.peeked
         return HandEV(evs, blackjack_chance, peeked_any)
 
+    def split_hand_ev(self, values: tuple[int, int], up: int) -> HandEV:
+        """EV of every play open on a split hand of two cards (the pair card and the one it was dealt): stand, hit,
+        and the doubles and surrender the rules allow after a split; the hand's blackjack loss is a split hand's.
+        Resplitting is not valued here. Before, such a hand was valued as a later hand, hit and stand alone, and a
+        hint at a game that doubles after splits left the double out (a review: 5,6 against a 6 at classic).
+
+        >>> from twentyone.variants import builtin_rules
+        >>> ev = GameAnalysis(builtin_rules("classic")).split_hand_ev((5, 6), up=6)
+        >>> ev.best, sorted(ev.actions)
+        ('double', ['double', 'hit', 'stand'])
+        """
+        hand = hand_of(*values)
+        evs: dict[str, float] = {}
+        blackjack_chance = 0.0
+        peeked_any = False
+        for variant in self.variants(up):
+            space = variant.space
+            if space.find(hand) is None:
+                raise ValueError(f"A hand of values {list(values)} cannot come from this shoe.")
+            state = space.state(hand)
+            mass = float(space.mass[state]) if variant.peeked else 1.0
+            for name, value in self._two_card_values(variant, space, state, True, None).items():
+                evs[name] = evs.get(name, 0.0) + variant.weight * value / mass
+            blackjack_chance += variant.weight * float(space.blackjack[state])
+            peeked_any = peeked_any or variant.peeked
+        return HandEV(evs, blackjack_chance, peeked_any)
+
     def _initial(self, cards: tuple[int, int], up: int, basic: BasicStrategy | None) -> tuple[HandEV, float]:
         """(action EVs, EV of the chosen play) for an initial hand, optimal or by ``basic``."""
         rules = self.rules

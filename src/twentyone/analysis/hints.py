@@ -85,10 +85,11 @@ def hint(rules: Rules, cards: Sequence[Card], up: Card, legal: Iterable[str] | N
     first = len(values) == 2 if first_decision is None else first_decision
     if first:
         ev = analysis.hand_ev((values[0], values[1]), up.value)
-        actions = dict(ev.actions)
+    elif len(values) == 2:  # a split hand on its first decision: its doubles too
+        ev = analysis.split_hand_ev((values[0], values[1]), up.value)
     else:
         ev = analysis.later_ev(values, up.value)
-        actions = dict(ev.actions)
+    actions = dict(ev.actions)
     value = hand_value(cards)
     factor = rules.cash_out.exact_factor(value.soft, value.total, up.value) if rules.cash_out.enabled else None
     if factor is not None and value.total < 21:
