@@ -715,6 +715,26 @@ def test_a_limit_lowered_during_the_break_does_not_end_it(guest: Client, service
     guest.bet("classic", 500)  # the break is over: a new session
 
 
+def test_deal_pressed_first_after_the_break_starts_a_new_session_and_bets_can_be_taken_back_in_it(
+        guest: Client, service: GameService, clock: Clock) -> None:
+    """A bet left on the slip at the limit: UNDO and CLEAR take bets back during the break (they were refused, and the
+    slip stayed stuck); and DEAL pressed first once the break is over starts a new session. Before, it dealt a round
+    without one, whose start then began another break of 30 minutes (a trial of players)."""
+    guest.put("/me/limits", {"session_minutes": 1})
+    guest.bet("classic", 500)
+    guest.bet("classic", 500)
+    clock.advance(61)
+    assert guest.post("/tables/classic/bets", {"spot": 1, "type": "main", "chip": 500}).status_code == 403
+    assert guest.post("/tables/classic/undo").json()["slip"]["total"] == 500  # taken back, in the break
+    clock.advance(30 * 60)
+    service.stacked.append(["TS", "6H", "TD", "TC", "7C"])
+    dealt = guest.post("/tables/classic/deal")
+    assert dealt.status_code == 200, dealt.json()
+    assert guest.get("/me").json()["session"]["ends_at"] == (clock.now + timedelta(minutes=1)).isoformat()
+    assert guest.act(dealt.json()["id"], "stand").status_code == 200
+    guest.bet("classic", 500)  # within the new session
+
+
 def test_a_lower_session_limit_reaches_the_bet_controls_at_once(guest: Client, clock: Clock) -> None:
     guest.put("/me/limits", {"session_minutes": 120})
     clock.advance(31 * 60)

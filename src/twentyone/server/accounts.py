@@ -14,7 +14,7 @@ from typing import Any, cast
 
 from argon2 import PasswordHasher
 from argon2.exceptions import InvalidHashError, VerificationError
-from sqlalchemy import Select, bindparam, delete, func, select
+from sqlalchemy import Select, bindparam, delete, func, select, update
 from sqlalchemy.dialects.postgresql import insert as postgresql_insert
 from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 from sqlalchemy.orm import Session
@@ -453,8 +453,12 @@ class Accounts:
         break_ends = session_times(session, player, limits)[1]
         if in_session_break(ends, break_ends, now):
             raise ServiceError(403, session_over_message(limits["session_minutes"], cast(datetime, break_ends)))
-        if isinstance(player, Player):  # (a forming round's seats, read as rows, start theirs at their next bet)
+        if isinstance(player, Player):
             player.session_started_at = now
+        else:  # a row read for a deal or a close of betting: before, it started no session, and DEAL pressed first
+            # after the break played a round whose start then began another break (a trial of players)
+            session.execute(update(Player).where(Player.id == player.id).values(session_started_at=now),
+                            execution_options={"synchronize_session": False})
         return limits
 
     def check_limits(self, session: Session, player: Player, currency: str, stake: int,

@@ -22,6 +22,9 @@ from twentyone.server.wallet import WalletError, as_refusal
 WATCHED_FOR = timedelta(seconds=60)
 
 
+TAKING_BACK = ("undo", "clear")  # bet controls open to a player kept from play: they stake nothing
+
+
 class Slips:
     """The bet controls and the table a player sees, through the round keeper's store, tables, shoes and wallet."""
 
@@ -34,7 +37,8 @@ class Slips:
         table = self.rounds.tables.get(table_id)
         if caller.is_operator:
             raise ServiceError(403, "Only players can bet: the operator has no seat.")
-        self.rounds.accounts.may_bet(caller)  # known with the caller: no read of the player on each bet
+        if control not in TAKING_BACK:  # bets taken back are no play: a slip left at the limit stayed stuck (a trial)
+            self.rounds.accounts.may_bet(caller)  # known with the caller: no read of the player on each bet
         # An operator's wallet is asked for the balance before the transaction: not while it holds SQLite's write lock.
         deals = control == "rebet" and table.same_bet_deals
         with self.rounds.wallet.balance_known(caller.id, table.currency), self.rounds.store.write() as session:

@@ -90,12 +90,16 @@ def net_text(net: int, currency: str) -> str:
     return "even" if net == 0 else format_money(net, currency, signed=True)
 
 
-_BARE_AMOUNT = re.compile(r"\b(of|another|needs|is|a) (\d+)\b")
+# A number of minutes or days after those words is no amount: "a session time limit of 1 minute" read "$0.01 minute"
+# (a trial of players).
+_BARE_AMOUNT = re.compile(r"\b(of|another|needs|is|a) (\d+)\b(?! (?:minutes?|days?|seconds?)\b)")
 
 
 def amounts_in_currency(message: str, currency: str) -> str:
     """The amounts in a bet control's refusal (minor units after "of", "needs", ...) in ``currency``.
 
+    >>> amounts_in_currency("Your session time limit of 1 minute is reached: after a break of 30 minutes", "USD")
+    'Your session time limit of 1 minute is reached: after a break of 30 minutes'
     >>> amounts_in_currency("The maximum bet of 30000 is reached on this spot.", "USD")
     'The maximum bet of $300.00 is reached on this spot.'
     >>> amounts_in_currency("Doubling every bet needs 2000 but the balance is 1500.", "GBP")
