@@ -124,10 +124,15 @@ def test_timers_whose_connection_fails_and_a_listener_cut_off_make_the_process_n
 
 
 def end_connections(url: str, purpose: str) -> None:
-    """End this process's connections made for ``purpose`` (their application name), as a database restart does."""
+    """End this process's connection made for ``purpose`` (its application name), as a database restart does; the
+    timers' is made at their first look, which a loaded machine may run after the first ready answer (seen in a
+    fresh check): it is waited for."""
     import psycopg
 
-    with psycopg.connect(autocommit=True, **libpq_params(url)) as admin:
-        ended = admin.execute("SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity "
-                              "WHERE application_name = %s", [f"twentyone-{purpose} {os.getpid()}"]).fetchone()
-    assert ended == (1,), ended
+    def ended() -> bool:
+        with psycopg.connect(autocommit=True, **libpq_params(url)) as admin:
+            row = admin.execute("SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity "
+                                "WHERE application_name = %s", [f"twentyone-{purpose} {os.getpid()}"]).fetchone()
+        return row == (1,)
+
+    eventually(ended, 10, f"the {purpose} connection ended")
