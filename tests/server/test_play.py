@@ -181,6 +181,20 @@ def test_bet_controls_and_their_limits(guest: Client) -> None:
     assert guest.get("/tables/nowhere").json() == {"detail": "There is no table 'nowhere'."}
 
 
+def test_the_slip_says_what_rebet_would_stake(guest: Client, service: GameService) -> None:
+    """``rebet_total`` lets a page leave REBET out where the balance does not cover it (the server refuses it)."""
+    fresh = guest.get("/tables/classic").json()["slip"]
+    assert (fresh["can_rebet"], fresh["rebet_total"]) == (False, 0)
+    service.stacked.append(["TS", "6H", "9D", "TC", "8C"])
+    guest.bet("classic", 500, spot=1)
+    guest.bet("classic", 2500, spot=2)
+    view = guest.post("/tables/classic/deal").json()
+    while view["status"] == "playing":
+        view = guest.act(view["id"], "stand").json()
+    slip = guest.get("/tables/classic").json()["slip"]
+    assert (slip["can_rebet"], slip["rebet_total"], slip["total"]) == (True, 3000, 0)
+
+
 def test_x2_needs_the_balance_to_cover_every_bet(guest: Client, operator: Client) -> None:
     guest.bet("single-deck", 100000, bet_type="main", spot=1)  # GBP 1000 of a 1000 balance
     refused = guest.post("/tables/single-deck/double")

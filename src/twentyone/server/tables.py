@@ -492,7 +492,9 @@ def bet_slip(slip: SlipRecord | None, table: TableSpec, balance: int) -> BetSlip
 def slip_view(slip: SlipRecord | None, slip_state: BetSlip) -> dict[str, Any]:
     return {"bets": [{"spot": s, "type": t, "amount": v} for (s, t), v in sorted(slip_state.bets.items())],
             "total": slip_state.total, "chip": slip_state.chip, "enabled_chips": list(slip_state.enabled_chips()),
-            "can_rebet": bool(slip is not None and slip.previous)}
+            "can_rebet": bool(slip is not None and slip.previous),
+            # What REBET would stake, so that a page can leave it out where the balance does not cover it.
+            "rebet_total": sum(slip.previous.values()) if slip is not None and slip.previous else 0}
 
 
 def apply_control(slip: SlipRecord, state: BetSlip, control: str, spot: int, bet_type: str, chip: int | None,
