@@ -27,7 +27,7 @@ decisions, the round's return) share its cached dealer tables; splits live in ``
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from math import comb
 
@@ -355,24 +355,19 @@ class GameAnalysis:
         return self._initial(cards, up, None)[0]
 
     def later_ev(self, values: tuple[int, ...], up: int) -> HandEV:
-        """EV of standing and hitting for a hand past its first decision (three or more cards)."""
-        hand = hand_of(*values)
-        evs: dict[str, float] = {}
-        blackjack_chance = 0.0
-        peeked_any = False
-        for variant in self.variants(up):
-            space = variant.space
-            if space.find(hand) is None:
-                raise ValueError(f"A hand of values {list(values)} is over 21 or cannot come from this shoe.")
-            state = space.state(hand)
+        """EV of standing and hitting for a hand past its first decision (three or more cards).
+
+        >>> from twentyone.variants import builtin_rules
+        >>> ev = GameAnalysis(builtin_rules("classic")).later_ev((5, 3, 4), up=10)
+        >>> ev.best, sorted(ev.actions)
+        ('hit', ['hit', 'stand'])
+        """
+        def stand_and_hit(variant: UpVariant, space: StateSpace, state: int) -> dict[str, float]:
             _, hit = self._continuation(variant, space, False, None)
-            mass = float(space.mass[state]) if variant.peeked else 1.0
             stand = float(space.stand(1.0, self._blackjack_loss(1.0, False))[state])
-            for name, value in (("stand", stand), ("hit", float(hit[state]))):
-                evs[name] = evs.get(name, 0.0) + variant.weight * value / mass
-            blackjack_chance += variant.weight * float(space.blackjack[state])
-            peeked_any = peeked_any or variant.peeked
-        return HandEV(evs, blackjack_chance, peeked_any)
+            return {"stand": stand, "hit": float(hit[state])}
+
+        return self._weighted_ev(values, up, "is over 21 or cannot come from this shoe", stand_and_hit)
 
     def split_hand_ev(self, values: tuple[int, int], up: int) -> HandEV:
         """EV of every play open on a split hand of two cards (the pair card and the one it was dealt): stand, hit,
@@ -385,6 +380,15 @@ class GameAnalysis:
         >>> ev.best, sorted(ev.actions)
         ('double', ['double', 'hit', 'stand'])
         """
+        return self._weighted_ev(values, up, "cannot come from this shoe",
+                                 lambda variant, space, state: self._two_card_values(variant, space, state, True,
+                                                                                     None))
+
+    def _weighted_ev(self, values: tuple[int, ...], up: int, impossible: str,
+                     value_in: Callable[[UpVariant, StateSpace, int], dict[str, float]]) -> HandEV:
+        """A hand's plays valued by ``value_in`` in each peek variant of the up card, weighted by the variants'
+        chances and, where the dealer has peeked, conditioned on no dealer blackjack (``value_in`` gives the
+        unconditioned values)."""
         hand = hand_of(*values)
         evs: dict[str, float] = {}
         blackjack_chance = 0.0
@@ -392,10 +396,10 @@ class GameAnalysis:
         for variant in self.variants(up):
             space = variant.space
             if space.find(hand) is None:
-                raise ValueError(f"A hand of values {list(values)} cannot come from this shoe.")
+                raise ValueError(f"A hand of values {list(values)} {impossible}.")
             state = space.state(hand)
             mass = float(space.mass[state]) if variant.peeked else 1.0
-            for name, value in self._two_card_values(variant, space, state, True, None).items():
+            for name, value in value_in(variant, space, state).items():
                 evs[name] = evs.get(name, 0.0) + variant.weight * value / mass
             blackjack_chance += variant.weight * float(space.blackjack[state])
             peeked_any = peeked_any or variant.peeked
