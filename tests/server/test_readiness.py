@@ -48,6 +48,11 @@ def test_a_server_that_serves_is_ready_and_one_without_timers_says_so(ticking: T
     assert ready(ticking) == (200, {"status": "ready", "checks": {"database": "ok", "timers": "ok", "events": "ok"}})
     # A process started without timers (tests, a replica kept for reads) is ready, and says the timers are off.
     assert ready(http) == (200, {"status": "ready", "checks": {"database": "ok", "timers": "off", "events": "ok"}})
+    for method in ("HEAD", "OPTIONS"):
+        for path in ("/health", "/health/", "/health/ready", "/health/ready/"):
+            assert http.request(method, path, follow_redirects=False).status_code == 200, (method, path)
+    assert http.get("/health/ready/", follow_redirects=False).json()["status"] == "ready"
+    assert http.head("/health").content == b""  # HEAD answers without a body
 
 
 def test_timers_that_stopped_looking_make_the_process_not_ready_until_they_look_again(ticking: TestClient) -> None:
@@ -66,6 +71,12 @@ def test_timers_that_stopped_looking_make_the_process_not_ready_until_they_look_
         assert body["detail"].startswith("Not ready (timers: no look for ") and body["status"] == "not ready"
         assert ticking.get("/health/ready").headers["Retry-After"] == "5"
         assert ticking.get("/health").json() == {"status": "ok"}
+        # A load balancer's check by HEAD or OPTIONS, or at the path with a slash, gets the same 503 (a redirect
+        # there passed HAProxy's check; HEAD and OPTIONS were 405).
+        for method in ("HEAD", "OPTIONS", "GET"):
+            for path in ("/health/ready", "/health/ready/"):
+                answer = ticking.request(method, path, follow_redirects=False)
+                assert (answer.status_code, answer.headers["Retry-After"]) == (503, "5"), (method, path)
     finally:
         service.timers_due = looks  # type: ignore[method-assign]
     eventually(lambda: ready(ticking)[0] == 200, 5, "ready again")

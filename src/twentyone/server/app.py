@@ -337,11 +337,14 @@ def create_app(settings: Settings, operator_wallet: OperatorWallet | None = None
     async def favicon() -> Response:
         return Response((WEB / "favicon.svg").read_bytes(), media_type="image/svg+xml")
 
-    @app.get("/health")
+    # A load balancer's check may be HEAD or OPTIONS (HAProxy's plain ``option httpchk`` sends OPTIONS), and a path
+    # written with a slash at the end was redirected: a 3xx passes HAProxy's check, so a floor that could not serve
+    # looked healthy there. Each check answers every one of these itself.
+    probe_methods = ["GET", "HEAD", "OPTIONS"]
+
     async def health() -> dict[str, str]:
         return {"status": "ok"}
 
-    @app.get("/health/ready")
     async def ready() -> JSONResponse:
         """Whether this process can serve the floor now: its database answers, its timers run, other processes'
         events reach it (:mod:`~twentyone.server.readiness`); 503 with what is wrong otherwise."""
@@ -351,6 +354,10 @@ def create_app(settings: Settings, operator_wallet: OperatorWallet | None = None
         wrong = "; ".join(f"{name}: {word}" for name, word in checks.items() if word not in ("ok", "off"))
         return Answer({"detail": f"Not ready ({wrong}).", "status": "not ready", "checks": checks},
                       status_code=503, headers={"Retry-After": RETRY_AFTER})
+
+    for path, check in (("/health", health), ("/health/ready", ready)):
+        app.add_api_route(path, check, methods=probe_methods)
+        app.add_api_route(f"{path}/", check, methods=probe_methods, include_in_schema=False)
 
     # ------------------------------------------------------------ auth
     @app.post("/auth/register", status_code=201)
