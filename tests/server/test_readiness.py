@@ -82,6 +82,27 @@ def test_timers_that_stopped_looking_make_the_process_not_ready_until_they_look_
     eventually(lambda: ready(ticking)[0] == 200, 5, "ready again")
 
 
+def test_an_sqlite_write_lock_held_by_another_program_makes_the_process_not_ready(ticking: TestClient,
+                                                                                  settings: Settings) -> None:
+    """SQLite's write lock, held from another program (the sqlite3 shell's ``BEGIN IMMEDIATE``), made every bet and
+    decision wait while readiness said 200: in WAL mode a read is not blocked by it. The check now waits in the
+    writers' queue, as a bet would, and is ready once the lock is let go."""
+    import sqlite3
+
+    if not settings.database_url.startswith("sqlite"):
+        pytest.skip("SQLite's write lock")
+    assert ready(ticking)[0] == 200
+    holder = sqlite3.connect(settings.database_url.split("///", 1)[1], isolation_level=None)
+    try:
+        holder.execute("BEGIN IMMEDIATE")
+        status, body = ready(ticking)
+        assert status == 503 and body["checks"]["database"] == "no answer for 3 s", body
+    finally:
+        holder.execute("ROLLBACK")
+        holder.close()
+    eventually(lambda: ready(ticking)[0] == 200, 10, "ready once the lock is let go")
+
+
 # ------------------------------------------------------------------ PostgreSQL
 def test_a_table_locked_from_psql_makes_the_process_not_ready_within_the_wait(postgres_url: str,
                                                                                tmp_path: Path) -> None:

@@ -5,7 +5,7 @@ a lock held from psql hung every request, and a database URL the timers' connect
 without timers (rounds stayed in betting past their window). Readiness asks what those faults stop:
 
 - **database**: a read of the rounds table through the request pool answers within :data:`READY_WAIT` seconds
-  (it waits behind a lock on that table, as the game's requests do);
+  (it waits behind a lock on that table, as the game's requests do; on SQLite, behind the file's write lock);
 - **timers**: the timer loop looked for due timers within :data:`STALE_TICKS` ticks, and where several processes
   share PostgreSQL, its advisory-lock connection answered at that look;
 - **events**: where several processes share PostgreSQL, the listener that brings the other processes' events is

@@ -209,7 +209,15 @@ class Store:
 
     def answers(self) -> None:
         """Read the rounds table once, as the game's requests do (readiness): it waits where they would, behind a
-        lock held on that table, and raises :class:`~twentyone.server.context.Busy` where they would fail."""
+        lock held on that table, and raises :class:`~twentyone.server.context.Busy` where they would fail.
+
+        On SQLite the read is made in a write transaction, in the writers' queue: SQLite's write lock is the whole
+        file's, and in WAL mode it blocks no read, so a lock held by another program (a ``BEGIN IMMEDIATE`` from the
+        sqlite3 shell, a backup tool) left every bet and decision waiting while a plain read answered (a trial)."""
+        if self.db.is_sqlite:
+            with storage_trouble_as_busy(self.busy_lines), self.db.transaction() as session:
+                session.execute(select(Round.id).limit(1)).all()
+            return
         with self.read() as session:
             session.execute(select(Round.id).limit(1)).all()
 
