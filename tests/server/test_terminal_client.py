@@ -381,6 +381,54 @@ def test_a_decision_the_servers_timer_took_is_caught_up_with(http: TestClient, s
     assert ann.message.endswith("Time ran out: the auto decision (stand, or no to an offer) was made for you.")
 
 
+# Multiplayer, three players: their first cards, the hole card (a 6: no dealer blackjack), their second cards, the
+# Ace up; then the dealer's draws. Nobody has a blackjack, so insurance is offered to all three at once.
+THREE_AGAINST_AN_ACE = ["TS", "TC", "9S", "6H", "9D", "8H", "8S", "AH", "7C", "5S", "4D", "3C"]
+
+
+def offered_insurance_with_two_others(http: TestClient, service: GameService,
+                                      clock: Clock) -> tuple[RemoteTable, Client, Client, int]:
+    """Ann at a terminal, then Bob and Cyd, in a multiplayer round whose Ace up offers each of them insurance."""
+    service.stacked.append(THREE_AGAINST_AN_ACE)
+    ann = sat_down(http, "multiplayer", clock)
+    ann.press("b")
+    ann.press("d")
+    bob, cy = new_player(http, "bob"), new_player(http, "cyd")
+    round_id = dealt_shared_round(service, clock, [bob, cy], table="multiplayer")
+    ann._read_round()
+    assert ann.round is not None and ann.round["id"] == round_id and ann._offer() == "insurance", ann.round
+    return ann, bob, cy, round_id
+
+
+def test_the_offers_name_every_player_still_answering(http: TestClient, service: GameService, clock: Clock) -> None:
+    """The offers before the peek are every player's at once: once Ann has answered, the screen names each player
+    still to answer, and then the one left. Before, it named the first in the round's order alone."""
+    ann, bob, _, round_id = offered_insurance_with_two_others(http, service, clock)
+    ann.press("n")
+    timeout = service.table("multiplayer").decision_timeout
+    assert not ann.my_turn() and ann._status() == f"Waiting for bob and cyd ({timeout} s).", ann._status()
+    assert bob.act(round_id, "no-insurance").status_code == 200
+    ann._read_round()
+    assert ann._status() == f"Waiting for cyd ({timeout} s).", ann._status()
+
+
+def test_an_offer_the_timer_declined_is_said_beside_the_next_decision(http: TestClient, service: GameService,
+                                                                     clock: Clock) -> None:
+    """Ann let the offers' clock run out: her insurance was declined, and her turn then began. The screen says so
+    beside her decision, as the page does; before, it was told only in the round's result."""
+    ann, bob, cy, round_id = offered_insurance_with_two_others(http, service, clock)
+    for other in (bob, cy):
+        assert other.act(round_id, "no-insurance").status_code == 200
+    clock.advance(service.table("multiplayer").decision_timeout + 1)
+    service.tick()
+    ann._read_round()
+    assert ann.my_turn() and ann._offer() is None
+    timer = "Time ran out: the auto decision (stand, or no to an offer) was made for you."
+    assert ann._status().startswith(f"{timer} Decide by "), ann._status()
+    ann.press("s")
+    assert ann._status().startswith(f"{timer} Waiting for bob ("), ann._status()
+
+
 def test_a_double_or_insurance_takes_its_stake_from_the_balance_on_screen(http: TestClient,
                                                                           service: GameService) -> None:
     service.stacked.append(ACE_UP)

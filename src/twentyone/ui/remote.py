@@ -331,6 +331,43 @@ def _slip_bets(slip: Mapping[str, Any]) -> dict[tuple[int, str], int]:
     return {(int(bet["spot"]), str(bet["type"])): int(bet["amount"]) for bet in slip["bets"]}
 
 
+def timer_line(times: int) -> str:
+    """What the server's timer decided for a player who let the clock run out, as the page says it.
+
+    >>> timer_line(2)
+    'Time ran out: the auto decision (stand, or no to an offer) was made for you 2 times.'
+    """
+    return f"Time ran out: the auto decision (stand, or no to an offer) was made for you" \
+           f"{f' {times} times' if times > 1 else ''}."
+
+
+def waiting_text(seen: Mapping[str, Any], me: int) -> str:
+    """Whom a round in play waits for, other than ``me``: every player still deciding where the offers before the
+    peek are everyone's at once (the terminal named the first alone), else the one in turn; by count past three, or
+    where a big table's view leaves some seats out.
+
+    >>> seats = [{"player_id": 2, "name": "Ann"}, {"player_id": 3, "name": "Bob"}, {"player_id": 1, "name": "Me"}]
+    >>> waiting_text({"deciding": [1, 2, 3], "seats": seats}, me=1)
+    'Waiting for Ann and Bob'
+    >>> waiting_text({"decision": {"player_id": 9, "name": "Cy"}, "seats": seats}, me=1)
+    'Waiting for Cy'
+    >>> waiting_text({"deciding": [1], "seats": seats}, me=1)
+    'Waiting for the other players'
+    """
+    decision = seen.get("decision") or {}
+    deciding = seen.get("deciding") or ([decision["player_id"]] if "player_id" in decision else [])
+    others = [player for player in deciding if player != me]
+    if not others:
+        return "Waiting for the other players"
+    names = {seat["player_id"]: seat["name"] for seat in seen.get("seats") or []}
+    if decision.get("name"):
+        names.setdefault(decision["player_id"], decision["name"])
+    known = [names[player] for player in others if player in names]
+    if len(known) < len(others) or len(others) > 3:
+        return f"Waiting for {len(others)} players" if len(others) > 1 else "Waiting for another player"
+    return "Waiting for " + (known[0] if len(known) == 1 else f"{', '.join(known[:-1])} and {known[-1]}")
+
+
 def _deadline_seconds(stamp: str | None, now: datetime) -> int | None:
     if not stamp:
         return None
@@ -717,9 +754,7 @@ class RemoteTable:
             # The decisions the timer took, as the page's result says them: at a shared table the result alone told
             # it (a terminal trial).
             times = int(me.get("timed_out") or 0)
-            timer = f" Time ran out: the auto decision (stand, or no to an offer) was made for you" \
-                    f"{f' {times} times' if times > 1 else ''}." if times else ""
-            self.message = f"Round over: {result}.{timer}"
+            self.message = f"Round over: {result}." + (f" {timer_line(times)}" if times else "")
         self.refresh()
         self.round = ended  # shown until the next key
 
@@ -781,17 +816,18 @@ class RemoteTable:
             seats = int(seen.get("seat_count") or 1)
             bets_in = f"Bets are in ({seats} seat{'s' if seats != 1 else ''})."
             return f"{bets_in} Betting closes in {left} s." if left is not None else bets_in
-        decision = seen.get("decision")
         left = _deadline_seconds(seen.get("deadline"), now)
+        # A decision the timer took for this player in this round is said beside the next one, as the page says it:
+        # an insurance declined at the offers' time-out was told only in the result (a trial).
+        times = int((seen.get("me") or {}).get("timed_out") or 0)
+        timer = f"{timer_line(times)} " if times else ""
         if self.my_turn():  # the server decides for the player at this time (stand, decline)
             # A time of day, not a count: the screen is not drawn again while it waits for the key.
             by = datetime.fromisoformat(seen["deadline"]).astimezone() if seen.get("deadline") else None
-            return f"Decide by {by:%H:%M:%S} ({_clock_text(left)} left when shown)." \
-                if by is not None and left is not None else " "
+            return f"{timer}Decide by {by:%H:%M:%S} ({_clock_text(left)} left when shown)." \
+                if by is not None and left is not None else timer or " "
         clock = f" ({_clock_text(left)})" if left is not None else ""
-        if decision and decision.get("player_id") != self.player["id"]:
-            return f"Waiting for {decision.get('name', 'another player')}{clock}."
-        return f"Waiting for the other players{clock}."
+        return f"{timer}{waiting_text(seen, self.player['id'])}{clock}."
 
     def _render_round(self, seen: Mapping[str, Any]) -> list[RenderableType]:
         dealer = dealer_text(seen["dealer"])
