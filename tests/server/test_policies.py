@@ -674,7 +674,8 @@ def test_after_the_break_that_follows_a_session_limit_a_guest_plays_again_in_a_n
     assert refused.status_code == 403 and refused.json()["detail"].endswith(f"from {resumes} UTC."), refused.json()
     # /me says when, for a page to take its bet controls away and give them back without a refused press.
     assert guest.get("/me").json()["session"] == {"ends_at": (started + timedelta(minutes=1)).isoformat(),
-                                                  "break_ends_at": (started + timedelta(minutes=31)).isoformat()}
+                                                  "break_ends_at": (started + timedelta(minutes=31)).isoformat(),
+                                                  "break_minutes": 30}
     clock.advance(29 * 60)  # within the break
     assert guest.post("/tables/classic/bets", {"spot": 1, "type": "main", "chip": 500}).status_code == 403
     clock.advance(60)  # the break is over

@@ -193,8 +193,8 @@ def test_a_reached_session_limit_takes_the_bet_controls_away(browser: Any, live_
     page = signed_in_context(browser, token, viewport=DESKTOP).new_page()
     page.set_default_timeout(15000)
     page.goto(f"{live_server.url}/#/table/classic")  # no DEAL to wait for (open_table)
-    words = re.compile(r"^Your session time limit of 1 minute is reached: you can play again after a break, from "
-                       r"\d{4}-\d\d-\d\d \d\d:\d\d UTC\.$")
+    words = re.compile(r"^Your session time limit of 1 minute is reached: you can play again after a break of 30 "
+                       r"minutes, from \d{4}-\d\d-\d\d \d\d:\d\d UTC\.$")
     expect(page.locator("#bet-status")).to_have_text(words)  # known from /me: no press refused first
     expect(page.locator("button.chip")).to_have_count(0)
     expect(page.locator("#deal, #rebet, #undo, #double-bets")).to_have_count(0)

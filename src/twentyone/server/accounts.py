@@ -24,6 +24,7 @@ from twentyone.server.cluster import lock_in_transaction
 from twentyone.server.config import CURRENCIES, Settings
 from twentyone.server.context import (
     SESSION_BREAK,
+    SESSION_BREAK_MINUTES,
     Caller,
     ServiceError,
     aware,
@@ -506,16 +507,17 @@ def session_times(session: Session, player: Player, limits: dict[str, Any]) -> t
     return ends, session_break_end(ends, session.scalar(LAST_ROUND, {"player_id": player.id}))
 
 
-def session_json(ends: datetime | None, break_ends: datetime | None) -> dict[str, str | None]:
+def session_json(ends: datetime | None, break_ends: datetime | None) -> dict[str, str | int | None]:
     """The session's time limit as ``/me`` tells it: when it is (or was) reached, and when the break after it ends,
     from which play starts a new session; both null without a limit. A page hides its bet controls between the two
     (before, it learnt of the limit from the first bet refused, and could not know when play was open again).
+    ``break_minutes`` is how long the break is, for a page to say it in the refusal's words without a copy of it.
 
     >>> from datetime import UTC
-    >>> session_json(datetime(2026, 12, 2, 9, 30, tzinfo=UTC), datetime(2026, 12, 2, 9, 55, tzinfo=UTC))
-    {'ends_at': '2026-12-02T09:30:00+00:00', 'break_ends_at': '2026-12-02T09:55:00+00:00'}
+    >>> session_json(datetime(2026, 12, 2, 9, 30, tzinfo=UTC), datetime(2026, 12, 2, 10, 0, tzinfo=UTC))
+    {'ends_at': '2026-12-02T09:30:00+00:00', 'break_ends_at': '2026-12-02T10:00:00+00:00', 'break_minutes': 30}
     """
-    return {"ends_at": iso(ends), "break_ends_at": iso(break_ends)}
+    return {"ends_at": iso(ends), "break_ends_at": iso(break_ends), "break_minutes": SESSION_BREAK_MINUTES}
 
 
 def session_over(started: datetime | None, last_round: datetime | None, now: datetime) -> bool:

@@ -37,12 +37,12 @@ function renderAccount() {
     // The balances the casino's wallet holds: one it holds in no currency has none to show. At a table, its currency's
     // is the table's BALANCE (what is left to bet), with what is on the table beside it: before, the header showed
     // $1,000.00 where the table showed $975.00, $25.00 being on the slip (found by a trial).
+    // Each currency's its own unbroken piece, so that the header wraps between them (style.css).
     const here = state.table && state.tableMoney;
-    const parts = Object.entries(state.me.balances).map(([c, v]) => {
-      if (!here || here.currency !== c) return money(v, c);
-      return here.onTable ? [money(here.available, c), el("span", { class: "on-table", id: "on-table" },
-        ` (${money(here.onTable, c)} on the table)`)] : money(here.available, c);
-    });
+    const parts = Object.entries(state.me.balances).map(([c, v]) => el("span", { class: "wallet", "data-currency": c },
+      !here || here.currency !== c ? money(v, c)
+        : [money(here.available, c), here.onTable ? el("span", { class: "on-table", id: "on-table" },
+          ` (${money(here.onTable, c)} on the table)`) : null]));
     const balances = parts.flatMap((part, index) => (index ? [" · ", part] : [part])).flat();
     who.replaceChildren(...(balances.length ? [`${state.me.name} — `, ...balances] : [state.me.name]));
     out.hidden = false;

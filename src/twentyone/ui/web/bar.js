@@ -2,7 +2,7 @@
 // Each control prints its key; the keys themselves are handled at the end of this module.
 
 import { chipColour } from "./chips.js";
-import { el, keyed, state, view } from "./dom.js";
+import { el, exclusionLine, keyed, sessionOverLine, state, view } from "./dom.js";
 import { chipLabel, money } from "./money.js";
 import { deciders, otherDecider, roundCurrency, seatName, tableInfo, timedOut } from "./round.js";
 
@@ -62,10 +62,18 @@ export function chipInHand(slip) {
 
 export function bettingBar(table, slip, { forming, seated, playing, canBet, excluded, full, available, broke }) {
   if (excluded && !seated) {  // the line, and NEW BETS to put a finished round away: no chip, no DEAL
+    // Bets left on the slip (the session's limit passed with them there) may be taken back: the server takes UNDO
+    // and CLEAR meanwhile, which stake nothing. Before, every control went and the bets sat there till the break's end.
+    const onSlip = slip.total > 0;
+    const controls = [
+      state.finished ? button("next-round", "CLEAR TABLE", "n", () => act.nextRound(), { id: "next-round" }) : null,
+      onSlip ? button("undo", "UNDO", "u", () => act.control("undo"), { id: "undo" }) : null,
+      onSlip ? button("clear", "CLEAR", null, () => act.control("clear"), { id: "clear" }) : null,
+    ].filter(Boolean);
     return el("div", { class: "betting" },
-      el("p", { class: "status-line", id: "bet-status" }, excluded),
-      state.finished ? el("div", { class: "controls" },
-        button("next-round", "CLEAR TABLE", "n", () => act.nextRound(), { id: "next-round" })) : null);
+      el("p", { class: "status-line", id: "bet-status" }, excluded,
+        onSlip ? " The bets on the slip are not dealt: UNDO or CLEAR takes them back." : ""),
+      controls.length ? el("div", { class: "controls" }, ...controls) : null);
   }
   let line = state.finished ? "Place your bets for the next round" : "Place your bets";
   if (forming && seated) line = "Your bets are in. Round starts in";
@@ -96,9 +104,12 @@ export function bettingBar(table, slip, { forming, seated, playing, canBet, excl
       onclick: () => act.control("chip", { chip }) }, chipLabel(chip, table.currency))));
   if (seated) return el("div", { class: "betting" }, statusLine);
   const empty = slip.total === 0;
-  // REBET is offered while the balance reaches the table's minimum (what the last bets were is not in the slip: the
-  // server says if they are more than it covers); x2 while what is left covers the slip once more.
-  const rebetInstead = empty && slip.can_rebet && canBet && !short;
+  // REBET (single-deck's SAME BET, which deals too) is offered while the balance covers what it would stake (the
+  // slip's `rebet_total`): before, it was offered whenever there were last bets, and refused "The balance does not
+  // cover the previous round's bets." (found by a trial). Else DEAL, disabled, with the chips. x2 is offered while
+  // what is left covers the slip once more.
+  const rebetCovered = available === null || available === undefined || (slip.rebet_total || 0) <= available;
+  const rebetInstead = empty && slip.can_rebet && canBet && !short && rebetCovered;
   const doubleShort = !empty && available !== null && available !== undefined && available < slip.total;
   const controls = el("div", { class: "controls" },
     state.finished ? button("next-round", "NEW BETS", "n", () => act.nextRound(), { id: "next-round" }) : null,
@@ -135,6 +146,8 @@ export function decisions(round) {
   const me = round.me || {};
   const balance = me.balance_before === null || me.balance_before === undefined ? null : me.balance_before - me.staked;
   const shortOf = [];  // the actions the balance cannot cover, for the status line
+  const keptOut = keptOutOfStakes(round);
+  const keptWords = keptOut.length ? noNewStakes(keptOut) : null;
   const buttons = ACTIONS.filter(([action]) => action !== "cash-out" || showCashOut).map(([action, label, key]) => {
     const legal = round.legal_actions.includes(action);
     if (!legal && ["triple", "quadruple", "surrender", "cash-out"].includes(action)) return null;
@@ -142,21 +155,40 @@ export function decisions(round) {
     const cost = costs[action] || 0;
     const short = legal && balance !== null && cost > balance;
     if (short) shortOf.push(`${label.toLowerCase()} needs ${money(cost, currency)}`);
+    const reason = short ? `${label} needs ${money(cost, currency)}; the balance is ${money(balance, currency)}`
+      : keptOut.includes(action) ? keptWords : null;
     const node = button(`action-${action}`, `${label}${amount}`, key, () => act.decide(action),
       { "data-action": action, disabled: !legal || short, class: action === best ? "best" : null,
-        ...(short ? { title: `${label} needs ${money(cost, currency)}; the balance is ${money(balance, currency)}` } : {}) });
+        ...(reason ? { title: reason } : {}) });
     if (action in hints) node.append(el("span", { class: "ev" }, `EV ${hints[action] >= 0 ? "+" : ""}${hints[action].toFixed(3)}`));
     return node;
   });
   const short = shortOf.length
     ? el("span", { class: "balance-short", id: "short-of" }, ` · The balance of ${money(balance, currency)} is short: ${shortOf.join(", ")}.`)
     : null;
+  const kept = keptWords ? el("span", { class: "balance-short", id: "no-new-stakes" }, ` · ${keptWords}`) : null;
   // A decision the timer took (an offer declined at a shared table, whose turns then begin) is told beside the next
   // one: before, it was told only while waiting for others and in the result (found by a trial of players).
   const late = me.timed_out ? el("span", { class: "timed-out", id: "timed-out" }, `${timedOut(me.timed_out)} `) : null;
   return el("div", { class: "decisions-wrap" },
-    el("p", { class: "status-line" }, late, "Your decision ", el("span", { class: "timer", id: "bar-timer" }), short),
+    el("p", { class: "status-line" }, late, "Your decision ", el("span", { class: "timer", id: "bar-timer" }), short, kept),
     el("div", { class: "decisions", role: "group", "aria-label": "Decisions" }, ...buttons));
+}
+
+/** The hand's actions that add a stake and that the server left out of its legal ones: it prices each one the game
+ * allows (`offers.costs`), then leaves out those that add a stake while the player is kept from play (their session's
+ * time limit passed mid-round, or a self-exclusion: the server's `without_new_stakes`). */
+function keptOutOfStakes(round) {
+  const costs = round.offers.costs || {};
+  return ACTIONS.map(([action]) => action).filter((action) => action in costs && !round.legal_actions.includes(action));
+}
+
+/** Why `actions` are greyed: before, DOUBLE went grey mid-round with no word why (found by a trial). */
+function noNewStakes(actions) {
+  const named = actions.map((action) => ACTIONS.find(([a]) => a === action)[1]).join(", ");
+  const why = sessionOverLine() ? "Your session time limit is reached"
+    : exclusionLine() ? "You have excluded yourself from play" : "Your limits keep you from play now";
+  return `${why}: the round plays on, but no new stake is taken (${named}).`;
 }
 
 /** Insurance (or even money) asked once for every hand that can take it, with a choice per hand. */

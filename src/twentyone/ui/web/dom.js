@@ -114,8 +114,18 @@ export function sessionOverLine() {
   const [ends, resumes, now] = [Date.parse(session.ends_at), Date.parse(session.break_ends_at), Date.now()];
   if (!(ends < now && now < resumes)) return null;
   const limit = state.me.limits && state.me.limits.session_minutes;
+  // The server's own sentence (its refusal's): before, the page said "after a break, from …" and left out how long.
   return `Your session time limit${limit ? ` of ${limit} minute${limit === 1 ? "" : "s"}` : ""} is reached: you `
-    + `can play again after a break, from ${utc(session.break_ends_at)}.`;
+    + `can play again after a break of ${session.break_minutes} minutes, from ${utc(session.break_ends_at)}.`;
+}
+
+/** Milliseconds until the player's session reaches its time limit (null: no limit, or reached already): the page
+ * takes the bet controls away then, as a press would learn from the server's refusal. */
+export function sessionEndsIn() {
+  const session = state.me && state.me.session;
+  if (!session || !session.ends_at) return null;
+  const left = Date.parse(session.ends_at) - Date.now();
+  return left > 0 ? left : null;
 }
 
 /** Milliseconds until the break after the session's limit ends (null: none is running): the page gives the bet

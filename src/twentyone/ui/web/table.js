@@ -4,7 +4,8 @@ import { OFFER_TITLES, answers, bettingBar, chipInHand, closedBar, decisions, of
   from "./bar.js";
 import { chipStack } from "./chips.js";
 import {
-  announce, api, el, exclusionLine, isSessionOver, sessionBreakLeft, sessionOverLine, showError, state, view,
+  announce, api, el, exclusionLine, isSessionOver, sessionBreakLeft, sessionEndsIn, sessionOverLine, showError, state,
+  view,
 } from "./dom.js";
 import { betsTotal, money } from "./money.js";
 import {
@@ -265,12 +266,12 @@ export async function refreshTable(tableId) {
       if (mine !== latest) return;
     }
     renderTable();
-    // The header's balances follow the table's; a self-exclusion made elsewhere (another tab, another device) is
-    // learnt here too, and the bet controls are drawn again without it.
+    // The header's balances follow the table's; a self-exclusion or a session limit set elsewhere (another tab,
+    // another device) is learnt here too, and the bet controls are drawn again with it (and its timer set).
     if (state.ensureMe) {
-      const excluded = exclusionLine();
+      const kept = keptFromPlay();
       state.ensureMe().then(() => {
-        if (exclusionLine() !== excluded && state.table && currentTableId() === tableId) renderTable();
+        if (keptFromPlay() !== kept && state.table && currentTableId() === tableId) renderTable();
       }).catch(() => { /* the table is shown; the header waits for the next read */ });
     }
   } catch (error) {
@@ -503,6 +504,12 @@ function control(path, body) {
   }).finally(() => { controlsInFlight -= 1; });
 }
 
+/** What keeps the player from play, as /me says: a change redraws the bet controls (and sets the session's timer). */
+function keptFromPlay() {
+  const session = (state.me && state.me.session) || {};
+  return [exclusionLine(), sessionOverLine(), session.ends_at, session.break_ends_at].join("|");
+}
+
 // Each control, decision and offer answer looks for the table first: a felt still drawn while the page leaves the
 // table (signing out: the lobby is drawn a moment later) has no table under it, and a click threw (review).
 async function controlNow(path, body) {
@@ -518,6 +525,7 @@ async function controlNow(path, body) {
     state.maxSpot = null;
     if (path === "bets") await pickCoveredChip(tableId);
     const answer = await api("POST", `/tables/${tableId}/${path}`, body);
+    if (path !== "undo" && path !== "clear") learnTheNewSession();  // those two stake nothing: no session starts
     announce("");
     if (answer.slip) state.table.slip = answer.slip;
     if ("balance" in answer) state.table.balance = answer.balance;  // a credit made meanwhile shows at once
@@ -544,17 +552,52 @@ async function controlNow(path, body) {
     showError(error);
     // Refused (a self-exclusion made on another device, say): what the player may do is read again.
     if (error.status === 403 && state.ensureMe) await state.ensureMe().catch(() => null);
+    // Refused in the table's present state: the balance may have moved elsewhere (a credit or a debit, a round at
+    // another table), which a refusal such as "Doubling every bet needs £2,000.00 but the balance is £1,000.00."
+    // tells of; the table is read again, so BALANCE is the server's. Before, the old one stayed until the next read
+    // (found by a trial). The words stay: a read clears none.
+    if (error.status === 409 && state.table && state.table.table.id === tableId) {
+      await refreshTable(tableId);
+      return;
+    }
     renderTable();
   }
 }
 
-// The bet controls come back when the break after a session's limit ends: one timer, set while the table shows.
-let breakTimer = null;
+// The session's two moments, on one timer while the table shows. At its time limit the bet controls go and the
+// break's line shows: before, they stayed, and the first press after it was refused (403) and only then said so
+// (found by a trial). At the break's end they come back.
+let sessionTimer = null;
+const LONGEST_TIMER = 2 ** 31 - 1;  // ms: a browser fires a longer setTimeout at once
 
-function giveBetsBackAfterTheBreak() {
-  clearTimeout(breakTimer);
-  const left = sessionBreakLeft();
-  if (left !== null) breakTimer = setTimeout(() => { if (state.table) renderTable(); }, left + 1000);
+function setSessionTimer() {
+  clearTimeout(sessionTimer);
+  const breakLeft = sessionBreakLeft();
+  if (breakLeft !== null) {
+    sessionTimer = setTimeout(() => { if (state.table) renderTable(); }, breakLeft + 1000);
+    return;
+  }
+  const limitIn = sessionEndsIn();
+  if (limitIn !== null && limitIn + 1000 < LONGEST_TIMER) {
+    sessionTimer = setTimeout(sessionLimitReached, limitIn + 1000);
+  }
+}
+
+/** A bet control taken after the break starts the player's next session on the server: /me, read once, says when it
+ * reaches the limit, for its timer (no DEAL may come to read it). */
+function learnTheNewSession() {
+  const session = state.me && state.me.session;
+  if (!session || !session.ends_at || Date.parse(session.ends_at) > Date.now() || sessionOverLine()) return;
+  if (state.ensureMe) state.ensureMe().then(() => { if (state.table) setSessionTimer(); }).catch(() => null);
+}
+
+/** The session's limit has passed: /me is read (the break's end is the server's, from the player's last round), and
+ * the table, whose round in play no longer offers an action that adds a stake (the server's `without_new_stakes`). */
+async function sessionLimitReached() {
+  const tableId = currentTableId();
+  if (!tableId || !state.table || state.table.table.id !== tableId) return;
+  if (state.ensureMe) await state.ensureMe().catch(() => null);
+  if (currentTableId() === tableId) refreshSoon(tableId);
 }
 
 /** The chip the bar shows chosen goes on the spot: where the balance no longer covers the server's chosen chip, the
@@ -585,9 +628,11 @@ function decide(action) {
       await refreshTable(tableId);
     } catch (error) {
       showError(error);
-      if (error.status !== 409 || !state.table) return;
-      // Refused because the round is not where this page thought (chosen in another tab, the clock ran out): the
-      // round is read again, so its buttons are the ones it takes now, and the words stay until it moves on.
+      if ((error.status !== 409 && error.status !== 403) || !state.table) return;
+      // Refused because the round is not where this page thought (chosen in another tab, the clock ran out; a 403:
+      // the session's limit passed, and a double or a split adds a stake no more): the round is read again, so its
+      // buttons are the ones it takes now, and the words stay until it moves on.
+      if (error.status === 403 && state.ensureMe) await state.ensureMe().catch(() => null);
       await refreshTable(tableId);
       refusal = { text: error.message, step: stepOf(state.table && state.table.round) };
     }
@@ -647,7 +692,7 @@ export function renderTable() {
   const inPlay = playing && playing.me;
   // Excluded from play: no bet control is offered (the server refuses each); a round in play goes on.
   const excluded = exclusionLine() || sessionOverLine();
-  giveBetsBackAfterTheBreak();
+  setSessionTimer();
   // A round taking bets whose every seat is taken (multiplayer's seven): no bet of this player's joins it, and bets
   // on the slip come back when it closes. The page says so and takes none; before, it said "bet to join" with DEAL
   // lit, DEAL was refused "The table is full", and the bets came back at the close (found by a trial).

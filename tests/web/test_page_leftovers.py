@@ -1,0 +1,236 @@
+"""Page defects left over from the trials, each fixed: the session time limit passing while the table is open (and a
+round in play then), the bets on the slip in the break after it, REBET the balance does not cover, BALANCE after a
+refusal caused elsewhere, and the header's currencies on a narrow desktop."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+import httpx
+import pytest
+from playwright.sync_api import expect
+from server_helpers import OPERATOR
+from web_helpers import (
+    PHONE,
+    LiveServer,
+    bet,
+    chip,
+    guest_token,
+    open_table,
+    poster,
+    shot,
+    signed_in_context,
+    table_page,
+    watch_console,
+)
+
+from twentyone.server.models import Player
+
+DESKTOP = {"width": 1280, "height": 900}
+VIEWPORTS = [pytest.param(DESKTOP, id="desktop"), pytest.param(PHONE, id="phone")]
+# The server's sentence (session_over_message): before, the page said "after a break, from …".
+BREAK_WORDS = re.compile(r"^Your session time limit of 1 minute is reached: you can play again after a break of "
+                         r"30 minutes, from \d{4}-\d\d-\d\d \d\d:\d\d UTC\.")
+
+
+def limited_guest(server: LiveServer) -> tuple[str, Callable[[float], None]]:
+    """A guest with a session time limit of a minute: (token, a function that says how many seconds ago the session
+    began, the limit being reached a minute after)."""
+    token, _ = guest_token(server)
+    headers = {"Authorization": f"Bearer {token}"}
+    assert httpx.put(server.url + "/me/limits", json={"session_minutes": 1},
+                     headers={**headers, "Idempotency-Key": "limits"}).status_code == 200
+    player_id = httpx.get(server.url + "/me", headers=headers).json()["id"]
+    service = server.service
+
+    def session_began(seconds_ago: float) -> None:
+        with service.store.write() as session:
+            session.get(Player, player_id).session_started_at = datetime.now(UTC) - timedelta(seconds=seconds_ago)
+        service.accounts._callers.clear()  # the caller is read again, with the session's end
+
+    return token, session_began
+
+
+def page_of(browser: Any, token: str, viewport: dict[str, int]) -> tuple[Any, list[str]]:
+    page = signed_in_context(browser, token, viewport=viewport).new_page()
+    page.set_default_timeout(15000)
+    return page, watch_console(page)
+
+
+def come_back(page: Any) -> None:
+    """The page reads the table and /me again, as on coming back to its tab (a limit set on another device)."""
+    page.evaluate("window.dispatchEvent(new Event('focus'))")
+
+
+def close(page: Any, problems: list[str]) -> None:
+    page.context.close()
+    assert not problems, problems
+
+
+# ------------------------------------------------------------------ 1, 2, 6. the session's limit passes
+@pytest.mark.parametrize("viewport", VIEWPORTS)
+def test_the_session_limit_passing_takes_the_bet_controls_away_and_leaves_undo_and_clear(
+        browser: Any, live_server: LiveServer, viewport: dict[str, int]) -> None:
+    """Before, chips, spots and DEAL stayed once the limit passed, and the first press was refused (403) before the
+    break's line showed; and then no control at all was left to take back the bets on the slip, which the server
+    allows. Now the page sets a timer for the limit: the line shows by itself, with UNDO and CLEAR alone."""
+    token, session_began = limited_guest(live_server)
+    session_began(0)
+    page, problems = page_of(browser, token, viewport)
+    open_table(page, live_server, "classic")
+    chip(page, 100)
+    bet(page)
+    bet(page)
+    expect(page.locator("#total-bet strong")).to_have_text("$2.00")
+    session_began(57)  # the limit is three seconds away
+    presses: list[str] = []
+    page.on("request", lambda request: presses.append(request.url) if request.method == "POST" else None)
+    come_back(page)
+    expect(page.locator("#bet-status")).to_have_text(BREAK_WORDS, timeout=20000)
+    assert presses == [], presses  # no press refused first
+    expect(page.locator("#announce")).to_have_text("")
+    expect(page.locator("button.chip")).to_have_count(0)
+    expect(page.locator("#deal, #rebet, #double-bets")).to_have_count(0)
+    expect(page.locator("button.circle[data-spot='1']")).to_be_disabled()
+    expect(page.locator("#undo")).to_be_enabled()
+    expect(page.locator("#clear")).to_be_enabled()
+    shot(page, f"leftover-session-break-with-bets-{viewport['width']}")
+    page.locator("#undo").click()
+    expect(page.locator("#total-bet strong")).to_have_text("$1.00")
+    page.locator("#clear").click()
+    expect(page.locator("#total-bet strong")).to_have_text("$0.00")
+    expect(page.locator("#undo, #clear")).to_have_count(0)
+    expect(page.locator("#bet-status")).to_have_text(BREAK_WORDS)
+    expect(page.locator("#announce")).to_have_text("")
+    close(page, problems)
+
+
+def test_the_first_bet_after_the_break_sets_the_next_sessions_timer(browser: Any, live_server: LiveServer) -> None:
+    """The break is over: the first bet starts the next session on the server, whose limit the page then learns (a
+    player who bets and never deals reads /me no other way), so that its timer is set."""
+    token, session_began = limited_guest(live_server)
+    session_began(40 * 60)  # the limit was reached 39 minutes ago: the break ended 9 minutes ago
+    page, problems = page_of(browser, token, DESKTOP)
+    open_table(page, live_server, "classic")
+    page.evaluate("async () => { window.dom = await import('/static/dom.js'); }")  # the page's own module
+    assert page.evaluate("window.dom.sessionEndsIn()") is None
+    chip(page, 100)
+    bet(page)
+    page.wait_for_function("window.dom.sessionEndsIn() > 50000")
+    close(page, problems)
+
+
+# ------------------------------------------------------------------ 5. the limit passes mid-round
+@pytest.mark.parametrize("viewport", VIEWPORTS)
+def test_a_double_the_passed_session_limit_keeps_out_says_why(browser: Any, live_server: LiveServer,
+                                                                viewport: dict[str, int]) -> None:
+    """A pair of eights against a six: DOUBLE and SPLIT. The limit passes while the player decides: the server no
+    longer takes either (they add a stake). Before, the page offered them until one was refused, and then greyed them
+    with no word why; now, at the limit, it reads the round again and says why beside the buttons."""
+    live_server.service.stacked.append(["8H", "6C", "8D", "TS", "2C", "3D", "4S", "5H"])
+    token, session_began = limited_guest(live_server)
+    session_began(0)
+    post = poster(live_server, token)
+    post("/tables/classic/bets", {"spot": 1, "chip": 500})
+    assert {"double", "split"} <= set(post("/tables/classic/deal")["legal_actions"])
+    page, problems = page_of(browser, token, viewport)
+    page.goto(f"{live_server.url}/#/table/classic")
+    double, split = page.locator("button[data-action='double']"), page.locator("button[data-action='split']")
+    expect(double).to_be_enabled()
+    expect(split).to_be_enabled()
+    session_began(57)  # the limit is three seconds away
+    come_back(page)
+    expect(double).to_be_disabled(timeout=20000)
+    why = "Your session time limit is reached: the round plays on, but no new stake is taken (DOUBLE, SPLIT)."
+    expect(page.locator("#no-new-stakes")).to_have_text(f" · {why}")
+    expect(page.locator("#no-new-stakes")).to_be_visible()
+    expect(double).to_have_attribute("title", why)
+    expect(split).to_be_disabled()
+    expect(split).to_have_attribute("title", why)
+    expect(page.locator("button[data-action='stand']")).to_be_enabled()  # the round plays on
+    shot(page, f"leftover-session-limit-mid-round-{viewport['width']}")
+    page.locator("button[data-action='stand']").click()
+    expect(page.locator("#result")).to_be_visible()
+    close(page, problems)
+
+
+# ------------------------------------------------------------------ 3. REBET the balance does not cover
+@pytest.mark.parametrize(("table", "stake", "label"), [("classic", 2500, "REBET"), ("single-deck", 10000, "SAME BET")])
+def test_rebet_is_offered_only_while_the_balance_covers_it(browser: Any, live_server: LiveServer, table: str,
+                                                           stake: int, label: str) -> None:
+    """Before, REBET (single-deck's SAME BET) was offered whenever there were last bets, and refused "The balance does
+    not cover the previous round's bets."; now the slip's ``rebet_total`` is compared with the balance."""
+    live_server.service.stacked.append(["TS", "TH", "6D", "9C", "2C", "3D"])
+    token, name = guest_token(live_server)
+    post = poster(live_server, token)
+    post(f"/tables/{table}/bets", {"spot": 1, "chip": stake})
+    round_id = post(f"/tables/{table}/deal")["id"]
+    post(f"/rounds/{round_id}/actions", {"action": "stand"})
+    currency = "GBP" if table == "single-deck" else "USD"
+    balance = httpx.get(live_server.url + "/me", headers={"Authorization": f"Bearer {token}"}).json()["balances"]
+    operator = poster(live_server, OPERATOR)
+    operator("/admin/debit", {"player": name, "currency": currency, "amount": balance[currency] - stake // 2})
+    page, problems = page_of(browser, token, DESKTOP)
+    open_table(page, live_server, table)  # half the last bets left: above the table's minimum, below REBET's
+    expect(page.locator("#deal")).to_be_disabled()
+    expect(page.locator("#rebet")).to_have_count(0)
+    expect(page.locator("button.chip:not([disabled])").first).to_be_visible()  # the chips it covers
+    operator("/admin/credit", {"player": name, "currency": currency, "amount": stake})
+    come_back(page)
+    expect(page.locator("#rebet")).to_contain_text(label)
+    expect(page.locator("#rebet")).to_be_enabled()
+    close(page, problems)
+
+
+# ------------------------------------------------------------------ 4. BALANCE after a refusal caused elsewhere
+def test_a_refusal_after_a_debit_elsewhere_shows_the_servers_balance(browser: Any, live_server: LiveServer) -> None:
+    """$100 on the slip, then $850 taken from the balance elsewhere: x2, still lit, is refused. Before, BALANCE went on
+    showing $900.00 until the next read; now the refusal's table is read again."""
+    page, name, problems = table_page(browser, live_server, "classic", viewport=DESKTOP)
+    chip(page, 10000)
+    bet(page)
+    expect(page.locator("#balance strong")).to_have_text("$900.00")
+    poster(live_server, OPERATOR)("/admin/debit", {"player": name, "currency": "USD", "amount": 85000})
+    page.locator("#double-bets").click()
+    expect(page.locator("#announce")).to_have_text("Doubling every bet needs $200.00 but the balance is $150.00.")
+    expect(page.locator("#balance strong")).to_have_text("$50.00")
+    expect(page.locator("#who")).to_contain_text("$50.00 ($100.00 on the table)")
+    expect(page.locator("#double-bets")).to_be_disabled()
+    expect(page.locator("#announce")).to_have_text("Doubling every bet needs $200.00 but the balance is $150.00.")
+    close(page, problems)
+
+
+# ------------------------------------------------------------------ 7. the header's currencies
+def test_every_currency_in_the_header_is_shown_whole_on_a_narrow_desktop(browser: Any,
+                                                                          live_server: LiveServer) -> None:
+    """Before, at 1150 px the header cut the third currency off behind an ellipsis."""
+    account = {"name": "maximilian-longname", "password": "correct horse"}
+    assert httpx.post(f"{live_server.url}/auth/register", json=account).status_code == 201
+    token = httpx.post(f"{live_server.url}/auth/login", json=account).json()["token"]
+    page, problems = page_of(browser, token, DESKTOP)
+    open_table(page, live_server, "classic")
+    chip(page, 2500)
+    bet(page)  # the longest header: "(… on the table)" beside the dollars
+    for width in (1000, 1150, 1280):
+        page.set_viewport_size({"width": width, "height": 900})
+        wallets = page.locator("#who .wallet")
+        expect(wallets).to_have_count(3)
+        expect(wallets.nth(0)).to_have_text("$975.00 ($25.00 on the table)")
+        expect(wallets.nth(1)).to_have_text("£1,000.00")
+        expect(wallets.nth(2)).to_have_text("€1,000.00")
+        shot(page, f"leftover-header-{width}")
+        boxes = page.evaluate("""() => {
+          const who = document.getElementById('who');
+          const box = (node) => { const r = node.getBoundingClientRect(); return [r.left, r.top, r.right, r.bottom]; };
+          return { who: box(who), clipped: who.scrollWidth > who.clientWidth,
+                   wallets: [...who.querySelectorAll('.wallet')].map(box) };
+        }""")
+        assert not boxes["clipped"], (width, boxes)
+        left, top, right, bottom = boxes["who"]
+        assert left >= 0 and right <= width, (width, boxes)
+        for x0, y0, x1, y1 in boxes["wallets"]:
+            assert left - 1 <= x0 and x1 <= right + 1 and top - 1 <= y0 and y1 <= bottom + 1, (width, boxes)
+    close(page, problems)
