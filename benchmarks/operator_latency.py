@@ -38,7 +38,7 @@ from load import free_port, start, stop
 from sqlalchemy import create_engine, make_url, text
 
 ROOT = Path(__file__).resolve().parents[1]
-OPERATOR = "benchmark-operator"
+OPERATOR = "benchmark-operator-token-for-this-run"
 CROWD = {"id": "crowd", "name": "Crowd", "variant": "power", "currency": "EUR", "chips": [100],
          "limits": {"main": [100, 500000]}, "seats": 0, "decision_timeout": 600, "betting_window": 3600}
 

@@ -29,7 +29,7 @@ from fake_operator_wallet import MemoryWallet
 from twentyone.server.app import create_app
 from twentyone.server.config import Settings
 
-OPERATOR = "benchmark-operator"
+OPERATOR = "benchmark-operator-token-for-this-run"
 
 
 def play(url: str, data_dir: Path, rounds: int, wallet: Any) -> tuple[float, float]:

@@ -63,7 +63,7 @@ from websockets.frames import Frame, Opcode
 from websockets.uri import parse_uri
 
 TABLE = "power-crowd"
-OPERATOR = "bench-operator"
+OPERATOR = "bench-operator-token-for-this-run"
 IN_FLIGHT = 100  # requests the crowd keeps in flight at once
 # Connections per HTTP client: httpx's pool looks at every connection it holds (a system call each) to place each
 # request, so one pool of 100 connections cost this client more CPU than the server spent answering (its single

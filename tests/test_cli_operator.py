@@ -182,6 +182,19 @@ def test_proxies_that_are_not_addresses_are_refused_in_one_line(tmp_path: Path, 
     assert not (tmp_path / "new").exists()
 
 
+@pytest.mark.parametrize(("value", "fragment"), [("a", "(it has 1)"), (" ", "printable ASCII without spaces"),
+                                                 ("correct horse battery staple", "without spaces"),
+                                                 ("x" * 23, "(it has 23)")])
+def test_serve_refuses_an_operator_token_that_is_guessed_or_cannot_be_sent(tmp_path: Path, value: str,
+                                                                            fragment: str) -> None:
+    """``TWENTYONE_OPERATOR_TOKEN=a`` was taken: the whole floor's money for one guess (an operator's trial). A space
+    was taken too, and no ``Authorization`` header carries it: every /admin call was then 401."""
+    refused = run("serve", "--port", str(free_port()), "--data-dir", str(tmp_path / "new"),
+                  env={"TWENTYONE_OPERATOR_TOKEN": value})
+    assert_one_line_error(refused, "TWENTYONE_OPERATOR_TOKEN: at least 24 characters", fragment)
+    assert not (tmp_path / "new").exists()
+
+
 # ------------------------------------------------------------------ 4. demo mode
 @pytest.mark.parametrize(("value", "demo"), [("off", False), ("False", False), ("NO", False), ("0", False),
                                              ("On", True), ("TRUE", True), ("yes", True), ("1", True)])

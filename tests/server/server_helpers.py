@@ -14,7 +14,7 @@ from sqlalchemy import Engine, update
 
 from twentyone.server.models import Shoe
 
-OPERATOR = "operator-secret"
+OPERATOR = "operator-secret-for-the-tests-only"
 
 
 @contextmanager

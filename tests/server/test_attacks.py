@@ -18,7 +18,7 @@ import pytest
 from fastapi.testclient import TestClient
 from integrity import ledger_totals
 from live import call, free_port, raw, start_server, status_of
-from server_helpers import Client, Clock
+from server_helpers import OPERATOR, Client, Clock
 from sqlalchemy import func, select
 
 from twentyone.server.app import create_app
@@ -955,3 +955,27 @@ def test_guest_creation_is_rate_limited_across_every_server_process(tmp_path: Pa
         for thread in threads:
             thread.join()
         assert sorted(burst) == [201] * 5 + [429] * 7, burst
+
+
+def test_tokens_guessed_from_one_address_are_refused_after_thirty_a_minute(http: TestClient, guest: Client,
+                                                                           operator: Client) -> None:
+    """A guesser of the operator's token had as many tries as the server answered (an operator's trial: 30 wrong
+    ones in a row, each a 401). After 30 tokens the server does not take, from one address in a minute, the next
+    there is 429 with Retry-After, at any endpoint, the lobby's read included, and so is the operator's own: a right
+    guess looks like a wrong one. A player's token is still served there (nobody guesses a random one, and a player
+    behind the guesser's address is not locked out)."""
+    from twentyone.server.guards import BAD_TOKENS_PER_MINUTE
+
+    assert operator.get("/admin/report").status_code == 200
+    for attempt in range(BAD_TOKENS_PER_MINUTE):
+        wrong = http.get("/admin/report", headers={"Authorization": f"Bearer guess-{attempt:04d}-" + "x" * 20})
+        assert wrong.status_code == 401, (attempt, wrong.json())
+    for guess in ("one-more-guess-" + "x" * 20, OPERATOR):
+        refused = http.get("/admin/report", headers={"Authorization": f"Bearer {guess}"})
+        assert refused.status_code == 429 and refused.headers["Retry-After"] == "60", refused.json()
+        assert refused.json()["detail"] == (
+            "Too many requests with a token this server does not take, from this address: try again in a minute.")
+    lobby = http.get("/tables", headers={"Authorization": "Bearer lobby-guess-" + "x" * 20})
+    assert lobby.status_code == 429, lobby.json()
+    assert http.get("/tables").status_code == 200  # no token, no guess: the lobby is anyone's
+    assert guest.get("/me").status_code == 200

@@ -53,6 +53,8 @@ def test_a_server_that_serves_is_ready_and_one_without_timers_says_so(ticking: T
             assert http.request(method, path, follow_redirects=False).status_code == 200, (method, path)
     assert http.get("/health/ready/", follow_redirects=False).json()["status"] == "ready"
     assert http.head("/health").content == b""  # HEAD answers without a body
+    # The page's address too: a load balancer's default check may be HEAD / (it was 405: every process down).
+    assert [http.request(method, "/").status_code for method in ("GET", "HEAD", "OPTIONS")] == [200, 200, 200]
 
 
 def test_timers_that_stopped_looking_make_the_process_not_ready_until_they_look_again(ticking: TestClient) -> None:

@@ -268,6 +268,12 @@ class Accounts:
             returned = return_undealt_bets(session, row.id)
             return Caller(row.id, row.name, row.role, row.guest), token, returned
 
+    def is_operator_token(self, token: str | None) -> bool:
+        """Whether ``token`` is the operator's (compared in constant time)."""
+        if not token or not token.isascii():
+            return False
+        return secrets.compare_digest(token, self.settings.operator_token)
+
     def known(self, token: str | None) -> Caller | None:
         """The caller of a token this process has already seen (or the operator), from memory: no query.
 

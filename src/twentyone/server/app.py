@@ -41,7 +41,15 @@ from twentyone.server.context import Busy, Caller, ServiceError
 from twentyone.server.db import Database, migrate, worker_threads
 from twentyone.server.direct import READING
 from twentyone.server.events import DROPPED_CODE
-from twentyone.server.guards import BodyLimit, HashingGate, RateLimiter, SecurityHeaders, SocketLimits, document_errors
+from twentyone.server.guards import (
+    BodyLimit,
+    HashingGate,
+    RateLimiter,
+    SecurityHeaders,
+    SocketLimits,
+    bad_token_limiter,
+    document_errors,
+)
 from twentyone.server.readiness import RETRY_AFTER, Readiness
 from twentyone.server.rounds import close_answer
 from twentyone.server.service import GameService
@@ -208,8 +216,34 @@ async def caller(request: Request, authorization: Annotated[str | None, Header()
     else looked up in a worker thread (a sync dependency would cost every request a thread hop)."""
     token = bearer_token(authorization)
     service: GameService = request.app.state.service
-    known = service.accounts.known(token)
-    return known if known is not None else await run_in_threadpool(service.authenticate, token)
+    known = None if service.accounts.is_operator_token(token) else service.accounts.known(token)
+    if known is not None:
+        return known
+    return await run_in_threadpool(token_caller, service, request.app.state.bad_tokens, client_address(request), token)
+
+
+def token_caller(service: GameService, bad_tokens: RateLimiter, address: str, token: str | None) -> Caller:
+    """The caller of ``token`` (:meth:`GameService.authenticate`), with a limit on guesses
+    (:func:`~twentyone.server.guards.bad_token_limiter`): each token this server does not take (a 401) counts against
+    ``address``, and past the limit the operator's token and every token not taken are 429 there alike. Before, a
+    guesser of a weak operator token had as many tries as the server answered (an operator's trial: 30 wrong ones
+    in a row, each a 401), at any endpoint, the lobby's read and the table's WebSocket included."""
+    if not token:  # no guess: told to sign in
+        return service.authenticate(token)
+    full = bad_tokens.is_full(address)
+    if service.accounts.is_operator_token(token):
+        if full:
+            raise bad_tokens.refused()
+        return service.authenticate(token)
+    try:
+        return service.authenticate(token)
+    except ServiceError as error:
+        if error.status != 401:
+            raise
+        bad_tokens.record(address)
+        if full:
+            raise bad_tokens.refused() from None
+        raise
 
 
 Me = Annotated[Caller, Depends(caller)]
@@ -291,6 +325,7 @@ def create_app(settings: Settings, operator_wallet: OperatorWallet | None = None
     app.add_middleware(SecurityHeaders)  # outermost: a 413 from BodyLimit carries them too
     # This process's count comes first: a flood it has seen alone is refused without a write transaction.
     guests = RateLimiter(per_minute=settings.guests_per_minute, clock=lambda: service.clock().timestamp())
+    app.state.bad_tokens = bad_token_limiter()  # tokens this server does not take, by address (``caller``)
     hashing = HashingGate()  # sign-ins and sign-ups: their password hashes, one at a time
     sockets = SocketLimits(per_address=settings.sockets_per_address)  # open in this process, by player and address
     document_errors(app)
@@ -329,7 +364,9 @@ def create_app(settings: Settings, operator_wallet: OperatorWallet | None = None
     with resources.as_file(WEB) as web_directory:
         app.mount("/static", StaticFiles(directory=web_directory), name="static")
 
-    @app.get("/", response_class=HTMLResponse, include_in_schema=False)
+    # HEAD and OPTIONS too: a load balancer's default check may be ``HEAD /`` (HAProxy's ``option httpchk HEAD /``),
+    # which was 405, and marked every process down (an operator's trial).
+    @app.api_route("/", methods=["GET", "HEAD", "OPTIONS"], response_class=HTMLResponse, include_in_schema=False)
     async def index() -> str:
         return (WEB / "index.html").read_text("utf-8")
 
@@ -413,27 +450,27 @@ def create_app(settings: Settings, operator_wallet: OperatorWallet | None = None
         return {"returned_bets": service.reconnect(who)}
 
     # ---------------------------------------------------------- tables
-    def signed_in(authorization: str | None) -> Caller | None:
+    def signed_in(authorization: str | None, address: str) -> Caller | None:
         """The caller a bearer token names, for a read that anyone may make: None without a token, or with one that
         is no longer signed in (the lobby is shown all the same)."""
         token = bearer_token(authorization) or ""
         if not token:
             return None
         try:
-            return service.accounts.known(token) or service.authenticate(token)
+            return token_caller(service, app.state.bad_tokens, address, token)
         except ServiceError as error:
             if error.status == 401:
                 return None
             raise
 
     @app.get("/tables")
-    def tables(authorization: Annotated[str | None, Header()] = None) -> dict[str, Any]:
+    def tables(request: Request, authorization: Annotated[str | None, Header()] = None) -> dict[str, Any]:
         """Every table and its setting; for a signed-in player, ``closed_tables``: those taken out of the
         configuration where they have a round open, to finish it (each with its ``round_id``), and ``open_rounds``:
         their rounds open at the tables configured (``round_id``, ``table_id``, ``status``), newest first."""
         seated = service.seated()
         configured = service.tables()
-        who = signed_in(authorization)
+        who = signed_in(authorization, client_address(request))
         closed = [table_id for table_id in seated if table_id not in configured]  # rounds open, no table now
         listed = [{**table_json(table), "players": seated.get(table.id, 0)} for table in configured.values()]
         answer = {"tables": listed,
@@ -581,13 +618,15 @@ def create_app(settings: Settings, operator_wallet: OperatorWallet | None = None
     @app.websocket("/ws/tables/{table_id}")
     async def table_events(websocket: WebSocket, table_id: str, token: str = "") -> None:
         try:
-            who = await run_in_threadpool(service.authenticate, token)
+            who = await run_in_threadpool(token_caller, service, app.state.bad_tokens,
+                                          websocket.client.host if websocket.client else "unknown", token)
             await run_in_threadpool(reached, who, table_id)  # a closed table's too, for a round played out there
         except ServiceError as error:
             # Accept first: a close before the handshake reaches the client as a bare HTTP 403,
             # without the code that says why.
             await websocket.accept()
-            await websocket.close(code=SIGNED_OUT_CODE if error.status == 401 else 4404, reason=error.detail[:120])
+            code = {401: SIGNED_OUT_CODE, 429: TOO_MANY_SOCKETS_CODE}.get(error.status, 4404)
+            await websocket.close(code=code, reason=error.detail[:120])
             return
         await websocket.accept()
         player = None if who.role == "operator" else who.id

@@ -78,7 +78,8 @@ class Settings:
             tables = read_tables_file(Path(tables_file)) if tables_file else shipped_definitions()
         except TableConfigError as error:
             raise SettingError(str(error)) from None
-        token = os.environ.get(TOKEN_ENV_VAR) or _stored_operator_token(directory, make_token)
+        given = os.environ.get(TOKEN_ENV_VAR)
+        token = operator_token_setting(given) if given else _stored_operator_token(directory, make_token)
         return cls(url, directory, token, demo, guests_per_minute=guests, token_days=token_days,
                    sockets_per_address=sockets, tables=tables,
                    tables_source=str(tables_file) if tables_file else "the shipped tables.toml")
@@ -242,6 +243,32 @@ def workers_logging() -> dict[str, Any]:
         if name == "uvicorn.error":  # the supervisor's logger, where it says a worker died, at INFO
             logger.update(level="INFO", filters=[*logger.get("filters", []), "supervisor-info"])
     return config
+
+
+# A bearer token is the operator's whole floor (credits, debits, every report): one that is short, or made by hand,
+# is guessed. The server's own is 43 characters (secrets.token_urlsafe(32)).
+MIN_OPERATOR_TOKEN = 24
+
+
+def operator_token_setting(value: str) -> str:
+    """``TWENTYONE_OPERATOR_TOKEN``'s value, where a server can take it: at least :data:`MIN_OPERATOR_TOKEN`
+    printable ASCII characters without spaces. Before, ``a`` was taken, and so was a space, which no ``Authorization``
+    header can carry, locking the operator out (an operator's trial).
+
+    >>> operator_token_setting("x" * 24) == "x" * 24
+    True
+    >>> operator_token_setting("a")
+    Traceback (most recent call last):
+    ...
+    twentyone.server.config.SettingError: TWENTYONE_OPERATOR_TOKEN: at least 24 characters (it has 1), printable \
+ASCII without spaces; make one with: python3 -c 'import secrets; print(secrets.token_urlsafe(32))'
+    """
+    usable = value.isascii() and value.isprintable() and not any(character.isspace() for character in value)
+    if len(value) < MIN_OPERATOR_TOKEN or not usable:
+        has = f" (it has {len(value)})" if usable else ""
+        raise SettingError(f"{TOKEN_ENV_VAR}: at least {MIN_OPERATOR_TOKEN} characters{has}, printable ASCII without "
+                           "spaces; make one with: python3 -c 'import secrets; print(secrets.token_urlsafe(32))'")
+    return value
 
 
 def token_file(directory: Path) -> Path:

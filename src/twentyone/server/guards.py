@@ -244,13 +244,22 @@ class RateLimiter:
     twentyone.server.context.ServiceError: Too many new accounts from this address: try again in a minute.
     """
 
-    def __init__(self, per_minute: int, clock: Any = time.monotonic) -> None:
+    def __init__(self, per_minute: int, clock: Any = time.monotonic,
+                 refusal: str = "Too many new accounts from this address: try again in a minute.") -> None:
         self.per_minute = per_minute
         self.clock = clock
+        self.refusal = refusal
         self._events: dict[str, deque[float]] = {}
         self._lock = threading.Lock()
 
     def check(self, key: str) -> None:
+        """Count an event of ``key``'s, or refuse it (429) where its minute is full."""
+        if self.is_full(key):
+            raise self.refused()
+        self.record(key)
+
+    def is_full(self, key: str) -> bool:
+        """Whether ``key``'s last minute holds ``per_minute`` events."""
         now = self.clock()
         with self._lock:
             if len(self._events) > 100_000:  # forget idle addresses rather than grow without bound
@@ -258,10 +267,37 @@ class RateLimiter:
             events = self._events.setdefault(key, deque())
             while events and now - events[0] >= 60:
                 events.popleft()
-            if len(events) >= self.per_minute:
-                raise ServiceError(429, "Too many new accounts from this address: try again in a minute.",
-                                   {"Retry-After": "60"})
-            events.append(now)
+            return len(events) >= self.per_minute
+
+    def record(self, key: str) -> None:
+        """Count an event of ``key``'s."""
+        with self._lock:
+            self._events.setdefault(key, deque()).append(self.clock())
+
+    def refused(self) -> ServiceError:
+        return ServiceError(429, self.refusal, {"Retry-After": "60"})
+
+
+# Tokens this server does not take, sent from one address this many times in a minute, and that address's next one
+# is refused (429) for the rest of the minute, the operator's own included: a guesser cannot tell a right guess from
+# a wrong one. A player's token, looked up, is still served (a random 256-bit token is not guessed, and a player
+# behind the same address is not locked out). A player's expired token costs one.
+BAD_TOKENS_PER_MINUTE = 30
+
+
+def bad_token_limiter(clock: Any = time.monotonic) -> RateLimiter:
+    """The limit on tokens this server does not take, by client address (:data:`BAD_TOKENS_PER_MINUTE`).
+
+    >>> limiter = bad_token_limiter()
+    >>> for _ in range(BAD_TOKENS_PER_MINUTE):
+    ...     limiter.record("1.2.3.4")
+    >>> limiter.is_full("1.2.3.4"), limiter.is_full("5.6.7.8")
+    (True, False)
+    >>> limiter.refused().detail
+    'Too many requests with a token this server does not take, from this address: try again in a minute.'
+    """
+    return RateLimiter(BAD_TOKENS_PER_MINUTE, clock, "Too many requests with a token this server does not take, "
+                                                     "from this address: try again in a minute.")
 
 
 class HashingGate:
