@@ -44,8 +44,11 @@ def restart(settings: Settings, clock: Clock) -> Iterator[Restart]:
     server's client and service."""
     opened: list[TestClient] = []
 
-    def restarted(**changes: dict[str, Any] | None) -> tuple[TestClient, Any]:
-        client = TestClient(create_app(replace(settings, tables=tables_changed(**changes)), clock=clock, timers=False))
+    def restarted(given: bool | None = None, **changes: dict[str, Any] | None) -> tuple[TestClient, Any]:
+        # A file given (``--tables``) where tables changed; else the shipped ones, unless ``given`` says otherwise.
+        changed = replace(settings, tables=tables_changed(**changes), tables_given=bool(changes) if given is None
+                          else given)
+        client = TestClient(create_app(changed, clock=clock, timers=False))
         opened.append(client.__enter__())
         return client, client.app.state.service  # type: ignore[attr-defined]
 
@@ -637,11 +640,21 @@ def test_a_process_started_with_another_tables_toml_changes_every_processs_table
     restart(classic=single, **{"classic-premium": None})  # a third process with the same file: nothing to publish
     with service.store.read() as session:
         assert session.execute(select(func.count()).select_from(TABLES_FILES)).scalar_one() == 2
-    restart()  # the shipped file again: every process serves it
+    # A start without a file (a process restarted with its first command line) does not put the shipped tables
+    # back over a file given to a start: before, it changed the whole floor's currencies and limits (an operator's
+    # trial). It serves the file's.
+    _, plain = restart()
+    service.tick()
+    assert (service.tables()["classic"].variant, "classic-premium" in service.tables()) == ("single-deck", False)
+    assert (plain.tables()["classic"].variant, "classic-premium" in plain.tables()) == ("single-deck", False)
+    restart(given=True)  # the shipped file given (serve --tables .../tables.toml): every process serves it
     service.tick()
     assert (service.tables()["classic"].variant, "classic-premium" in service.tables()) == ("classic", True)
     elsewhere.tick()
     assert elsewhere.tables().keys() == service.tables().keys()
+    restart()  # the shipped tables over shipped ones: nothing to keep, nothing to publish
+    with service.store.read() as session:
+        assert session.execute(select(func.count()).select_from(TABLES_FILES)).scalar_one() == 3
 
 
 def test_serve_tables_names_the_operators_tables_toml(tmp_path: Path) -> None:
@@ -651,6 +664,8 @@ def test_serve_tables_names_the_operators_tables_toml(tmp_path: Path) -> None:
                                          'chips = [500]\nlimits = { main = [500, 100000] }\nseats = 5\n')
     settings = Settings.from_environment(f"sqlite:///{tmp_path / 'twentyone.db'}", tmp_path,
                                          tables_file=tmp_path / "floor.toml")
+    assert settings.tables_given  # it replaces the tables a file gave, where the shipped ones do not
+    assert not Settings.from_environment(f"sqlite:///{tmp_path / 'other.db'}", tmp_path).tables_given
     with TestClient(create_app(settings, timers=False)) as client:
         [vip] = client.get("/tables").json()["tables"]
     assert (vip["id"], vip["name"], vip["currency"], vip["seats"]) == ("vip", "VIP", "EUR", 5)

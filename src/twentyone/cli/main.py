@@ -604,8 +604,8 @@ def serve(
     tables: Annotated[Path | None, typer.Option(
         "--tables", envvar="TWENTYONE_TABLES", metavar="FILE",
         help="The operator's tables.toml (the shipped one's form: src/twentyone/server/tables.toml); default: the "
-             "shipped tables. Every server process on the database serves the tables the latest start was given "
-             "(docs/server.md, 'Changing a table').")] = None,
+             "shipped tables, or the file the latest start was given. Every server process on the database serves "
+             "the tables the latest start published (docs/server.md, 'Changing a table').")] = None,
     workers: Annotated[int, typer.Option("--workers", help="Server processes on this port (PostgreSQL only; "
                                          "docs/server.md, 'Several processes').")] = 1,
     pin_cpu: Annotated[bool, typer.Option("--pin-cpu/--no-pin-cpu", envvar="TWENTYONE_PIN_CPU",

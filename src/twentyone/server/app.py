@@ -291,7 +291,8 @@ def create_app(settings: Settings, operator_wallet: OperatorWallet | None = None
         kwargs["events"] = PostgresBroadcaster(settings.database_url)
         kwargs["ownership"] = AdvisoryOwnership(settings.database_url)
     service = GameService(db, settings, operator_wallet, rng=rng, **kwargs)
-    service.registry.publish(settings.tables, settings.tables_source)  # served by every process on the database
+    # Served by every process on the database:
+    service.registry.publish(settings.tables, settings.tables_source, settings.tables_given)
     if retired := service.shoes.retire_unfit(service.store, service.registry.all()):
         log.info("finished %d shoes no table deals from as configured now (revealed for /verify)", retired)
     if isinstance(service.events, PostgresBroadcaster):

@@ -49,6 +49,7 @@ class Settings:
     # shipped. A start publishes them to the database, and every process on it serves the latest published.
     tables: Mapping[str, Mapping[str, Any]] = field(default_factory=lambda: _shipped())
     tables_source: str = "tables.toml"  # where ``tables`` came from, as a refusal names it: the operator's file's path
+    tables_given: bool = False  # a file given to the start (not the shipped one), which may replace a file's tables
 
     @classmethod
     def from_environment(cls, database_url: str | None = None, data_dir: str | Path | None = None,
@@ -82,7 +83,8 @@ class Settings:
         token = operator_token_setting(given) if given else _stored_operator_token(directory, make_token)
         return cls(url, directory, token, demo, guests_per_minute=guests, token_days=token_days,
                    sockets_per_address=sockets, tables=tables,
-                   tables_source=str(tables_file) if tables_file else "the shipped tables.toml")
+                   tables_source=str(tables_file) if tables_file else "the shipped tables.toml",
+                   tables_given=bool(tables_file))
 
 
 def _shipped() -> dict[str, dict[str, Any]]:

@@ -243,6 +243,9 @@ class TablesFile(Base):
     digest: Mapped[str] = mapped_column(String(64))  # sha256 of the tables as canonical JSON
     tables: Mapped[dict[str, Any]] = mapped_column(JSON)
     published_at: Mapped[datetime] = mapped_column(DateTime(timezone=True))
+    # A file given to the start (``--tables``, ``TWENTYONE_TABLES``), or the shipped tables: a start without a file
+    # does not put the shipped tables over a file's (migration 0019).
+    given: Mapped[bool] = mapped_column(Boolean, default=False, server_default=false())
 
 
 class GuestArrival(Base):

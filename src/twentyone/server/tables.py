@@ -76,8 +76,8 @@ NEWEST_OWN_ROUND_AT = (select(ROUNDS.c.table_id, ROUNDS.c.variant, ROUNDS.c.curr
                               ROUND_SEATS.c.player_id == bindparam("player_id"))
                        .order_by(ROUND_SEATS.c.round_id.desc()).limit(1))
 # The tables.toml the latest start published (migration 0018): what every process serves.
-LATEST_TABLES_FILE = select(TABLES_FILES.c.digest, TABLES_FILES.c.tables, TABLES_FILES.c.published_at).order_by(
-    TABLES_FILES.c.id.desc()).limit(1)
+LATEST_TABLES_FILE = select(TABLES_FILES.c.digest, TABLES_FILES.c.tables, TABLES_FILES.c.published_at,
+                            TABLES_FILES.c.given).order_by(TABLES_FILES.c.id.desc()).limit(1)
 LATEST_TABLES_DIGEST = select(TABLES_FILES.c.digest).order_by(TABLES_FILES.c.id.desc()).limit(1)
 
 
@@ -216,11 +216,17 @@ class TableRegistry:
         return ([tuple(row) for row in session.execute(TABLE_ROWS)] != self._stored
                 or session.scalar(LATEST_TABLES_DIGEST) != self._digest)
 
-    def publish(self, definitions: Mapping[str, Mapping[str, Any]], source: str = "tables.toml") -> None:
+    def publish(self, definitions: Mapping[str, Mapping[str, Any]], source: str = "tables.toml",
+                given: bool = False) -> None:
         """Make ``definitions`` (a start's ``tables.toml``) the tables every process on the database serves: appended
         to ``tables_files`` where they differ from the latest published, which the other processes read at their next
         tick. The starts of one database take turns here (SQLite's one writer; on PostgreSQL an advisory lock), so
         the workers of ``serve --workers N``, which start at once with one file, append one row at most.
+
+        The shipped tables (``given`` false: no ``--tables``, no ``TWENTYONE_TABLES``) replace shipped ones only:
+        where the latest were a file given to a start, this process serves those and logs so. Before, a process
+        restarted with its first command line put the shipped tables back on the whole floor, its currencies and
+        limits included, with a warning alone (an operator's trial).
 
         A table the file defines that the operator made with ``POST /admin/tables`` (its id in any case) refuses the
         start (:class:`TableConfigError`): a table is the file's or the operator's, which ``twentyone admin
@@ -228,17 +234,23 @@ class TableRegistry:
         digest = definitions_digest(definitions)
         with self.store.write() as session:
             lock_in_transaction(session, TABLES_FILE_LOCK)
+            latest = session.execute(LATEST_TABLES_FILE).first()
+            kept = latest is not None and latest.digest != digest and latest.given and not given
             made = {table_id.lower(): table_id for table_id in session.scalars(select(TableConfig.id))}
             taken = sorted(made[table_id.lower()] for table_id in definitions if table_id.lower() in made)
-            if taken:
+            if taken and not kept:
                 raise TableConfigError(
                     f"{source} defines {taken[0]!r}, a table the operator made (POST /admin/tables): remove it "
                     f"with `twentyone admin remove-table {taken[0]}`, or give the file's table another id.")
-            latest = session.execute(LATEST_TABLES_FILE).first()
-            if latest is None or latest.digest != digest:
+            if (latest is None or latest.digest != digest) and not kept:
                 session.execute(TABLES_FILES.insert().values(digest=digest, tables=dict(definitions),
-                                                             published_at=self.clock()))
-        if latest is not None and latest.digest != digest:
+                                                             published_at=self.clock(), given=given))
+        if kept:
+            assert latest is not None
+            log.warning("%s is not served: the start at %s was given a tables file, whose tables every process on "
+                        "this database serves, this one too (give --tables FILE to change them)", source,
+                        latest.published_at.isoformat(" ", "seconds"))
+        elif latest is not None and latest.digest != digest:
             changed = changed_tables(definitions, latest.tables)
             log.warning("%s differs from the tables the start at %s published (%s): every server process on "
                         "this database serves these from its next tick", source, latest.published_at.isoformat(" ",
