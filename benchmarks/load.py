@@ -33,8 +33,8 @@ timers' advisory locks, its event listener) and play on.
 It prints requests/s of both phases and their ratio, decisions/s, rounds/s,
 p50/p95/p99 latency per request kind, errors by status, the CPU of the server's
 process tree and of the load generator, the load average, and the audit. The exit
-status is 1 on any 5xx, any failed request that is not a refusal of the game (4xx
-other than 409), any exception in the server's log, or any money that does not
+status is 1 on any 5xx, any failed request that is not a refusal of the game (a 4xx
+other than 404, 409 or 429), any exception in the server's log, or any money that does not
 reconcile; 0 otherwise. Speed targets are printed, never enforced.
 
     .venv/bin/python benchmarks/load.py                           # 200 players, saturation, SQLite
