@@ -195,6 +195,13 @@ def test_serve_refuses_an_operator_token_that_is_guessed_or_cannot_be_sent(tmp_p
     assert not (tmp_path / "new").exists()
 
 
+def test_serve_refuses_a_weak_operator_token_written_by_hand_in_the_data_directory(tmp_path: Path) -> None:
+    """The token file is held to the variable's rule: "a" written there was taken (review)."""
+    (tmp_path / "operator-token").write_text("a\n")
+    refused = run("serve", "--port", str(free_port()), "--data-dir", str(tmp_path))
+    assert_one_line_error(refused, f"{tmp_path / 'operator-token'}: at least 24 characters (it has 1)")
+
+
 # ------------------------------------------------------------------ 4. demo mode
 @pytest.mark.parametrize(("value", "demo"), [("off", False), ("False", False), ("NO", False), ("0", False),
                                              ("On", True), ("TRUE", True), ("yes", True), ("1", True)])

@@ -958,24 +958,35 @@ def test_guest_creation_is_rate_limited_across_every_server_process(tmp_path: Pa
 
 
 def test_tokens_guessed_from_one_address_are_refused_after_thirty_a_minute(http: TestClient, guest: Client,
-                                                                           operator: Client) -> None:
+                                                                           operator: Client, service: Any) -> None:
     """A guesser of the operator's token had as many tries as the server answered (an operator's trial: 30 wrong
-    ones in a row, each a 401). After 30 tokens the server does not take, from one address in a minute, the next
-    there is 429 with Retry-After, at any endpoint, the lobby's read included, and so is the operator's own: a right
-    guess looks like a wrong one. A player's token is still served there (nobody guesses a random one, and a player
-    behind the guesser's address is not locked out)."""
+    ones in a row, each a 401). After 30 tokens the server does not take, from one address in a minute, every token
+    from there is looked up as a player's: any other is 429 with Retry-After, at any endpoint, the lobby's read
+    included, and so is the operator's own, after the same lookup, so that a right guess looks like a wrong one. A
+    player's token is still served there, looked up (nobody guesses a random one, and a player behind the guesser's
+    address is not locked out)."""
     from twentyone.server.guards import BAD_TOKENS_PER_MINUTE
 
     assert operator.get("/admin/report").status_code == 200
     for attempt in range(BAD_TOKENS_PER_MINUTE):
         wrong = http.get("/admin/report", headers={"Authorization": f"Bearer guess-{attempt:04d}-" + "x" * 20})
         assert wrong.status_code == 401, (attempt, wrong.json())
+    looked_up: list[str] = []
+    authenticate = service.accounts.authenticate
+
+    def counted(token: str | None, again: bool = True, operator: bool = True) -> Any:
+        looked_up.append("operator" if operator else "player")
+        return authenticate(token, again, operator)
+
+    service.accounts.authenticate = service.authenticate = counted
     for guess in ("one-more-guess-" + "x" * 20, OPERATOR):
         refused = http.get("/admin/report", headers={"Authorization": f"Bearer {guess}"})
         assert refused.status_code == 429 and refused.headers["Retry-After"] == "60", refused.json()
         assert refused.json()["detail"] == (
             "Too many requests with a token this server does not take, from this address: try again in a minute.")
+    assert looked_up == ["player", "player"]  # the operator's token as a player's, as the wrong one was
     lobby = http.get("/tables", headers={"Authorization": "Bearer lobby-guess-" + "x" * 20})
     assert lobby.status_code == 429, lobby.json()
     assert http.get("/tables").status_code == 200  # no token, no guess: the lobby is anyone's
+    service.accounts._callers.clear()  # the guest's token not in memory: looked up in the database
     assert guest.get("/me").status_code == 200

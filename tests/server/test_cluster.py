@@ -484,10 +484,18 @@ def test_two_processes_share_rounds_events_and_take_over_a_dead_ones_timers(tmp_
 
 
 def test_serve_workers_starts_several_processes_on_postgresql(tmp_path: Path, postgres_url: str) -> None:
+    """Two workers on PostgreSQL, each on a CPU of its own, with a tables file given: the supervisor publishes it as
+    given (a later start without one does not replace it). Before, it published the file as the shipped tables
+    (review)."""
+    import twentyone.server
+
     port = free_port()
+    floor = tmp_path / "floor.toml"
+    floor.write_text((Path(twentyone.server.__file__).with_name("tables.toml")).read_text())
     env = {**os.environ, "TWENTYONE_OPERATOR_TOKEN": OPERATOR, "TMPDIR": str(tmp_path)}  # TMPDIR: CPU claims
     server = subprocess.Popen([sys.executable, "-m", "twentyone.cli.main", "serve", "--workers", "2", "--port",
-                               str(port), "--data-dir", str(tmp_path), "--database", postgres_url, "--pin-cpu"],
+                               str(port), "--data-dir", str(tmp_path), "--database", postgres_url, "--pin-cpu",
+                               "--tables", str(floor)],
                               env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
     try:
         listeners = eventually(lambda: {row[0] for row in query(
@@ -498,6 +506,7 @@ def test_serve_workers_starts_several_processes_on_postgresql(tmp_path: Path, po
         assert len(listeners) == 2 and str(server.pid) not in " ".join(listeners)  # workers, not the parent
         token = call(port, "POST", "/auth/guest").json()["token"]
         assert call(port, "GET", "/me", token).json()["balances"]["USD"] == 100000
+        assert query(postgres_url, "SELECT given FROM tables_files ORDER BY id") == [(True,)]
         if len(os.sched_getaffinity(0)) >= 2:  # each worker's threads on a CPU of its own (server/cpu.py)
             workers = [int(name.rsplit(" ", 1)[1]) for name in listeners]
             cpus = [{cpu for thread in os.listdir(f"/proc/{pid}/task") for cpu in os.sched_getaffinity(int(thread))}

@@ -35,6 +35,10 @@ def test_openapi_schema_lists_every_resource(http: TestClient) -> None:
                  "/rounds/{round_id}/verify", "/admin/tables", "/admin/credit", "/admin/report",
                  "/admin/wallet/calls", "/admin/rounds", "/admin/players/{name}"):
         assert path in paths, path
+    # Each operation its own id, as OpenAPI requires: a route of several methods (the health checks' HEAD and
+    # OPTIONS) gave each the same one (review).
+    ids = [operation["operationId"] for methods in paths.values() for operation in methods.values()]
+    assert len(ids) == len(set(ids)), sorted(ids)
 
 
 def test_the_web_table_placeholder_is_served_at_the_root(http: TestClient) -> None:

@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from server_helpers import OPERATOR
 from web_helpers import CHROMIUM, CHROMIUM_FLAGS, LiveServer, free_port, watch_console
 
 from twentyone.server.app import create_app
@@ -17,7 +18,7 @@ from twentyone.server.config import Settings
 
 @pytest.fixture
 def live_server(tmp_path: Path) -> Iterator[LiveServer]:
-    settings = Settings(f"sqlite:///{tmp_path / 'web.db'}", tmp_path, "operator-secret")
+    settings = Settings(f"sqlite:///{tmp_path / 'web.db'}", tmp_path, OPERATOR)
     server = LiveServer(create_app(settings), free_port(), settings)
     server.start()
     yield server

@@ -10,6 +10,7 @@ from typing import Any
 import pytest
 from fake_operator_wallet import ContractWallet
 from playwright.sync_api import expect
+from server_helpers import OPERATOR
 from web_helpers import LiveServer, free_port, table_page
 
 from twentyone.server.app import create_app
@@ -28,7 +29,7 @@ class EuroWallet(ContractWallet):
 
 @pytest.fixture
 def euro_server(tmp_path: Path) -> Iterator[LiveServer]:
-    settings = Settings(f"sqlite:///{tmp_path / 'web.db'}", tmp_path, "operator-secret")
+    settings = Settings(f"sqlite:///{tmp_path / 'web.db'}", tmp_path, OPERATOR)
     server = LiveServer(create_app(settings, operator_wallet=EuroWallet()), free_port(), settings)
     server.start()
     yield server

@@ -1277,7 +1277,7 @@ def test_history_says_winnings_the_operators_wallet_has_not_yet_taken_are_on_the
 
     from twentyone.server.config import Settings
 
-    settings = Settings(f"sqlite:///{tmp_path / 'owed.db'}", tmp_path, "operator-secret")
+    settings = Settings(f"sqlite:///{tmp_path / 'owed.db'}", tmp_path, OPERATOR)
     server = LiveServer(create_app(settings, operator_wallet=CashierClosed()), free_port(), settings)
     server.start()
     try:

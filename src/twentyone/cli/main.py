@@ -837,7 +837,7 @@ def _serve_workers(settings: Settings, wallet: str | None, host: str, port: int,
             # Published once here, so that a refusal is one line before any worker starts (each worker's start then
             # finds the file published and appends nothing).
             TableRegistry(Store(db, lambda: datetime.now(UTC)), lambda: datetime.now(UTC),
-                          settings.tables).publish(settings.tables)
+                          settings.tables).publish(settings.tables, settings.tables_source, settings.tables_given)
         finally:
             db.close()
     except Exception as error:  # the database refused the start (its migrations, say): one line, exit 2

@@ -225,23 +225,23 @@ async def caller(request: Request, authorization: Annotated[str | None, Header()
 def token_caller(service: GameService, bad_tokens: RateLimiter, address: str, token: str | None) -> Caller:
     """The caller of ``token`` (:meth:`GameService.authenticate`), with a limit on guesses
     (:func:`~twentyone.server.guards.bad_token_limiter`): each token this server does not take (a 401) counts against
-    ``address``, and past the limit the operator's token and every token not taken are 429 there alike. Before, a
-    guesser of a weak operator token had as many tries as the server answered (an operator's trial: 30 wrong ones
-    in a row, each a 401), at any endpoint, the lobby's read and the table's WebSocket included."""
+    ``address``, and past the limit every token from there is looked up as a player's, the operator's too, and any
+    but a player's is 429 after that same lookup. Before, a guesser of a weak operator token had as many tries as the
+    server answered (an operator's trial: 30 wrong ones in a row, each a 401), at any endpoint, the lobby's read and
+    the table's WebSocket included."""
     if not token:  # no guess: told to sign in
         return service.authenticate(token)
-    full = bad_tokens.is_full(address)
-    if service.accounts.is_operator_token(token):
-        if full:
-            raise bad_tokens.refused()
-        return service.authenticate(token)
+    if bad_tokens.is_full(address):
+        try:
+            return service.authenticate(token, operator=False)
+        except ServiceError as error:
+            if error.status != 401:
+                raise
+            raise bad_tokens.refused() from None
     try:
         return service.authenticate(token)
     except ServiceError as error:
-        if error.status != 401:
-            raise
-        bad_tokens.record(address)
-        if full:
+        if error.status == 401 and not bad_tokens.count(address):  # the minute filled meanwhile (other threads)
             raise bad_tokens.refused() from None
         raise
 
@@ -393,8 +393,11 @@ def create_app(settings: Settings, operator_wallet: OperatorWallet | None = None
         return Answer({"detail": f"Not ready ({wrong}).", "status": "not ready", "checks": checks},
                       status_code=503, headers={"Retry-After": RETRY_AFTER})
 
+    # GET alone in the schema: one route of several methods gave each the same operation id, which OpenAPI forbids
+    # and generated clients trip on (review).
     for path, check in (("/health", health), ("/health/ready", ready)):
-        app.add_api_route(path, check, methods=probe_methods)
+        app.add_api_route(path, check, methods=["GET"])
+        app.add_api_route(path, check, methods=["HEAD", "OPTIONS"], include_in_schema=False)
         app.add_api_route(f"{path}/", check, methods=probe_methods, include_in_schema=False)
 
     # ------------------------------------------------------------ auth
@@ -626,7 +629,9 @@ def create_app(settings: Settings, operator_wallet: OperatorWallet | None = None
             # Accept first: a close before the handshake reaches the client as a bare HTTP 403,
             # without the code that says why.
             await websocket.accept()
-            code = {401: SIGNED_OUT_CODE, 429: TOO_MANY_SOCKETS_CODE}.get(error.status, 4404)
+            # A token refused past the limit of wrong ones closes as a signed-out one: the page then stops, where on
+            # 4429 it tried again every few seconds, each try a wrong token more (review).
+            code = SIGNED_OUT_CODE if error.status in (401, 429) else 4404
             await websocket.close(code=code, reason=error.detail[:120])
             return
         await websocket.accept()

@@ -254,34 +254,44 @@ class RateLimiter:
 
     def check(self, key: str) -> None:
         """Count an event of ``key``'s, or refuse it (429) where its minute is full."""
-        if self.is_full(key):
+        if not self.count(key):
             raise self.refused()
-        self.record(key)
 
     def is_full(self, key: str) -> bool:
         """Whether ``key``'s last minute holds ``per_minute`` events."""
-        now = self.clock()
         with self._lock:
-            if len(self._events) > 100_000:  # forget idle addresses rather than grow without bound
-                self._events = {k: v for k, v in self._events.items() if v and now - v[-1] < 60}
-            events = self._events.setdefault(key, deque())
-            while events and now - events[0] >= 60:
-                events.popleft()
-            return len(events) >= self.per_minute
+            return len(self._window(key)) >= self.per_minute
 
-    def record(self, key: str) -> None:
-        """Count an event of ``key``'s."""
+    def count(self, key: str) -> bool:
+        """Count an event of ``key``'s where its minute is not full (one step: two threads never both take the last
+        place); whether it was counted. Events past the limit are not counted, so a client that keeps trying is
+        let in again a minute after its first counted event, and an address's count never outgrows the limit."""
         with self._lock:
-            self._events.setdefault(key, deque()).append(self.clock())
+            events = self._window(key)
+            if len(events) >= self.per_minute:
+                return False
+            events.append(self.clock())
+            return True
+
+    def _window(self, key: str) -> deque[float]:
+        """``key``'s events of the last minute (under the lock)."""
+        now = self.clock()
+        if len(self._events) > 100_000:  # forget idle addresses rather than grow without bound
+            self._events = {k: v for k, v in self._events.items() if v and now - v[-1] < 60}
+        events = self._events.setdefault(key, deque())
+        while events and now - events[0] >= 60:
+            events.popleft()
+        return events
 
     def refused(self) -> ServiceError:
         return ServiceError(429, self.refusal, {"Retry-After": "60"})
 
 
-# Tokens this server does not take, sent from one address this many times in a minute, and that address's next one
-# is refused (429) for the rest of the minute, the operator's own included: a guesser cannot tell a right guess from
-# a wrong one. A player's token, looked up, is still served (a random 256-bit token is not guessed, and a player
-# behind the same address is not locked out). A player's expired token costs one.
+# Tokens this server does not take, sent from one address this many times in a minute, and every token that address
+# sends is looked up as a player's until the minute is over: a player's is served (a random 256-bit token is not
+# guessed, and a player behind the same address is not locked out), any other is refused (429), the operator's own
+# included, after the same lookup, so that neither the answer nor its time tells a right guess from a wrong one. A
+# player's expired token costs one. Counted in each process: N processes allow N times as many.
 BAD_TOKENS_PER_MINUTE = 30
 
 
@@ -289,10 +299,10 @@ def bad_token_limiter(clock: Any = time.monotonic) -> RateLimiter:
     """The limit on tokens this server does not take, by client address (:data:`BAD_TOKENS_PER_MINUTE`).
 
     >>> limiter = bad_token_limiter()
-    >>> for _ in range(BAD_TOKENS_PER_MINUTE):
-    ...     limiter.record("1.2.3.4")
-    >>> limiter.is_full("1.2.3.4"), limiter.is_full("5.6.7.8")
-    (True, False)
+    >>> all(limiter.count("1.2.3.4") for _ in range(BAD_TOKENS_PER_MINUTE))
+    True
+    >>> limiter.count("1.2.3.4"), limiter.is_full("1.2.3.4"), limiter.is_full("5.6.7.8")
+    (False, True, False)
     >>> limiter.refused().detail
     'Too many requests with a token this server does not take, from this address: try again in a minute.'
     """

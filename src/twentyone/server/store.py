@@ -213,7 +213,8 @@ class Store:
 
         On SQLite the read is made in a write transaction, in the writers' queue: SQLite's write lock is the whole
         file's, and in WAL mode it blocks no read, so a lock held by another program (a ``BEGIN IMMEDIATE`` from the
-        sqlite3 shell, a backup tool) left every bet and decision waiting while a plain read answered (a trial)."""
+        sqlite3 shell, a script that writes to it) left every bet and decision waiting while a plain read answered (a
+        trial)."""
         if self.db.is_sqlite:
             with storage_trouble_as_busy(self.busy_lines), self.db.transaction() as session:
                 session.execute(select(Round.id).limit(1)).all()

@@ -116,7 +116,9 @@ export function sessionOverLine() {
   const limit = state.me.limits && state.me.limits.session_minutes;
   // The server's own sentence (its refusal's): before, the page said "after a break, from …" and left out how long.
   return `Your session time limit${limit ? ` of ${limit} minute${limit === 1 ? "" : "s"}` : ""} is reached: you `
-    + `can play again after a break of ${session.break_minutes} minutes, from ${utc(session.break_ends_at)}.`;
+    // A server before break_minutes (a rolling upgrade): the sentence without the length.
+    + `can play again after a break${session.break_minutes ? ` of ${session.break_minutes} minutes` : ""}, `
+    + `from ${utc(session.break_ends_at)}.`;
 }
 
 /** Milliseconds until the player's session reaches its time limit (null: no limit, or reached already): the page
