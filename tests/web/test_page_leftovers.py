@@ -5,8 +5,6 @@ refusal caused elsewhere, and the header's currencies on a narrow desktop."""
 from __future__ import annotations
 
 import re
-from collections.abc import Callable
-from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import httpx
@@ -19,6 +17,7 @@ from web_helpers import (
     bet,
     chip,
     guest_token,
+    limited_guest,
     open_table,
     poster,
     shot,
@@ -27,31 +26,11 @@ from web_helpers import (
     watch_console,
 )
 
-from twentyone.server.models import Player
-
 DESKTOP = {"width": 1280, "height": 900}
 VIEWPORTS = [pytest.param(DESKTOP, id="desktop"), pytest.param(PHONE, id="phone")]
 # The server's sentence (session_over_message): before, the page said "after a break, from …".
 BREAK_WORDS = re.compile(r"^Your session time limit of 1 minute is reached: you can play again after a break of "
                          r"30 minutes, from \d{4}-\d\d-\d\d \d\d:\d\d UTC\.")
-
-
-def limited_guest(server: LiveServer) -> tuple[str, Callable[[float], None]]:
-    """A guest with a session time limit of a minute: (token, a function that says how many seconds ago the session
-    began, the limit being reached a minute after)."""
-    token, _ = guest_token(server)
-    headers = {"Authorization": f"Bearer {token}"}
-    assert httpx.put(server.url + "/me/limits", json={"session_minutes": 1},
-                     headers={**headers, "Idempotency-Key": "limits"}).status_code == 200
-    player_id = httpx.get(server.url + "/me", headers=headers).json()["id"]
-    service = server.service
-
-    def session_began(seconds_ago: float) -> None:
-        with service.store.write() as session:
-            session.get(Player, player_id).session_started_at = datetime.now(UTC) - timedelta(seconds=seconds_ago)
-        service.accounts._callers.clear()  # the caller is read again, with the session's end
-
-    return token, session_began
 
 
 def page_of(browser: Any, token: str, viewport: dict[str, int]) -> tuple[Any, list[str]]:

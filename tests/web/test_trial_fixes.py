@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import math
 import re
-from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import httpx
@@ -19,13 +18,12 @@ from web_helpers import (
     bet,
     chip,
     guest_token,
+    limited_guest,
     poster,
     shot,
     signed_in_context,
     table_page,
 )
-
-from twentyone.server.models import Player
 
 
 def token_of(page: Any) -> str:
@@ -176,18 +174,10 @@ def test_a_reached_session_limit_takes_the_bet_controls_away(browser: Any, live_
     """Before, chips, spots and DEAL stayed, and every press was refused with the server's 403; and a guest, who
     cannot sign in again, was told to. Now /me's ``session`` says when the limit was reached and when the break
     after it ends: the page takes the bet controls away in between, and gives them back after."""
-    token, _ = guest_token(live_server)
-    headers = {"Authorization": f"Bearer {token}"}
-    assert httpx.put(live_server.url + "/me/limits", json={"session_minutes": 1},
-                     headers={**headers, "Idempotency-Key": "limits"}).status_code == 200
-    player_id = httpx.get(live_server.url + "/me", headers=headers).json()["id"]
-    service = live_server.service
+    token, began = limited_guest(live_server)
 
     def session_began(minutes_ago: int) -> None:
-        with service.store.write() as session:
-            player = session.get(Player, player_id)
-            player.session_started_at = datetime.now(UTC) - timedelta(minutes=minutes_ago)
-        service.accounts._callers.clear()  # the caller is read again, with the session's end
+        began(minutes_ago * 60)
 
     session_began(5)  # the limit was reached four minutes ago: the break has 26 to go
     page = signed_in_context(browser, token, viewport=DESKTOP).new_page()

@@ -7,6 +7,8 @@ import os
 import socket
 import threading
 import time
+from collections.abc import Callable
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -174,3 +176,25 @@ def bet(page: Any, spot: int = 1, side: str | None = None) -> None:
     before = page.locator("#total-bet").inner_text()
     page.locator(target).click()
     expect(page.locator("#total-bet")).not_to_have_text(before)
+
+
+def limited_guest(server: LiveServer) -> tuple[str, Callable[[float], None]]:
+    """A guest with a session time limit of a minute: (token, a function that says how many seconds ago the session
+    began, the limit being reached a minute after)."""
+    import httpx
+
+    from twentyone.server.models import Player
+
+    token, _ = guest_token(server)
+    headers = {"Authorization": f"Bearer {token}"}
+    assert httpx.put(server.url + "/me/limits", json={"session_minutes": 1},
+                     headers={**headers, "Idempotency-Key": "limits"}).status_code == 200
+    player_id = httpx.get(server.url + "/me", headers=headers).json()["id"]
+    service = server.service
+
+    def session_began(seconds_ago: float) -> None:
+        with service.store.write() as session:
+            session.get(Player, player_id).session_started_at = datetime.now(UTC) - timedelta(seconds=seconds_ago)
+        service.accounts._callers.clear()  # the caller is read again, with the session's end
+
+    return token, session_began
