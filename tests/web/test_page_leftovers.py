@@ -213,3 +213,27 @@ def test_every_currency_in_the_header_is_shown_whole_on_a_narrow_desktop(browser
         for x0, y0, x1, y1 in boxes["wallets"]:
             assert left - 1 <= x0 and x1 <= right + 1 and top - 1 <= y0 and y1 <= bottom + 1, (width, boxes)
     close(page, problems)
+
+
+def test_a_history_row_lists_every_stake_so_that_it_adds_up_to_staked(browser: Any, live_server: LiveServer) -> None:
+    """The hands' cards alone were listed beside Staked, which counts the side bets too: a round with a $5.00 hand
+    and a $1.00 Perfect Pairs said $6.00 staked beside one hand (found by a trial of players). Each stake is listed
+    now, with what became of it."""
+    live_server.service.stacked.append(["TS", "6H", "9D", "7C", "8C", "5S"])  # no two cards of a rank: no pair
+    token, _ = guest_token(live_server)
+    post = poster(live_server, token)
+    post("/tables/first-person/bets", {"spot": 1, "type": "main", "chip": 500})
+    post("/tables/first-person/bets", {"spot": 1, "type": "perfect_pairs", "chip": 100})
+    view = post("/tables/first-person/deal")
+    while view["status"] == "playing":
+        view = post(f"/rounds/{view['id']}/actions", {"action": "stand" if "stand" in view["legal_actions"]
+                                                      else view["legal_actions"][-1]})
+    page = signed_in_context(browser, token, viewport=DESKTOP).new_page()
+    page.set_default_timeout(15000)
+    page.goto(live_server.url + "/#/history")
+    row = page.locator("table.history tbody tr").first
+    expect(row.locator("td").nth(3)).to_have_text(re.compile(
+        r"^(10|[2-9AJQK])[♠♥♦♣] (10|[2-9AJQK])[♠♥♦♣] \$5\.00 \((win|lose|push)\); Perfect Pairs \$1\.00 \(lose\)$"))
+    expect(row.locator("td").nth(5)).to_have_text("$6.00")
+    shot(page, "leftover-history-stakes")
+    page.context.close()

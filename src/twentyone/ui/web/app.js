@@ -154,6 +154,19 @@ async function renderLobby() {
 // and none shifts when a round is played meanwhile. `trail` holds the cursors of the pages passed.
 const STATUS_WORDS = { settled: "played", void: "void (refunded)", playing: "in play" };
 
+/** Each stake of the player's round with what became of it: the hands (their cards and stake), then each side bet and
+ * insurance, so that the line adds up to the Staked column. Before, it listed the hands' cards alone, and a round
+ * with a side bet staked more than the line showed (found by a trial of players). */
+function stakesLine(round, currency) {
+  const titles = (state.tables[round.table_id] || {}).side_bet_titles || {};
+  const outcome = (word) => ` (${word || "…"})`;
+  return [
+    ...round.hands.map((h) => `${h.cards.map(cardText).join(" ")} ${money(h.stake, currency)}${outcome(h.outcome)}`),
+    ...(round.side_bets || []).map((s) => `${titles[s.name] || s.name} ${money(s.stake, currency)}${outcome(s.result)}`),
+    ...(round.insurance || []).map((i) => `Insurance ${money(i.stake, currency)}${outcome(i.result)}`),
+  ].join("; ");
+}
+
 async function renderHistory(trail = []) {
   if (!(await ensureMe())) { location.hash = "#/"; return; }
   const before = trail.length ? trail[trail.length - 1] : null;
@@ -170,7 +183,7 @@ async function renderHistory(trail = []) {
     // Cards and tables as players name them ("10♠ J♠", "Classic Blackjack"), where the codes were shown ("TS JS").
     cell(0, `#${round.id}`), cell(1, (state.tables[round.table_id] || {}).name || round.table_id),
     cell(2, STATUS_WORDS[round.status] || round.status),
-    cell(3, round.hands.map((h) => `${h.cards.map(cardText).join(" ")} (${h.outcome || "…"})`).join("; ")),
+    cell(3, stakesLine(round, currencyAt(round))),
     cell(4, round.dealer.cards.map(cardText).join(" ")),
     cell(5, money(round.staked, currencyAt(round))),
     // Winnings an operator's wallet has not yet taken are on their way (retried until it does): said so, where the
