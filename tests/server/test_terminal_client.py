@@ -407,6 +407,9 @@ def test_the_offers_name_every_player_still_answering(http: TestClient, service:
     ann.press("n")
     timeout = service.table("multiplayer").decision_timeout
     assert not ann.my_turn() and ann._status() == f"Waiting for bob and cyd ({timeout} s).", ann._status()
+    ann.draw()
+    marked = [line for line in screen(ann).splitlines() if line.lstrip().startswith("▶")]
+    assert [line.split()[1] for line in marked] == ["bob", "cyd"], marked  # each still answering, not one
     assert bob.act(round_id, "no-insurance").status_code == 200
     ann._read_round()
     assert ann._status() == f"Waiting for cyd ({timeout} s).", ann._status()
@@ -417,12 +420,15 @@ def test_an_offer_the_timer_declined_is_said_beside_the_next_decision(http: Test
     """Ann let the offers' clock run out: her insurance was declined, and her turn then began. The screen says so
     beside her decision, as the page does; before, it was told only in the round's result."""
     ann, bob, cy, round_id = offered_insurance_with_two_others(http, service, clock)
+    ann.press("s")  # not an answer to the offer
+    assert ann.message.startswith("Key 's' is not an action here; legal: [y] insurance, [n] no-insurance"), ann.message
     for other in (bob, cy):
         assert other.act(round_id, "no-insurance").status_code == 200
     clock.advance(service.table("multiplayer").decision_timeout + 1)
     service.tick()
     ann._read_round()
     assert ann.my_turn() and ann._offer() is None
+    assert ann.message == ""  # the refusal was the offer's: here S is legal (it stayed: a trial of players)
     timer = "Time ran out: the auto decision (stand, or no to an offer) was made for you."
     assert ann._status().startswith(f"{timer} Decide by "), ann._status()
     ann.press("s")
@@ -534,8 +540,15 @@ def test_a_guest_who_quit_mid_round_comes_back_to_it(http: TestClient, service: 
     assert "Round over: won $1.00." in shown and back.state["balance"] == 100100
 
 
-def test_a_kept_guest_the_server_no_longer_takes_is_forgotten_for_a_new_one(http: TestClient,
-                                                                           tmp_path: Path) -> None:
+@pytest.mark.parametrize("past_the_limit", [False, True], ids=["401", "429-token-refused"])
+def test_a_kept_guest_the_server_no_longer_takes_is_forgotten_for_a_new_one(http: TestClient, tmp_path: Path,
+                                                                           past_the_limit: bool) -> None:
+    """A kept token the server refuses, with a 401, or with a 429 ``token_refused`` where the address is past its
+    limit of wrong tokens (someone else's guessing behind it: before, the terminal quit with that line)."""
+    from twentyone.server.guards import BAD_TOKENS_PER_MINUTE
+
+    for attempt in range(BAD_TOKENS_PER_MINUTE if past_the_limit else 0):
+        assert http.get("/me", headers={"Authorization": f"Bearer guess-{attempt:04d}-" + "x" * 20}).status_code == 401
     guests = KeptGuests(tmp_path / "guests.json")
     guests.keep("http://testserver", "not-a-sign-in", "guest-gone")
     table = play_at_server("http://testserver", "classic", console=console(), keys=iter(""), http=http,

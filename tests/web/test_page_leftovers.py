@@ -237,3 +237,26 @@ def test_a_history_row_lists_every_stake_so_that_it_adds_up_to_staked(browser: A
     expect(row.locator("td").nth(5)).to_have_text("$6.00")
     shot(page, "leftover-history-stakes")
     page.context.close()
+
+
+def test_a_page_holding_a_stale_token_at_an_address_past_the_limit_of_wrong_ones_shows_the_lobby(
+        browser: Any, live_server: LiveServer) -> None:
+    """Thirty wrong tokens from the player's address (someone else's guessing behind the same address): the page
+    that holds a token no longer taken is answered 429 "token_refused", drops it and shows the lobby to sign in from.
+    Before, it showed that line alone for the minute, with no tables and no sign-in (a trial of players)."""
+    import httpx
+
+    from twentyone.server.guards import BAD_TOKENS_PER_MINUTE
+
+    for attempt in range(BAD_TOKENS_PER_MINUTE):
+        assert httpx.get(live_server.url + "/me", headers={
+            "Authorization": f"Bearer guess-{attempt:04d}-" + "x" * 20}).status_code == 401
+    page = signed_in_context(browser, "stale-token-" + "x" * 20, viewport=DESKTOP).new_page()
+    page.set_default_timeout(15000)
+    problems = watch_console(page)
+    page.goto(live_server.url + "/")
+    expect(page.get_by_role("button", name=re.compile("Play as guest", re.IGNORECASE))).to_be_visible()
+    expect(page.locator("#announce")).to_have_text("")
+    assert page.evaluate("localStorage.getItem('twentyone.token')") is None
+    assert [problem for problem in problems if "429" not in problem] == [], problems
+    page.context.close()

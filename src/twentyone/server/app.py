@@ -463,7 +463,9 @@ def create_app(settings: Settings, operator_wallet: OperatorWallet | None = None
         try:
             return token_caller(service, app.state.bad_tokens, address, token)
         except ServiceError as error:
-            if error.status == 401:
+            # A token not taken, or not now (past the limit of wrong ones, the operator's as any other): the lobby
+            # is shown as to anyone. Before, past the limit, a page holding a stale token had no lobby (a trial).
+            if error.status == 401 or error.extra.get("token_refused"):
                 return None
             raise
 

@@ -245,10 +245,12 @@ class RateLimiter:
     """
 
     def __init__(self, per_minute: int, clock: Any = time.monotonic,
-                 refusal: str = "Too many new accounts from this address: try again in a minute.") -> None:
+                 refusal: str = "Too many new accounts from this address: try again in a minute.",
+                 **extra: Any) -> None:
         self.per_minute = per_minute
         self.clock = clock
         self.refusal = refusal
+        self.extra = extra  # fields of the refusal's answer beside ``detail``
         self._events: dict[str, deque[float]] = {}
         self._lock = threading.Lock()
 
@@ -284,7 +286,7 @@ class RateLimiter:
         return events
 
     def refused(self) -> ServiceError:
-        return ServiceError(429, self.refusal, {"Retry-After": "60"})
+        return ServiceError(429, self.refusal, {"Retry-After": "60"}, **self.extra)
 
 
 # Tokens this server does not take, sent from one address this many times in a minute, and every token that address
@@ -303,11 +305,14 @@ def bad_token_limiter(clock: Any = time.monotonic) -> RateLimiter:
     True
     >>> limiter.count("1.2.3.4"), limiter.is_full("1.2.3.4"), limiter.is_full("5.6.7.8")
     (False, True, False)
-    >>> limiter.refused().detail
-    'Too many requests with a token this server does not take, from this address: try again in a minute.'
+    >>> limiter.refused().detail, limiter.refused().extra
+    ('Too many requests with a token this server does not take, from this address: try again in a minute.', \
+{'token_refused': True})
     """
+    # ``token_refused``: the token sent is not taken here now, whoever's it is, so a page drops it and shows the
+    # lobby (a player's page holding a stale token was left with this line alone for the minute: a trial of players).
     return RateLimiter(BAD_TOKENS_PER_MINUTE, clock, "Too many requests with a token this server does not take, "
-                                                     "from this address: try again in a minute.")
+                                                     "from this address: try again in a minute.", token_refused=True)
 
 
 class HashingGate:

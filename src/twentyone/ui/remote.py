@@ -85,9 +85,11 @@ class _TableClosed(_Quit):
 class ServerError(Exception):
     """The server refused a request (its ``detail``) or could not be reached: one line for the player."""
 
-    def __init__(self, message: str, status: int | None = None) -> None:
+    def __init__(self, message: str, status: int | None = None, token_refused: bool = False) -> None:
         super().__init__(message)
         self.status = status
+        # The token is not taken now (a 401, or a 429 past the address's limit of wrong tokens): sign in anew.
+        self.token_refused = token_refused or status == 401
 
 
 @dataclass
@@ -178,7 +180,9 @@ def _detail(answer: httpx.Response) -> str:
 
 def _answer(answer: httpx.Response) -> Any:
     if answer.status_code >= 400:
-        raise ServerError(_detail(answer), answer.status_code)
+        refused = answer.status_code == 429 and answer.headers.get("content-type", "").startswith("application/json") \
+            and answer.json().get("token_refused") is True
+        raise ServerError(_detail(answer), answer.status_code, refused)
     try:
         body = answer.json()
     except ValueError:
@@ -366,6 +370,18 @@ def waiting_text(seen: Mapping[str, Any], me: int) -> str:
     if len(known) < len(others) or len(others) > 3:
         return f"Waiting for {len(others)} players" if len(others) > 1 else "Waiting for another player"
     return "Waiting for " + (known[0] if len(known) == 1 else f"{', '.join(known[:-1])} and {known[-1]}")
+
+
+def _step(seen: Mapping[str, Any]) -> tuple[Any, ...]:
+    """Where a round is: its status, whose decision of what kind on which hand, and the actions open.
+
+    >>> _step({"status": "playing", "decision": {"kind": "insurance", "player_id": 1, "seat": 1, "hand": 1},
+    ...        "legal_actions": ["insurance", "no-insurance"]})
+    ('playing', 'insurance', 1, 1, 1, ('insurance', 'no-insurance'))
+    """
+    decision = seen.get("decision") or {}
+    return (seen.get("status"), decision.get("kind"), decision.get("player_id"), decision.get("seat"),
+            decision.get("hand"), tuple(seen.get("legal_actions") or ()))
 
 
 def _deadline_seconds(stamp: str | None, now: datetime) -> int | None:
@@ -563,13 +579,19 @@ class RemoteTable:
 
     def _read_round(self) -> None:
         assert self.round is not None
-        status = self.round["status"]
+        status, step = self.round["status"], _step(self.round)
         try:
             self.round = self.api.get(f"/rounds/{self.round['id']}")
             if not self.round_open():
                 self._round_over()
-            elif self.round["status"] != status:  # dealt: the stakes left the balance at the close of betting
+                return
+            if self.round["status"] != status:  # dealt: the stakes left the balance at the close of betting
                 self.refresh()
+            if _step(self.round) != step:
+                # What was said of the last step (a key refused there, a hint) is not this one's: "Key 's' is not an
+                # action here; legal: [y] insurance, [n] no-insurance." stayed over the turn where S was legal (a
+                # trial of players).
+                self.message = ""
         except ServerError as error:  # the next read tries again; the screen says why it did not move
             self.message = str(error)
 
@@ -629,7 +651,8 @@ class RemoteTable:
                     self.round = self.state["round"]  # a round of this player's begun elsewhere: played here on
         except ServerError:
             pass  # the server did not answer: the refusal said so
-        self.message = told if self.message == told else f"{told} {self.message}"  # and what reading again found
+        # And what reading again found (none where it moved on a step, whose words it cleared):
+        self.message = told if self.message in (told, "") else f"{told} {self.message}"
 
     def _betting_key(self, key: str) -> None:
         self.round = None  # a round that ended on screen: any key starts betting again
@@ -837,8 +860,13 @@ class RemoteTable:
             table.add_column(column)
         decision = seen.get("decision") or {}
         mine = self.player["id"]
+        # The offers before the peek are every player's at once: each one still answering is marked, where the one
+        # the round names alone was (a trial of players: the mark on one, the line naming two).
+        answering = set(seen.get("deciding") or ()) if decision.get("kind") not in (None, "play") else set()
 
         def deciding(hand: Mapping[str, Any]) -> bool:
+            if answering:
+                return hand["player_id"] in answering
             return bool(decision.get("player_id") == hand["player_id"] and decision.get("seat") == hand["seat"]
                         and decision.get("hand") == hand["hand"])
 
@@ -987,7 +1015,7 @@ def resume_guest(api: Api, guests: KeptGuests, url: str) -> dict[str, Any] | Non
     try:
         me = api.get("/me")
     except ServerError as error:
-        if error.status != 401:
+        if not error.token_refused:
             api.token = ""
             raise
         guests.forget(url)

@@ -20,7 +20,9 @@ async function ensureMe() {
     state.me = me;
   } catch (error) {
     if (state.token !== token) return state.me;
-    if (error.status === 401) {
+    // A 429 that says the token is not taken now (an address past its limit of wrong tokens, where a player's own
+    // is still served) is a token to drop too: before, the page showed that line alone, with no lobby to sign in.
+    if (error.status === 401 || (error.status === 429 && error.data && error.data.token_refused)) {
       state.token = null;
       localStorage.removeItem("twentyone.token");
       state.me = null;
