@@ -73,9 +73,10 @@ function clearRefusalIfMovedOn(round) {
 // "Your undealt bets were returned: $1.00." after a reload stayed through the next round and its result (a trial).
 let notice = null;  // { text, at }: the words, and the round the felt showed when they were said (0: none)
 
-function sayUntilNextRound(text) {
+function sayUntilNextRound(text, shownId = undefined) {
   announce(text);
-  notice = { text, at: undefined };  // the felt's round is taken at its next drawing: the read may still be coming
+  // Without `shownId`, the felt's round is taken at its next drawing: the read may still be coming.
+  notice = { text, at: shownId };
 }
 
 function clearNoticeIfNextRound(shownId) {
@@ -150,7 +151,8 @@ async function showMissedResult(tableId) {
     // Its cards with its result: the felt shows the finished round only when drawn again (before, the banner named
     // the result over an empty felt until some later event redrew it; found by a trial of a shared table).
     if (state.table && state.table.table.id === tableId) renderTable();
-    announce(`Round #${id} was settled while you were away.`);
+    // Until the felt shows another round: before, it stayed through the next two rounds (a trial of players).
+    sayUntilNextRound(`Round #${id} was settled while you were away.`, id);
   } catch { /* only a courtesy: the table itself is shown */ }
 }
 
