@@ -730,3 +730,20 @@ def test_a_published_tables_toml_this_version_cannot_read_leaves_the_tables_serv
     assert elsewhere.tables().keys() == before.keys()
     service.tick()
     assert service.tables() == before
+
+
+def test_a_file_published_before_0019_is_kept_once_a_start_gives_it(http: TestClient, restart: Restart,
+                                                                    service: Any) -> None:
+    """A floor's file published before migration 0019 counts as the shipped tables; the docs' advice, a start given
+    that same file, marks it given (the same tables: no new row), and a start without a file then keeps it. Before,
+    the unchanged digest left the row as it was, and the shipped tables came back (review)."""
+    from twentyone.server.models import TABLES_FILES
+
+    single = {"variant": "single-deck", "currency": "GBP", "chips": [2500], "limits": {"main": [2500, 100000]}}
+    restart(given=False, classic=single)  # as a start before 0019 published it
+    restart(given=True, classic=single)
+    _, plain = restart()
+    with service.store.read() as session:
+        rows = session.execute(select(TABLES_FILES.c.given).order_by(TABLES_FILES.c.id)).scalars().all()
+    assert rows == [False, True], rows  # the shipped tables of the first start, then the file, marked given
+    assert plain.tables()["classic"].variant == "single-deck"

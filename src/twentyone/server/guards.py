@@ -275,6 +275,13 @@ class RateLimiter:
             events.append(self.clock())
             return True
 
+    def uncount(self, key: str) -> None:
+        """Give back a place :meth:`count` took (the event it stood for did not happen: a token that was taken)."""
+        with self._lock:
+            events = self._events.get(key)
+            if events:
+                events.pop()
+
     def _window(self, key: str) -> deque[float]:
         """``key``'s events of the last minute (under the lock)."""
         now = self.clock()

@@ -76,8 +76,9 @@ NEWEST_OWN_ROUND_AT = (select(ROUNDS.c.table_id, ROUNDS.c.variant, ROUNDS.c.curr
                               ROUND_SEATS.c.player_id == bindparam("player_id"))
                        .order_by(ROUND_SEATS.c.round_id.desc()).limit(1))
 # The tables.toml the latest start published (migration 0018): what every process serves.
-LATEST_TABLES_FILE = select(TABLES_FILES.c.digest, TABLES_FILES.c.tables, TABLES_FILES.c.published_at,
-                            TABLES_FILES.c.given).order_by(TABLES_FILES.c.id.desc()).limit(1)
+LATEST_TABLES_FILE = select(TABLES_FILES.c.id, TABLES_FILES.c.digest, TABLES_FILES.c.tables,
+                            TABLES_FILES.c.published_at, TABLES_FILES.c.given).order_by(
+    TABLES_FILES.c.id.desc()).limit(1)
 LATEST_TABLES_DIGEST = select(TABLES_FILES.c.digest).order_by(TABLES_FILES.c.id.desc()).limit(1)
 
 
@@ -245,6 +246,8 @@ class TableRegistry:
             if (latest is None or latest.digest != digest) and not kept:
                 session.execute(TABLES_FILES.insert().values(digest=digest, tables=dict(definitions),
                                                              published_at=self.clock(), given=given))
+            elif latest is not None and given and not latest.given:  # the same tables, now given as a file: kept
+                session.execute(TABLES_FILES.update().where(TABLES_FILES.c.id == latest.id).values(given=True))
         if kept:
             assert latest is not None
             log.warning("%s is not served: the start at %s was given a tables file, whose tables every process on "

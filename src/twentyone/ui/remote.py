@@ -180,8 +180,11 @@ def _detail(answer: httpx.Response) -> str:
 
 def _answer(answer: httpx.Response) -> Any:
     if answer.status_code >= 400:
-        refused = answer.status_code == 429 and answer.headers.get("content-type", "").startswith("application/json") \
-            and answer.json().get("token_refused") is True
+        try:
+            body = answer.json() if answer.status_code == 429 else None
+        except ValueError:
+            body = None
+        refused = isinstance(body, dict) and body.get("token_refused") is True
         raise ServerError(_detail(answer), answer.status_code, refused)
     try:
         body = answer.json()
@@ -402,6 +405,8 @@ class RemoteTable:
     wait_seconds: float = 600.0  # the most one wait for the table to move (a window, others' turns) lasts
     clock: Callable[[], datetime] = field(default=lambda: datetime.now(UTC))
     message: str = ""
+    # The words a key got while a round was open, and the round's step then (_step): cleared once it moves on.
+    said_at_step: tuple[str, tuple[Any, ...]] | None = None
     selected_spot: int = 1
     rounds: int = 0
     state: dict[str, Any] = field(default_factory=dict)  # GET /tables/{id}
@@ -579,7 +584,7 @@ class RemoteTable:
 
     def _read_round(self) -> None:
         assert self.round is not None
-        status, step = self.round["status"], _step(self.round)
+        status = self.round["status"]
         try:
             self.round = self.api.get(f"/rounds/{self.round['id']}")
             if not self.round_open():
@@ -587,11 +592,12 @@ class RemoteTable:
                 return
             if self.round["status"] != status:  # dealt: the stakes left the balance at the close of betting
                 self.refresh()
-            if _step(self.round) != step:
-                # What was said of the last step (a key refused there, a hint) is not this one's: "Key 's' is not an
-                # action here; legal: [y] insurance, [n] no-insurance." stayed over the turn where S was legal (a
-                # trial of players).
-                self.message = ""
+            said = self.said_at_step
+            if said is not None and said[0] == self.message and said[1] != _step(self.round):
+                # What a key got at a step (refused there, a hint) is not the next one's: "Key 's' is not an action
+                # here; legal: [y] insurance, [n] no-insurance." stayed over the turn where S was legal (a trial of
+                # players). Other words (bets returned, say) stay until the round ends or a key is pressed.
+                self.message, self.said_at_step = "", None
         except ServerError as error:  # the next read tries again; the screen says why it did not move
             self.message = str(error)
 
@@ -613,6 +619,8 @@ class RemoteTable:
             self.message = amounts_in_currency(str(error), self.currency)
             if error.status not in (None, 503):  # the server answered: what it refused may have moved on
                 self._catch_up()
+        self.said_at_step = (self.message, _step(self.round)) \
+            if self.message and self.round is not None and self.round_open() else None
         return True
 
     def _bets_returned(self) -> bool:

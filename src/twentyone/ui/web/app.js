@@ -164,7 +164,7 @@ function stakesLine(round, currency) {
   const outcome = (word) => ` (${word || "…"})`;
   return [
     ...round.hands.map((h) => `${h.cards.map(cardText).join(" ")} ${money(h.stake, currency)}${outcome(h.outcome)}`),
-    ...(round.side_bets || []).map((s) => `${titles[s.name] || s.name} ${money(s.stake, currency)}${outcome(s.result)}`),
+    ...(round.side_bets || []).map((s) => `${sideTitle(s.name, titles)} ${money(s.stake, currency)}${outcome(s.result)}`),
     ...(round.insurance || []).map((i) => `Insurance ${money(i.stake, currency)}${outcome(i.result)}`),
   ].join("; ");
 }
@@ -177,7 +177,7 @@ async function renderHistory(trail = []) {
   const root = view();
   root.replaceChildren();
   // Each cell carries its column's name: on a phone a row is drawn as a card of labelled lines (style.css).
-  const HEADS = ["Round", "Table", "Status", "Your hands", "Dealer", "Staked", "Returned", "Balance after", ""];
+  const HEADS = ["Round", "Table", "Status", "Your bets", "Dealer", "Staked", "Returned", "Balance after", ""];
   const cell = (index, ...content) => el("td", { "data-label": HEADS[index] || null }, ...content);
   // Each round in the currency it was played in (a table's may have changed since: the server keeps the round's).
   const currencyAt = (round) => round.currency || currencyOf(round.table_id);
