@@ -135,8 +135,13 @@ def test_insurance_taken_is_in_the_round_until_it_is_settled(guest: Client, http
     assert taken["status"] == "playing" and taken["insurance_taken"] == [{"seat": 1, "stake": 1250}]
     assert taken["insurance"] == [] and taken["me"]["staked"] == 3750
     assert new_player(http, "nosy").get(f"/rounds/{round_id}").status_code == 404
+    # The history's entry lists it too, so that its stakes add up to ``staked`` while the round is in play.
+    entry = guest.get("/me/history").json()["rounds"][0]
+    assert entry["status"] == "playing" and entry["insurance_taken"] == [{"seat": 1, "stake": 1250}]
+    assert sum(hand["stake"] for hand in entry["hands"]) + 1250 == entry["staked"] == 3750
     settled = guest.act(round_id, "stand").json()
     assert settled["status"] == "settled" and settled["insurance_taken"] == []
+    assert guest.get("/me/history").json()["rounds"][0]["insurance_taken"] == []
     assert [(bet["seat"], bet["stake"], bet["result"]) for bet in settled["insurance"]] == [(1, 1250, "lose")]
 
 
@@ -151,6 +156,10 @@ def test_insurance_taken_at_a_common_draw_is_its_players_alone(http: TestClient,
     anns_seats = {hand["seat"] for hand in taken["hands"] if hand["name"] == ann.name}
     assert [(bet["seat"] in anns_seats, bet["stake"]) for bet in taken["insurance_taken"]] == [(True, 250)]
     assert bob.get(f"/rounds/{round_id}").json()["insurance_taken"] == []
+    assert [entry["insurance_taken"] for entry in bob.get("/me/history").json()["rounds"]
+            if entry["id"] == round_id] == [[]]
+    assert [len(entry["insurance_taken"]) for entry in ann.get("/me/history").json()["rounds"]
+            if entry["id"] == round_id] == [1]
     watched = watcher.get("/tables/power").json()["round"]
     assert watched["id"] == round_id and watched["insurance_taken"] == []
     peeked = bob.act(round_id, "no-insurance").json()  # the last answer: the dealer peeks, no blackjack

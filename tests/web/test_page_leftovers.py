@@ -239,6 +239,25 @@ def test_a_history_row_lists_every_stake_so_that_it_adds_up_to_staked(browser: A
     page.context.close()
 
 
+def test_a_history_row_of_a_round_in_play_lists_the_insurance_it_took(browser: Any, live_server: LiveServer) -> None:
+    """Single deck settles insurance with the hands: while its round is in play the row listed the hand alone beside
+    a Staked of hand and insurance (a trial's leftover). The insurance taken is listed, its outcome to come."""
+    live_server.service.stacked.append(["TS", "AH", "9D", "7C"])  # 19 against the dealer's Ace
+    token, _ = guest_token(live_server)
+    post = poster(live_server, token)
+    post("/tables/single-deck/bets", {"spot": 1, "type": "main", "chip": 2500})
+    round_id = post("/tables/single-deck/deal")["id"]
+    assert post(f"/rounds/{round_id}/actions", {"action": "insurance"})["status"] == "playing"
+    page = signed_in_context(browser, token, viewport=DESKTOP).new_page()
+    page.set_default_timeout(15000)
+    page.goto(live_server.url + "/#/history")
+    row = page.locator("table.history tbody tr").first
+    expect(row.locator("td").nth(2)).to_have_text("in play")
+    expect(row.locator("td").nth(3)).to_have_text("10♠ 9♦ £25.00 (…); Insurance £12.50 (…)")
+    expect(row.locator("td").nth(5)).to_have_text("£37.50")
+    page.context.close()
+
+
 def test_a_page_holding_a_stale_token_at_an_address_past_the_limit_of_wrong_ones_shows_the_lobby(
         browser: Any, live_server: LiveServer) -> None:
     """Thirty wrong tokens from the player's address (someone else's guessing behind the same address): the page

@@ -431,6 +431,9 @@ class Views:
                 "decisions": [a["action"] for a in round_actions(session, round_row.id) if a["player"] == player_id],
                 "side_bets": [s for s in view["side_bets"] if s["player_id"] == player_id],
                 "insurance": [s for s in view["insurance"] if s["player_id"] == player_id],
+                # Insurance paid for in a round still in play, not yet settled: without it the stakes listed fell
+                # short of ``staked`` until the round settled (a trial's leftover).
+                "insurance_taken": view["insurance_taken"],
                 "staked": seat.staked, "returned": seat.returned, "balance_before": seat.balance_before,
                 "balance_after": seat.balance_after, "timed_out": seat.timed_out, "owed": owed,
                 "void_reason": round_row.void_reason}

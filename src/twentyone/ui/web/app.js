@@ -166,6 +166,7 @@ function stakesLine(round, currency) {
     ...round.hands.map((h) => `${h.cards.map(cardText).join(" ")} ${money(h.stake, currency)}${outcome(h.outcome)}`),
     ...(round.side_bets || []).map((s) => `${sideTitle(s.name, titles)} ${money(s.stake, currency)}${outcome(s.result)}`),
     ...(round.insurance || []).map((i) => `Insurance ${money(i.stake, currency)}${outcome(i.result)}`),
+    ...(round.insurance_taken || []).map((i) => `Insurance ${money(i.stake, currency)}${outcome(null)}`),
   ].join("; ");
 }
 
