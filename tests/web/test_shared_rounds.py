@@ -299,7 +299,11 @@ def test_long_names_are_read_whole_in_the_seat_strip(browser: Any, live_server: 
                 box = label.bounding_box()
                 assert seat["x"] <= box["x"] and box["x"] + box["width"] <= seat["x"] + seat["width"], (name, size)
             assert page.evaluate("document.documentElement.scrollWidth <= window.innerWidth"), size
-            page.wait_for_timeout(1000)  # the deal's motion over, for the picture
+            page.wait_for_timeout(1000)  # the deal's motion over, for the picture and the cards' sizes
+            # The others' cards: large enough on a desktop for their ranks to be read (30 px wide before, a trial),
+            # compact on a phone.
+            width = page.locator(".others .seat .card").first.bounding_box()["width"]
+            assert (width >= 42) if viewport is None else (width <= 31), (size, width)
             shot(page, f"multiplayer-long-names-{size}")
     finally:
         page.context.close()
