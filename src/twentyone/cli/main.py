@@ -556,14 +556,20 @@ class _UvicornOptions(TypedDict):
     timeout_keep_alive: int
     http: str
     ws_per_message_deflate: bool
+    ws_max_size: int
 
 
 # "http": httptools with a bound on the request head (guards.BoundedHead), named as uvicorn imports it.
 # "ws_per_message_deflate": off. The events are hints of about 100 bytes (server/events.py); compressing them gains
 # nothing worth having, and it cost zlib state of about 40 KB per socket (a power table of 1,000 players: 78 MiB
 # against 38) and a compression per socket per event, about a third of the time the fan-out spent in each socket's send.
+# "ws_max_size": the most bytes of one message a client may send on a table's socket, which takes none (the server
+# reads its messages only to throw them away): uvicorn's 16 MiB let 32 sockets of one address make the server hold
+# 560 MB at once (a trial of an attacker). A larger one closes the socket with 1009, and the page connects again.
+WS_MOST_BYTES = 4096
 UVICORN_OPTIONS: _UvicornOptions = {"log_level": "warning", "access_log": False, "timeout_keep_alive": 75,
-                                    "http": "twentyone.server.guards:BoundedHead", "ws_per_message_deflate": False}
+                                    "http": "twentyone.server.guards:BoundedHead", "ws_per_message_deflate": False,
+                                    "ws_max_size": WS_MOST_BYTES}
 
 
 def _announce(settings: Settings, host: str, port: int, how: str) -> None:
