@@ -63,6 +63,15 @@ def test_register_login_and_errors(http: TestClient) -> None:
         taken = http.post("/auth/register", json={"name": name, "password": "correct horse"})
         assert taken.status_code == 422 and taken.json() == {"detail": "Names beginning with 'guest-' are kept for "
                                                                        "guests."}
+    for name in ("house", "Operator", "DEALER"):  # seated at a shared table, each would pass for the casino's own
+        kept = http.post("/auth/register", json={"name": name, "password": "correct horse"})
+        assert kept.status_code == 422 and kept.json() == {
+            "detail": f"The name {name!r} is kept: it would pass for the casino's own."}
+    # A field neither takes is a 422, as at every other endpoint: before, "role" was dropped in silence.
+    for path, name in (("/auth/register", "carol"), ("/auth/login", "ann")):
+        extra = http.post(path, json={"name": name, "password": "correct horse", "role": "operator"})
+        assert extra.status_code == 422 and extra.json()["detail"].startswith("role: "), extra.json()
+    assert http.post("/auth/login", json={"name": "carol", "password": "correct horse"}).status_code == 401
 
 
 def test_guest_gets_a_demo_balance_without_a_form(guest: Client) -> None:

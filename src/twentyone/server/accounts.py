@@ -40,6 +40,10 @@ from twentyone.server.wallet import Wallet, WalletError, held_balances, net_loss
 
 NAME = re.compile(r"^[A-Za-z0-9_.-]{3,32}$")
 GUEST_PREFIX = "guest-"  # guests' names; no registered name begins with it
+# Names no player registers, in any case: seated at a shared table, "house" or "Dealer" would pass for the game's
+# own (an attacker's trial registered "operator" and "house").
+RESERVED_NAMES = frozenset({"house", "dealer", "operator", "admin", "administrator", "casino", "croupier",
+                            "system", "support", "twentyone"})
 SETTINGS_DEFAULTS = {"cash_out_visible": True, "sound": True, "hints": False}
 TOKEN_CACHE = 10_000  # signed-in callers kept in memory, so a request needs no query to know who it is
 # How long a caller stays known from memory: a self-exclusion set through another process is known here within this,
@@ -192,6 +196,8 @@ class Accounts:
             raise ServiceError(422, "A name is 3 to 32 letters, digits, dots, dashes or underscores.")
         if name.lower().startswith(GUEST_PREFIX):  # a player could pass for a guest, or take a guest's next name
             raise ServiceError(422, f"Names beginning with {GUEST_PREFIX!r} are kept for guests.")
+        if name.lower() in RESERVED_NAMES:
+            raise ServiceError(422, f"The name {name!r} is kept: it would pass for the casino's own.")
         if len(password) < 8:
             raise ServiceError(422, "A password needs at least 8 characters.")
         password_hash = self.hasher.hash(password)  # slow on purpose: done before the transaction

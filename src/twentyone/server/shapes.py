@@ -72,6 +72,8 @@ LookedUp = Annotated[str, Field(min_length=1, max_length=64, json_schema_extra={
 
 
 class Credentials(BaseModel):
+    model_config = FORBID_EXTRA  # as every body: a field not taken is a 422 ("role" was dropped in silence: a trial)
+
     # A NUL in the name reached PostgreSQL and made a sign-in, which needs no token, a 500 (found by review).
     name: LookedUp
     password: str = Field(min_length=1, max_length=256)
@@ -79,6 +81,8 @@ class Credentials(BaseModel):
 
 class Registration(BaseModel):
     """A new player's name and password: the schema states the rules the server enforces."""
+
+    model_config = FORBID_EXTRA
 
     name: Annotated[str, Field(json_schema_extra={"pattern": NAME_RULE}),
                     _plain(re.compile(NAME_RULE).match, "A name is 3 to 32 letters, digits, dots, dashes or "
