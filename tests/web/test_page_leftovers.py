@@ -258,6 +258,55 @@ def test_a_history_row_of_a_round_in_play_lists_the_insurance_it_took(browser: A
     page.context.close()
 
 
+def test_the_decisions_wait_for_the_deal_to_land(browser: Any, live_server: LiveServer) -> None:
+    """The decisions came up while the cards were still flying in: a second D (DEAL, then DOUBLE) or a second click
+    where DEAL had been took a decision on cards not yet seen (a trial's leftover). They are drawn at once, and
+    pressable once the last card lies in place; a key pressed before is dropped, as the terminal drops it."""
+    live_server.service.stacked.append(["5S", "6H", "6D", "9C", "TS"])  # 11 against a 6: DOUBLE is open
+    page, _, problems = table_page(browser, live_server, "classic")
+    chip(page, 500)
+    bet(page, 1)
+    # Where the decisions are first drawn (an observer's callback runs before any timer of the page's): whether each
+    # is pressable, and DOUBLE's key pressed then, while the cards fly in (their motion lasts some 600 ms). Done in
+    # the page, so that a loaded machine's delay between the test and the browser cannot land the key afterwards.
+    page.evaluate("""() => {
+      const observer = new MutationObserver(() => {
+        const buttons = [...document.querySelectorAll('#action-bar [data-action]')];
+        if (!buttons.length) return;
+        observer.disconnect();
+        window.firstDrawn = buttons.map((button) => button.disabled);
+        document.dispatchEvent(new KeyboardEvent('keydown', { key: 'd', bubbles: true }));
+      });
+      observer.observe(document.body, { childList: true, subtree: true });
+    }""")
+    page.keyboard.press("d")  # DEAL
+    double = page.locator("button[data-action='double']")
+    expect(double).to_be_enabled()
+    drawn = page.evaluate("window.firstDrawn")
+    assert drawn and all(drawn), drawn
+    expect(page.locator("#action-bar button:focus")).to_have_count(1)  # the focus DEAL had went to the decisions
+    expect(page.locator("#total-bet strong")).to_have_text("$5.00")  # the key was dropped: no double taken
+    expect(page.locator(".hand.active .card")).to_have_count(2)
+    page.keyboard.press("s")
+    expect(page.locator("#result")).to_be_visible()
+    page.context.close()
+    assert not problems, problems
+
+
+def test_without_motion_the_decisions_are_open_at_once(browser: Any, live_server: LiveServer) -> None:
+    """A player who asked for no motion (the system's reduced-motion setting) sees the cards in place at once, so the
+    decisions wait for nothing."""
+    live_server.service.stacked.append(["5S", "6H", "6D", "9C", "TS"])
+    page, _, problems = table_page(browser, live_server, "classic", reduced_motion="reduce")
+    chip(page, 500)
+    bet(page, 1)
+    page.locator("#deal").click()
+    page.locator("button[data-action='double']").wait_for(state="attached")
+    assert page.evaluate("!document.querySelector(\"[data-action='double']\").disabled")
+    page.context.close()
+    assert not problems, problems
+
+
 def test_a_page_holding_a_stale_token_at_an_address_past_the_limit_of_wrong_ones_shows_the_lobby(
         browser: Any, live_server: LiveServer) -> None:
     """Thirty wrong tokens from the player's address (someone else's guessing behind the same address): the page

@@ -134,7 +134,8 @@ export function closedBar() {
       button("lobby", "BACK TO LOBBY", "l", () => { location.hash = "#/"; }, { id: "lobby", class: "primary" })));
 }
 
-export function decisions(round) {
+/** The decisions on the player's hand; `dealing`: cards still in motion, every button shown and not yet pressable. */
+export function decisions(round, dealing = false) {
   const currency = roundCurrency(round);  // the round's money: its stakes, offers and the balance they come from
   const showCashOut = state.me.settings.cash_out_visible;
   const ranked = state.hints ? state.hints.actions.filter((a) => a.action !== "cash-out" || showCashOut) : [];
@@ -158,7 +159,7 @@ export function decisions(round) {
     const reason = short ? `${label} needs ${money(cost, currency)}; the balance is ${money(balance, currency)}`
       : keptOut.includes(action) ? keptWords : null;
     const node = button(`action-${action}`, `${label}${amount}`, key, () => act.decide(action),
-      { "data-action": action, disabled: !legal || short, class: action === best ? "best" : null,
+      { "data-action": action, disabled: dealing || !legal || short, class: action === best ? "best" : null,
         ...(reason ? { title: reason } : {}) });
     if (action in hints) node.append(el("span", { class: "ev" }, `EV ${hints[action] >= 0 ? "+" : ""}${hints[action].toFixed(3)}`));
     return node;
@@ -191,8 +192,9 @@ function noNewStakes(actions) {
   return `${why}: the round plays on, but no new stake is taken (${named}).`;
 }
 
-/** Insurance (or even money) asked once for every hand that can take it, with a choice per hand. */
-export function offerPanel(round) {
+/** Insurance (or even money) asked once for every hand that can take it, with a choice per hand; `dealing` as in
+ * :func:`decisions`. */
+export function offerPanel(round, dealing = false) {
   const table = state.table.table;
   const currency = roundCurrency(round);
   const decision = round.decision;
@@ -220,11 +222,12 @@ export function offerPanel(round) {
     el("p", { class: "status-line" }, `${title}? The dealer shows an Ace. `, el("span", { class: "timer", id: "bar-timer" })),
     single ? el("p", { class: "offer-one" }, rows[0].firstChild.textContent) : el("ul", { class: "offer-rows" }, ...rows),
     el("div", { class: "decisions" },
-      single ? null : button("offer-confirm", "CONFIRM", "enter", () => act.answerOffers(undefined), { id: "offer-confirm", class: "primary" }),
+      single ? null : button("offer-confirm", "CONFIRM", "enter", () => act.answerOffers(undefined),
+        { id: "offer-confirm", class: "primary", disabled: dealing }),
       button("offer-yes", single ? "YES" : "YES TO ALL", "y", () => act.answerOffers(true),
-        { "data-action": answers(decision.kind).accept }),
+        { "data-action": answers(decision.kind).accept, disabled: dealing }),
       button("offer-no", single ? "NO" : "NO TO ALL", "n", () => act.answerOffers(false),
-        { "data-action": answers(decision.kind).decline })));
+        { "data-action": answers(decision.kind).decline, disabled: dealing })));
 }
 
 // ------------------------------------------------------------------ keys

@@ -35,6 +35,15 @@ function sideLine(name, result) {
 // A card's deal (or flip) is timed from when it first appeared; a redraw meanwhile carries on with the same motion
 // (a negative delay), and a card already in place is not dealt again.
 const MOTION_MS = 900;
+const LANDS_MS = 350;  // a card's motion from its start until it lies in place (style.css: deal-in .32s, flip .35s)
+
+/** Milliseconds until the last card in motion lies in place (0: none moves, or the player asked for no motion). The
+ * decisions wait for it (table.js): before, they came up while the deal was still flying in, and a second press of
+ * D (DEAL, then DOUBLE) or a second click where DEAL had been took a decision on cards not yet seen (a trial). */
+export function dealingFor() {
+  if (matchMedia("(prefers-reduced-motion: reduce)").matches) return 0;
+  return Math.max(0, (state.cardsLandAt || 0) - performance.now());
+}
 
 // A face-down card is drawn where it lies (``hiddenAt``, the dealer's: a table that deals the hole card first has it
 // left of the up card), so that it turns over in place and the cards beside it do not move.
@@ -53,7 +62,10 @@ function cards(round, key, codes, hidden = 0, hiddenAt = null) {
     const { at, motion } = state.seen.get(id);
     const moving = now - at < MOTION_MS;
     const card = cardNode(code, moving ? motion : "");
-    if (moving) card.style.setProperty("--delay", `${at - now}ms`);
+    if (moving) {
+      card.style.setProperty("--delay", `${at - now}ms`);
+      state.cardsLandAt = Math.max(state.cardsLandAt || 0, at + LANDS_MS);
+    }
     return card;
   });
   return el("div", { class: "cards" }, ...nodes);

@@ -9,7 +9,7 @@ import {
 } from "./dom.js";
 import { betsTotal, money } from "./money.js";
 import {
-  dealerArea, handNamer, myHands, otherDecider, othersStrip, resultSummary, roundCurrency, sideResult, sideTitle,
+  dealerArea, dealingFor, handNamer, myHands, otherDecider, othersStrip, resultSummary, roundCurrency, sideResult, sideTitle,
 } from "./round.js";
 
 const ended = (round) => round && (round.status === "settled" || round.status === "void");
@@ -760,8 +760,10 @@ export function renderTable() {
     payouts(table));
 
   let bar;
-  if (playing && playing.legal_actions.length && OFFER_TITLES[playing.decision.kind]) bar = offerPanel(playing);
-  else if (decisionHere) bar = decisions(playing);
+  // A decision waits for the cards in motion (the felt above has just been drawn) to land (round.js, dealingFor).
+  const dealing = playing && playing.legal_actions.length ? dealingFor() : 0;
+  if (playing && playing.legal_actions.length && OFFER_TITLES[playing.decision.kind]) bar = offerPanel(playing, dealing > 0);
+  else if (decisionHere) bar = decisions(playing, dealing > 0);
   else if (inPlay || (playing && !table.shared)) bar = status(whoDecides(playing));
   else if (table.closed) bar = closedBar();
   else {
@@ -769,7 +771,14 @@ export function renderTable() {
       broke: broke ? minimum : null });
   }
   view().replaceChildren(felt, el("nav", { class: "action-bar", "aria-label": "Actions", id: "action-bar" }, bar));
-  restoreFocus(focused);
+  clearTimeout(state.landedTimer);
+  if (dealing > 0) {  // drawn again, pressable, once the cards have landed; the focus goes to the decisions then
+    state.focusAfterDeal = focused || state.focusAfterDeal;
+    state.landedTimer = setTimeout(() => { if (state.table) renderTable(); }, dealing + 20);
+  } else {
+    restoreFocus(focused || state.focusAfterDeal);
+    state.focusAfterDeal = null;
+  }
   // On a small screen the hand waiting for a decision is brought into view, beside the dealer.
   const active = view().querySelector(".hand.active");
   if (active) active.scrollIntoView({ block: "nearest" });
