@@ -367,6 +367,12 @@ def test_the_operator_removes_a_table_it_made_while_it_is_played_and_makes_it_ag
     assert (remade.status_code, remade.json()["detail"]) == (409, f"Round {round_id} of the table 'vip' that was "
                                                                     "taken out is still open there: make the table "
                                                                     "again once it has ended.")
+    # Nor in another case: the lobby would list "VIP" beside the "vip" still open, and "vip" could not be made again
+    # (an attacker's trial).
+    other_case = operator.post("/admin/tables", {**vip, "id": "VIP"})
+    assert (other_case.status_code, other_case.json()["detail"]) == (
+        409, f"Round {round_id} of the table 'vip' that was taken out is still open there: make the table again once "
+             "it has ended.")
     for player in (ann, bob, cat):
         lobby = player.get("/tables").json()
         assert not {"vip", "vip-crowd"} & {table["id"] for table in lobby["tables"]}

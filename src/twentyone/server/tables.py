@@ -331,11 +331,15 @@ class TableRegistry:
             # the table they were made at, and no shoe of its stays for the new one's rounds (another game's,
             # perhaps). Before, a forming round of a removed table was dealt at the table made again in its place
             # (found by review).
-            still_open = session.scalar(select(func.min(ROUNDS.c.id)).where(
-                ROUNDS.c.table_id == table_id, ROUNDS.c.status.in_(OPEN_STATUSES)))
+            # Its id in any case, as above: "CASEA" made while a round of "casea", taken out, was open showed both in
+            # the lobby, and "casea" could not be made again (an attacker's trial). The rounds open are few, read along
+            # the index on status; the ids are compared here.
+            still_open = min(((first, known) for known, first in session.execute(
+                select(ROUNDS.c.table_id, func.min(ROUNDS.c.id)).where(ROUNDS.c.status.in_(OPEN_STATUSES))
+                .group_by(ROUNDS.c.table_id)) if known.lower() == table_id.lower()), default=None)
             if still_open is not None:
-                raise ServiceError(409, f"Round {still_open} of the table {table_id!r} that was taken out is still "
-                                        "open there: make the table again once it has ended.")
+                raise ServiceError(409, f"Round {still_open[0]} of the table {still_open[1]!r} that was taken out is "
+                                        "still open there: make the table again once it has ended.")
             session.execute(update(SHOES).where(SHOES.c.table_id == table_id, SHOES.c.finished.is_(False))
                             .values(finished=True))
             session.execute(delete(SLIPS).where(SLIPS.c.table_id == table_id))  # a table of tables.toml taken out
