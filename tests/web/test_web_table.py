@@ -115,7 +115,8 @@ def test_first_person_side_bets_insurance_and_cash_out(page: Any, live_server: L
     bet(page, 1, side="perfect_pairs")
     page.locator("#deal").click()
     expect(page.locator(".offer")).to_contain_text("insurance for $0.50")
-    expect(page.locator("[data-focus='offer-no']")).to_be_enabled()  # once the cards have landed: a key before is dropped
+    expect(page.locator("[data-focus='offer-no']")).to_be_enabled()  # once the cards have landed: a key before is
+    # dropped
     page.keyboard.press("n")
     expect(page.locator("#side-results")).to_contain_text("Perfect Pairs: coloured pair, +$12.00")
     cash_out = page.locator("button[data-action='cash-out']")

@@ -64,9 +64,11 @@ def rtp_report(rules: Rules, analysis: GameAnalysis | None = None, split_strateg
         report["cash_out"] = table.always_cash_out * 100
         report["cash_out_table"] = {"margin": table.margin * 100, "span": [table.span[0], table.span[1]]}
     if rules.cash_out.enabled:
-        # The offers go by total and up card alone, so a hand that cannot double or split any more (it hit) is
-        # offered what the total's two-card hands are worth with them: cashing out there beats playing on, and
-        # optimal play that uses it returns more than the main game's optimal (a trial of an analyst).
+        # Optimal play that also cashes out wherever the offer beats playing on. With the offers priced from the
+        # lowest hand of each total (cash_out.fair_value = "lowest", the default) none does, and it is the main game's
+        # optimal return; priced from the two-card hands' average ("optimal"), a hand that hit, and can no longer
+        # double or split, is paid more than it is worth, and it returned 99.4966 % at first person (a trial of an
+        # analyst). Either way it is the game's best return, set against the sheet's optimal figure.
         with_cash_out = GameAnalysis(rules, analysis.counts, analysis.split_strategy, cash_out=True)
         report["cash_out_optimal"] = with_cash_out.optimal_return() * 100
     return report
@@ -83,6 +85,6 @@ def comparison_rows(report: dict[str, Any]) -> list[tuple[str, float, float | No
         rows.append((f"Side bet {name}", value, published["side_bets"].get(name)))
     if report["cash_out"] is not None:
         rows.append(("Always take the first cash out", report["cash_out"], published["cash_out"]))
-    if report.get("cash_out_optimal") is not None:  # no sheet publishes it
-        rows.append(("Optimal play with cash out", report["cash_out_optimal"], None))
+    if report.get("cash_out_optimal") is not None:  # the sheet's optimal figure is for the game as played: cash out too
+        rows.append(("Optimal play with cash out", report["cash_out_optimal"], published["main"]))
     return rows

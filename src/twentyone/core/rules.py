@@ -98,8 +98,11 @@ class Reshuffle(StrEnum):
 
 
 class FairValue(StrEnum):
-    """The hand value behind a cash-out offer: best play, or hitting and standing only."""
+    """The hand value behind a cash-out offer: the lowest value of playing on among every hand of the total the offer
+    may be made to (no offer is worth more than playing on), or the two-card hands' average under best play, or under
+    hitting and standing only."""
 
+    LOWEST = "lowest"
     OPTIMAL = "optimal"
     HIT_STAND = "hit-stand"
 
@@ -347,7 +350,7 @@ class CashOutRules:
     source: str = ""
     factors: Mapping[tuple[bool, int, int], float] = field(default_factory=dict)
     target_return: float | None = None  # what always taking the first offer should return
-    fair_value: FairValue = FairValue.OPTIMAL  # the hand's value behind an offer: best play, or hit/stand only
+    fair_value: FairValue = FairValue.LOWEST  # the hand's value behind an offer (FairValue)
 
     def factor(self, soft: bool, total: int, up_value: int) -> float | None:
         return self.factors.get((soft, total, up_value))
@@ -535,7 +538,7 @@ def _parse_cash_out(data: Mapping[str, Any], tables: Mapping[str, Mapping[str, A
     target = _get(section, "target_return", (int, float), "cash_out", -1.0)
     if target != -1.0 and not 0 < target < 1.5:
         raise RulesError(f"cash_out.target_return: must be a return like 0.968, got {target}.")
-    fair_value = _setting(section, "fair_value", FairValue, "cash_out", FairValue.OPTIMAL)
+    fair_value = _setting(section, "fair_value", FairValue, "cash_out", FairValue.LOWEST)
     return CashOutRules(True, table_name, source, factors, None if target == -1.0 else float(target), fair_value)
 
 
