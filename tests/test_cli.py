@@ -184,6 +184,21 @@ def test_rtp_json_has_every_figure_beside_the_published_one() -> None:
     assert len(report["main"]["by_up_optimal"]) == 9  # no nines in the power shoe
 
 
+def test_rtp_says_which_figures_differ_beyond_the_published_rounding_and_where_that_is_explained() -> None:
+    """An analyst's trial: classic's -0.0780 was shown with no word of why. A figure that does not round to the
+    published one is named under the table, with the docs' section; one that rounds to it is not (first person)."""
+    classic = run("rtp", "classic")
+    assert classic.returncode == 0
+    assert " ".join(classic.stdout.split()).count(
+        "Beyond the published figure's rounding: Main game, optimal play; Main game, basic strategy. docs/maths.md "
+        "(\"Results\")") == 1
+    assert json.loads(run("rtp", "classic", "--json").stdout)["beyond_rounding"] == [
+        "Main game, optimal play", "Main game, basic strategy"]
+    first_person = run("rtp", "first-person")
+    assert first_person.returncode == 0 and "Beyond" not in first_person.stdout
+    assert json.loads(run("rtp", "first-person", "--json").stdout)["beyond_rounding"] == []
+
+
 def test_rtp_table_and_rules_file(tmp_path: Path) -> None:
     result = run("rtp", "first-person")
     assert result.returncode == 0 and "Always take the first cash out" in result.stdout and "99.29" in result.stdout
