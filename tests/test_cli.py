@@ -89,6 +89,8 @@ def test_replay_from_a_file_and_from_standard_input(tmp_path: Path) -> None:
     [
         ({"decisions": ["split"]}, ["decisions[0] = 'split' is illegal", "legal actions: hit, stand, double"]),
         ({"decisions": ["fold"]}, ["decisions[0] = 'fold'", "Unknown action 'fold'"]),
+        # Each action in words: "Cannot insurance at seat 1" before (an analyst's trial).
+        ({"decisions": ["insurance"]}, ["decisions[0] = 'insurance' is illegal", "Cannot take insurance at seat 1"]),
         ({"decisions": []}, ["Missing decisions[0]", "legal actions: hit, stand, double"]),
         ({"decisions": ["stand", "hit"]}, ["Decisions left over", "decisions[1] = 'hit'"]),
         ({"shoe": ["8S", "5H", "6D"]}, ["shoe:", "too short"]),
@@ -149,6 +151,10 @@ def test_play_from_a_pipe_bets_deals_and_quits() -> None:
     result = run("play", "classic", "--seed", "7", stdin="bd" + "s" * 6 + "q")
     assert result.returncode == 0, result.stderr
     assert "Classic Blackjack" in result.stdout and "Goodbye. Final balance" in result.stdout
+
+
+def test_play_refuses_a_negative_seed() -> None:
+    assert_one_line_error(run("play", "classic", "--seed", "-1", stdin="q"), "--seed must be 0 or more, got -1")
 
 
 def test_play_whose_input_ends_mid_round_settles_the_round() -> None:
@@ -226,6 +232,21 @@ def test_hint_ranks_the_legal_actions() -> None:
     ranked = json.loads(run("hint", "first-person", "TS", "6D", "--dealer", "9H", "--json").stdout)
     assert "cash-out" in [entry["action"] for entry in ranked]
     assert [entry["ev"] for entry in ranked] == sorted((entry["ev"] for entry in ranked), reverse=True)
+
+
+def test_hint_refuses_a_live_shoe_too_short_to_finish_the_round() -> None:
+    """A single deck with every card seen but 9S: the hint said "stand +0.0000, hit +0.0000", the lines the shoe
+    could not finish counted as nothing (an analyst's trial). Five cards left finish every line."""
+    deck = [rank + suit for rank in "A23456789TJQK" for suit in "SHDC"]
+
+    def seen_but(*kept: str) -> str:
+        return " ".join(card for card in deck if card not in {"2S", "3D", "4H", *kept})
+
+    for kept in ((), ("9S",), ("9S", "8S")):
+        assert_one_line_error(run("hint", "single-deck", "2S", "3D", "--dealer", "4H", "--seen", seen_but(*kept)),
+                              f"The shoe left holds {len(kept)} card")
+    five = run("hint", "single-deck", "2S", "3D", "--dealer", "4H", "--seen", seen_but("9S", "8S", "7S", "6S", "5S"))
+    assert five.returncode == 0 and five.stdout.split()[:3] == ["hit", "+0.0667", "best"]
 
 
 def test_hint_ranks_an_offer_apart_from_the_play() -> None:

@@ -363,7 +363,9 @@ def test_rng_dump_bad_options_are_one_line_errors(tmp_path: Path) -> None:
     for args, fragment in [(["--format", "hex"], b"--format must be one of indices, cards, binary"),
                            (["--rounds", "0"], b"--rounds must be at least 1"),
                            (["--output", str(tmp_path / "no" / "x")], b"no folder"),
-                           (["craps"], b"unknown game 'craps'")]:
+                           (["craps"], b"unknown game 'craps'"),
+                           # -3 seeded Python's generator as 3 does: two seeds, one output (an analyst's trial)
+                           (["--seed", "-3"], b"--seed must be 0 or more, got -3")]:
         result = run(*args)
         assert result.returncode == 2 and result.stderr.count(b"\n") == 1 and fragment in result.stderr, result
 

@@ -79,8 +79,11 @@ def hint(rules: Rules, cards: Sequence[Card], up: Card, legal: Iterable[str] | N
     [('no-insurance', 0.0), ('insurance', -0.039)]
     """
     if analysis is None:
+        unseen = None if unseen is None else list(unseen)
         counts = None if unseen is None else live_counts(unseen, [*cards, up])
         analysis = analysis_for(rules, counts)
+        if unseen is not None:
+            _check_finishes(analysis, up, len(unseen))
     values = tuple(card.value for card in cards)
     first = len(values) == 2 if first_decision is None else first_decision
     if first:
@@ -101,6 +104,24 @@ def hint(rules: Rules, cards: Sequence[Card], up: Card, legal: Iterable[str] | N
         actions.update({name: value for name, value in _declines(actions, ev).items() if name in allowed})
         actions = {name: ev for name, ev in actions.items() if name in allowed}
     return sorted(actions.items(), key=lambda item: -item[1])
+
+
+def _check_finishes(analysis: GameAnalysis, up: Card, left: int) -> None:
+    """A ValueError where the live shoe is so short that some line of play runs it out before the dealer's hand is
+    finished: the values would count those lines as nothing, and read as a push (an analyst's trial: a single deck
+    with one card left hinted "stand +0.0000, hit +0.0000"). A shoe is reshuffled long before, at its cut card.
+
+    >>> from twentyone.core.cards import parse_card, parse_cards
+    >>> from twentyone.variants import builtin_rules
+    >>> hint(builtin_rules("single-deck"), parse_cards(["2S", "3D"]), parse_card("4H"), unseen=parse_cards(["9S"]))
+    Traceback (most recent call last):
+    ...
+    ValueError: The shoe left holds 1 card: some line of play runs it out before the dealer's hand is finished.
+    """
+    for variant in analysis.variants(up.value):
+        if (variant.space.outcomes.sum(axis=1) < 1.0 - 1e-9).any():
+            raise ValueError(f"The shoe left holds {left} card{'s' if left != 1 else ''}: some line of play runs "
+                             "it out before the dealer's hand is finished.")
 
 
 def hint_decisions(rules: Rules, cards: Sequence[Card], up: Card,

@@ -236,6 +236,8 @@ def play(
         return
     if name is not None or new_guest:
         fail(f"{'--name' if name is not None else '--new-guest'} signs in at a server: give --server URL too.")
+    if seed is not None and seed < 0:  # as rng-dump's and simulate's: -3 would deal the games of 3
+        fail(f"--seed must be 0 or more, got {seed}.")
     from twentyone.core.money import MAX_AMOUNT
     from twentyone.core.rules import RulesError
     from twentyone.ui.terminal import play as play_terminal
@@ -516,6 +518,8 @@ def rng_dump(
         fail(f"--format must be one of {', '.join(FORMATS)}, got {fmt!r}.")
     if rounds < 1:
         fail(f"--rounds must be at least 1, got {rounds}.")
+    if seed is not None and seed < 0:  # Python's generator seeds -3 as 3: two seeds, one output (an analyst's trial)
+        fail(f"--seed must be 0 or more, got {seed}.")
     if output is None and fmt == "binary" and sys.stdout.isatty():
         fail("binary output goes to a file (--output FILE) or a pipe, not to the terminal.")
     if output is not None and not output.parent.is_dir():

@@ -658,13 +658,14 @@ class Round:
         decision = self.decision(player)
         if decision is None:
             whose = f" for player {player!r}" if player is not None else ""
-            raise IllegalActionError(f"Cannot {action}: no decision is pending{whose} (phase {self.phase}).",
-                                     plain_refusal(action, "no decision of yours is pending", ()))
+            raise IllegalActionError(
+                f"Cannot {ACTION_WORDS[action]}: no decision is pending{whose} (phase {self.phase}).",
+                plain_refusal(action, "no decision of yours is pending", ()))
         where = f"seat {decision.seat} hand {decision.hand} (player {decision.player!r})"
         if decision.kind != DecisionKind.PLAY:
             if action not in OFFER_ANSWERS[decision.kind]:
                 raise IllegalActionError(
-                    f"Cannot {action} at {where}: the {decision.kind} offer must be answered first; "
+                    f"Cannot {ACTION_WORDS[action]} at {where}: the {decision.kind} offer must be answered first; "
                     f"legal actions: {self._legal_text(player)}.",
                     plain_refusal(action, self._offer_phase_refusal(decision.kind, action),
                                   self.legal_actions(player)),
@@ -673,7 +674,7 @@ class Round:
         reason = self._play_refusal(self._hand_at(decision), action)
         if reason is not None:
             raise IllegalActionError(
-                f"Cannot {action} at {where}: {reason}; legal actions: {self._legal_text(player)}.",
+                f"Cannot {ACTION_WORDS[action]} at {where}: {reason}; legal actions: {self._legal_text(player)}.",
                 plain_refusal(action, reason, self.legal_actions(player)),
             )
 

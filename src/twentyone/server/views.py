@@ -493,8 +493,11 @@ class Views:
             raise ServiceError(409, nothing_to_decide(str(caller.id), rules.deal.common_draw))
         assert seen.decision is not None
         up = seen.dealer_cards[0]  # while a decision waits, the one card the dealer shows
-        ranked = hint(rules, hand.cards, up, [str(a) for a in seen.legal_actions],
-                      first_decision=hand.first_decision, unseen=unseen)
+        try:
+            ranked = hint(rules, hand.cards, up, [str(a) for a in seen.legal_actions],
+                          first_decision=hand.first_decision, unseen=unseen)
+        except ValueError as error:  # a live shoe too short to value (a rules file's cut card past its end)
+            raise ServiceError(409, str(error)) from None
         return {"round_id": round_id, "seat": seen.decision.seat, "hand": seen.decision.hand,
                 "actions": [{"action": action, "ev": value} for action, value in ranked]}
 
