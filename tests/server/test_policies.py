@@ -423,7 +423,8 @@ def test_a_double_that_could_take_losses_past_the_daily_limit_is_refused(guest: 
     service.stacked.append(["5S", "6H", "6D", "TC", "KC"])  # 11 against a 6: the double every chart takes
     guest.bet("classic", 500)
     dealt = guest.post("/tables/classic/deal").json()
-    assert "double" in dealt["legal_actions"]
+    # Not offered (below); sent all the same, as a client that did not read the view might, it is refused.
+    assert "double" not in dealt["legal_actions"] and dealt["me"]["loss_room"] == 400
     balance = guest.get("/me").json()["balances"]["USD"]
     refused = guest.act(dealt["id"], "double")  # 500 at stake already, 500 more: past 900
     assert refused.status_code == 403 and "daily limit of $9.00" in refused.json()["detail"]
@@ -431,6 +432,35 @@ def test_a_double_that_could_take_losses_past_the_daily_limit_is_refused(guest: 
     assert "stand" in refused.json()["legal_actions"]
     assert guest.get("/me").json()["balances"]["USD"] == balance  # nothing staked
     assert guest.act(dealt["id"], "hit").json()["hands"][0]["cards"] == ["5S", "6D", "KC"]  # play goes on
+
+
+def test_a_stake_past_the_daily_loss_limit_is_not_offered_nor_hinted(guest: Client, http: TestClient,
+                                                                       service: GameService) -> None:
+    """A trial of players: with $30 a day to lose, $25 on 8,8 against a 6 was offered SPLIT and DOUBLE, the hint named
+    SPLIT best, and SPLIT was refused. Each view of the round (the deal's answer, the round, the table, a decision's
+    answer) now leaves out what the limit would refuse, says what the limit leaves (``me.loss_room``), and the hint
+    ranks what is left. A limit that covers them leaves them in."""
+    guest.put("/me/limits", {"daily_loss_limit": 3000})
+    service.stacked.append(["8S", "6H", "8D", "TC", "3C", "5H", "KS"])
+    guest.bet("classic", 2500)
+    dealt = guest.post("/tables/classic/deal").json()
+    round_id = dealt["id"]
+    for view in (dealt, guest.get(f"/rounds/{round_id}").json(), guest.get("/tables/classic").json()["round"]):
+        assert view["legal_actions"] == ["hit", "stand"] and view["me"]["loss_room"] == 500, view["legal_actions"]
+        assert view["offers"]["costs"] == {"double": 2500, "split": 2500}  # what each would take, as before
+    hinted = [entry["action"] for entry in guest.get(f"/rounds/{round_id}/hint").json()["actions"]]
+    assert sorted(hinted) == ["hit", "stand"]
+    after_hit = guest.act(round_id, "hit").json()  # 8,8,3: 19
+    assert after_hit["me"]["loss_room"] == 500 and after_hit["legal_actions"] == ["hit", "stand"]
+    guest.act(round_id, "stand")
+    roomy = new_player(http, "roomy")
+    roomy.put("/me/limits", {"daily_loss_limit": 100000})
+    service.stacked.append(["8S", "6H", "8D", "TC"])
+    roomy.bet("classic", 2500)
+    view = roomy.post("/tables/classic/deal").json()
+    assert {"double", "split"} <= set(view["legal_actions"]) and view["me"]["loss_room"] == 97500
+    hinted = [entry["action"] for entry in roomy.get(f"/rounds/{view['id']}/hint").json()["actions"]]
+    assert hinted[0] == "split"
 
 
 def test_self_exclusion_blocks_play_and_sign_in(http: TestClient) -> None:

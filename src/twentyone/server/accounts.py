@@ -324,7 +324,7 @@ class Accounts:
             limits = limits_in_force(player.limits, self.clock())
             ends, break_ends = session_times(session, player, limits)
             caller = Caller(player.id, player.name, player.role, player.guest, excluded_until(player.limits),
-                            ends, limits.get("session_minutes"), break_ends)
+                            ends, limits.get("session_minutes"), break_ends, limits.get("daily_loss_limit"))
         with self._callers_lock:
             stale = self._revisions != revisions  # one committed during this read: it may be this caller's, unseen
             if not stale and again:

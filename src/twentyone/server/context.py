@@ -54,6 +54,7 @@ class Caller:
     session_ends_at: datetime | None = None
     session_minutes: int | None = None
     session_break_ends_at: datetime | None = None
+    daily_loss_limit: int | None = None  # in force when the caller was known: what a day's stakes may lose
 
     @property
     def is_operator(self) -> bool:

@@ -69,6 +69,7 @@ from twentyone.server.tables import (
 )
 from twentyone.server.views import (
     OTHERS_SHOWN,
+    loss_room,
     nothing_to_decide,
     round_json,
     round_json_held,
@@ -291,8 +292,10 @@ class Rounds:
                     engine = self._deal_engine(round_row, shoe, [seat])
                     self.shoes.following(session, table, caller.id, shoe)
                     self._after_change(session, round_row, engine, table, [seat])
-                    body = self.store.answer(session, round_json(session, round_row, table, caller.id, engine,
-                                                                 seats=([(seat, player.name)], 1)))
+                    view = round_json(session, round_row, table, caller.id, engine, seats=([(seat, player.name)], 1))
+                    now = self.clock()
+                    body = self.store.answer(session, without_new_stakes(
+                        view, caller, now, loss_room(session, caller, table.currency, now)))
             self._remember(round_row, engine)
         except (ServiceError, AlreadyApplied, IntegrityError):
             raise
@@ -494,9 +497,11 @@ class Rounds:
 
         def read(session: Session) -> dict[str, Any]:
             current = current_round(session, table, caller.id)
-            view = None if current is None else without_new_stakes(
-                round_json_held(session, current, self.tables.of_round(current), caller.id, self.live), caller,
-                self.clock())
+            view = None
+            if current is not None:
+                view = round_json_held(session, current, self.tables.of_round(current), caller.id, self.live)
+                now = self.clock()
+                view = without_new_stakes(view, caller, now, loss_room(session, caller, view["currency"], now))
             try:
                 balance = self.wallet.balance(session, caller.id, table.currency)
             except WalletError as error:  # the operator's wallet refused or did not answer: 409 or 503, not a 500
@@ -800,8 +805,10 @@ class Rounds:
                     save(session, cast(Record, round_row))  # before the view reads the round's seats
                     save(session, cast(Record, seat))
                     shown = ([(seat, caller.name)], 1) if alone and seat.player_id == caller.id else None
-                    body = self.store.answer(session, round_json(session, round_row, table, caller.id, engine,
-                                                                 seats=shown))
+                    view = round_json(session, round_row, table, caller.id, engine, seats=shown)
+                    now = self.clock()  # what the decider may still stake, as the next decision will be checked
+                    body = self.store.answer(session, without_new_stakes(
+                        view, caller, now, loss_room(session, caller, view["currency"], now)))
                 self._remember(round_row, engine)
             except BaseException as error:
                 if touched:  # a refusal before the decision leaves the engine as the log has it

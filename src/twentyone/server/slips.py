@@ -14,7 +14,7 @@ from twentyone.server.context import Caller, ServiceError, aware
 from twentyone.server.direct import run
 from twentyone.server.rounds import OPEN_OWN_ROUND_ID, Rounds, current_round, last_finished_round, refuse_second_round
 from twentyone.server.tables import apply_control, bet_slip, find_slip, save_slip, slip_row, slip_view, table_json
-from twentyone.server.views import round_json_held, seat_of, without_new_stakes
+from twentyone.server.views import loss_room, round_json_held, seat_of, without_new_stakes
 from twentyone.server.wallet import WalletError, as_refusal
 
 # How long after it settles a shared round is shown to those who watched it: the table's next refresh, which its
@@ -89,9 +89,9 @@ class Slips:
         current = current_round(session, table, caller.id)
         view = None
         if current is not None:
-            view = without_new_stakes(round_json_held(session, current, self.rounds.tables.of_round(current), caller.id,
-                                                      self.rounds.live), caller,
-                                      self.rounds.clock())
+            view = round_json_held(session, current, self.rounds.tables.of_round(current), caller.id, self.rounds.live)
+            now = self.rounds.clock()
+            view = without_new_stakes(view, caller, now, loss_room(session, caller, view["currency"], now))
         watching = table.shared and (view is None or (view["status"] == "betting" and "me" not in view))
         return {"table": table_json(table), "balance": balance,
                 "slip": slip_view(slip, bet_slip(slip, table, balance or 0)),

@@ -33,6 +33,7 @@ from twentyone.server.models import OPEN_STATUSES, PLAYERS, ROUND_SEATS, ROUNDS,
 from twentyone.server.models import Shoe as ShoeRow
 from twentyone.server.store import Store
 from twentyone.server.tables import TableRegistry, bets_total, commitment_of, revealed_of, table_json
+from twentyone.server.wallet import net_losses_since
 
 OPEN = OPEN_STATUSES
 # A player's rounds open at some tables (Views.closed_tables, Views.open_rounds), oldest first: driven from the rounds
@@ -265,20 +266,43 @@ def as_utc(moment: datetime | None, name: str) -> datetime | None:
         raise ServiceError(422, f"{name}: out of range.") from None
 
 
-def without_new_stakes(view: dict[str, Any], caller: Caller, now: datetime) -> dict[str, Any]:
+def without_new_stakes(view: dict[str, Any], caller: Caller, now: datetime, room: int | None = None) -> dict[str, Any]:
     """The round ``view`` as ``caller`` may play it: while they have excluded themselves, or are past their session
     time limit, the actions that add a stake (double, split, a power table's triple and quadruple) are left out of
     their legal actions, since each would be refused (403). Before, the page offered them, then said no (noted by two
-    trials; the session's case by review).
+    trials; the session's case by review). ``room``: what the caller's daily loss limit lets them stake still today
+    (:func:`loss_room`), given to them as ``me.loss_room``; an action that adds more is left out too (a trial of
+    players: a split the limit refused was lit, and the hint named it best).
 
     >>> until = datetime(2026, 12, 9, tzinfo=UTC)
     >>> without_new_stakes({"legal_actions": ["hit", "stand", "double"]}, Caller(7, "ann", "player",
     ...                    excluded_until=until), datetime(2026, 12, 2, tzinfo=UTC))
     {'legal_actions': ['hit', 'stand']}
+    >>> view = {"legal_actions": ["hit", "stand", "double", "split"], "me": {},
+    ...         "offers": {"costs": {"double": 500, "split": 2500}}}
+    >>> ann = Caller(7, "ann", "player")
+    >>> without_new_stakes(view, ann, datetime(2026, 12, 2, tzinfo=UTC), room=1000)["legal_actions"]
+    ['hit', 'stand', 'double']
     """
+    if room is not None and "me" in view:
+        view["me"]["loss_room"] = room
     if view.get("legal_actions") and caller.kept_from_play(now):
         view["legal_actions"] = [action for action in view["legal_actions"] if action not in COSTLY_ACTIONS]
+    elif view.get("legal_actions") and room is not None:
+        costs = view.get("offers", {}).get("costs", {})
+        view["legal_actions"] = [action for action in view["legal_actions"] if costs.get(action, 0) <= room]
     return view
+
+
+def loss_room(session: Session, caller: Caller, currency: str, now: datetime) -> int | None:
+    """What ``caller`` may still stake today in ``currency`` under their daily loss limit, as a stake is checked
+    (:meth:`~twentyone.server.accounts.Accounts.check_limits`: today's losses and the stake within the limit); None
+    without a limit. One statement, for a caller with a limit alone."""
+    if caller.daily_loss_limit is None or caller.is_operator:
+        return None
+    midnight = now.replace(hour=0, minute=0, second=0, microsecond=0)
+    lost = net_losses_since(session, [caller.id], currency, midnight)[caller.id]
+    return max(0, caller.daily_loss_limit - lost)
 
 
 def page_of_rounds(statuses: tuple[str, ...] | None, table: str | None, before: int | None,
@@ -379,9 +403,14 @@ class Views:
         return round_row
 
     def round(self, caller: Caller, round_id: int) -> dict[str, Any]:
-        view = self.store.read_anew(lambda session: self._round_json(session, self._mine(session, caller, round_id),
-                                                                     caller.id))
-        return without_new_stakes(view, caller, self.clock())
+        now = self.clock()
+
+        def read(session: Session) -> tuple[dict[str, Any], int | None]:
+            view = self._round_json(session, self._mine(session, caller, round_id), caller.id)
+            return view, loss_room(session, caller, view["currency"], now)
+
+        view, room = self.store.read_anew(read)
+        return without_new_stakes(view, caller, now, room)
 
     def history(self, caller: Caller, page: int = 1, size: int = 10, before: int | None = None) -> dict[str, Any]:
         """The caller's rounds, newest first, ``size`` to a page.
@@ -481,6 +510,10 @@ class Views:
             with self.engine(session, round_row) as engine:
                 assert engine is not None
                 seen = engine.view(str(caller.id))
+                costs = {str(action): engine.cost_of(action, str(caller.id)) for action in seen.legal_actions
+                         if action in COSTLY_ACTIONS and action is not Action.INSURANCE} if seen.viewer_to_act else {}
+            now = self.clock()
+            room = loss_room(session, caller, self.tables.of_round(round_row).currency, now)
             rules = engine.rules  # immutable: read outside the hold
             unseen = None
             if rules.shoe.cut_card is not None:  # a live shoe: the cards the player has not seen
@@ -493,9 +526,12 @@ class Views:
             raise ServiceError(409, nothing_to_decide(str(caller.id), rules.deal.common_draw))
         assert seen.decision is not None
         up = seen.dealer_cards[0]  # while a decision waits, the one card the dealer shows
+        # Ranked among the actions the player may take: not one their limits would refuse (a trial of players: a
+        # split past the daily loss limit was named best).
+        legal = without_new_stakes({"legal_actions": [str(a) for a in seen.legal_actions], "offers": {"costs": costs}},
+                                   caller, now, room)["legal_actions"]
         try:
-            ranked = hint(rules, hand.cards, up, [str(a) for a in seen.legal_actions],
-                          first_decision=hand.first_decision, unseen=unseen)
+            ranked = hint(rules, hand.cards, up, legal, first_decision=hand.first_decision, unseen=unseen)
         except ValueError as error:  # a live shoe too short to value (a rules file's cut card past its end)
             raise ServiceError(409, str(error)) from None
         return {"round_id": round_id, "seat": seen.decision.seat, "hand": seen.decision.hand,
