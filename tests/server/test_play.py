@@ -300,6 +300,17 @@ def test_a_retried_request_returns_the_first_answer_and_moves_no_money(guest: Cl
     assert missing.status_code == 400 and "Idempotency-Key" in missing.json()["detail"]
 
 
+def test_each_seats_bet_keeps_the_spot_it_was_placed_on(guest: Client) -> None:
+    """Bets on the third and fifth circles deal as seats 1 and 2: each keeps its spot, in the round and in the
+    history, so that the page names the hands as the circles are (a trial of players saw spot 3 called "Hand 1")."""
+    guest.bet("first-person", 100, spot=3)
+    guest.bet("first-person", 500, spot=5)
+    dealt = guest.post("/tables/first-person/deal").json()
+    assert dealt["me"]["bets"] == [{"bet": 100, "side_bets": {}, "spot": 3}, {"bet": 500, "side_bets": {}, "spot": 5}]
+    assert sorted({hand["seat"] for hand in dealt["hands"]}) == [1, 2]
+    assert guest.get("/me/history").json()["rounds"][0]["bets"] == dealt["me"]["bets"]
+
+
 def test_history_newest_first_with_paging_and_a_replay(guest: Client) -> None:
     ids = []
     for _ in range(12):

@@ -184,7 +184,7 @@ def test_a_reached_session_limit_takes_the_bet_controls_away(browser: Any, live_
     page.set_default_timeout(15000)
     page.goto(f"{live_server.url}/#/table/classic")  # no DEAL to wait for (open_table)
     words = re.compile(r"^Your session time limit of 1 minute is reached: you can play again after a break of 30 "
-                       r"minutes, from \d{4}-\d\d-\d\d \d\d:\d\d UTC\.$")
+                       r"minutes, from \d{4}-\d\d-\d\d \d\d:\d\d UTC\. That is .+ your time\.$")  # and the local time
     expect(page.locator("#bet-status")).to_have_text(words)  # known from /me: no press refused first
     expect(page.locator("button.chip")).to_have_count(0)
     expect(page.locator("#deal, #rebet, #undo, #double-bets")).to_have_count(0)
@@ -244,7 +244,8 @@ def test_side_bet_results_during_play_name_their_hand(browser: Any, live_server:
     bet(page, 5, side="21+3")
     page.locator("#deal").click()
     results = page.locator("#side-results")
-    expect(results).to_have_text("Perfect Pairs (hand 1): lost, −$1.00 · 21+3 (hand 2): lost, −$1.00")
+    # Each by the spot it was bet on (spot 5: "hand 5"; before a trial of players, "hand 2", its order).
+    expect(results).to_have_text("Perfect Pairs (hand 1): lost, −$1.00 · 21+3 (hand 5): lost, −$1.00")
     close(page, problems)
 
 

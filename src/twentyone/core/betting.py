@@ -183,15 +183,25 @@ class BetSlip:
         for (spot, bet_type), amount in sorted(self.bets.items()):
             self._check_fits(self.bets, spot, bet_type, amount)
         result = []
-        for spot in range(1, self.spots + 1):
-            if (spot, MAIN) not in self.bets:
-                continue
+        for spot in self.dealt_spots():
             sides = {bet_type: amount for (bet_spot, bet_type), amount in self.bets.items()
                      if bet_spot == spot and bet_type != MAIN}
             result.append(HandBet(self.bets[(spot, MAIN)], sides))
         if not result:
             raise BetSlipError("Place a main bet before dealing.")
         return result
+
+    def dealt_spots(self) -> list[int]:
+        """The spots :meth:`hand_bets` deals, in its order: those with a main bet. A round's hands are its seats 1, 2,
+        ... in that order; the spot each came from names it as the table's circles do ("Hand 3" for a bet on the third
+        circle alone: a trial of players saw it called "Hand 1").
+
+        >>> slip = BetSlip(BetLimits({"main": (100, 5000)}), chips=(100,), balance=10000, spots=5)
+        >>> slip.bets = {(3, "main"): 100, (5, "main"): 200}
+        >>> slip.dealt_spots()
+        [3, 5]
+        """
+        return [spot for spot in range(1, self.spots + 1) if (spot, MAIN) in self.bets]
 
     def _check_fits(self, bets: Mapping[tuple[int, str], int], spot: int, bet_type: str, amount: int) -> None:
         """Refuse a bet of ``bets`` the table does not take as it is now: its spot, its type, its limits, a side bet

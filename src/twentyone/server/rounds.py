@@ -57,8 +57,8 @@ from twentyone.server.tables import (
     TableRegistry,
     bet_slip,
     bets_total,
+    dealt_bets_json,
     find_slip,
-    hand_bet_json,
     move_shoe,
     ready_bets,
     save_slip,
@@ -282,7 +282,7 @@ class Rounds:
                                                             round_id=ahead.round_id if ahead else None))
                     round_id = round_row.id
                     seat = RoundSeat(round_id=round_row.id, player_id=caller.id, position=1,
-                                     bets=[hand_bet_json(b) for b in hand_bets], confirmed=True, staked=0, returned=0,
+                                     bets=dealt_bets_json(state, hand_bets), confirmed=True, staked=0, returned=0,
                                      balance_before=balance, balance_after=None, timed_out=0)
                     self._stake(session, table, round_row, seat, state.total,
                                 self._take_ahead(session, ahead, _stake_key(round_row, seat), state.total))
@@ -445,7 +445,7 @@ class Rounds:
             self.accounts.check_limits(session, player, table.currency, state.total)
             seat = inserted(session, RoundSeat(
                 round_id=round_row.id, player_id=caller.id, position=last + 1,
-                bets=[hand_bet_json(b) for b in hand_bets], confirmed=True, staked=0, returned=0,
+                bets=dealt_bets_json(state, hand_bets), confirmed=True, staked=0, returned=0,
                 balance_before=None, balance_after=None, timed_out=0))
             take_bets(slip)
             save_slip(session, slip)

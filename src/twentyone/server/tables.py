@@ -31,6 +31,7 @@ from sqlalchemy.pool import Pool
 
 from twentyone.core.betting import MAIN, BetSlip, BetSlipError
 from twentyone.core.commitment import commitment
+from twentyone.core.house_rules import house_rules
 from twentyone.core.operations import OFFER_ANSWERS
 from twentyone.core.round import HandBet
 from twentyone.core.shoe import RandomBits, ShoeComposition, needs_shuffle, shuffled
@@ -415,6 +416,8 @@ def table_json(table: TableSpec) -> dict[str, Any]:
     """A table as clients read it: its setting, and the game's words, so no client re-declares them."""
     rules = builtin_rules(table.variant)
     return {**table.public(), "pays": table_pays(table.variant),
+            # The rule sheet's sentences, for the page's RULES panel (found by a trial of players: payouts alone).
+            "house_rules": house_rules(rules),
             "side_bet_titles": {name: SIDE_BETS[side.kind].title for name, side in rules.side_bets.items()},
             "side_bet_lines": {name: dict(SIDE_BETS[side.kind].line_titles) for name, side in rules.side_bets.items()},
             "offer_answers": {str(kind): {"accept": str(accept), "decline": str(decline)}
@@ -550,8 +553,18 @@ def take_bets(slip: SlipRecord) -> None:
     slip.previous, slip.bets, slip.history = dict(slip.bets), {}, []
 
 
-def hand_bet_json(hand_bet: HandBet) -> dict[str, Any]:
-    return {"bet": hand_bet.bet, "side_bets": dict(hand_bet.side_bets)}
+def hand_bet_json(hand_bet: HandBet, spot: int | None = None) -> dict[str, Any]:
+    """A seat's bet as its round keeps it, with the ``spot`` it was placed on where it is known (rounds dealt from
+    a slip since this was written: the page names each hand by its spot)."""
+    entry: dict[str, Any] = {"bet": hand_bet.bet, "side_bets": dict(hand_bet.side_bets)}
+    if spot is not None:
+        entry["spot"] = spot
+    return entry
+
+
+def dealt_bets_json(state: BetSlip, hand_bets: list[HandBet]) -> list[dict[str, Any]]:
+    """The slip's bets as its deal's seat keeps them, each with its spot (:meth:`BetSlip.dealt_spots`)."""
+    return [hand_bet_json(bet, spot) for bet, spot in zip(hand_bets, state.dealt_spots(), strict=True)]
 
 
 def hand_bets_of(bets: list[dict[str, Any]]) -> list[HandBet]:

@@ -299,6 +299,9 @@ async function renderLimits() {
       el("li", {}, `Session time limit: ${limits.session_minutes ? minutesText(limits.session_minutes) : "none"}`
         + waiting("session_minutes", minutesText)),
       el("li", {}, `Self-exclusion: ${limits.excluded_until ? `until ${utc(limits.excluded_until)}` : "none"}`)),
+    // The limit reached is said here too, with when play resumes: before, this page said nothing of it while every
+    // table refused a bet (found by a trial of players).
+    sessionOverLine() ? el("p", { class: "exclusion", id: "session-over", role: "status" }, sessionOverLine()) : null,
     el("form", { class: "inline", oninput: editing, onsubmit: async (event) => {
       event.preventDefault();
       const form = event.target;

@@ -4,7 +4,7 @@
 import { chipColour } from "./chips.js";
 import { el, exclusionLine, keyed, sessionOverLine, state, view } from "./dom.js";
 import { chipLabel, money } from "./money.js";
-import { deciders, otherDecider, roundCurrency, seatName, tableInfo, timedOut } from "./round.js";
+import { deciders, otherDecider, roundCurrency, seatName, spotOf, tableInfo, timedOut } from "./round.js";
 
 export const ACTIONS = [
   ["hit", "HIT", "h"], ["stand", "STAND", "s"], ["double", "DOUBLE", "d"], ["triple", "TRIPLE", "t"],
@@ -115,6 +115,11 @@ export function bettingBar(table, slip, { forming, seated, playing, canBet, excl
     state.finished ? button("next-round", "NEW BETS", "n", () => act.nextRound(), { id: "next-round" }) : null,
     // UNDO stays while every seat is taken: bets on the slip then come back at the close, or may be taken back now.
     button("undo", "UNDO", "u", () => act.control("undo"), { id: "undo", disabled: empty || (!canBet && !full) }),
+    // CLEAR takes every bet on the slip back at once, where UNDO takes one chip: with five spots and side bets that
+    // was a press per chip (found by a trial of players). Offered while the slip holds bets, and pressable when UNDO
+    // is; none once the bets are in a forming round, where UNDO is not offered either (the bar above).
+    empty ? null
+      : button("clear", "CLEAR", null, () => act.control("clear"), { id: "clear", disabled: !canBet && !full }),
     button("double-bets", "x2", "x", () => act.control("double"), { id: "double-bets", disabled: empty || !canBet || doubleShort,
       ...(doubleShort && canBet ? { title: `x2 needs ${money(slip.total, table.currency)} more; the balance left is `
         + `${money(available, table.currency)}` } : {}) }),
@@ -161,7 +166,7 @@ export function decisions(round, dealing = false) {
     const node = button(`action-${action}`, `${label}${amount}`, key, () => act.decide(action),
       { "data-action": action, disabled: dealing || !legal || short, class: action === best ? "best" : null,
         ...(reason ? { title: reason } : {}) });
-    if (action in hints) node.append(el("span", { class: "ev" }, `EV ${hints[action] >= 0 ? "+" : ""}${hints[action].toFixed(3)}`));
+    if (action in hints) node.append(el("span", { class: "ev" }, evText(hints[action])));
     return node;
   });
   const short = shortOf.length
@@ -174,6 +179,21 @@ export function decisions(round, dealing = false) {
   return el("div", { class: "decisions-wrap" },
     el("p", { class: "status-line" }, late, "Your decision ", el("span", { class: "timer", id: "bar-timer" }), short, kept),
     el("div", { class: "decisions", role: "group", "aria-label": "Decisions" }, ...buttons));
+}
+
+/** A hint's EV as the buttons print it: "EV +0.123", "EV -0.039". */
+const evText = (ev) => `EV ${ev >= 0 ? "+" : ""}${ev.toFixed(3)}`;
+
+/** The hint's EV of each answer to the offer of hand `seat`.`hand`: the server's hint is for the pending decision
+ * alone (its `seat` and `hand`), so another hand's offer has none. Before, the offer's YES and NO showed no EV while
+ * the play buttons did (found by a trial of players). */
+function offerHints(seat, hand, kind) {
+  const hint = state.hints;
+  if (!hint || hint.seat !== seat || hint.hand !== hand) return null;
+  const evs = Object.fromEntries(hint.actions.map((a) => [a.action, a.ev]));
+  const { accept, decline } = answers(kind);
+  if (!(accept in evs) || !(decline in evs)) return null;
+  return { yes: evs[accept], no: evs[decline], best: hint.actions[0].action === accept ? "yes" : "no" };
 }
 
 /** The hand's actions that add a stake and that the server left out of its legal ones: it prices each one the game
@@ -202,15 +222,17 @@ export function offerPanel(round, dealing = false) {
     cost: round.offers.insurance }];
   const kinds = [...new Set(pending.map((offer) => offer.kind))];
   const title = kinds.map((kind) => OFFER_TITLES[kind]).join(" / ");
-  const mine = round.hands.filter((hand) => hand.player_id === state.me.id);
-  const seats = [...new Set(mine.map((hand) => hand.seat))];
+  const spot = spotOf(round);
   const rows = pending.map((offer) => {
     const key = `${offer.seat}.${offer.hand}`;
     const chosen = Boolean(state.offerChoices[key]);
     const what = offer.kind === "even-money" ? "take even money" : `${OFFER_TITLES[offer.kind].toLowerCase()}${offer.cost ? ` for ${money(offer.cost, currency)}` : ""}`;
-    const name = table.shared ? "Your hand" : `Hand ${seats.indexOf(offer.seat) + 1}`;
+    const name = table.shared ? "Your hand" : `Hand ${spot(offer.seat)}`;  // the circle's number (round.js, spotOf)
+    const hinted = offerHints(offer.seat, offer.hand, offer.kind);
     return el("li", { class: "offer-row" },
       el("span", {}, `${name}: ${what}`),
+      hinted ? el("span", { class: "ev", "data-offer-ev": key }, `${evText(hinted.yes)} yes, ${evText(hinted.no)} no`)
+        : null,
       el("button", { type: "button", class: chosen ? "choice on" : "choice", "data-offer": key, "data-focus": `offer-${key}`,
         "aria-pressed": chosen ? "true" : "false", onclick: () => {
           state.offerChoices[key] = !chosen;
@@ -218,16 +240,25 @@ export function offerPanel(round, dealing = false) {
         } }, chosen ? "YES" : "NO"));
   });
   const single = pending.length === 1;
+  // One offer: its YES and NO print their EV, as the play buttons do, the better one marked; several: each hand's row
+  // prints the EV its hint has (YES TO ALL and NO TO ALL answer hands whose EVs differ).
+  const hinted = single ? offerHints(pending[0].seat, pending[0].hand, pending[0].kind) : null;
+  const withEv = (node, which) => {
+    if (!hinted) return node;
+    node.append(el("span", { class: "ev" }, evText(hinted[which])));
+    if (hinted.best === which) node.classList.add("best");
+    return node;
+  };
   return el("div", { class: "offer", role: "group", "aria-label": title },
     el("p", { class: "status-line" }, `${title}? The dealer shows an Ace. `, el("span", { class: "timer", id: "bar-timer" })),
     single ? el("p", { class: "offer-one" }, rows[0].firstChild.textContent) : el("ul", { class: "offer-rows" }, ...rows),
     el("div", { class: "decisions" },
       single ? null : button("offer-confirm", "CONFIRM", "enter", () => act.answerOffers(undefined),
         { id: "offer-confirm", class: "primary", disabled: dealing }),
-      button("offer-yes", single ? "YES" : "YES TO ALL", "y", () => act.answerOffers(true),
-        { "data-action": answers(decision.kind).accept, disabled: dealing }),
-      button("offer-no", single ? "NO" : "NO TO ALL", "n", () => act.answerOffers(false),
-        { "data-action": answers(decision.kind).decline, disabled: dealing })));
+      withEv(button("offer-yes", single ? "YES" : "YES TO ALL", "y", () => act.answerOffers(true),
+        { "data-action": answers(decision.kind).accept, disabled: dealing }), "yes"),
+      withEv(button("offer-no", single ? "NO" : "NO TO ALL", "n", () => act.answerOffers(false),
+        { "data-action": answers(decision.kind).decline, disabled: dealing }), "no")));
 }
 
 // ------------------------------------------------------------------ keys

@@ -97,6 +97,16 @@ export function el(tag, attributes = {}, ...children) {
 /** A moment the server gave (ISO, UTC) as the page writes it: "2026-12-05 01:05 UTC". */
 export const utc = (iso) => `${iso.slice(0, 16).replace("T", " ")} UTC`;
 
+/** A moment the server gave (ISO) in the player's own time, as their device keeps it: "3:07 PM", with its date where
+ * that is not today there ("Mon 7 Dec, 3:07 PM"). The server speaks UTC alone: a player in another zone had to work
+ * out when "14:07 UTC" was for them (found by a trial of players). */
+export function localTime(iso) {
+  const moment = new Date(iso);
+  const time = moment.toLocaleTimeString([], { hour: "numeric", minute: "2-digit" });
+  if (moment.toDateString() === new Date().toDateString()) return time;
+  return `${moment.toLocaleDateString([], { weekday: "short", day: "numeric", month: "short" })}, ${time}`;
+}
+
 /** While the player has excluded themselves from play (GET /me's limits): the line that says until when; else null.
  * Their bet controls are refused until then; a round already in play goes on. */
 export function exclusionLine() {
@@ -118,7 +128,12 @@ export function sessionOverLine() {
   return `Your session time limit${limit ? ` of ${limit} minute${limit === 1 ? "" : "s"}` : ""} is reached: you `
     // A server before break_minutes (a rolling upgrade): the sentence without the length.
     + `can play again after a break${session.break_minutes ? ` of ${session.break_minutes} minutes` : ""}, `
-    + `from ${utc(session.break_ends_at)}.`;
+    + `from ${utc(session.break_ends_at)}.${sessionResumesLocally()}`;
+}
+
+/** " That is 3:07 PM your time.": the server's sentence above is kept as it says it (UTC), and this follows it. */
+function sessionResumesLocally() {
+  return ` That is ${localTime(state.me.session.break_ends_at)} your time.`;
 }
 
 /** Milliseconds until the player's session reaches its time limit (null: no limit, or reached already): the page

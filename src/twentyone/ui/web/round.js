@@ -84,6 +84,20 @@ export function dealerArea(round) {
         : el("div", { class: "cards" }), total));
 }
 
+/** The spot number of each of the player's seats in `round`, as the betting circles are numbered: (seat) => number. */
+// The server deals the spots with a main bet as seats 1, 2, ... in order, and keeps with each seat's bet the spot it
+// was placed on (`me.bets[i].spot`): a bet on the "Hand 3" circle alone was labelled "Hand 1" once dealt (found by a
+// trial of players). A round from before the server kept them is numbered in order.
+export function spotOf(round) {
+  const seats = [...new Set(round.hands.filter((hand) => hand.player_id === state.me.id).map((hand) => hand.seat))]
+    .sort((a, b) => a - b);
+  const bets = (round.me && round.me.bets) || [];
+  return (seat) => {
+    const index = seats.indexOf(seat);
+    return (bets[index] && bets[index].spot) || index + 1;
+  };
+}
+
 /** A split hand is numbered after the spot it came from at a private table of several spots ("Hand 1.2": spot 1,
  * its second hand); at a shared table, where a player has one spot, by itself ("Your hand 2", "ann's hand 2").
  * Before, a shared table's read "Your hand.2" (found by a trial of a shared table). */
@@ -103,23 +117,29 @@ export function myHands(round, decisionNode) {
   const seats = [...new Set(mine.map((hand) => hand.seat))];
   const finished = round.status === "settled" || round.status === "void";
   const settle = finished && state.settledShown !== round.id;
-  return el("div", { class: "hands mine", "data-count": seats.length }, ...seats.map((seat, i) => {
+  const spot = spotOf(round);
+  return el("div", { class: "hands mine", "data-count": seats.length }, ...seats.map((seat) => {
     const hands = mine.filter((hand) => hand.seat === seat);
     return el("div", { class: "spot dealt" }, ...hands.map((hand) => {
       const decision = round.decision;
       const active = decision && decision.seat === hand.seat && decision.hand === hand.hand && !finished;
-      const label = handLabel(hand, i + 1, true, table.shared);
+      const label = handLabel(hand, spot(seat), true, table.shared);
       const won = hand.returned - hand.stake;
       return el("div", { class: `hand${active ? " active" : ""}`, "aria-label": label.replace(/^Hand/, "Your hand"),
         "data-seat": hand.seat, "data-hand": hand.hand },
       el("div", { class: "owner" }, label),
       cards(round, `${hand.seat}.${hand.hand}`, hand.cards),
       el("div", { class: totalClass(hand) }, handTotal(hand)),
+      // Each stack over its amount: a payout's stack had no amount written by it, and its capped discs misstated it
+      // (found by a trial of players: a $37.50 payout read as about $12.50).
       el("div", { class: "bet-circle" },
         el("div", { class: "stacks" },
-          chipStack(hand.stake, table.chips, currency, finished && won < 0 ? (settle ? "collected" : "gone") : ""),
-          finished && won > 0 ? chipStack(won, table.chips, currency, settle ? "paid" : "") : null),
-        el("span", { class: "amount" }, money(hand.stake, currency))),
+          el("div", { class: "stack-col" },
+            chipStack(hand.stake, table.chips, currency, finished && won < 0 ? (settle ? "collected" : "gone") : ""),
+            el("span", { class: "amount" }, money(hand.stake, currency))),
+          finished && won > 0 ? el("div", { class: "stack-col" },
+            chipStack(won, table.chips, currency, settle ? "paid" : ""),
+            el("span", { class: "paid-amount" }, `+${money(won, currency)}`)) : null)),
       hand.outcome ? el("div", { class: `outcome ${hand.outcome}` },
         `${(OUTCOMES[hand.outcome] || hand.outcome).toUpperCase()} ${signed(won, currency)}`) : null,
       active && decisionNode ? decisionNode : null);
@@ -186,7 +206,8 @@ export function othersStrip(round) {
  * " (hand 2)"; "" with one. `round`'s hands of the player's (by seat) give the numbers. */
 export function handNamer(round) {
   const seats = [...new Set(round.hands.filter((hand) => hand.player_id === state.me.id).map((hand) => hand.seat))];
-  return (seat) => (seats.length > 1 ? ` (hand ${seats.indexOf(seat) + 1})` : "");
+  const spot = spotOf(round);
+  return (seat) => (seats.length > 1 ? ` (hand ${spot(seat)})` : "");
 }
 
 /** A side bet's result in words with what it won or lost, in its round's currency: "Bust It: dealer busts with 4
@@ -240,10 +261,10 @@ export function resultSummary(round) {
   }
   if (!round.me) return watchedSummary(round);
   const mine = round.hands.filter((hand) => hand.player_id === state.me.id);
-  const seats = [...new Set(mine.map((hand) => hand.seat))];
+  const spotNumber = spotOf(round);
   const shared = state.table && state.table.table.shared;
   const items = mine.map((hand) => {
-    const label = handLabel(hand, seats.indexOf(hand.seat) + 1, true, shared);
+    const label = handLabel(hand, spotNumber(hand.seat), true, shared);
     return `${label}: ${OUTCOMES[hand.outcome] || hand.outcome} ${signed(hand.returned - hand.stake, currency)}`;
   });
   const spot = handNamer(round);

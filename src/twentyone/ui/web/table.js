@@ -7,9 +7,10 @@ import {
   announce, api, el, exclusionLine, isSessionOver, sessionBreakLeft, sessionEndsIn, sessionOverLine, showError, state,
   view,
 } from "./dom.js";
-import { betsTotal, money } from "./money.js";
+import { betsTotal, money, signed } from "./money.js";
 import {
-  dealerArea, dealingFor, handNamer, myHands, otherDecider, othersStrip, resultSummary, roundCurrency, sideResult, sideTitle,
+  dealerArea, dealingFor, handNamer, myHands, otherDecider, othersStrip,
+  resultSummary, roundCurrency, sideResult, sideTitle,
 } from "./round.js";
 
 const ended = (round) => round && (round.status === "settled" || round.status === "void");
@@ -743,7 +744,8 @@ export function renderTable() {
     // it with the hands: until then nothing said what the balance had paid for).
     const early = [...shown.side_bets.filter((side) => side.player_id === state.me.id).map((side) => sideResult(side, currency, spot)),
       ...(shown.insurance_taken || []).map((cover) => `Insurance${spot(cover.seat)} taken: ${money(cover.stake, currency)}`
-        + (table.pays && table.pays.insurance ? `, paid ${odds(table.pays.insurance)} on a dealer blackjack` : ""))];
+        + (table.pays && table.pays.insurance ? `, paid ${odds(table.pays.insurance)} on a dealer blackjack` : "")),
+      ...insuranceLost(shown, currency, spot)];
     if (!ended(shown) && early.length) {
       felt.append(el("p", { class: "side-results", id: "side-results" }, early.join(" · ")));
     }
@@ -757,7 +759,7 @@ export function renderTable() {
       el("li", {}, `${type === "main" ? "Main bet" : sideTitle(type)}: ${money(low, table.currency)}–${money(high, table.currency)}`))),
     el("p", { class: "muted" }, shoeCommitment ? `Next shoe SHA-256: ${shoeCommitment}`
       : "Next shoe: shuffled, and its SHA-256 shown here, with the first bet.")),
-    payouts(table));
+    payouts(table), houseRules(table));
 
   let bar;
   // A decision waits for the cards in motion (the felt above has just been drawn) to land (round.js, dealingFor).
@@ -770,7 +772,9 @@ export function renderTable() {
     bar = bettingBar(table, slip, { forming, seated: seatedForming, playing, canBet, excluded, full, available,
       broke: broke ? minimum : null });
   }
-  view().replaceChildren(felt, el("nav", { class: "action-bar", "aria-label": "Actions", id: "action-bar" }, bar));
+  const actionBar = el("nav", { class: "action-bar", "aria-label": "Actions", id: "action-bar" }, bar);
+  view().replaceChildren(felt, actionBar);
+  fitBar(actionBar);
   clearTimeout(state.landedTimer);
   if (dealing > 0) {  // drawn again, pressable, once the cards have landed; the focus goes to the decisions then
     state.focusAfterDeal = focused || state.focusAfterDeal;
@@ -794,6 +798,29 @@ export function renderTable() {
   startTimers(current);
 }
 
+// The fixed action bar's height, measured: the page's content ends above it (main's padding-bottom, style.css) and
+// an element scrolled into view stops above it (html's scroll-padding-bottom), both from --bar-h. A fixed guess of
+// 9.5rem on a phone was short of the bar's 10.3rem there (chips, then NEW BETS, UNDO, x2 and REBET on two lines):
+// after a three-hand round Hand 3's "WIN +$25.00" lay under the bar (found by a trial of players).
+const barSize = window.ResizeObserver ? new ResizeObserver((entries) => {
+  const bar = entries[entries.length - 1].target;
+  if (bar.isConnected) document.documentElement.style.setProperty("--bar-h", `${bar.getBoundingClientRect().height}px`);
+}) : null;
+
+function fitBar(bar) {
+  if (!barSize) return;
+  barSize.disconnect();
+  barSize.observe(bar);
+}
+
+/** Insurance the dealer's peek settled as lost, while the hands play on: before, play went on silently and the loss
+ * showed only in the end result (found by a trial of players). The round's `insurance` holds the settled ones. */
+function insuranceLost(round, currency, spot) {
+  return (round.insurance || []).filter((cover) => cover.player_id === state.me.id && cover.result !== "win")
+    .map((cover) => `Insurance${spot(cover.seat)} lost: the dealer has no blackjack, `
+      + `${signed(cover.returned - cover.stake, currency)}`);
+}
+
 /** A payout as words: "3:2" → "3 to 2". */
 const odds = (ratio) => ratio.replace(":", " to ");
 
@@ -812,6 +839,16 @@ function payouts(table) {
       el("h3", {}, sideTitle(name)),
       el("table", {}, el("tbody", {}, ...pays.side_bets[name].map(([line, pays]) =>
         el("tr", {}, el("td", {}, (table.side_bet_lines[name] || {})[line] || line), el("td", {}, `${pays} to 1`))))))));
+}
+
+/** The RULES panel: the game's rules as its sheet gives them, one sentence each (GET /tables' `house_rules`): a player
+ * needs them before doubling or splitting, and the page listed payouts only (found by a trial of players). */
+function houseRules(table) {
+  const lines = table.house_rules || [];
+  if (!lines.length) return null;  // a server before house_rules (a rolling upgrade)
+  return el("details", { class: "panel limits rules", id: "rules" },
+    el("summary", {}, "RULES"),
+    el("ul", {}, ...lines.map((line) => el("li", {}, line))));
 }
 
 /** The words printed on the felt: what blackjack and insurance pay at this game (`pays` holds only "N:M" ratios). */
