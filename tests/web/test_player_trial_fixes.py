@@ -380,3 +380,26 @@ def test_the_session_limit_says_when_play_resumes_in_the_players_own_time(browse
                                                           "play again after a break of 30 minutes")
     shot(page, "player-trial-session-over-limits-390")
     close(page, problems)
+
+
+# ------------------------------------------------------------------ the daily loss limit mid-round
+def test_a_split_past_the_daily_loss_limit_is_greyed_with_its_reason_and_not_hinted(browser: Any,
+                                                                                     live_server: LiveServer) -> None:
+    """$30 a day to lose and $25 on 8,8 against a 6: SPLIT and DOUBLE were lit, SPLIT was marked best by the hint,
+    and pressing it was refused (found by a trial of players). They are greyed with the limit's words, and the hint
+    marks the best of what is left."""
+    live_server.service.stacked.append(["8S", "6H", "8D", "TC", "3C"])
+    page, token, problems = hinted_page(browser, live_server, "classic", DESKTOP)
+    httpx.put(live_server.url + "/me/limits", json={"daily_loss_limit": 3000},
+              headers={"Authorization": f"Bearer {token}", "Idempotency-Key": "limit"}).raise_for_status()
+    chip(page, 2500)
+    bet(page)
+    deal(page)
+    for action in ("split", "double"):
+        expect(page.locator(f"button[data-action='{action}']")).to_be_disabled()
+    expect(page.locator("#no-new-stakes")).to_have_text(
+        " · Your daily loss limit leaves $5.00 to stake today: DOUBLE, SPLIT would stake more.")
+    expect(page.locator("button[data-action='stand']")).to_be_enabled()
+    expect(page.locator("button.best")).to_have_attribute("data-action", re.compile("^(hit|stand)$"))
+    shot(page, "player-trial-loss-limit-split")
+    close(page, problems)

@@ -153,7 +153,7 @@ export function decisions(round, dealing = false) {
   const balance = me.balance_before === null || me.balance_before === undefined ? null : me.balance_before - me.staked;
   const shortOf = [];  // the actions the balance cannot cover, for the status line
   const keptOut = keptOutOfStakes(round);
-  const keptWords = keptOut.length ? noNewStakes(keptOut) : null;
+  const keptWords = keptOut.length ? noNewStakes(keptOut, me.loss_room, currency) : null;
   const buttons = ACTIONS.filter(([action]) => action !== "cash-out" || showCashOut).map(([action, label, key]) => {
     const legal = round.legal_actions.includes(action);
     if (!legal && ["triple", "quadruple", "surrender", "cash-out"].includes(action)) return null;
@@ -205,8 +205,13 @@ function keptOutOfStakes(round) {
 }
 
 /** Why `actions` are greyed: before, DOUBLE went grey mid-round with no word why (found by a trial). */
-function noNewStakes(actions) {
+function noNewStakes(actions, lossRoom, currency) {
   const named = actions.map((action) => ACTIONS.find(([a]) => a === action)[1]).join(", ");
+  // The daily loss limit leaves some room (`me.loss_room`): what is left out stakes more than it (before, SPLIT was
+  // lit past the limit, named best by the hint, and refused: a trial of players).
+  if (!sessionOverLine() && !exclusionLine() && lossRoom !== undefined && lossRoom !== null) {
+    return `Your daily loss limit leaves ${money(lossRoom, currency)} to stake today: ${named} would stake more.`;
+  }
   const why = sessionOverLine() ? "Your session time limit is reached"
     : exclusionLine() ? "You have excluded yourself from play" : "Your limits keep you from play now";
   return `${why}: the round plays on, but no new stake is taken (${named}).`;
