@@ -220,6 +220,9 @@ def test_every_amount_is_in_the_tables_currency() -> None:
                  limits=BetLimits({"main": (2500, 5000)}))
     betting = screen(game)
     assert "Balance £1,000.00" in betting and "£25 " in betting and "£100 " in betting
+    press(game, "b")  # the bet on the table is said beside the balance, as the web page says it
+    assert "Balance £975.00 (£25.00 on the table)" in screen(game)
+    press(game, "u")
     assert re.search(r"Limits +£25–£50 ", betting)
     press(game, "bb")
     press(game, "b")

@@ -98,6 +98,19 @@ def test_a_credit_made_while_betting_shows_at_the_next_bet_control(http: TestCli
     assert "Goodbye. Balance $1,050.00 after 0 rounds" in screen(table)
 
 
+def test_the_balance_on_screen_is_less_the_bets_on_the_table_as_the_page_shows_it(http: TestClient,
+                                                                                  service: GameService) -> None:
+    """A trial of players: with $15.00 on the slip the terminal said "Balance $1,000.00" where the page said
+    $985.00. Before the deal the bets are said beside the balance; in play the balance has paid them."""
+    table = played(http, "classic", "bbb")
+    assert "Balance $997.00 ($3.00 on the table)" in screen(table)
+    service.stacked.append(WIN)  # here: the first bet control of the guest above shuffles the table's shoe
+    table = played(http, "classic", "bd")
+    now = console()
+    now.print(table.render())
+    assert table.round is not None and now.export_text().splitlines()[0].endswith(" Balance $999.00")
+
+
 VIP = {"id": "vip", "name": "VIP", "variant": "classic", "currency": "USD", "chips": [500, 2500],
        "limits": {"main": [500, 100000]}}
 

@@ -43,6 +43,7 @@ from twentyone.ui.terminal import (
     PLAY_KEYS,
     SIDE_BET_KEYS,
     amounts_in_currency,
+    balance_text,
     bets_table,
     dealer_text,
     discard_typed_ahead,
@@ -810,7 +811,7 @@ class RemoteTable:
         header.add_column(justify="right")
         balance = self.state.get("balance")
         header.add_row(Text(f"{self.table_name} · {self.player['name']}", style="bold green"),
-                       Text(f"Balance {self.money(balance)}" if balance is not None
+                       Text(balance_text(balance, self._on_table(), self.currency) if balance is not None
                             else f"Balance not held in {self.currency}", style="bold yellow"))
         parts: list[RenderableType] = [header]
         parts += self._render_round(self.round) if self.round is not None else self._render_betting()
@@ -823,6 +824,18 @@ class RemoteTable:
             parts.append(Text(status, style="cyan" if self.message else "bold cyan"))
         parts.append(self._render_keys())
         return Group(*parts)
+
+    def _on_table(self) -> int:
+        """The player's bets not yet taken from the balance, in the table's currency: those held in a round still
+        forming (staked when its betting closes), else the slip's; none while a round of theirs is in play, whose
+        stakes the balance has paid."""
+        current = self.state.get("round")
+        if current is not None and "me" in current and current.get("currency", self.currency) == self.currency:
+            if current["status"] == "playing":
+                return 0
+            if current["status"] == "betting":
+                return sum(bet["bet"] + sum(bet["side_bets"].values()) for bet in current["me"]["bets"])
+        return int(self.state["slip"]["total"])
 
     def _status(self) -> str:
         """What the table waits for, when it is not this player: the betting window, another player's turn; while

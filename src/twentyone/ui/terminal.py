@@ -81,6 +81,18 @@ def result_words(line_titles: Mapping[str, str], result: str) -> str:
     return {"lose": "no win", "push": "stake returned"}.get(str(result), str(result).replace("_", " "))
 
 
+def balance_text(balance: int, on_table: int, currency: str) -> str:
+    """The header's balance, less the bets on the table not yet taken from it (the slip's, or those held in a round
+    still forming), said beside it, as the web page's header says them. Before, the terminal showed the balance
+    whole while the page took the bets off it as they were placed (a trial of players).
+
+    >>> balance_text(100000, 1500, "USD"), balance_text(100000, 0, "GBP")
+    ('Balance $985.00 ($15.00 on the table)', 'Balance £1,000.00')
+    """
+    text = f"Balance {format_money(balance - on_table, currency)}"
+    return f"{text} ({format_money(on_table, currency)} on the table)" if on_table else text
+
+
 def net_text(net: int, currency: str) -> str:
     """What a bet won or lost: ``+$4.00``, ``−$1.00``, or ``even``.
 
@@ -578,7 +590,8 @@ class TerminalTable:
         header.add_column()
         header.add_column(justify="right")
         header.add_row(Text(rules.name, style="bold green"),
-                       Text(f"Balance {self.money(self.balance)}", style="bold yellow"))
+                       Text(balance_text(self.balance, 0 if self.game is not None else self.slip.total,
+                                         self.currency), style="bold yellow"))
         parts: list[RenderableType] = [header]
         if self.game is not None:
             parts += self._render_round(self.game)
