@@ -63,7 +63,7 @@ def test_register_login_and_errors(http: TestClient) -> None:
         taken = http.post("/auth/register", json={"name": name, "password": "correct horse"})
         assert taken.status_code == 422 and taken.json() == {"detail": "Names beginning with 'guest-' are kept for "
                                                                        "guests."}
-    for name in ("house", "Operator", "DEALER"):  # seated at a shared table, each would pass for the casino's own
+    for name in ("house", "Operator", "DEALER", "Dealer1", "the.house"):  # each would pass for the casino's own
         kept = http.post("/auth/register", json={"name": name, "password": "correct horse"})
         assert kept.status_code == 422 and kept.json() == {
             "detail": f"The name {name!r} is kept: it would pass for the casino's own."}

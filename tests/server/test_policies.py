@@ -463,6 +463,22 @@ def test_a_stake_past_the_daily_loss_limit_is_not_offered_nor_hinted(guest: Clie
     assert hinted[0] == "split"
 
 
+def test_insurance_past_the_daily_loss_limit_is_not_offered_nor_hinted(http: TestClient, service: GameService) -> None:
+    """Insurance is a bet too (review): $6.00 a day to lose, $5.00 on a hand against an Ace leaves $1.00, and the
+    $2.50 insurance is left out of the offer's legal actions and of its hint; declining plays on."""
+    ann = new_player(http, "ann")
+    ann.put("/me/limits", {"daily_loss_limit": 600})
+    service.stacked.append(["TS", "AH", "9D", "7C", "5S"])  # 19 against an Ace; no blackjack under it
+    ann.bet("classic", 500)
+    dealt = ann.post("/tables/classic/deal").json()
+    assert dealt["decision"]["kind"] == "insurance" and dealt["offers"]["insurance"] == 250
+    assert dealt["legal_actions"] == ["no-insurance"] and dealt["me"]["loss_room"] == 100
+    assert [entry["action"] for entry in ann.get(f"/rounds/{dealt['id']}/hint").json()["actions"]] == ["no-insurance"]
+    refused = ann.act(dealt["id"], "insurance")  # sent all the same: refused, as before
+    assert refused.status_code == 403 and "daily limit of $6.00" in refused.json()["detail"]
+    assert ann.act(dealt["id"], "no-insurance").json()["decision"]["kind"] == "play"
+
+
 def test_self_exclusion_blocks_play_and_sign_in(http: TestClient) -> None:
     ann = new_player(http, "ann")
     balance = ann.balance()

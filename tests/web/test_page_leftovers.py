@@ -267,7 +267,7 @@ def test_the_decisions_wait_for_the_deal_to_land(browser: Any, live_server: Live
     chip(page, 500)
     bet(page, 1)
     # Where the decisions are first drawn (an observer's callback runs before any timer of the page's): whether each
-    # is pressable, and DOUBLE's key pressed then, while the cards fly in (their motion lasts some 600 ms). Done in
+    # is pressable, and DOUBLE's key pressed then, while the cards fly in (their motion lasts about 450 ms). Done in
     # the page, so that a loaded machine's delay between the test and the browser cannot land the key afterwards.
     page.evaluate("""() => {
       const observer = new MutationObserver(() => {

@@ -403,3 +403,22 @@ def test_a_split_past_the_daily_loss_limit_is_greyed_with_its_reason_and_not_hin
     expect(page.locator("button.best")).to_have_attribute("data-action", re.compile("^(hit|stand)$"))
     shot(page, "player-trial-loss-limit-split")
     close(page, problems)
+
+
+def test_insurance_past_the_daily_loss_limit_is_greyed_with_its_reason(browser: Any, live_server: LiveServer) -> None:
+    """Insurance is a bet too (review): $6.00 a day to lose and $5.00 against an Ace leave $1.00, short of the $2.50
+    insurance. YES is greyed with the limit's words; NO plays on."""
+    live_server.service.stacked.append(["TS", "AH", "9D", "7C", "5S"])
+    page, token, problems = hinted_page(browser, live_server, "classic", DESKTOP)
+    httpx.put(live_server.url + "/me/limits", json={"daily_loss_limit": 600},
+              headers={"Authorization": f"Bearer {token}", "Idempotency-Key": "limit"}).raise_for_status()
+    chip(page, 500)
+    bet(page)
+    deal(page)
+    expect(page.locator("[data-focus='offer-no']")).to_be_enabled()
+    expect(page.locator("[data-focus='offer-yes']")).to_be_disabled()
+    expect(page.locator(".offer #no-new-stakes")).to_have_text(
+        " · Your daily loss limit leaves $1.00 to stake today: INSURANCE would stake more.")
+    page.locator("[data-focus='offer-no']").click()
+    expect(page.locator("button[data-action='stand']")).to_be_enabled()
+    close(page, problems)

@@ -7,8 +7,9 @@ The offer for a hand of a given total (hard or soft) against a dealer up card is
 One margin serves the whole table; it is solved so that a player who always takes the first offer gets the sheet's
 stated return (``cash_out.target_return``). The fair value of a total (``cash_out.fair_value``) is, by default
 (``"lowest"``), the lowest value of playing on among every hand of that total the offer may be made to: two cards,
-which may still double and split, or more, which may only hit and stand; so no offer is ever worth more than playing
-the hand on, and the game's best return is the main game's. ``"optimal"`` (``"hit-stand"``) averages the total's
+which may still double and split, or more, which may only hit and stand; so no offer is worth more than playing the
+hand on from the shoe as dealt, and the game's best return is the main game's (cards seen at a player's other hands
+can tilt one by a few thousandths: docs/maths.md). ``"optimal"`` (``"hit-stand"``) averages the total's
 two-card hands, by how often each is dealt, under best play (hitting and standing only), and pays some hands more
 than they are worth (docs/maths.md, "Cash out"). Values are at the moment of the offer: conditional on no dealer
 blackjack where the dealer has peeked under an Ace; a ten up card carries the unpeeked blackjack risk.
@@ -140,7 +141,7 @@ def _lowest_after_hits(analysis: GameAnalysis, up: int) -> dict[Key, tuple[float
     value = np.zeros(space.size)
     for variant in variants:  # a ten up card may be peeked under or not, by its rank
         own = variant.space
-        best, _ = analysis._continuation(variant, own, False, None)
+        best = analysis.play_on_values(variant)
         per_hand = best / own.mass if variant.peeked else best
         value += variant.weight * per_hand[own.index_of(space.keys)]
     lowest: dict[Key, tuple[float, int]] = {}

@@ -254,6 +254,13 @@ class GameAnalysis:
             self._continuation_cache[key] = space.hit_stand(loss, per_state, leave)
         return self._continuation_cache[key]
 
+    def play_on_values(self, variant: UpVariant) -> FloatArray:
+        """The value of every hand of ``variant``'s space (stake 1, unnormalised where the dealer peeked) played on by
+        hitting or standing, the better of the two, as :meth:`later_ev` values one (a hand that may no longer double
+        or split; with the offer to cash out too where :attr:`cash_out` is set)."""
+        best, _ = self._continuation(variant, variant.space, False, None)
+        return best
+
     def _two_card_values(self, variant: UpVariant, space: StateSpace, state: int, split: bool,
                          policy: dict[tuple[int, bool], int] | None) -> dict[str, float]:
         """Unnormalised values of every action open on a two-card hand (no split, no offers)."""

@@ -65,13 +65,23 @@ def rtp_report(rules: Rules, analysis: GameAnalysis | None = None, split_strateg
         report["cash_out_table"] = {"margin": table.margin * 100, "span": [table.span[0], table.span[1]]}
     if rules.cash_out.enabled:
         # Optimal play that also cashes out wherever the offer beats playing on. With the offers priced from the
-        # lowest hand of each total (cash_out.fair_value = "lowest", the default) none does, and it is the main game's
+        # lowest hand of each total (cash_out.fair_value = "lowest", the default) none does (one hand from the shoe as
+        # dealt, as every figure here is valued), and it is the main game's
         # optimal return; priced from the two-card hands' average ("optimal"), a hand that hit, and can no longer
         # double or split, is paid more than it is worth, and it returned 99.4966 % at first person (a trial of an
         # analyst). Either way it is the game's best return, set against the sheet's optimal figure.
         with_cash_out = GameAnalysis(rules, analysis.counts, analysis.split_strategy, cash_out=True)
         report["cash_out_optimal"] = with_cash_out.optimal_return() * 100
     return report
+
+
+def rounds_to(computed: float, published: float) -> bool:
+    """Whether ``computed`` (a percentage) rounds to ``published``, which a sheet gives to two decimals.
+
+    >>> rounds_to(99.2926, 99.29), rounds_to(99.4420, 99.52), rounds_to(96.2961, 96.30)
+    (True, False, True)
+    """
+    return abs(computed - published) <= 0.005 + 1e-9
 
 
 def comparison_rows(report: dict[str, Any]) -> list[tuple[str, float, float | None]]:

@@ -331,7 +331,7 @@ def rtp(
     """Exact return to player: main game (optimal and basic), side bets, cash out, beside the published."""
     # Only light modules until a report must be computed: a cached one is served without numpy or numba.
     from twentyone.analysis import cache
-    from twentyone.analysis.report import comparison_rows
+    from twentyone.analysis.report import comparison_rows, rounds_to
 
     rules = _rules(variant, rules_file)
     if split_strategy not in ("cdz-", "cdp1", "cdp"):
@@ -371,15 +371,6 @@ def rtp(
     by_up = report["main"]["by_up_optimal"]
     console.print("Contribution of each dealer up card to the main game's expected value (optimal, %): "
                   + ", ".join(f"{up} {value:+.4f}" for up, value in by_up.items()), highlight=False)
-
-
-def rounds_to(computed: float, published: float) -> bool:
-    """Whether ``computed`` (a percentage) rounds to ``published``, which a sheet gives to two decimals.
-
-    >>> rounds_to(99.2926, 99.29), rounds_to(99.4420, 99.52), rounds_to(96.2961, 96.30)
-    (True, False, True)
-    """
-    return abs(computed - published) <= 0.005 + 1e-9
 
 
 @app.command()

@@ -196,7 +196,7 @@ class Accounts:
             raise ServiceError(422, "A name is 3 to 32 letters, digits, dots, dashes or underscores.")
         if name.lower().startswith(GUEST_PREFIX):  # a player could pass for a guest, or take a guest's next name
             raise ServiceError(422, f"Names beginning with {GUEST_PREFIX!r} are kept for guests.")
-        if name.lower() in RESERVED_NAMES:
+        if any(word in RESERVED_NAMES for word in re.split(r"[^a-z]+", name.lower())):  # "Dealer1", "the.house"
             raise ServiceError(422, f"The name {name!r} is kept: it would pass for the casino's own.")
         if len(password) < 8:
             raise ServiceError(422, "A password needs at least 8 characters.")
@@ -649,9 +649,10 @@ def leave_forming_rounds(session: Session, player_id: int) -> list[dict[str, Any
                                                        RoundSeat.player_id == player_id)).first()
         if seat is None:
             continue
-        bets = {f"{spot}|{MAIN}": entry["bet"] for spot, entry in enumerate(seat.bets, start=1)}
-        bets |= {f"{spot}|{name}": amount for spot, entry in enumerate(seat.bets, start=1)
-                 for name, amount in entry["side_bets"].items()}
+        # Each bet on the spot it was placed on (kept with it since rounds kept it; before, its place in the seat).
+        spots = [(entry.get("spot", index), entry) for index, entry in enumerate(seat.bets, start=1)]
+        bets = {f"{spot}|{MAIN}": entry["bet"] for spot, entry in spots}
+        bets |= {f"{spot}|{name}": amount for spot, entry in spots for name, amount in entry["side_bets"].items()}
         # In the round's currency, which a table changed since it formed no longer tells (found by a helper).
         returned.append({"table_id": round_row.table_id, "round_id": round_row.id, "bets": bets,
                          "total": sum(bets.values()), "currency": round_row.currency})

@@ -25,6 +25,7 @@ from twentyone.core.operations import COSTLY_ACTIONS, Action, ActionTaken, CardD
 from twentyone.core.round import Phase
 from twentyone.core.round import Round as Engine
 from twentyone.core.view import RoundView, dealer_json, hand_json, operation_json
+from twentyone.server.accounts import limits_in_force
 from twentyone.server.config import TableSpec
 from twentyone.server.context import Caller, ServiceError, SnapshotBehind, aware, iso
 from twentyone.server.direct import run
@@ -283,13 +284,17 @@ def without_new_stakes(view: dict[str, Any], caller: Caller, now: datetime, room
     >>> ann = Caller(7, "ann", "player")
     >>> without_new_stakes(view, ann, datetime(2026, 12, 2, tzinfo=UTC), room=1000)["legal_actions"]
     ['hit', 'stand', 'double']
+    >>> offer = {"legal_actions": ["insurance", "no-insurance"], "me": {}, "offers": {"insurance": 250}}
+    >>> without_new_stakes(offer, ann, datetime(2026, 12, 2, tzinfo=UTC), room=100)["legal_actions"]
+    ['no-insurance']
     """
     if room is not None and "me" in view:
         view["me"]["loss_room"] = room
     if view.get("legal_actions") and caller.kept_from_play(now):
         view["legal_actions"] = [action for action in view["legal_actions"] if action not in COSTLY_ACTIONS]
     elif view.get("legal_actions") and room is not None:
-        costs = view.get("offers", {}).get("costs", {})
+        offers = view.get("offers", {})
+        costs = {**offers.get("costs", {}), "insurance": offers.get("insurance", 0)}  # insurance is a bet too (review)
         view["legal_actions"] = [action for action in view["legal_actions"] if costs.get(action, 0) <= room]
     return view
 
@@ -298,11 +303,16 @@ def loss_room(session: Session, caller: Caller, currency: str, now: datetime) ->
     """What ``caller`` may still stake today in ``currency`` under their daily loss limit, as a stake is checked
     (:meth:`~twentyone.server.accounts.Accounts.check_limits`: today's losses and the stake within the limit); None
     without a limit. One statement, for a caller with a limit alone."""
-    if caller.daily_loss_limit is None or caller.is_operator:
+    if caller.daily_loss_limit is None or caller.is_operator:  # none a minute ago (the caller's memory): none asked
+        return None
+    # The limit in force now, as the stake's check reads it: the caller's copy is up to a minute old (review).
+    limits = session.scalar(select(PLAYERS.c.limits).where(PLAYERS.c.id == caller.id))
+    limit = limits_in_force(limits or {}, now).get("daily_loss_limit")
+    if limit is None:
         return None
     midnight = now.replace(hour=0, minute=0, second=0, microsecond=0)
     lost = net_losses_since(session, [caller.id], currency, midnight)[caller.id]
-    return max(0, caller.daily_loss_limit - lost)
+    return max(0, int(limit) - lost)
 
 
 def page_of_rounds(statuses: tuple[str, ...] | None, table: str | None, before: int | None,
@@ -528,7 +538,8 @@ class Views:
         up = seen.dealer_cards[0]  # while a decision waits, the one card the dealer shows
         # Ranked among the actions the player may take: not one their limits would refuse (a trial of players: a
         # split past the daily loss limit was named best).
-        legal = without_new_stakes({"legal_actions": [str(a) for a in seen.legal_actions], "offers": {"costs": costs}},
+        offers = {"costs": costs, **({"insurance": seen.offers["insurance"]} if "insurance" in seen.offers else {})}
+        legal = without_new_stakes({"legal_actions": [str(a) for a in seen.legal_actions], "offers": offers},
                                    caller, now, room)["legal_actions"]
         try:
             ranked = hint(rules, hand.cards, up, legal, first_decision=hand.first_decision, unseen=unseen)

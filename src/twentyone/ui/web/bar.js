@@ -153,7 +153,8 @@ export function decisions(round, dealing = false) {
   const balance = me.balance_before === null || me.balance_before === undefined ? null : me.balance_before - me.staked;
   const shortOf = [];  // the actions the balance cannot cover, for the status line
   const keptOut = keptOutOfStakes(round);
-  const keptWords = keptOut.length ? noNewStakes(keptOut, me.loss_room, currency) : null;
+  const keptWords = keptOut.length ? noNewStakes(keptOut.map((action) => ACTIONS.find(([a]) => a === action)[1]),
+    me.loss_room, currency) : null;
   const buttons = ACTIONS.filter(([action]) => action !== "cash-out" || showCashOut).map(([action, label, key]) => {
     const legal = round.legal_actions.includes(action);
     if (!legal && ["triple", "quadruple", "surrender", "cash-out"].includes(action)) return null;
@@ -205,8 +206,8 @@ function keptOutOfStakes(round) {
 }
 
 /** Why `actions` are greyed: before, DOUBLE went grey mid-round with no word why (found by a trial). */
-function noNewStakes(actions, lossRoom, currency) {
-  const named = actions.map((action) => ACTIONS.find(([a]) => a === action)[1]).join(", ");
+function noNewStakes(labels, lossRoom, currency) {
+  const named = labels.join(", ");
   // The daily loss limit leaves some room (`me.loss_room`): what is left out stakes more than it (before, SPLIT was
   // lit past the limit, named best by the hint, and refused: a trial of players).
   if (!sessionOverLine() && !exclusionLine() && lossRoom !== undefined && lossRoom !== null) {
@@ -239,12 +240,17 @@ export function offerPanel(round, dealing = false) {
       hinted ? el("span", { class: "ev", "data-offer-ev": key }, `${evText(hinted.yes)} yes, ${evText(hinted.no)} no`)
         : null,
       el("button", { type: "button", class: chosen ? "choice on" : "choice", "data-offer": key, "data-focus": `offer-${key}`,
-        "aria-pressed": chosen ? "true" : "false", onclick: () => {
+        "aria-pressed": chosen ? "true" : "false", disabled: offerRefused(round, offer.kind), onclick: () => {
           state.offerChoices[key] = !chosen;
           act.redraw();
         } }, chosen ? "YES" : "NO"));
   });
   const single = pending.length === 1;
+  // Insurance the server would refuse (past the daily loss limit, or kept from play): YES is greyed, with why. Before,
+  // it was offered and refused (review).
+  const accept = answers(decision.kind).accept;
+  const refused = offerRefused(round, decision.kind);
+  const why = refused ? noNewStakes([accept.toUpperCase()], (round.me || {}).loss_room, currency) : null;
   // One offer: its YES and NO print their EV, as the play buttons do, the better one marked; several: each hand's row
   // prints the EV its hint has (YES TO ALL and NO TO ALL answer hands whose EVs differ).
   const hinted = single ? offerHints(pending[0].seat, pending[0].hand, pending[0].kind) : null;
@@ -255,15 +261,21 @@ export function offerPanel(round, dealing = false) {
     return node;
   };
   return el("div", { class: "offer", role: "group", "aria-label": title },
-    el("p", { class: "status-line" }, `${title}? The dealer shows an Ace. `, el("span", { class: "timer", id: "bar-timer" })),
+    el("p", { class: "status-line" }, `${title}? The dealer shows an Ace. `, el("span", { class: "timer", id: "bar-timer" }),
+      why ? el("span", { class: "balance-short", id: "no-new-stakes" }, ` · ${why}`) : null),
     single ? el("p", { class: "offer-one" }, rows[0].firstChild.textContent) : el("ul", { class: "offer-rows" }, ...rows),
     el("div", { class: "decisions" },
       single ? null : button("offer-confirm", "CONFIRM", "enter", () => act.answerOffers(undefined),
         { id: "offer-confirm", class: "primary", disabled: dealing }),
       withEv(button("offer-yes", single ? "YES" : "YES TO ALL", "y", () => act.answerOffers(true),
-        { "data-action": answers(decision.kind).accept, disabled: dealing }), "yes"),
+        { "data-action": accept, disabled: dealing || refused, ...(why ? { title: why } : {}) }), "yes"),
       withEv(button("offer-no", single ? "NO" : "NO TO ALL", "n", () => act.answerOffers(false),
         { "data-action": answers(decision.kind).decline, disabled: dealing }), "no")));
+}
+
+/** Whether the server would refuse taking an offer of `kind` now (its accept is not among the legal actions). */
+function offerRefused(round, kind) {
+  return !round.legal_actions.includes(answers(kind).accept);
 }
 
 // ------------------------------------------------------------------ keys

@@ -3,7 +3,7 @@
 
 import { cardNode, totalText } from "./cards.js";
 import { chipStack } from "./chips.js";
-import { el, state } from "./dom.js";
+import { el, reducedMotion, state } from "./dom.js";
 import { betsTotal, money, signed } from "./money.js";
 
 export const OUTCOMES = { blackjack: "Blackjack", win: "Win", push: "Push", lose: "Lose", bust: "Bust",
@@ -41,7 +41,7 @@ const LANDS_MS = 350;  // a card's motion from its start until it lies in place 
  * decisions wait for it (table.js): before, they came up while the deal was still flying in, and a second press of
  * D (DEAL, then DOUBLE) or a second click where DEAL had been took a decision on cards not yet seen (a trial). */
 export function dealingFor() {
-  if (matchMedia("(prefers-reduced-motion: reduce)").matches) return 0;
+  if (reducedMotion()) return 0;
   return Math.max(0, (state.cardsLandAt || 0) - performance.now());
 }
 
