@@ -489,7 +489,7 @@ class GameAnalysis:
         >>> rules = builtin_rules("first-person")
         >>> playing_on, cashing_out = GameAnalysis(rules).optimal_return(), GameAnalysis(rules, cash_out=True)
         >>> round(playing_on * 100, 2), round(cashing_out.optimal_return() * 100, 2)
-        (99.29, 99.5)
+        (99.29, 99.29)
         """
         return 1.0 + sum(p * self._initial(cards, up, None)[1] for up, cards, p in self.deals())
 

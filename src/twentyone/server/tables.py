@@ -399,7 +399,7 @@ def table_pays(variant: str) -> dict[str, Any]:
     >>> pays["blackjack"], pays["insurance"], pays["side_bets"]["perfect_pairs"]
     ('3:2', '2:1', [['perfect', 25], ['colored', 12], ['mixed', 6]])
     >>> [round(factor, 2) for factor in pays["cash_out"]]
-    [0.42, 1.74]
+    [0.42, 1.77]
     """
     rules = builtin_rules(variant)
     factors = rules.cash_out.factors.values() if rules.cash_out.enabled else ()
