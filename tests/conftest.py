@@ -30,6 +30,7 @@ SERIAL_MODULES = frozenset({
     "test_operator_debits.py",  # an operator's wallet slow on purpose, against the idle session timeout
     "test_power_crowd.py",  # a crowd's sockets, whose bounded queues drop a client that reads too slowly
     "test_resilience.py",  # a killed server process resumes its rounds
+    "test_sim_faults.py",  # simulator workers killed mid-run, a Dask nanny's restart awaited
     "test_sign_ins.py",  # password hashes queued one at a time, a crowd past the queue told to come back
     "test_storage_tuning.py",  # a checkpoint thread watched for a few seconds, request threads counted
     "test_terminal_client.py",  # real server processes and a terminal's waits with their windows

@@ -17,7 +17,9 @@ from __future__ import annotations
 import os
 import time
 from collections.abc import Callable, Iterator
-from concurrent.futures import ProcessPoolExecutor, as_completed
+from concurrent.futures import CancelledError, ProcessPoolExecutor, as_completed
+from concurrent.futures.process import BrokenProcessPool
+from typing import Any
 
 import numpy as np
 
@@ -62,8 +64,15 @@ def _local(game: KernelGame, tables: StrategyTables, seed: int, sizes: list[int]
     with ProcessPoolExecutor(max_workers=workers) as pool:
         futures = {pool.submit(_task, game, tables, seed, index, len(sizes), rounds): index
                    for index, rounds in enumerate(sizes)}
-        for future in as_completed(futures):
-            yield futures[future], future.result()
+        try:
+            for future in as_completed(futures):
+                yield futures[future], future.result()
+        except BrokenProcessPool:  # a worker killed (out of memory, a signal): one line, not the pool's traceback
+            raise SimulationError("a worker process ended before its chunk was done (killed, or out of memory?): "
+                                  "run again, with fewer --workers if memory is short.") from None
+
+
+DASK_TRIES = 3  # sends of the run's inputs: each after the workers holding the last were all lost
 
 
 def _dask(address: str, game: KernelGame, tables: StrategyTables, seed: int,
@@ -72,7 +81,6 @@ def _dask(address: str, game: KernelGame, tables: StrategyTables, seed: int,
     Before, the report said this machine's cores (an analyst's trial: a cluster of one thread was "2 workers")."""
     try:
         from distributed import Client
-        from distributed import as_completed as dask_completed
     except ImportError:
         raise SimulationError("--scheduler needs Dask: pip install 'twentyone[cluster]'.") from None
     try:
@@ -80,16 +88,44 @@ def _dask(address: str, game: KernelGame, tables: StrategyTables, seed: int,
     except (OSError, TimeoutError, ValueError) as error:
         raise SimulationError(f"cannot reach the Dask scheduler at {address!r} ({error}).") from None
     try:
-        cluster["workers"] = max(1, sum(int(worker.get("nthreads", 1))
-                                        for worker in client.scheduler_info()["workers"].values()))
-        game_ref, tables_ref = client.scatter([game, tables], broadcast=True)
-        futures = [client.submit(_task, game_ref, tables_ref, seed, index, len(sizes), rounds, pure=False)
-                   for index, rounds in enumerate(sizes)]
-        position = {future.key: index for index, future in enumerate(futures)}
-        for future in dask_completed(futures):
-            yield position[future.key], future.result()
+        workers = client.scheduler_info()["workers"].values()
+        if not workers:  # scatter would wait 10 s for one, then raise its own traceback (a researcher's trial)
+            raise SimulationError(f"the Dask scheduler at {address!r} has no workers: start one "
+                                  f"(dask worker {address}).")
+        cluster["workers"] = max(1, sum(int(worker.get("nthreads", 1)) for worker in workers))
+        yield from _dask_chunks(client, game, tables, seed, sizes, address)
     finally:
         client.close()
+
+
+def _dask_chunks(client: Any, game: KernelGame, tables: StrategyTables, seed: int, sizes: list[int],
+                 address: str) -> Iterator[tuple[int, ChunkResult]]:
+    """Each chunk once, in the order they finish. The inputs are scattered to every worker; Dask keeps no recipe for
+    scattered data, so when every worker holding them is lost (a worker killed mid-run, its nanny's restart
+    empty) the chunks still to run are cancelled: the inputs are sent again and those chunks run again, from
+    the same seeds (a researcher's trial: the run died with Dask's traceback). A chunk a worker ran to the end
+    before it was lost comes back once."""
+    from distributed import KilledWorker
+    from distributed import as_completed as dask_completed
+
+    left = dict(enumerate(sizes))
+    futures: dict[Any, int] = {}
+    for _ in range(DASK_TRIES):
+        client.cancel(list(futures))  # a try's chunks not yet done: run again below, not twice
+        try:
+            game_ref, tables_ref = client.scatter([game, tables], broadcast=True)
+            futures = {client.submit(_task, game_ref, tables_ref, seed, index, len(sizes), rounds, pure=False): index
+                       for index, rounds in left.items()}
+            for future in dask_completed(futures):
+                index = futures[future]
+                result = future.result()
+                del left[index]
+                yield index, result
+            return
+        except (CancelledError, KilledWorker, TimeoutError, OSError):
+            continue
+    raise SimulationError(f"the Dask cluster at {address!r} lost its workers {DASK_TRIES} times with "
+                          f"{len(left)} chunks left: check the workers' logs and run again.")
 
 
 def _convergence(game: KernelGame, chunks: list[ChunkResult]) -> list[tuple[float, float, float]]:
