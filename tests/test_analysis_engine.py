@@ -78,3 +78,10 @@ def test_always_cashing_out_returns_the_target_and_offers_span_the_sheets_range(
     low, high = table.span
     assert 0.38 < low < 0.45 and 1.70 < high < 1.80
     assert 0 < table.margin < 0.05
+
+
+def test_the_best_play_is_never_insurance() -> None:
+    """Insurance is valued as its own bet (what it adds to the hand): 8,8 against an Ace named it best, above the
+    split (a researcher's trial). It stays among the actions, for the offer's own ranking."""
+    ev = GameAnalysis(builtin_rules("classic")).hand_ev((8, 8), 1)
+    assert ev.best == "split" and ev.actions["insurance"] > ev.actions["split"]
