@@ -101,6 +101,19 @@ def test_a_chart_of_another_game_is_refused_in_one_line(tmp_path) -> None:  # ty
         "game?)."), result.output
 
 
+def test_payouts_past_64_bits_are_refused_not_wrapped_round(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    """A 10^15:1 blackjack simulated a negative return, its sums wrapped round (a researcher's trial); replay refuses
+    such a round. The simulator refuses the rules, in one line."""
+    from importlib import resources
+
+    source = resources.files("twentyone.variants_data").joinpath("classic.toml").read_text("utf-8")
+    path = tmp_path / "big.toml"
+    path.write_text(source.replace('blackjack_pays = "3:2"', 'blackjack_pays = "1000000000000000:1"'))
+    result = runner.invoke(app, ["simulate", "--rules", str(path), "--rounds", "1000", "--workers", "1"])
+    assert result.exit_code == 2 and "past 9223372036854775807, the most the kernel's 64-bit amounts hold" in \
+        result.stderr, result.output
+
+
 def test_a_chart_file_is_simulated_and_valued(tmp_path) -> None:  # type: ignore[no-untyped-def]
     chart = runner.invoke(app, ["strategy", "single-deck", "--json"])
     path = tmp_path / "chart.json"
