@@ -77,3 +77,23 @@ def test_an_illegal_action_is_refused_without_changing_the_round() -> None:
     after, reward, terminated, _, info = env.step(illegal)
     assert info["illegal"] and reward == 0.0 and not terminated
     assert all(np.array_equal(after[key], observation[key]) for key in observation)
+
+
+def test_the_checker_warns_of_nothing() -> None:
+    """Gymnasium's checker warned of a missing render_fps (a researcher's trial); it passes without a warning now."""
+    import warnings
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        check_env(BlackjackEnv("classic"), skip_render_check=True)
+
+
+@pytest.mark.parametrize(("kwargs", "message"), [
+    ({"side_bets": {"perfect_pairs": 10}}, "no side bet 'perfect_pairs' in classic"),
+    ({"side_bets": {"perfect_pairs": 0}, "rules": "first-person"}, "side bet 'perfect_pairs': a whole number"),
+    ({"bet": 0}, "bet must be a whole number"),
+])
+def test_bad_bets_are_refused_when_the_environment_is_made(kwargs: dict[str, object], message: str) -> None:
+    """Before, a side bet the game does not have failed at the first reset, not where it was given."""
+    with pytest.raises(ValueError, match=message):
+        BlackjackEnv(**kwargs)  # type: ignore[arg-type]

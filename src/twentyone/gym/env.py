@@ -67,7 +67,8 @@ class BlackjackEnv(gymnasium.Env[dict[str, Any], np.int64]):
         Add ``counts``: cards of each rank seen since the last shuffle (A..K), for counters.
     """
 
-    metadata: dict[str, Any] = {"render_modes": ["ansi"]}  # noqa: RUF012 (gymnasium.Env declares it so)
+    # render_fps: gymnasium's checker asks for one (a frame per decision, for a recorder that plays them back).
+    metadata: dict[str, Any] = {"render_modes": ["ansi"], "render_fps": 4}  # noqa: RUF012 (gymnasium.Env declares it)
 
     def __init__(self, rules: str | Rules = "classic", hands: int = 1, bet: int = 100,
                  side_bets: dict[str, int] | None = None, counts: bool = False,
@@ -75,6 +76,14 @@ class BlackjackEnv(gymnasium.Env[dict[str, Any], np.int64]):
         self.rules = builtin_rules(rules) if isinstance(rules, str) else rules
         if not 1 <= hands <= self.rules.deal.hands_per_player:
             raise ValueError(f"hands must be from 1 to {self.rules.deal.hands_per_player} in {self.rules.id}.")
+        if isinstance(bet, bool) or not isinstance(bet, int) or bet < 1:
+            raise ValueError(f"bet must be a whole number of minor units, 1 or more, got {bet!r}.")
+        for name, stake in (side_bets or {}).items():  # refused here, not at the first reset (a researcher's trial)
+            if name not in self.rules.side_bets:
+                raise ValueError(f"no side bet {name!r} in {self.rules.id} (offered: "
+                                 f"{', '.join(self.rules.side_bets) or 'none'}).")
+            if isinstance(stake, bool) or not isinstance(stake, int) or stake < 1:
+                raise ValueError(f"side bet {name!r}: a whole number of minor units, 1 or more, got {stake!r}.")
         self.hands = hands
         self.bet = bet
         self.side_bets = dict(side_bets or {})
