@@ -85,3 +85,23 @@ def test_the_best_play_is_never_insurance() -> None:
     split (a researcher's trial). It stays among the actions, for the offer's own ranking."""
     ev = GameAnalysis(builtin_rules("classic")).hand_ev((8, 8), 1)
     assert ev.best == "split" and ev.actions["insurance"] > ev.actions["split"]
+
+
+@pytest.mark.parametrize(("call", "message"), [
+    (lambda a: a.hand_ev((10, 6), 0), "A card's value is 1 \\(Ace\\) to 10, got 0."),
+    (lambda a: a.hand_ev((10, 6), 11), "got 11"),
+    (lambda a: a.later_ev((11, 6, 2), 5), "got 11"),
+])
+def test_the_library_refuses_card_values_no_card_has(call: object, message: str) -> None:
+    """A 0 up card was valued as if it were a card, and 11 raised an IndexError (a researcher's trial)."""
+    analysis = GameAnalysis(builtin_rules("classic"))
+    with pytest.raises(ValueError, match=message):
+        call(analysis)  # type: ignore[operator]
+
+
+def test_an_unknown_side_bet_is_a_value_error_naming_those_offered() -> None:
+    from twentyone.analysis.sidebets import side_bet_return
+
+    offered = "no side bet 'nosuch' in power \\(offered: any_pair, 21\\+3, hot_3, bust_it\\)"
+    with pytest.raises(ValueError, match=offered):
+        side_bet_return(builtin_rules("power"), "nosuch")

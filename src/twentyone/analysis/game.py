@@ -71,11 +71,25 @@ def policy_array(policy: dict[tuple[int, bool], int]) -> np.ndarray:
 
 
 def hand_of(*values: int) -> Hand:
-    """A hand as counts by value: ``hand_of(10, 6)``."""
+    """A hand as counts by value: ``hand_of(10, 6)``.
+
+    >>> hand_of(11, 6)
+    Traceback (most recent call last):
+    ...
+    ValueError: A card's value is 1 (Ace) to 10, got 11.
+    """
     counts = [0] * 10
     for value in values:
-        counts[value - 1] += 1
+        counts[card_value(value) - 1] += 1
     return tuple(counts)
+
+
+def card_value(value: int) -> int:
+    """``value`` if a card can have it (1 for an Ace to 10), else a ValueError: a value of 0 was taken as a ten, and
+    11 raised an IndexError (a researcher's trial)."""
+    if isinstance(value, bool) or not isinstance(value, int | np.integer) or not 1 <= value <= 10:
+        raise ValueError(f"A card's value is 1 (Ace) to 10, got {value!r}.")
+    return int(value)
 
 
 def total_of(hand: Hand) -> tuple[int, bool]:
@@ -176,6 +190,7 @@ class GameAnalysis:
     def variants(self, up: int) -> list[UpVariant]:
         """The up card's peek variants (a ten-valued up card may be a T or a face card)."""
         if up not in self._variants:
+            card_value(up)
             base = remove(self.counts, [up])
             if up == 10:
                 groups: dict[bool, int] = {}

@@ -136,6 +136,8 @@ def side_bet_return(rules: Rules, name: str) -> SideBetReport:
     >>> round(side_bet_return(builtin_rules("power"), "bust_it").percent, 2)
     94.71
     """
+    if name not in rules.side_bets:  # a KeyError of the name alone before (a researcher's trial)
+        raise ValueError(f"no side bet {name!r} in {rules.id} (offered: {', '.join(rules.side_bets) or 'none'}).")
     if rules.side_bets[name].kind == "bust_it":
         return _bust_it(rules, name)
     return _deal_time(rules, name)
