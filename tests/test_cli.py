@@ -212,6 +212,9 @@ def test_rtp_table_and_rules_file(tmp_path: Path) -> None:
     rules.write_text('id = "x"\nname = "X"\n[shoe]\ndecks = 6\n[dealer]\npeek = "sometimes"\n')
     assert_one_line_error(run("rtp", "--rules", str(rules)), "dealer.peek")
     assert_one_line_error(run("rtp"), "name a game")
+    # Both: the game named was dropped without a word (a researcher's trial).
+    assert_one_line_error(run("rtp", "power", "--rules", str(rules)), "not both: the file is its own game")
+    assert_one_line_error(run("strategy", "power", "--rules", str(rules)), "not both")
 
 
 def test_strategy_json_and_png(tmp_path: Path) -> None:

@@ -81,6 +81,7 @@ def test_simulate_prints_a_report() -> None:
     (["simulate", "classic", "--cash-out"], "no cash out"),
     (["simulate", "classic", "--strategy", "missing.json"], "cannot read"),
     (["simulate", "classic", "--workers", "0"], "--workers"),
+    (["simulate", "power", "--rules", "x.toml"], "name a game or give --rules FILE, not both"),
     (["simulate", "classic", "--rounds", "100", "--plot", "chart.txt"], "give a file name ending in .png"),
     (["simulate", "classic", "--rounds", "100", "--plot", "/no/such/folder/chart.png"], "no folder"),
 ])

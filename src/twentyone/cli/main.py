@@ -309,6 +309,8 @@ def _rules(variant: str | None, rules_file: Path | None) -> Rules:
 
     if variant is None and rules_file is None:
         fail(f"name a game ({', '.join(VARIANTS)}) or give --rules FILE.")
+    if variant is not None and rules_file is not None:  # the game named was dropped without a word (a trial)
+        fail(f"name a game or give --rules FILE, not both: the file is its own game (got {variant!r} too).")
     try:
         return resolve_rules(variant, rules_file)
     except RulesError as error:

@@ -51,6 +51,8 @@ def simulate(
 
     if variant is None and rules_file is None:
         _fail(f"name a game ({', '.join(VARIANTS)}) or give --rules FILE.")
+    if variant is not None and rules_file is not None:  # the game named was dropped without a word (a trial)
+        _fail(f"name a game or give --rules FILE, not both: the file is its own game (got {variant!r} too).")
     try:
         rules = resolve_rules(variant, rules_file)
     except RulesError as error:
