@@ -258,12 +258,14 @@ def test_a_history_row_of_a_round_in_play_lists_the_insurance_it_took(browser: A
     page.context.close()
 
 
-def test_the_decisions_wait_for_the_deal_to_land(browser: Any, live_server: LiveServer) -> None:
+@pytest.mark.parametrize("motion", ["no-preference", "reduce"])
+def test_the_decisions_wait_for_the_deal_to_land(browser: Any, live_server: LiveServer, motion: str) -> None:
     """The decisions came up while the cards were still flying in: a second D (DEAL, then DOUBLE) or a second click
     where DEAL had been took a decision on cards not yet seen (a trial's leftover). They are drawn at once, and
-    pressable once the last card lies in place; a key pressed before is dropped, as the terminal drops it."""
+    pressable once the last card lies in place; a key pressed before is dropped, as the terminal drops it. With
+    reduced motion too: the cards are in place at once, and D pressed twice doubled 4 rounds in 5 (a trial)."""
     live_server.service.stacked.append(["5S", "6H", "6D", "9C", "TS"])  # 11 against a 6: DOUBLE is open
-    page, _, problems = table_page(browser, live_server, "classic")
+    page, _, problems = table_page(browser, live_server, "classic", reduced_motion=motion)
     chip(page, 500)
     bet(page, 1)
     # Where the decisions are first drawn (an observer's callback runs before any timer of the page's): whether each
@@ -289,20 +291,6 @@ def test_the_decisions_wait_for_the_deal_to_land(browser: Any, live_server: Live
     expect(page.locator(".hand.active .card")).to_have_count(2)
     page.keyboard.press("s")
     expect(page.locator("#result")).to_be_visible()
-    page.context.close()
-    assert not problems, problems
-
-
-def test_without_motion_the_decisions_are_open_at_once(browser: Any, live_server: LiveServer) -> None:
-    """A player who asked for no motion (the system's reduced-motion setting) sees the cards in place at once, so the
-    decisions wait for nothing."""
-    live_server.service.stacked.append(["5S", "6H", "6D", "9C", "TS"])
-    page, _, problems = table_page(browser, live_server, "classic", reduced_motion="reduce")
-    chip(page, 500)
-    bet(page, 1)
-    page.locator("#deal").click()
-    page.locator("button[data-action='double']").wait_for(state="attached")
-    assert page.evaluate("!document.querySelector(\"[data-action='double']\").disabled")
     page.context.close()
     assert not problems, problems
 

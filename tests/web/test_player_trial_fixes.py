@@ -422,3 +422,47 @@ def test_insurance_past_the_daily_loss_limit_is_greyed_with_its_reason(browser: 
     page.locator("[data-focus='offer-no']").click()
     expect(page.locator("button[data-action='stand']")).to_be_enabled()
     close(page, problems)
+
+
+def test_a_hands_insurance_can_be_chosen_beside_anothers_even_money(browser: Any, live_server: LiveServer) -> None:
+    """Hand 1 a blackjack (even money), hand 2 a pair of nines (insurance), against an Ace: hand 2's choice was
+    greyed, judged by the legal actions of the even money asked first (a trial of players). Each row is its own; the
+    panel takes the focus on NO, where YES bought insurance on an Enter meant for DEAL."""
+    live_server.service.stacked.append(["AS", "9H", "AH", "KD", "9D", "7C", "5S"])  # no blackjack under the Ace
+    page, _, problems = table_page(browser, live_server, "classic")
+    chip(page, 100)
+    bet(page, 1)
+    bet(page, 2)
+    page.keyboard.press("d")
+    insurance = page.locator("button[data-offer='2.1']")
+    expect(insurance).to_be_enabled()
+    expect(page.locator("[data-focus='offer-no']")).to_be_focused()
+    insurance.click()
+    expect(insurance).to_have_attribute("aria-pressed", "true")
+    page.locator("#offer-confirm").click()
+    # The dealer has no blackjack: hand 2's insurance is lost at the peek, and hand 2 plays on.
+    expect(page.locator("#side-results")).to_contain_text("Insurance (hand 2) lost: the dealer has no blackjack")
+    close(page, problems)
+
+
+def test_a_replay_on_a_phone_is_brought_into_view(browser: Any, live_server: LiveServer) -> None:
+    """On a phone the replay is drawn below every round's card, and pressing Replay seemed to do nothing (a trial of
+    players): the page scrolls to it."""
+    token, _ = guest_token(live_server)
+    headers = {"Authorization": f"Bearer {token}"}
+    for index in range(6):
+        live_server.service.stacked.append(["TS", "6H", "9D", "TC", "8C"])
+        for path, body in (("bets", {"spot": 1, "type": "main", "chip": 100}), ("deal", None)):
+            httpx.post(f"{live_server.url}/tables/classic/{path}", json=body,
+                       headers={**headers, "Idempotency-Key": f"r{index}{path}"}).raise_for_status()
+        round_id = httpx.get(f"{live_server.url}/tables/classic", headers=headers).json()["round"]["id"]
+        httpx.post(f"{live_server.url}/rounds/{round_id}/actions", json={"action": "stand"},
+                   headers={**headers, "Idempotency-Key": f"r{index}stand"}).raise_for_status()
+    page = signed_in_context(browser, token, viewport=PHONE).new_page()
+    page.set_default_timeout(15000)
+    problems = watch_console(page)
+    page.goto(live_server.url + "/#/history")
+    page.locator("button[data-replay]").first.click()
+    expect(page.locator("#replay-steps")).to_be_visible()
+    expect(page.locator("#replay h2")).to_be_in_viewport()
+    close(page, problems)

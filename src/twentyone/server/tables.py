@@ -412,12 +412,18 @@ def table_pays(variant: str) -> dict[str, Any]:
     }
 
 
+@cache
+def rules_in_words(variant: str) -> list[str]:
+    """:func:`~twentyone.core.house_rules.house_rules` of a game, worked out once: a table's read carries them."""
+    return house_rules(builtin_rules(variant))
+
+
 def table_json(table: TableSpec) -> dict[str, Any]:
     """A table as clients read it: its setting, and the game's words, so no client re-declares them."""
     rules = builtin_rules(table.variant)
     return {**table.public(), "pays": table_pays(table.variant),
             # The rule sheet's sentences, for the page's RULES panel (found by a trial of players: payouts alone).
-            "house_rules": house_rules(rules),
+            "house_rules": rules_in_words(table.variant),
             "side_bet_titles": {name: SIDE_BETS[side.kind].title for name, side in rules.side_bets.items()},
             "side_bet_lines": {name: dict(SIDE_BETS[side.kind].line_titles) for name, side in rules.side_bets.items()},
             "offer_answers": {str(kind): {"accept": str(accept), "decline": str(decline)}

@@ -251,6 +251,9 @@ async function showReplay(roundId, currency, tableId) {
           : "NOT verified: the revealed shoe does not match its commitment.";
       } catch (error) { verify.textContent = error.message; }
     } }, "Verify the shuffle"), verify);
+    // Brought into view: on a phone it is drawn below ten rounds' cards, some 5,000 px down, and the press seemed to
+    // do nothing (a trial of players).
+    target.scrollIntoView({ block: "start" });
   } catch (error) { target.textContent = error.message; }
 }
 

@@ -240,7 +240,7 @@ export function offerPanel(round, dealing = false) {
       hinted ? el("span", { class: "ev", "data-offer-ev": key }, `${evText(hinted.yes)} yes, ${evText(hinted.no)} no`)
         : null,
       el("button", { type: "button", class: chosen ? "choice on" : "choice", "data-offer": key, "data-focus": `offer-${key}`,
-        "aria-pressed": chosen ? "true" : "false", disabled: offerRefused(round, offer.kind), onclick: () => {
+        "aria-pressed": chosen ? "true" : "false", disabled: offerRefused(round, offer), onclick: () => {
           state.offerChoices[key] = !chosen;
           act.redraw();
         } }, chosen ? "YES" : "NO"));
@@ -249,7 +249,7 @@ export function offerPanel(round, dealing = false) {
   // Insurance the server would refuse (past the daily loss limit, or kept from play): YES is greyed, with why. Before,
   // it was offered and refused (review).
   const accept = answers(decision.kind).accept;
-  const refused = offerRefused(round, decision.kind);
+  const refused = offerRefused(round, { kind: decision.kind });
   const why = refused ? noNewStakes([accept.toUpperCase()], (round.me || {}).loss_room, currency) : null;
   // One offer: its YES and NO print their EV, as the play buttons do, the better one marked; several: each hand's row
   // prints the EV its hint has (YES TO ALL and NO TO ALL answer hands whose EVs differ).
@@ -273,9 +273,15 @@ export function offerPanel(round, dealing = false) {
         { "data-action": answers(decision.kind).decline, disabled: dealing }), "no")));
 }
 
-/** Whether the server would refuse taking an offer of `kind` now (its accept is not among the legal actions). */
-function offerRefused(round, kind) {
-  return !round.legal_actions.includes(answers(kind).accept);
+/** Whether the server would refuse taking `offer` now: one of the decision's own kind by its legal actions; one of
+ * another kind (insurance beside an even money asked first) by what the player's limits leave. Before, every row
+ * was judged by the legal actions of the kind asked, and a hand's insurance could not be chosen beside another's
+ * even money (a trial of players). */
+function offerRefused(round, offer) {
+  if (offer.kind === round.decision.kind) return !round.legal_actions.includes(answers(offer.kind).accept);
+  if (offer.kind !== "insurance") return false;  // even money stakes nothing
+  const room = (round.me || {}).loss_room;
+  return Boolean(sessionOverLine() || exclusionLine()) || (room !== undefined && room !== null && offer.cost > room);
 }
 
 // ------------------------------------------------------------------ keys

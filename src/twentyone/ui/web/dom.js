@@ -201,10 +201,6 @@ export function keyed(label, key) {
   return [label, key ? el("kbd", { "aria-hidden": "true" }, key.toUpperCase()) : null];
 }
 
-export function reducedMotion() {
-  return window.matchMedia("(prefers-reduced-motion: reduce)").matches;
-}
-
 // The table is drawn anew on each event and read (table.js, renderTable). A mouse press begun on a button that is
 // drawn again before the button comes up is no click to the browser: down and up fell on two elements, the first
 // gone. Before, such a press on HIT while the table was read did nothing and said nothing (CI's lost click at a power

@@ -3,7 +3,7 @@
 
 import { cardNode, totalText } from "./cards.js";
 import { chipStack } from "./chips.js";
-import { el, reducedMotion, state } from "./dom.js";
+import { el, state } from "./dom.js";
 import { betsTotal, money, signed } from "./money.js";
 
 export const OUTCOMES = { blackjack: "Blackjack", win: "Win", push: "Push", lose: "Lose", bust: "Bust",
@@ -37,11 +37,11 @@ function sideLine(name, result) {
 const MOTION_MS = 900;
 const LANDS_MS = 350;  // a card's motion from its start until it lies in place (style.css: deal-in .32s, flip .35s)
 
-/** Milliseconds until the last card in motion lies in place (0: none moves, or the player asked for no motion). The
- * decisions wait for it (table.js): before, they came up while the deal was still flying in, and a second press of
- * D (DEAL, then DOUBLE) or a second click where DEAL had been took a decision on cards not yet seen (a trial). */
+/** Milliseconds until the last card dealt lies in place (0: none is new). The decisions wait for it (table.js):
+ * before, they came up while the deal was still flying in, and a second press of D (DEAL, then DOUBLE) or a second
+ * click where DEAL had been took a decision on cards not yet seen (a trial). With reduced motion the cards are in
+ * place at once, and the decisions still wait as long: without it, D pressed twice doubled 4 rounds in 5 (a trial). */
 export function dealingFor() {
-  if (reducedMotion()) return 0;
   return Math.max(0, (state.cardsLandAt || 0) - performance.now());
 }
 

@@ -901,7 +901,9 @@ function spots(table, slip, canBet, seatedBets, currency) {
 function restoreFocus(key) {
   if (!key) return;
   const same = view().querySelector(`[data-focus="${key}"]:not([disabled])`);
-  const fallback = view().querySelector(".action-bar button:not([disabled])");
+  // An offer's panel takes the focus on NO: on YES, an Enter or a space meant for DEAL bought insurance (a trial).
+  const fallback = view().querySelector("[data-focus='offer-no']:not([disabled])")
+    || view().querySelector(".action-bar button:not([disabled])");
   (same || fallback)?.focus({ preventScroll: true });
 }
 
