@@ -142,31 +142,35 @@ def test_timers_whose_connection_fails_and_a_listener_cut_off_make_the_process_n
         events: Any = service.events
         eventually(lambda: ready(http)[0] == 200, 10, "ready")
 
-        ownership.url = f"postgresql+psycopg://nobody@127.0.0.1:{free_port()}/nowhere"
-        end_connections(postgres_url, "timers")  # gone; the next tick's cannot be made
+        unusable = f"postgresql+psycopg://nobody@127.0.0.1:{free_port()}/nowhere"
+        end_connections(postgres_url, "timers", lambda: setattr(ownership, "url", unusable))  # the next tick's fails
         body = not_ready(http)
         assert body["checks"] == {"database": "ok", "timers": "ownership connection down", "events": "ok"}, body
         ownership.url = postgres_url
         eventually(lambda: ready(http)[0] == 200, 10, "ready with the timers' connection back")
 
-        events.url = f"postgresql+psycopg://nobody@127.0.0.1:{free_port()}/nowhere"
-        end_connections(postgres_url, "listen")
+        unusable = f"postgresql+psycopg://nobody@127.0.0.1:{free_port()}/nowhere"
+        end_connections(postgres_url, "listen", lambda: setattr(events, "url", unusable))
         body = not_ready(http)
         assert body["checks"]["events"] == "listener disconnected" and body["checks"]["timers"] == "ok", body
         events.url = postgres_url
         eventually(lambda: ready(http)[0] == 200, 10, "ready with the listener back")
 
 
-def end_connections(url: str, purpose: str) -> None:
+def end_connections(url: str, purpose: str, before: Any = lambda: None) -> None:
     """End this process's connection made for ``purpose`` (its application name), as a database restart does; the
     timers' is made at their first look, which a loaded machine may run after the first ready answer (seen in a
-    fresh check): it is waited for."""
+    fresh check): it is waited for, and only then is ``before`` done (the URL made unusable). Done first, a first
+    look not yet made was made with the unusable URL, and no connection came to be ended (another fresh check)."""
     import psycopg
 
-    def ended() -> bool:
-        with psycopg.connect(autocommit=True, **libpq_params(url)) as admin:
-            row = admin.execute("SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity "
-                                "WHERE application_name = %s", [f"twentyone-{purpose} {os.getpid()}"]).fetchone()
-        return row == (1,)
+    name = f"twentyone-{purpose} {os.getpid()}"
 
-    eventually(ended, 10, f"the {purpose} connection ended")
+    def count(query: str) -> Any:
+        with psycopg.connect(autocommit=True, **libpq_params(url)) as admin:
+            return admin.execute(query, [name]).fetchone()
+
+    eventually(lambda: count("SELECT count(*) FROM pg_stat_activity WHERE application_name = %s") == (1,), 10,
+               f"the {purpose} connection made")
+    before()
+    assert count("SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity WHERE application_name = %s") == (1,)

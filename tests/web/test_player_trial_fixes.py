@@ -383,18 +383,26 @@ def test_the_session_limit_says_when_play_resumes_in_the_players_own_time(browse
 
 
 # ------------------------------------------------------------------ the daily loss limit mid-round
+def dealt_under_a_limit(browser: Any, server: LiveServer, shoe: list[str], limit: int, chip_amount: int) -> tuple[
+        Any, list[str]]:
+    """A guest with hints on and a daily loss limit of ``limit``, dealt ``shoe`` at classic on one ``chip_amount``
+    bet: (page, console problems)."""
+    server.service.stacked.append(shoe)
+    page, token, problems = hinted_page(browser, server, "classic", DESKTOP)
+    httpx.put(server.url + "/me/limits", json={"daily_loss_limit": limit},
+              headers={"Authorization": f"Bearer {token}", "Idempotency-Key": "limit"}).raise_for_status()
+    chip(page, chip_amount)
+    bet(page)
+    deal(page)
+    return page, problems
+
+
 def test_a_split_past_the_daily_loss_limit_is_greyed_with_its_reason_and_not_hinted(browser: Any,
                                                                                      live_server: LiveServer) -> None:
     """$30 a day to lose and $25 on 8,8 against a 6: SPLIT and DOUBLE were lit, SPLIT was marked best by the hint,
     and pressing it was refused (found by a trial of players). They are greyed with the limit's words, and the hint
     marks the best of what is left."""
-    live_server.service.stacked.append(["8S", "6H", "8D", "TC", "3C"])
-    page, token, problems = hinted_page(browser, live_server, "classic", DESKTOP)
-    httpx.put(live_server.url + "/me/limits", json={"daily_loss_limit": 3000},
-              headers={"Authorization": f"Bearer {token}", "Idempotency-Key": "limit"}).raise_for_status()
-    chip(page, 2500)
-    bet(page)
-    deal(page)
+    page, problems = dealt_under_a_limit(browser, live_server, ["8S", "6H", "8D", "TC", "3C"], 3000, 2500)
     for action in ("split", "double"):
         expect(page.locator(f"button[data-action='{action}']")).to_be_disabled()
     expect(page.locator("#no-new-stakes")).to_have_text(
@@ -408,13 +416,7 @@ def test_a_split_past_the_daily_loss_limit_is_greyed_with_its_reason_and_not_hin
 def test_insurance_past_the_daily_loss_limit_is_greyed_with_its_reason(browser: Any, live_server: LiveServer) -> None:
     """Insurance is a bet too (review): $6.00 a day to lose and $5.00 against an Ace leave $1.00, short of the $2.50
     insurance. YES is greyed with the limit's words; NO plays on."""
-    live_server.service.stacked.append(["TS", "AH", "9D", "7C", "5S"])
-    page, token, problems = hinted_page(browser, live_server, "classic", DESKTOP)
-    httpx.put(live_server.url + "/me/limits", json={"daily_loss_limit": 600},
-              headers={"Authorization": f"Bearer {token}", "Idempotency-Key": "limit"}).raise_for_status()
-    chip(page, 500)
-    bet(page)
-    deal(page)
+    page, problems = dealt_under_a_limit(browser, live_server, ["TS", "AH", "9D", "7C", "5S"], 600, 500)
     expect(page.locator("[data-focus='offer-no']")).to_be_enabled()
     expect(page.locator("[data-focus='offer-yes']")).to_be_disabled()
     expect(page.locator(".offer #no-new-stakes")).to_have_text(

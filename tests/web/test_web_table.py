@@ -773,11 +773,14 @@ def test_a_round_settled_while_away_is_shown_on_return_once(browser: Any, live_s
         expect(page.locator("#result")).to_be_hidden()
         # Said until the felt shows another round, here one dealt elsewhere (another device) while this page pressed
         # nothing (a bet control clears it anyway): before, it stayed through the next two (a trial of players).
+        # The page is away while the round is played: open, it would follow the round over its socket and see it
+        # settle (a fresh check saw the reload come after the events).
         live_server.service.stacked.extend([["TS", "6H", "9D", "TC", "8C"]] * 2)
+        page.goto("about:blank")
         post("/tables/classic/bets", {"spot": 1, "chip": 500})
         again = post("/tables/classic/deal")["id"]
         post(f"/rounds/{again}/actions", {"action": "stand"})
-        page.reload()
+        page.goto(live_server.url + "/#/table/classic")
         expect(page.locator("#announce")).to_have_text(f"Round #{again} was settled while you were away.")
         post("/tables/classic/bets", {"spot": 1, "chip": 500})
         post("/tables/classic/deal")
