@@ -268,9 +268,9 @@ def test_a_bet_under_a_daily_loss_limit_costs_the_same_after_hundreds_of_rounds_
     assert after <= before * TOLERANCE, (before, after)
     # Today counts, the earlier days do not: today ann won the one round (500), and her wins before it would have
     # let a stake of 1,000 through a limit of 400.
+    ann.bet("classic", 500)
+    ann.bet("classic", 500)
     assert ann.put("/me/limits", {"daily_loss_limit": 400}).status_code == 200  # a stricter limit: at once
-    ann.bet("classic", 500)
-    ann.bet("classic", 500)
     refused = ann.post("/tables/classic/deal")
     assert refused.status_code == 403 and refused.json()["amounts"] == {"limit": 400, "lost": -500, "stake": 1000}
 

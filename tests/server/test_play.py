@@ -309,6 +309,11 @@ def test_each_seats_bet_keeps_the_spot_it_was_placed_on(guest: Client) -> None:
     assert dealt["me"]["bets"] == [{"bet": 100, "side_bets": {}, "spot": 3}, {"bet": 500, "side_bets": {}, "spot": 5}]
     assert sorted({hand["seat"] for hand in dealt["hands"]}) == [1, 2]
     assert guest.get("/me/history").json()["rounds"][0]["bets"] == dealt["me"]["bets"]
+    # The replay says it too, on each seat's bets, and where each card went by seat and hand as well as in words.
+    operations = guest.get(f"/rounds/{dealt['id']}/replay").json()["operations"]
+    assert [(op["seat"], op["spot"]) for op in operations if op["type"] == "bets"] == [(1, 3), (2, 5)]
+    first = next(op for op in operations if op["type"] == "card")
+    assert (first["seat"], first["hand"], first["to"]) == (1, 1, "seat 1 hand 1")
 
 
 def test_history_newest_first_with_paging_and_a_replay(guest: Client) -> None:

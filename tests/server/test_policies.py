@@ -406,16 +406,33 @@ def test_settings_are_saved_to_the_profile(guest: Client) -> None:
 
 
 def test_a_daily_loss_limit_is_enforced(guest: Client, service: GameService) -> None:
+    """A bet that takes the slip past what the limit leaves is refused when placed (before, the slip took it and DEAL
+    refused the whole slip: a trial of players), and the table says what is left; bets placed before the limit was
+    made stricter are refused at the deal."""
     guest.put("/me/limits", {"daily_loss_limit": 1000})
+    assert guest.get("/tables/classic").json()["loss_room"] == 1000
     service.stacked.append(["TS", "6H", "6D", "TC", "KC"])  # 16 hits a K: bust, lose 500
     guest.bet("classic", 500)
     round_id = guest.post("/tables/classic/deal").json()["id"]
     guest.act(round_id, "hit")
+    assert guest.get("/tables/classic").json()["loss_room"] == 500
     guest.bet("classic", 500)
-    guest.bet("classic", 100)
+    balance = guest.balance()
+    past = guest.post("/tables/classic/bets", {"spot": 2, "type": "main", "chip": 100})
+    assert past.status_code == 403, past.json()
+    assert past.json()["detail"] == ("Your daily loss limit leaves $5.00 to stake today: these bets would stake "
+                                     "$6.00.")
+    assert past.json()["amounts"] == {"room": 500, "total": 600}
+    table = guest.get("/tables/classic").json()
+    assert table["slip"]["total"] == 500 and guest.balance() == balance  # the slip as it was
+    doubled = guest.post("/tables/classic/double")
+    assert doubled.status_code == 403 and "would stake $10.00" in doubled.json()["detail"]
+    assert guest.post("/tables/classic/undo").status_code == 200  # taking back is never refused
+    guest.bet("classic", 500)
+    guest.put("/me/limits", {"daily_loss_limit": 900})  # stricter: at once, with $5.00 on the slip
     refused = guest.post("/tables/classic/deal")
-    assert refused.status_code == 403 and "daily limit of $10.00" in refused.json()["detail"]
-    assert refused.json()["amounts"] == {"limit": 1000, "lost": 500, "stake": 600}
+    assert refused.status_code == 403 and "daily limit of $9.00" in refused.json()["detail"]
+    assert refused.json()["amounts"] == {"limit": 900, "lost": 500, "stake": 500}
 
 
 def test_a_double_that_could_take_losses_past_the_daily_limit_is_refused(guest: Client, service: GameService) -> None:
@@ -618,13 +635,14 @@ def test_a_caller_read_while_an_exclusion_commits_is_not_remembered_without_it(
 
 def test_a_looser_limit_waits_a_day_a_stricter_one_applies_at_once(guest: Client, service: GameService,
                                                                     clock: Clock) -> None:
+    guest.bet("classic", 500)
+    guest.bet("classic", 100)  # on the slip before the limit: a bet placed past it is refused at once
     guest.put("/me/limits", {"daily_loss_limit": 500})
     raised = guest.put("/me/limits", {"daily_loss_limit": 100_000}).json()["limits"]
     assert raised["daily_loss_limit"] == 500 and raised["pending"]["daily_loss_limit"]["value"] == 100_000
     assert guest.get("/me").json()["limits"] == raised
-    guest.bet("classic", 500)
-    guest.bet("classic", 100)  # 600 against the limit still in force, 500
-    assert guest.post("/tables/classic/deal").status_code == 403
+    assert guest.get("/tables/classic").json()["loss_room"] == 500  # the limit in force, not the raise waiting
+    assert guest.post("/tables/classic/deal").status_code == 403  # 600 against the limit still in force, 500
     clock.advance(24 * 3600 - 60)
     assert guest.post("/tables/classic/deal").status_code == 403
     clock.advance(120)  # the day of cooling-off is over: the raise is in force

@@ -170,9 +170,9 @@ def operation_json(op: VisibleOperation, names: Mapping[str, str] | None = None)
 
     >>> from twentyone.core.cards import parse_card
     >>> operation_json(FaceDownCard(0, 0))
-    {'type': 'card', 'card': None, 'to': 'dealer', 'face_up': False}
+    {'type': 'card', 'card': None, 'to': 'dealer', 'face_up': False, 'seat': 0, 'hand': 0}
     >>> operation_json(CardDealt(parse_card("9H"), 2, 1))
-    {'type': 'card', 'card': '9H', 'to': 'seat 2 hand 1', 'face_up': True}
+    {'type': 'card', 'card': '9H', 'to': 'seat 2 hand 1', 'face_up': True, 'seat': 2, 'hand': 1}
     """
     names = names or {}
     if isinstance(op, BetsPlaced):
@@ -180,7 +180,9 @@ def operation_json(op: VisibleOperation, names: Mapping[str, str] | None = None)
                 "side_bets": dict(op.side_bets)}
     if isinstance(op, CardDealt | FaceDownCard):
         to = "dealer" if op.seat == 0 else ("every hand" if op.seat < 0 else f"seat {op.seat} hand {op.hand}")
-        return {"type": "card", "card": None if op.card is None else str(op.card), "to": to, "face_up": op.face_up}
+        # ``seat`` and ``hand`` as the other operations give them (0 the dealer, -1 every hand of a common draw).
+        return {"type": "card", "card": None if op.card is None else str(op.card), "to": to, "face_up": op.face_up,
+                "seat": op.seat, "hand": op.hand}
     if isinstance(op, ActionTaken):
         return {"type": "action", "action": str(op.action), "player": names.get(op.player, op.player),
                 "seat": op.seat, "hand": op.hand, "amount": op.amount}

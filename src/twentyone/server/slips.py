@@ -3,15 +3,16 @@
 from __future__ import annotations
 
 from contextlib import nullcontext
-from datetime import timedelta
+from datetime import datetime, timedelta
 from typing import Any
 
 from sqlalchemy.orm import Session
 
-from twentyone.core.betting import MAIN
+from twentyone.core.betting import MAIN, BetSlipError
 from twentyone.server.config import TableSpec
 from twentyone.server.context import Caller, ServiceError, aware
 from twentyone.server.direct import run
+from twentyone.server.money import refusal
 from twentyone.server.rounds import OPEN_OWN_ROUND_ID, Rounds, current_round, last_finished_round, refuse_second_round
 from twentyone.server.tables import apply_control, bet_slip, find_slip, save_slip, slip_row, slip_view, table_json
 from twentyone.server.views import loss_room, round_json_held, seat_of, without_new_stakes
@@ -51,7 +52,10 @@ class Slips:
             except WalletError as error:  # the operator's refusal or silence: a 409 or a 503, nothing changed
                 raise as_refusal(error) from None
             state = bet_slip(slip, table, balance)
+            before = state.total
             apply_control(slip, state, control, spot, bet_type, chip, table.currency)
+            if state.total > before:
+                refuse_past_loss_room(session, caller, table.currency, state.total, self.rounds.clock())
             slip.updated_at = self.rounds.clock()
             save_slip(session, slip)
             # The next shoe, and a table's first (a private table's: its player's), committed to before the deal. The
@@ -93,7 +97,10 @@ class Slips:
             now = self.rounds.clock()
             view = without_new_stakes(view, caller, now, loss_room(session, caller, view["currency"], now))
         watching = table.shared and (view is None or (view["status"] == "betting" and "me" not in view))
-        return {"table": table_json(table), "balance": balance,
+        # What the daily loss limit leaves to stake today (null without one): said while betting, as a bet past it
+        # is refused when placed.
+        room = None if caller.is_operator else loss_room(session, caller, table.currency, self.rounds.clock())
+        return {"table": table_json(table), "balance": balance, "loss_room": room,
                 "slip": slip_view(slip, bet_slip(slip, table, balance or 0)),
                 "next_shoe": shoe, "round": view,
                 "last_round": self._last_round_watched(session, table, caller) if watching else None}
@@ -117,3 +124,12 @@ class Slips:
         watched = round_json_held(session, last, table, caller.id, self.rounds.live)
         watched.pop("revealed", None)
         return watched
+
+
+def refuse_past_loss_room(session: Session, caller: Caller, currency: str, total: int, now: datetime) -> None:
+    """Refuse a bet control that takes the slip past what ``caller``'s daily loss limit leaves to stake today: before,
+    the slip took any bet and DEAL refused the whole of it (a trial of players). A 403, as the deal's refusal."""
+    room = loss_room(session, caller, currency, now)
+    if room is not None and total > room:
+        words = "Your daily loss limit leaves {room} to stake today: these bets would stake {total}."
+        raise refusal(BetSlipError(words, room=room, total=total), currency, status=403)

@@ -21,7 +21,7 @@ from sqlalchemy.orm import Session
 
 from twentyone.core.cards import Card, parse_card
 from twentyone.core.commitment import verify_record
-from twentyone.core.operations import COSTLY_ACTIONS, Action, ActionTaken, CardDealt
+from twentyone.core.operations import COSTLY_ACTIONS, Action, ActionTaken, BetsPlaced, CardDealt
 from twentyone.core.round import Phase
 from twentyone.core.round import Round as Engine
 from twentyone.core.view import RoundView, dealer_json, hand_json, operation_json
@@ -76,6 +76,21 @@ def seats_of(session: Session, round_id: int, limit: int | None = None) -> list[
     rows = run(session, SEATS_OF, {"round_id": round_id}) if limit is None else \
         run(session, FIRST_SEATS_OF, {"round_id": round_id, "limit": limit})
     return [(row, row.name) for row in rows.all()]
+
+
+def with_spots(operations: list[dict[str, Any]], logged: Collection[object],
+               seats: list[tuple[Any, str]]) -> list[dict[str, Any]]:
+    """``operations`` (the JSON of ``logged``) with each seat's bets saying the ``spot`` they were placed on, where
+    the round kept it: a page names a player's hand by its betting circle ("Hand 3"), and a replay named it by the
+    round's seat ("seat 1") alone (a trial of players). A player's seats take their bets in the order the seat's
+    ``bets`` list them."""
+    spots = {str(seat.player_id): iter([entry.get("spot") for entry in seat.bets]) for seat, _ in seats}
+    for operation, op in zip(operations, logged, strict=True):
+        if isinstance(op, BetsPlaced):
+            spot = next(spots.get(op.player, iter(())), None)
+            if spot is not None:
+                operation["spot"] = spot
+    return operations
 
 
 def seat_json(seat: Any, name: str) -> dict[str, Any]:
@@ -485,12 +500,14 @@ class Views:
                 if engine is None:
                     raise ServiceError(409, "The round has not been dealt yet.")
                 seen = engine.view(None if caller.is_operator else str(caller.id))
-            names = {str(seat.player_id): name for seat, name in seats_of(session, round_id)}
+            seats = seats_of(session, round_id)
+            names = {str(seat.player_id): name for seat, name in seats}
             actions = round_actions(session, round_id)
             if seen.others_withheld:  # a common draw in play: the others' decisions tell of this player's cards
                 actions = [action for action in actions if action["player"] == caller.id]
+            operations = [operation_json(op, names) for op in seen.operations]
             return {"id": round_id, "variant": round_row.variant, "status": round_row.status,
-                    "operations": with_deciders([operation_json(op, names) for op in seen.operations], actions),
+                    "operations": with_deciders(with_spots(operations, seen.operations, seats), actions),
                     "actions": actions}
 
     def verify(self, caller: Caller, round_id: int) -> dict[str, Any]:

@@ -4,7 +4,7 @@
 import { cardText } from "./cards.js";
 import { announce, api, el, exclusionLine, sessionOverLine, showError, state, utc, view } from "./dom.js";
 import { money } from "./money.js";
-import { sideTitle } from "./round.js";
+import { sideTitle, spotsOf } from "./round.js";
 import { closeSocket, currentTableId, leaveRound, leaveTable, openTable } from "./table.js";
 
 // ------------------------------------------------------------- session
@@ -159,15 +159,35 @@ const STATUS_WORDS = { settled: "played", void: "void (refunded)", playing: "in 
 /** Each stake of the player's round with what became of it: the hands (their cards and stake), then each side bet and
  * insurance, so that the line adds up to the Staked column. Before, it listed the hands' cards alone, and a round
  * with a side bet staked more than the line showed (found by a trial of players). */
+// Where the player had several hands, each is named by its circle as the table named it ("Hand 3: ..."), and each side
+// bet and insurance by the hand it was on ("21+3 (hand 3)"): before, a round of three hands and two side bets listed
+// them unnamed (a trial of players).
 function stakesLine(round, currency) {
   const titles = (state.tables[round.table_id] || {}).side_bet_titles || {};
   const outcome = (word) => ` (${word || "…"})`;
+  const spot = spotsOf(round.hands, round.bets || []);
+  const several = new Set(round.hands.map((h) => h.seat)).size > 1;
+  const split = (h) => (h.from_split ? `.${h.hand}` : "");
+  const hand = (h) => (several ? `Hand ${spot(h.seat)}${split(h)}: ` : h.from_split ? `Hand ${h.hand}: ` : "");
+  const on = (seat) => (several ? ` (hand ${spot(seat)})` : "");
   return [
-    ...round.hands.map((h) => `${h.cards.map(cardText).join(" ")} ${money(h.stake, currency)}${outcome(h.outcome)}`),
-    ...(round.side_bets || []).map((s) => `${sideTitle(s.name, titles)} ${money(s.stake, currency)}${outcome(s.result)}`),
-    ...(round.insurance || []).map((i) => `Insurance ${money(i.stake, currency)}${outcome(i.result)}`),
-    ...(round.insurance_taken || []).map((i) => `Insurance ${money(i.stake, currency)}${outcome(null)}`),
+    ...round.hands.map((h) => `${hand(h)}${h.cards.map(cardText).join(" ")} ${money(h.stake, currency)}${outcome(h.outcome)}`),
+    ...(round.side_bets || []).map((s) => `${sideTitle(s.name, titles)}${on(s.seat)} ${money(s.stake, currency)}${outcome(s.result)}`),
+    ...(round.insurance || []).map((i) => `Insurance${on(i.seat)} ${money(i.stake, currency)}${outcome(i.result)}`),
+    ...(round.insurance_taken || []).map((i) => `Insurance${on(i.seat)} ${money(i.stake, currency)}${outcome(null)}`),
   ].join("; ");
+}
+
+/** How a replay names a hand: at a private table by the circle its bet was on, as the felt does ("hand 3", a split's
+ * "hand 3.2"), where the round's seat ("seat 1 hand 1") read as another hand (a trial of players); at a shared table
+ * by the round's seat, which every player's replay numbers alike. `operations` are the replay's. */
+function replayPlaces(operations, shared) {
+  const spots = new Map(operations.filter((op) => op.type === "bets" && op.spot).map((op) => [op.seat, op.spot]));
+  const splitSeats = new Set(operations.filter((op) => op.hand > 1).map((op) => op.seat));
+  return (seat, hand) => {
+    if (shared || !spots.has(seat)) return `seat ${seat} hand ${hand}`;
+    return `hand ${spots.get(seat)}${splitSeats.has(seat) ? `.${hand}` : ""}`;
+  };
 }
 
 async function renderHistory(trail = []) {
@@ -217,11 +237,14 @@ async function showReplay(roundId, currency, tableId) {
   const sideName = (name) => sideTitle(name, titles);
   try {
     const replay = await api("GET", `/rounds/${roundId}/replay`);
-    // Seats and hands named as the cards' lines name them ("seat 2 hand 1"): the seat is the round's, not the
-    // player's own count of hands, and "hand 2.1" read as the player's second hand.
+    const shared = Boolean((state.tables[tableId] || {}).shared);
+    const place = replayPlaces(replay.operations, shared);
     const lines = replay.operations.map((op) => {
-      const where = `seat ${op.seat} hand ${op.hand}`;
-      if (op.type === "card") return `card ${cardText(op.card)} → ${op.to}${op.face_up ? "" : " (face down)"}`;
+      const where = place(op.seat, op.hand);
+      if (op.type === "card") {
+        const to = op.seat === undefined || op.seat <= 0 ? op.to : where;  // the dealer, every hand of a common draw
+        return `card ${cardText(op.card)} → ${to}${op.face_up ? "" : " (face down)"}`;
+      }
       // A decision the timer took when the decision time ran out says so (the sheet's auto decision).
       if (op.type === "action") return `${op.player}: ${op.action}, ${where}${op.by === "timer" ? " (by the timer: time ran out)" : ""}`;
       if (op.type === "settled") {
@@ -231,7 +254,8 @@ async function showReplay(roundId, currency, tableId) {
       if (op.type === "bets") {  // the side bets too: before, a replay named the main bet alone (found by a trial)
         const sides = Object.entries(op.side_bets || {}).filter(([, amount]) => amount > 0)
           .map(([name, amount]) => `${sideName(name)} ${money(amount, currency)}`);
-        return `${op.player} bets ${money(op.bet, currency)} at seat ${op.seat}${sides.length ? `, ${sides.join(", ")}` : ""}`;
+        const at = !shared && op.spot ? `on hand ${op.spot}` : `at seat ${op.seat}`;
+        return `${op.player} bets ${money(op.bet, currency)} ${at}${sides.length ? `, ${sides.join(", ")}` : ""}`;
       }
       if (op.type === "peek") return `dealer checks for blackjack: ${op.blackjack ? "blackjack" : "none"}`;
       if (op.type === "hole") return `dealer turns over ${cardText(op.card)}`;

@@ -60,7 +60,7 @@ export function chipInHand(slip) {
   return slip.enabled_chips.length ? Math.max(...slip.enabled_chips) : null;
 }
 
-export function bettingBar(table, slip, { forming, seated, playing, canBet, excluded, full, available, broke }) {
+export function bettingBar(table, slip, { forming, seated, playing, canBet, excluded, full, available, broke, lossRoom }) {
   if (excluded && !seated) {  // the line, and NEW BETS to put a finished round away: no chip, no DEAL
     // Bets left on the slip (the session's limit passed with them there) may be taken back: the server takes UNDO
     // and CLEAR meanwhile, which stake nothing. Before, every control went and the bets sat there till the break's end.
@@ -91,8 +91,14 @@ export function bettingBar(table, slip, { forming, seated, playing, canBet, excl
       + `${money(broke, table.currency)}: no bet can be made here.`;
   }
   const timer = forming && !short ? el("span", { class: "timer", id: "window" }) : null;
+  // What the daily loss limit leaves (the table's `loss_room`), said while betting: a bet past it is refused when
+  // placed. Before, the slip took any bet and DEAL refused them all (a trial of players).
+  const room = canBet && !short && lossRoom !== null && lossRoom !== undefined
+    ? el("span", { class: "loss-room", id: "loss-room" },
+      ` · Your daily loss limit leaves ${money(lossRoom, table.currency)} to stake today.`) : null;
   const statusLine = el("p", { class: "status-line", id: "bet-status" }, line, timer ? " " : "", timer,
-    full ? ` — all ${table.seats} seats are taken: bet once it is dealt` : forming && !seated && !short ? " — bet to join" : "");
+    full ? ` — all ${table.seats} seats are taken: bet once it is dealt` : forming && !seated && !short ? " — bet to join" : "",
+    room);
   // The chosen chip is shown chosen only while the balance covers it and a bet can be made: greyed out, a gold ring
   // said it was still the one a spot would take (a player's trial).
   const inHand = chipInHand(slip);

@@ -89,9 +89,12 @@ export function dealerArea(round) {
 // was placed on (`me.bets[i].spot`): a bet on the "Hand 3" circle alone was labelled "Hand 1" once dealt (found by a
 // trial of players). A round from before the server kept them is numbered in order.
 export function spotOf(round) {
-  const seats = [...new Set(round.hands.filter((hand) => hand.player_id === state.me.id).map((hand) => hand.seat))]
-    .sort((a, b) => a - b);
-  const bets = (round.me && round.me.bets) || [];
+  return spotsOf(round.hands.filter((hand) => hand.player_id === state.me.id), (round.me && round.me.bets) || []);
+}
+
+/** As `spotOf`, from one player's `hands` and their seat's `bets` (a history entry's). */
+export function spotsOf(hands, bets) {
+  const seats = [...new Set(hands.map((hand) => hand.seat))].sort((a, b) => a - b);
   return (seat) => {
     const index = seats.indexOf(seat);
     return (bets[index] && bets[index].spot) || index + 1;
@@ -150,8 +153,10 @@ export function myHands(round, decisionNode) {
 // A hand's total as the table reads it: a blackjack is named as soon as it is dealt, the player's own and the others'
 // alike (the others' read "21" until the round settled); a hand no longer played (stood, settled) has one total; a
 // bust is named as the dealer's is, "26 Bust", as soon as it busts (before, the player's read "26" alone: a trial).
+// Even money is only offered on a blackjack, and a hand that took it is one ("21" before: a trial of players).
+const BLACKJACKS = new Set(["blackjack", "even-money"]);
 function handTotal(hand) {
-  return hand.status === "blackjack" || hand.outcome === "blackjack" ? "Blackjack"
+  return BLACKJACKS.has(hand.status) || BLACKJACKS.has(hand.outcome) ? "Blackjack"
     : hand.total > 21 ? `${hand.total} Bust`
       : totalText(hand.total, hand.soft, hand.cards.length,
         Boolean(hand.outcome) || Boolean(hand.status && hand.status !== "playing"));

@@ -770,7 +770,7 @@ export function renderTable() {
   else if (table.closed) bar = closedBar();
   else {
     bar = bettingBar(table, slip, { forming, seated: seatedForming, playing, canBet, excluded, full, available,
-      broke: broke ? minimum : null });
+      broke: broke ? minimum : null, lossRoom: state.table.loss_room });
   }
   const actionBar = el("nav", { class: "action-bar", "aria-label": "Actions", id: "action-bar" }, bar);
   view().replaceChildren(felt, actionBar);

@@ -1,0 +1,93 @@
+"""Leftovers of a trial of players, each fixed: a hand that took even money read "21"; the history and the replay
+named hands by the round's seat ("seat 1") where the felt names them by their circle ("Hand 3"), and the history did
+not say which hand a side bet was on; the slip took bets past the daily loss limit, which DEAL then refused whole."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import httpx
+from playwright.sync_api import expect
+from web_helpers import LiveServer, bet, chip, guest_token, open_table, signed_in_context, table_page, watch_console
+
+
+def deal(page: Any) -> None:
+    page.locator("#deal").click()
+    expect(page.locator("#action-bar [data-action], #action-bar .offer, #result:not([hidden])").first).to_be_visible()
+
+
+def close(page: Any, problems: list[str], refused: str | None = None) -> None:
+    """Close the page's context; no console problem but the one refusal (a status) the test expected."""
+    page.context.close()
+    left = [problem for problem in problems if refused is None or f"status of {refused}" not in problem]
+    assert not left, left
+
+
+def test_a_blackjack_that_took_even_money_reads_blackjack(browser: Any, live_server: LiveServer) -> None:
+    """Even money is offered on a blackjack alone: the hand that took it read "21" beside EVEN MONEY."""
+    live_server.service.stacked.append(["AS", "AH", "KD", "7C"])  # A,K against an Ace (no blackjack under it)
+    page, _, problems = table_page(browser, live_server, "classic")
+    chip(page, 100)
+    bet(page)
+    deal(page)
+    page.locator("[data-focus='offer-yes']").click()
+    expect(page.locator("#result")).to_be_visible()
+    expect(page.locator(".hands.mine .hand .total")).to_have_text("Blackjack")
+    expect(page.locator(".hands.mine .hand .outcome")).to_have_text("EVEN MONEY +$1.00")
+    close(page, problems)
+
+
+def test_the_history_and_the_replay_name_hands_by_their_circles(browser: Any, live_server: LiveServer) -> None:
+    """Bets on circles 2 and 4, a side bet on 4: the history names each hand and the side bet's hand as the felt does,
+    and the replay says where each bet and card went by circle, not by the round's seats 1 and 2."""
+    live_server.service.stacked.append(["TS", "8S", "9H", "9D", "8C", "7C"])  # 19 and 8,8 against 9,7 (16)
+    page, _, problems = table_page(browser, live_server, "first-person")
+    chip(page, 100)
+    bet(page, 2)
+    bet(page, 4)
+    bet(page, 4, side="perfect_pairs")
+    deal(page)
+    expect(page.locator(".hands.mine .hand .owner")).to_have_text(["Hand 2", "Hand 4"])
+    for _ in range(2):
+        stand = page.locator("button[data-action='stand']")
+        expect(stand).to_be_enabled()
+        stand.click()
+    expect(page.locator("#result")).to_be_visible()
+    page.goto(live_server.url + "/#/history")
+    bets = page.locator("td[data-label='Your bets']").first
+    expect(bets).to_contain_text("Hand 2: 10♠ 9♦ $1.00 (")
+    expect(bets).to_contain_text("Hand 4: 8♠ 8♣ $1.00 (")
+    expect(bets).to_contain_text("Perfect Pairs (hand 4) $1.00 (")
+    page.locator("button[data-replay]").first.click()
+    steps = page.locator("#replay ol.operations li")
+    expect(steps.first).to_be_visible()
+    lines = steps.all_inner_texts()
+    assert any(line.endswith("bets $1.00 on hand 2") for line in lines), lines
+    assert any("bets $1.00 on hand 4, Perfect Pairs $1.00" in line for line in lines), lines
+    assert "card 10♠ → hand 2" in lines and "card 8♠ → hand 4" in lines, lines
+    assert not [line for line in lines if "seat" in line], lines
+    close(page, problems)
+
+
+def test_the_slip_says_what_the_daily_loss_limit_leaves_and_refuses_a_bet_past_it(browser: Any,
+                                                                                   live_server: LiveServer) -> None:
+    """$3.00 a day to lose: the bar says so while betting; a third $1.00 chip is placed, a fourth refused in words,
+    and the slip and the balance stay as they were."""
+    token, _ = guest_token(live_server)
+    httpx.put(live_server.url + "/me/limits", json={"daily_loss_limit": 300},
+              headers={"Authorization": f"Bearer {token}", "Idempotency-Key": "limit"}).raise_for_status()
+    page = signed_in_context(browser, token).new_page()
+    page.set_default_timeout(15000)
+    problems = watch_console(page)
+    open_table(page, live_server, "classic")
+    expect(page.locator("#loss-room")).to_have_text(" · Your daily loss limit leaves $3.00 to stake today.")
+    chip(page, 100)
+    for spot in (1, 2, 2):
+        bet(page, spot)
+    expect(page.locator("#total-bet")).to_have_text("TOTAL BET $3.00")
+    page.locator("button.circle[data-spot='1']").click()
+    expect(page.locator("#announce")).to_have_text(
+        "Your daily loss limit leaves $3.00 to stake today: these bets would stake $4.00.")
+    expect(page.locator("#total-bet")).to_have_text("TOTAL BET $3.00")
+    expect(page.locator("#balance")).to_have_text("BALANCE $997.00")
+    close(page, problems, refused="403")
