@@ -6,6 +6,7 @@ went with the only worker holding them, and in ``BrokenProcessPool``'s where a l
 
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
 from typing import Any
@@ -56,12 +57,19 @@ def test_a_scheduler_without_workers_is_one_line() -> None:
 
 def test_a_local_worker_killed_mid_run_is_one_line() -> None:
     """A worker process of ``--workers 2`` killed mid-run: the run ends with one line, not the pool's traceback."""
+    killed: list[int] = []
+
     def kill_a_worker(chunks_done: int, _: Any) -> None:
         import multiprocessing
 
-        children = multiprocessing.active_children()
-        if children:
-            os.kill(children[0].pid, signal.SIGKILL)
+        # One worker, once: a second call found the first one killed and already reaped (ProcessLookupError, a race
+        # a fresh check hit); a child that ended meanwhile is passed over for the next.
+        for child in multiprocessing.active_children() if not killed else ():
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(child.pid, signal.SIGKILL)
+                killed.append(child.pid)
+                break
 
     with pytest.raises(SimulationError, match="a worker process ended before its chunk was done"):
         simulate(builtin_rules("single-deck"), 2_000_000, seed=5, workers=2, exact=False, progress=kill_a_worker)
+    assert killed
