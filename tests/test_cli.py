@@ -215,6 +215,13 @@ def test_rtp_table_and_rules_file(tmp_path: Path) -> None:
     # Both: the game named was dropped without a word (a researcher's trial).
     assert_one_line_error(run("rtp", "power", "--rules", str(rules)), "not both: the file is its own game")
     assert_one_line_error(run("strategy", "power", "--rules", str(rules)), "not both")
+    # Commands with a default game: a game named beside the file is refused too, the file alone plays the file.
+    single_deck = str(Path(__file__).parents[1] / "src/twentyone/variants_data/single-deck.toml")
+    assert_one_line_error(run("cash-out-table", "first-person", "--rules", single_deck), "not both")
+    assert_one_line_error(run("rng-dump", "power", "--rules", single_deck, "--rounds", "1"), "not both")
+    shuffled = run("rng-dump", "--rules", single_deck, "--rounds", "1", "--format", "cards", "--seed", "1")
+    assert shuffled.returncode == 0 and len(shuffled.stdout.split()) == 52  # the file's one deck, not first person's 8
+    assert len(run("rng-dump", "--rounds", "1", "--format", "cards", "--seed", "1").stdout.split()) == 416
 
 
 def test_strategy_json_and_png(tmp_path: Path) -> None:
