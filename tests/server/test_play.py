@@ -531,6 +531,33 @@ def test_a_hint_at_an_offer_ranks_both_answers(guest: Client, service: GameServi
     assert hint[1]["ev"] == 1.0 and 1.0 < hint[0]["ev"] < 1.5
 
 
+def test_a_hint_ranks_every_hands_offer_each_as_its_own(http: TestClient, service: GameService) -> None:
+    """Insurance asked of two hands at once: the page showed the EVs of the pending hand's row alone (a trial of
+    players). The hint ranks every offer waiting, each hand's from its own cards and within what the player's daily
+    loss limit leaves: $5.00 on hand 1 and $25.00 on hand 2 with $30.00 a day to lose leave $0.00 to stake, so
+    neither insurance is ranked."""
+    ann = new_player(http, "ann")
+    service.stacked.append(["TS", "9H", "AH", "9D", "9C", "7C", "5S"])  # 19 and 9,9 against an Ace; no blackjack
+    ann.bet("classic", 500)
+    ann.bet("classic", 2500, spot=2)
+    round_id = ann.post("/tables/classic/deal").json()["id"]
+    hint = ann.get(f"/rounds/{round_id}/hint").json()
+    assert [(offer["seat"], offer["hand"], offer["kind"]) for offer in hint["offers"]] == [
+        (1, 1, "insurance"), (2, 1, "insurance")]
+    first, second = ({entry["action"]: entry["ev"] for entry in offer["actions"]} for offer in hint["offers"])
+    assert first == {entry["action"]: entry["ev"] for entry in hint["actions"]}  # the pending hand's, as before
+    # Insurance's EV depends on the hand's own cards: 9,9 leaves one ten more unseen than 10,9, so it is worth more.
+    assert second["no-insurance"] == first["no-insurance"] == 0.0 and first["insurance"] < second["insurance"] < 0
+    bob = new_player(http, "bob")
+    bob.put("/me/limits", {"daily_loss_limit": 3000})
+    service.stacked.append(["TS", "9H", "AH", "9D", "9C", "7C", "5S"])
+    bob.bet("classic", 500)
+    bob.bet("classic", 2500, spot=2)
+    round_id = bob.post("/tables/classic/deal").json()["id"]
+    offers = bob.get(f"/rounds/{round_id}/hint").json()["offers"]
+    assert [[entry["action"] for entry in offer["actions"]] for offer in offers] == [["no-insurance"]] * 2
+
+
 def test_a_request_that_wrote_nothing_keeps_its_answer_for_a_retry(service: GameService, guest: Client) -> None:
     """A keyed request whose work wrote nothing still records its answer: a retry gets it back, not a new one."""
     caller = service.authenticate(guest.token)

@@ -1,6 +1,7 @@
 """Leftovers of a trial of players, each fixed: a hand that took even money read "21"; the history and the replay
 named hands by the round's seat ("seat 1") where the felt names them by their circle ("Hand 3"), and the history did
-not say which hand a side bet was on; the slip took bets past the daily loss limit, which DEAL then refused whole."""
+not say which hand a side bet was on; the slip took bets past the daily loss limit, which DEAL then refused whole;
+insurance asked of several hands showed the hint's EVs on the pending hand's row alone."""
 
 from __future__ import annotations
 
@@ -9,6 +10,8 @@ from typing import Any
 import httpx
 from playwright.sync_api import expect
 from web_helpers import LiveServer, bet, chip, guest_token, open_table, signed_in_context, table_page, watch_console
+
+HEADERS = {"Idempotency-Key": "setting"}
 
 
 def deal(page: Any) -> None:
@@ -91,3 +94,26 @@ def test_the_slip_says_what_the_daily_loss_limit_leaves_and_refuses_a_bet_past_i
     expect(page.locator("#total-bet")).to_have_text("TOTAL BET $3.00")
     expect(page.locator("#balance")).to_have_text("BALANCE $997.00")
     close(page, problems, refused="403")
+
+
+def test_insurance_on_two_hands_shows_each_rows_own_evs(browser: Any, live_server: LiveServer) -> None:
+    """Hints on, 10,9 and 9,9 against an Ace: each row prints its own hand's EVs (9,9 leaves a ten more unseen, so
+    its insurance is worth more), where the second row printed none."""
+    live_server.service.stacked.append(["TS", "9H", "AH", "9D", "9C", "7C", "5S"])
+    token, _ = guest_token(live_server)
+    httpx.put(live_server.url + "/me/settings", json={"hints": True},
+              headers={"Authorization": f"Bearer {token}", **HEADERS}).raise_for_status()
+    page = signed_in_context(browser, token).new_page()
+    page.set_default_timeout(15000)
+    problems = watch_console(page)
+    open_table(page, live_server, "classic")
+    chip(page, 100)
+    bet(page, 1)
+    bet(page, 2)
+    page.locator("#deal").click()
+    evs = page.locator(".offer [data-offer-ev]")
+    expect(evs).to_have_count(2)
+    first, second = evs.all_inner_texts()
+    yes = [float(text.split()[1]) for text in (first, second)]
+    assert first.endswith("EV +0.000 no") and second.endswith("EV +0.000 no") and yes[0] < yes[1] < 0, (first, second)
+    close(page, problems)

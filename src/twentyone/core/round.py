@@ -555,12 +555,13 @@ class Round:
             return self._spot_of(hand).bet // 2
         return 0
 
-    def cost_of(self, action: Action | str, player: str | None = None) -> int:
-        """Money ``action`` would add to the table now (double, split, insurance), else 0.
+    def cost_of(self, action: Action | str, player: str | None = None, decision: Decision | None = None) -> int:
+        """Money ``action`` would add to the table now (double, split, insurance), else 0; at ``decision`` (one of
+        :meth:`pending_offers`: another hand's insurance) where given, else at the decision the round waits for.
 
         The engine does not know balances; callers check this against the wallet.
         """
-        decision = self.decision(player)
+        decision = decision or self.decision(player)
         if decision is None:
             return 0
         action = Action(action)

@@ -21,7 +21,15 @@ from sqlalchemy.orm import Session
 
 from twentyone.core.cards import Card, parse_card
 from twentyone.core.commitment import verify_record
-from twentyone.core.operations import COSTLY_ACTIONS, Action, ActionTaken, BetsPlaced, CardDealt
+from twentyone.core.operations import (
+    COSTLY_ACTIONS,
+    OFFER_ANSWERS,
+    Action,
+    ActionTaken,
+    BetsPlaced,
+    CardDealt,
+    DecisionKind,
+)
 from twentyone.core.round import Phase
 from twentyone.core.round import Round as Engine
 from twentyone.core.view import RoundView, dealer_json, hand_json, operation_json
@@ -539,6 +547,10 @@ class Views:
                 seen = engine.view(str(caller.id))
                 costs = {str(action): engine.cost_of(action, str(caller.id)) for action in seen.legal_actions
                          if action in COSTLY_ACTIONS and action is not Action.INSURANCE} if seen.viewer_to_act else {}
+                # Every offer waiting for the caller (insurance on each hand at once), each with its insurance's cost
+                pending = [(offer, engine.cost_of(Action.INSURANCE, decision=offer)
+                            if offer.kind is DecisionKind.INSURANCE else 0)
+                           for offer in engine.pending_offers(str(caller.id))] if seen.viewer_to_act else []
             now = self.clock()
             room = loss_room(session, caller, self.tables.of_round(round_row).currency, now)
             rules = engine.rules  # immutable: read outside the hold
@@ -558,12 +570,21 @@ class Views:
         offers = {"costs": costs, **({"insurance": seen.offers["insurance"]} if "insurance" in seen.offers else {})}
         legal = without_new_stakes({"legal_actions": [str(a) for a in seen.legal_actions], "offers": offers},
                                    caller, now, room)["legal_actions"]
+        # Each offer waiting, ranked as its own: with insurance asked of several hands at once, the page showed the
+        # EVs of the pending hand's row alone (a trial of players).
+        cards = {(shown.seat, shown.hand): shown.cards for shown in seen.hands}
         try:
             ranked = hint(rules, hand.cards, up, legal, first_decision=hand.first_decision, unseen=unseen)
+            offers_ranked = [(offer, hint(rules, cards[offer.seat, offer.hand], up, without_new_stakes(
+                {"legal_actions": [str(answer) for answer in OFFER_ANSWERS[offer.kind]], "offers": {"insurance": cost}},
+                caller, now, room)["legal_actions"], first_decision=True, unseen=unseen)) for offer, cost in pending]
         except ValueError as error:  # a live shoe too short to value (a rules file's cut card past its end)
             raise ServiceError(409, str(error)) from None
         return {"round_id": round_id, "seat": seen.decision.seat, "hand": seen.decision.hand,
-                "actions": [{"action": action, "ev": value} for action, value in ranked]}
+                "actions": [{"action": action, "ev": value} for action, value in ranked],
+                "offers": [{"seat": offer.seat, "hand": offer.hand, "kind": str(offer.kind),
+                            "actions": [{"action": action, "ev": value} for action, value in answers]}
+                           for offer, answers in offers_ranked]}
 
     def seated(self) -> dict[str, int]:
         """Players in each table's open round (shared tables) or playing a round now (private ones)."""

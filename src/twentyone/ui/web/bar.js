@@ -191,16 +191,18 @@ export function decisions(round, dealing = false) {
 /** A hint's EV as the buttons print it: "EV +0.123", "EV -0.039". */
 const evText = (ev) => `EV ${ev >= 0 ? "+" : ""}${ev.toFixed(3)}`;
 
-/** The hint's EV of each answer to the offer of hand `seat`.`hand`: the server's hint is for the pending decision
- * alone (its `seat` and `hand`), so another hand's offer has none. Before, the offer's YES and NO showed no EV while
- * the play buttons did (found by a trial of players). */
+/** The hint's EV of each answer to the offer of hand `seat`.`hand`: the server ranks every offer waiting for the
+ * player (`offers`), each hand's as its own. Before, the offer's YES and NO showed no EV while the play buttons did
+ * (found by a trial of players), then the pending hand's row alone had them. */
 function offerHints(seat, hand, kind) {
   const hint = state.hints;
-  if (!hint || hint.seat !== seat || hint.hand !== hand) return null;
-  const evs = Object.fromEntries(hint.actions.map((a) => [a.action, a.ev]));
+  const offer = hint && (hint.offers || []).find((o) => o.seat === seat && o.hand === hand && o.kind === kind);
+  const ranked = offer ? offer.actions : hint && hint.seat === seat && hint.hand === hand ? hint.actions : null;
+  if (!ranked || !ranked.length) return null;
+  const evs = Object.fromEntries(ranked.map((a) => [a.action, a.ev]));
   const { accept, decline } = answers(kind);
   if (!(accept in evs) || !(decline in evs)) return null;
-  return { yes: evs[accept], no: evs[decline], best: hint.actions[0].action === accept ? "yes" : "no" };
+  return { yes: evs[accept], no: evs[decline], best: ranked[0].action === accept ? "yes" : "no" };
 }
 
 /** The hand's actions that add a stake and that the server left out of its legal ones: it prices each one the game
