@@ -98,9 +98,9 @@ def test_lobby_guest_and_a_full_classic_round_with_history(page: Any, live_serve
     expect(row.locator("td").nth(3)).to_have_text(re.compile(r"^(10|[2-9AJQK])[♠♥♦♣] (10|[2-9AJQK])[♠♥♦♣]"))
     page.locator("button[data-replay]").click()
     expect(page.locator(".operations li").nth(1)).to_have_text(re.compile(r"^card (10|[2-9AJQK])[♠♥♦♣] → "))
-    expect(page.locator(".operations li").first).to_contain_text("bets $5.00 at seat 1")
-    expect(page.locator(".operations li").nth(5)).to_have_text(re.compile(r"^guest-\w+: stand, seat 1 hand 1$"))
-    expect(page.locator(".operations li").last).to_have_text("seat 1 hand 1: win, returned $10.00")
+    expect(page.locator(".operations li").first).to_contain_text("bets $5.00 on hand 1")
+    expect(page.locator(".operations li").nth(5)).to_have_text(re.compile(r"^guest-\w+: stand, hand 1$"))
+    expect(page.locator(".operations li").last).to_have_text("Hand 1: win, returned $10.00")
     page.locator("#verify").click()
     expect(page.locator("#verification")).to_contain_text("Verified")
     page.get_by_role("link", name="Lobby").click()
@@ -131,8 +131,8 @@ def test_first_person_side_bets_insurance_and_cash_out(page: Any, live_server: L
     page.get_by_role("link", name="History").click()
     page.locator("button[data-replay]").click()
     expect(page.locator(".operations li").first).to_have_text(
-        re.compile(r"^guest-\w+ bets \$1\.00 at seat 1, Perfect Pairs \$1\.00$"))
-    expect(page.locator(".operations")).to_contain_text("Perfect Pairs, seat 1 hand 1: ")
+        re.compile(r"^guest-\w+ bets \$1\.00 on hand 1, Perfect Pairs \$1\.00$"))
+    expect(page.locator(".operations")).to_contain_text("Perfect Pairs, hand 1: ")
 
 
 def test_split_then_play_both_hands(page: Any, live_server: LiveServer) -> None:

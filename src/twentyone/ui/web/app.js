@@ -248,7 +248,7 @@ async function showReplay(roundId, currency, tableId) {
       // A decision the timer took when the decision time ran out says so (the sheet's auto decision).
       if (op.type === "action") return `${op.player}: ${op.action}, ${where}${op.by === "timer" ? " (by the timer: time ran out)" : ""}`;
       if (op.type === "settled") {
-        const what = op.item === "hand" ? where : `${op.item === "insurance" ? op.item : sideName(op.item)}, ${where}`;
+        const what = op.item === "hand" ? where.replace(/^h/, "H") : `${op.item === "insurance" ? "Insurance" : sideName(op.item)}, ${where}`;
         return `${what}: ${op.result}, returned ${money(op.returned, currency)}`;
       }
       if (op.type === "bets") {  // the side bets too: before, a replay named the main bet alone (found by a trial)
