@@ -1,10 +1,13 @@
 """Leftovers of a trial of players, each fixed: a hand that took even money read "21"; the history and the replay
 named hands by the round's seat ("seat 1") where the felt names them by their circle ("Hand 3"), and the history did
 not say which hand a side bet was on; the slip took bets past the daily loss limit, which DEAL then refused whole;
-insurance asked of several hands showed the hint's EVs on the pending hand's row alone."""
+insurance asked of several hands showed the hint's EVs on the pending hand's row alone; a self-exclusion's end was
+given in UTC alone, and the loss limit as an amount with no currency."""
 
 from __future__ import annotations
 
+import re
+from datetime import datetime, timedelta, timezone
 from typing import Any
 
 import httpx
@@ -116,4 +119,33 @@ def test_insurance_on_two_hands_shows_each_rows_own_evs(browser: Any, live_serve
     first, second = evs.all_inner_texts()
     yes = [float(text.split()[1]) for text in (first, second)]
     assert first.endswith("EV +0.000 no") and second.endswith("EV +0.000 no") and yes[0] < yes[1] < 0, (first, second)
+    close(page, problems)
+
+
+def test_a_self_exclusion_ends_in_the_players_own_time_and_the_loss_limit_is_in_the_tables_money(
+        browser: Any, live_server: LiveServer) -> None:
+    """A player in India (UTC+5:30) excludes themselves for 7 days: the limits page and the table say when in UTC and
+    in their own time; the loss limit of 50.00 reads in the tables' money too."""
+    token, _ = guest_token(live_server)
+    headers = {"Authorization": f"Bearer {token}"}
+    httpx.put(live_server.url + "/me/limits", json={"daily_loss_limit": 5000, "exclude_days": 7},
+              headers={**headers, "Idempotency-Key": "limits"}).raise_for_status()
+    limits = httpx.get(live_server.url + "/me", headers=headers).json()["limits"]
+    until = datetime.fromisoformat(limits["excluded_until"])
+    there = until.astimezone(timezone(timedelta(hours=5, minutes=30)))
+    utc_words = f"{until:%Y-%m-%d %H:%M} UTC"
+    local = rf"\w+ {there.day} \w+, 0?{there.hour}:{there:%M}"  # en-GB: "Mon 14 Dec, 23:10"
+    page = signed_in_context(browser, token, timezone_id="Asia/Kolkata", locale="en-GB").new_page()
+    page.set_default_timeout(15000)
+    problems = watch_console(page)
+    page.goto(live_server.url + "/#/limits")
+    expect(page.get_by_text(re.compile(rf"Self-exclusion: until {utc_words} \({local} your time\)"))).to_be_visible()
+    currencies = {table["currency"] for table in httpx.get(live_server.url + "/tables").json()["tables"]}
+    amounts = {"USD": "$50.00", "EUR": "€50.00", "GBP": "£50.00"}
+    assert currencies <= set(amounts), currencies
+    expect(page.get_by_text("Daily loss limit, in each currency: 50.00")).to_contain_text(
+        " or ".join(amounts[currency] for currency in sorted(currencies)) + " a day")
+    page.goto(live_server.url + "/#/table/classic")
+    expect(page.locator("#bet-status")).to_have_text(re.compile(
+        rf"^You have excluded yourself from play until {utc_words}\. That is {local} your time\.$"))
     close(page, problems)

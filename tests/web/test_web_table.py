@@ -951,12 +951,13 @@ def test_a_bet_placed_while_the_pages_line_is_down_waits_for_the_next_sockets_he
         table.page.context.close()
 
 
-def _excluded_line(server: LiveServer, token: str) -> str:
+def _excluded_line(server: LiveServer, token: str) -> re.Pattern[str]:
     import httpx
 
     me = httpx.get(server.url + "/me", headers={"Authorization": f"Bearer {token}"}).json()
     until = me["limits"]["excluded_until"]
-    return f"You have excluded yourself from play until {until[:16].replace('T', ' ')} UTC."
+    words = f"You have excluded yourself from play until {until[:16].replace('T', ' ')} UTC."
+    return re.compile(rf"^{re.escape(words)} That is .+ your time\.$")  # the local time: test_hand_names_and_limits
 
 
 def test_a_self_exclusion_takes_the_bet_controls_away_in_every_tab(browser: Any, live_server: LiveServer) -> None:

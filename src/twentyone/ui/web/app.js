@@ -2,7 +2,7 @@
 // in table.js (state and controls), round.js (the felt), cards.js, chips.js and money.js.
 
 import { cardText } from "./cards.js";
-import { announce, api, el, exclusionLine, sessionOverLine, showError, state, utc, view } from "./dom.js";
+import { announce, api, el, exclusionLine, localTime, sessionOverLine, showError, state, utc, view } from "./dom.js";
 import { money } from "./money.js";
 import { sideTitle, spotsOf } from "./round.js";
 import { closeSocket, currentTableId, leaveRound, leaveTable, openTable } from "./table.js";
@@ -300,7 +300,13 @@ async function renderSettings() {
 
 async function renderLimits() {
   if (!(await ensureMe())) { location.hash = "#/"; return; }
+  if (!Object.keys(state.tables).length) await loadTables().catch(() => null);
   const limits = state.me.limits;
+  // The loss limit is one amount in minor units of each currency: said in the tables' money too ("$50.00 or
+  // €50.00 a day"), where "50.00" alone named no currency (a trial of players).
+  const currencies = [...new Set(Object.values(state.tables).map((table) => table.currency))].sort();
+  const inMoney = (amount) => (currencies.length
+    ? ` · ${currencies.map((currency) => money(amount, currency)).join(" or ")} a day` : "");
   // A raise waiting out its day: " (raised to 50.00 from 2026-12-01 17:00 UTC)".
   const waiting = (name, text) => {
     const change = (limits.pending || {})[name];
@@ -322,10 +328,12 @@ async function renderLimits() {
       + "never shorter."),
     el("ul", {},
       el("li", {}, `Daily loss limit, in each currency: ${limits.daily_loss_limit === undefined ? "none"
-        : (limits.daily_loss_limit / 100).toFixed(2)}${waiting("daily_loss_limit", (v) => (v / 100).toFixed(2))}`),
+        : (limits.daily_loss_limit / 100).toFixed(2)}${waiting("daily_loss_limit", (v) => (v / 100).toFixed(2))}`
+        + (limits.daily_loss_limit === undefined ? "" : inMoney(limits.daily_loss_limit))),
       el("li", {}, `Session time limit: ${limits.session_minutes ? minutesText(limits.session_minutes) : "none"}`
         + waiting("session_minutes", minutesText)),
-      el("li", {}, `Self-exclusion: ${limits.excluded_until ? `until ${utc(limits.excluded_until)}` : "none"}`)),
+      el("li", {}, `Self-exclusion: ${limits.excluded_until
+        ? `until ${utc(limits.excluded_until)} (${localTime(limits.excluded_until)} your time)` : "none"}`)),
     // The limit reached is said here too, with when play resumes: before, this page said nothing of it while every
     // table refused a bet (found by a trial of players).
     sessionOverLine() ? el("p", { class: "exclusion", id: "session-over", role: "status" }, sessionOverLine()) : null,

@@ -112,7 +112,8 @@ export function localTime(iso) {
 export function exclusionLine() {
   const until = state.me && state.me.limits && state.me.limits.excluded_until;
   if (!until || !(Date.parse(until) > Date.now())) return null;
-  return `You have excluded yourself from play until ${utc(until)}.`;
+  // In the player's own time too, as the session limit's line says it (a trial of players: UTC alone).
+  return `You have excluded yourself from play until ${utc(until)}. That is ${localTime(until)} your time.`;
 }
 
 /** While the player's session time limit is reached and the break after it runs (GET /me's `session`): the line that
