@@ -310,7 +310,9 @@ def test_each_seats_bet_keeps_the_spot_it_was_placed_on(guest: Client) -> None:
     assert sorted({hand["seat"] for hand in dealt["hands"]}) == [1, 2]
     assert guest.get("/me/history").json()["rounds"][0]["bets"] == dealt["me"]["bets"]
     # The replay says it too, on each seat's bets, and where each card went by seat and hand as well as in words.
-    operations = guest.get(f"/rounds/{dealt['id']}/replay").json()["operations"]
+    replay = guest.get(f"/rounds/{dealt['id']}/replay").json()
+    operations = replay["operations"]
+    assert replay["shared"] is False  # the page names a private round's hands by circle
     assert [(op["seat"], op["spot"]) for op in operations if op["type"] == "bets"] == [(1, 3), (2, 5)]
     first = next(op for op in operations if op["type"] == "card")
     assert (first["seat"], first["hand"], first["to"]) == (1, 1, "seat 1 hand 1")
@@ -533,9 +535,10 @@ def test_a_hint_at_an_offer_ranks_both_answers(guest: Client, service: GameServi
 
 def test_a_hint_ranks_every_hands_offer_each_as_its_own(http: TestClient, service: GameService) -> None:
     """Insurance asked of two hands at once: the page showed the EVs of the pending hand's row alone (a trial of
-    players). The hint ranks every offer waiting, each hand's from its own cards and within what the player's daily
-    loss limit leaves: $5.00 on hand 1 and $25.00 on hand 2 with $30.00 a day to lose leave $0.00 to stake, so
-    neither insurance is ranked."""
+    players). The hint ranks every offer waiting, within what the player's daily loss limit leaves: $5.00 on hand 1
+    and $25.00 on hand 2 with $30.00 a day to lose leave $0.00 to stake, so neither insurance is ranked. Insurance
+    pays on the one hole card, so it is valued once, from every card the player has seen (a review: valued from each
+    hand's own cards, 9,9 read as worth more than 10,9)."""
     ann = new_player(http, "ann")
     service.stacked.append(["TS", "9H", "AH", "9D", "9C", "7C", "5S"])  # 19 and 9,9 against an Ace; no blackjack
     ann.bet("classic", 500)
@@ -545,9 +548,9 @@ def test_a_hint_ranks_every_hands_offer_each_as_its_own(http: TestClient, servic
     assert [(offer["seat"], offer["hand"], offer["kind"]) for offer in hint["offers"]] == [
         (1, 1, "insurance"), (2, 1, "insurance")]
     first, second = ({entry["action"]: entry["ev"] for entry in offer["actions"]} for offer in hint["offers"])
-    assert first == {entry["action"]: entry["ev"] for entry in hint["actions"]}  # the pending hand's, as before
-    # Insurance's EV depends on the hand's own cards: 9,9 leaves one ten more unseen than 10,9, so it is worth more.
-    assert second["no-insurance"] == first["no-insurance"] == 0.0 and first["insurance"] < second["insurance"] < 0
+    assert first == second == {entry["action"]: entry["ev"] for entry in hint["actions"]}
+    # Six decks less 10,9 9,9 and the Ace: 95 tens among 307 cards; half the bet pays 2 to 1 on one.
+    assert first["no-insurance"] == 0.0 and first["insurance"] == pytest.approx(0.5 * (2 * 95 - 212) / 307)
     bob = new_player(http, "bob")
     bob.put("/me/limits", {"daily_loss_limit": 3000})
     service.stacked.append(["TS", "9H", "AH", "9D", "9C", "7C", "5S"])

@@ -435,6 +435,28 @@ def test_a_daily_loss_limit_is_enforced(guest: Client, service: GameService) -> 
     assert refused.json()["amounts"] == {"limit": 900, "lost": 500, "stake": 500}
 
 
+@pytest.mark.parametrize(("table", "chip", "shoe"), [("classic", 500, ["TS", "6H", "6D", "TC", "KC"]),
+                                                     ("single-deck", 2500, ["TS", "6H", "6D", "KC"])])
+def test_rebet_and_same_bet_past_what_the_loss_limit_leaves_are_refused_and_move_nothing(
+        guest: Client, service: GameService, table: str, chip: int, shoe: list[str]) -> None:
+    """REBET, and single deck's SAME BET, which deals at once: the last round's bets past what the limit leaves are
+    refused when pressed, before the slip or the balance changes and before any deal (a review)."""
+    service.stacked.append(shoe)  # 10,6 hits a K: bust, the bet lost
+    guest.bet(table, chip)
+    round_id = guest.post(f"/tables/{table}/deal").json()["id"]
+    assert guest.act(round_id, "hit").json()["status"] == "settled"
+    guest.put("/me/limits", {"daily_loss_limit": 100})  # stricter: at once; today's loss already past it
+    currency = guest.get(f"/tables/{table}").json()["table"]["currency"]
+    balance = guest.get("/me").json()["balances"][currency]
+    assert guest.get(f"/tables/{table}").json()["loss_room"] == 0
+    refused = guest.post(f"/tables/{table}/rebet")
+    assert refused.status_code == 403 and refused.json()["amounts"] == {"room": 0, "total": chip}
+    after = guest.get(f"/tables/{table}").json()
+    assert after["slip"]["total"] == 0 and (after["round"] is None or after["round"]["id"] == round_id)
+    assert guest.get("/me").json()["balances"][currency] == balance
+    assert guest.get("/me/history").json()["rounds"][0]["id"] == round_id  # no round dealt
+
+
 def test_a_double_that_could_take_losses_past_the_daily_limit_is_refused(guest: Client, service: GameService) -> None:
     guest.put("/me/limits", {"daily_loss_limit": 900})
     service.stacked.append(["5S", "6H", "6D", "TC", "KC"])  # 11 against a 6: the double every chart takes

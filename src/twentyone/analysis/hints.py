@@ -9,7 +9,7 @@
 
 from __future__ import annotations
 
-from collections import OrderedDict
+from collections import Counter, OrderedDict
 from collections.abc import Iterable, Sequence
 
 import numpy as np
@@ -104,6 +104,31 @@ def hint(rules: Rules, cards: Sequence[Card], up: Card, legal: Iterable[str] | N
         actions.update({name: value for name, value in _declines(actions, ev).items() if name in allowed})
         actions = {name: ev for name, ev in actions.items() if name in allowed}
     return sorted(actions.items(), key=lambda item: -item[1])
+
+
+def insurance_ev(rules: Rules, seen: Iterable[Card], unseen: Iterable[Card] | None = None) -> float:
+    """Insurance's EV per unit of the main bet (it costs half of it), from every card the player has seen: their
+    hands and the dealer's Ace. It pays on the one hole card, so it is worth the same at each of their hands; valued
+    from one hand's cards alone (as :func:`hint` values a hand), 9,9 beside 10,9 read as worth more (a review).
+    ``unseen`` as in :func:`hint`, for a live shoe; else the shoe is a fresh one less ``seen``.
+
+    >>> from twentyone.core.cards import parse_cards
+    >>> from twentyone.variants import builtin_rules
+    >>> rules = builtin_rules("classic")
+    >>> one = [(action, round(ev, 4)) for action, ev in hint(rules, parse_cards(["TS", "3D"]), parse_cards(["AH"])[0],
+    ...                                                       ["insurance"])]
+    >>> one, round(insurance_ev(rules, parse_cards(["TS", "3D", "AH"])), 4)
+    ([('insurance', -0.0388)], -0.0388)
+    >>> round(insurance_ev(rules, parse_cards(["TS", "3D", "9S", "9D", "AH"])), 4)  # a second hand's 9s seen
+    -0.0358
+    """
+    left = Counter(unseen) if unseen is not None else rules.shoe.composition.counts() - Counter(seen)
+    total = sum(left.values())
+    if total == 0:
+        raise ValueError("The shoe left holds no card.")
+    blackjack = sum(count for card, count in left.items() if card.value == 10) / total
+    pays = rules.insurance.payout.numerator / rules.insurance.payout.denominator
+    return 0.5 * (pays * blackjack - (1.0 - blackjack))
 
 
 def _check_finishes(analysis: GameAnalysis, up: Card, left: int) -> None:

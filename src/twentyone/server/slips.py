@@ -92,14 +92,15 @@ class Slips:
             balance = None
         current = current_round(session, table, caller.id)
         view = None
+        now = self.rounds.clock()
+        # What the daily loss limit leaves to stake today (null without one): said while betting, as a bet past it
+        # is refused when placed; read once where the round in play is in the table's currency.
+        room = loss_room(session, caller, table.currency, now)
         if current is not None:
             view = round_json_held(session, current, self.rounds.tables.of_round(current), caller.id, self.rounds.live)
-            now = self.rounds.clock()
-            view = without_new_stakes(view, caller, now, loss_room(session, caller, view["currency"], now))
+            in_round = room if view["currency"] == table.currency else loss_room(session, caller, view["currency"], now)
+            view = without_new_stakes(view, caller, now, in_round)
         watching = table.shared and (view is None or (view["status"] == "betting" and "me" not in view))
-        # What the daily loss limit leaves to stake today (null without one): said while betting, as a bet past it
-        # is refused when placed.
-        room = None if caller.is_operator else loss_room(session, caller, table.currency, self.rounds.clock())
         return {"table": table_json(table), "balance": balance, "loss_room": room,
                 "slip": slip_view(slip, bet_slip(slip, table, balance or 0)),
                 "next_shoe": shoe, "round": view,

@@ -32,7 +32,7 @@ from twentyone.core.operations import (
 )
 from twentyone.core.round import Phase
 from twentyone.core.round import Round as Engine
-from twentyone.core.view import RoundView, dealer_json, hand_json, operation_json
+from twentyone.core.view import Decision, RoundView, dealer_json, hand_json, operation_json
 from twentyone.server.accounts import limits_in_force
 from twentyone.server.config import TableSpec
 from twentyone.server.context import Caller, ServiceError, SnapshotBehind, aware, iso
@@ -91,7 +91,15 @@ def with_spots(operations: list[dict[str, Any]], logged: Collection[object],
     """``operations`` (the JSON of ``logged``) with each seat's bets saying the ``spot`` they were placed on, where
     the round kept it: a page names a player's hand by its betting circle ("Hand 3"), and a replay named it by the
     round's seat ("seat 1") alone (a trial of players). A player's seats take their bets in the order the seat's
-    ``bets`` list them."""
+    ``bets`` list them.
+
+    >>> from types import SimpleNamespace as Row
+    >>> logged = [BetsPlaced("7", 1, 100, ()), BetsPlaced("7", 2, 500, ()), BetsPlaced("8", 3, 100, ())]
+    >>> seats = [(Row(player_id=7, bets=[{"bet": 100, "spot": 3}, {"bet": 500, "spot": 5}]), "ann"),
+    ...          (Row(player_id=8, bets=[{"bet": 100}]), "bob")]  # bob's round was dealt before spots were kept
+    >>> [op.get("spot") for op in with_spots([{"type": "bets"} for _ in logged], logged, seats)]
+    [3, 5, None]
+    """
     spots = {str(seat.player_id): iter([entry.get("spot") for entry in seat.bets]) for seat, _ in seats}
     for operation, op in zip(operations, logged, strict=True):
         if isinstance(op, BetsPlaced):
@@ -514,7 +522,10 @@ class Views:
             if seen.others_withheld:  # a common draw in play: the others' decisions tell of this player's cards
                 actions = [action for action in actions if action["player"] == caller.id]
             operations = [operation_json(op, names) for op in seen.operations]
+            # ``shared``: whether its bets were taken in a window (a shared table's), as the page names its hands by
+            # it; the table's present setting is not the round's, and a removed table has none (a review).
             return {"id": round_id, "variant": round_row.variant, "status": round_row.status,
+                    "shared": round_row.betting_closes_at is not None,
                     "operations": with_deciders(with_spots(operations, seen.operations, seats), actions),
                     "actions": actions}
 
@@ -536,7 +547,7 @@ class Views:
 
     def hint(self, caller: Caller, round_id: int) -> dict[str, Any]:
         """The EV of each legal action for the caller's pending decision, best first (exact maths)."""
-        from twentyone.analysis.hints import hint
+        from twentyone.analysis.hints import hint, insurance_ev
 
         with self.store.read() as session:
             round_row = self._mine(session, caller, round_id)
@@ -571,13 +582,27 @@ class Views:
         legal = without_new_stakes({"legal_actions": [str(a) for a in seen.legal_actions], "offers": offers},
                                    caller, now, room)["legal_actions"]
         # Each offer waiting, ranked as its own: with insurance asked of several hands at once, the page showed the
-        # EVs of the pending hand's row alone (a trial of players).
+        # EVs of the pending hand's row alone (a trial of players). Insurance pays on the one hole card: it is valued
+        # once, from every card of the player's hands (valued from each hand's own, it differed by hand: a review).
         cards = {(shown.seat, shown.hand): shown.cards for shown in seen.hands}
+        mine = [card for shown in seen.hands if shown.player == str(caller.id) for card in shown.cards]
         try:
             ranked = hint(rules, hand.cards, up, legal, first_decision=hand.first_decision, unseen=unseen)
-            offers_ranked = [(offer, hint(rules, cards[offer.seat, offer.hand], up, without_new_stakes(
-                {"legal_actions": [str(answer) for answer in OFFER_ANSWERS[offer.kind]], "offers": {"insurance": cost}},
-                caller, now, room)["legal_actions"], first_decision=True, unseen=unseen)) for offer, cost in pending]
+            insured = insurance_ev(rules, [*mine, up], unseen) if pending else 0.0
+            offers_ranked: list[tuple[Decision, list[tuple[str, float]]]] = []
+            for offer, cost in pending:
+                answers = without_new_stakes({"legal_actions": [str(answer) for answer in OFFER_ANSWERS[offer.kind]],
+                                              "offers": {"insurance": cost}}, caller, now, room)["legal_actions"]
+                if offer.kind is DecisionKind.INSURANCE:
+                    valued = {str(Action.INSURANCE): insured, str(Action.NO_INSURANCE): 0.0}
+                    offers_ranked.append((offer, sorted(((a, valued[a]) for a in answers), key=lambda a: -a[1])))
+                elif (offer.seat, offer.hand) == (seen.decision.seat, seen.decision.hand):
+                    offers_ranked.append((offer, ranked))  # the pending decision's own ranking
+                else:
+                    offers_ranked.append((offer, hint(rules, cards[offer.seat, offer.hand], up, answers,
+                                                      first_decision=True, unseen=unseen)))
+            if seen.decision.kind is DecisionKind.INSURANCE:
+                ranked = next((answers for offer, answers in offers_ranked if offer == seen.decision), ranked)
         except ValueError as error:  # a live shoe too short to value (a rules file's cut card past its end)
             raise ServiceError(409, str(error)) from None
         return {"round_id": round_id, "seat": seen.decision.seat, "hand": seen.decision.hand,

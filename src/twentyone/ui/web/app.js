@@ -168,7 +168,8 @@ function stakesLine(round, currency) {
   const spot = spotsOf(round.hands, round.bets || []);
   const several = new Set(round.hands.map((h) => h.seat)).size > 1;
   const split = (h) => (h.from_split ? `.${h.hand}` : "");
-  const hand = (h) => (several ? `Hand ${spot(h.seat)}${split(h)}: ` : h.from_split ? `Hand ${h.hand}: ` : "");
+  // A split hand as the felt names it ("Hand 3.2"), with one circle too (a review: "Hand 2" read as circle 2).
+  const hand = (h) => (several || h.from_split ? `Hand ${spot(h.seat)}${split(h)}: ` : "");
   const on = (seat) => (several ? ` (hand ${spot(seat)})` : "");
   return [
     ...round.hands.map((h) => `${hand(h)}${h.cards.map(cardText).join(" ")} ${money(h.stake, currency)}${outcome(h.outcome)}`),
@@ -184,9 +185,10 @@ function stakesLine(round, currency) {
 function replayPlaces(operations, shared) {
   const spots = new Map(operations.filter((op) => op.type === "bets" && op.spot).map((op) => [op.seat, op.spot]));
   const splitSeats = new Set(operations.filter((op) => op.hand > 1).map((op) => op.seat));
-  return (seat, hand) => {
+  // `whole`: the seat's circle as a whole (a side bet, insurance), which a split does not number.
+  return (seat, hand, whole = false) => {
     if (shared || !spots.has(seat)) return `seat ${seat} hand ${hand}`;
-    return `hand ${spots.get(seat)}${splitSeats.has(seat) ? `.${hand}` : ""}`;
+    return `hand ${spots.get(seat)}${splitSeats.has(seat) && !whole ? `.${hand}` : ""}`;
   };
 }
 
@@ -237,7 +239,8 @@ async function showReplay(roundId, currency, tableId) {
   const sideName = (name) => sideTitle(name, titles);
   try {
     const replay = await api("GET", `/rounds/${roundId}/replay`);
-    const shared = Boolean((state.tables[tableId] || {}).shared);
+    // The round's own word where the server gives it: a table removed since, or made private, is not the round's.
+    const shared = replay.shared ?? Boolean((state.tables[tableId] || {}).shared);
     const place = replayPlaces(replay.operations, shared);
     const lines = replay.operations.map((op) => {
       const where = place(op.seat, op.hand);
@@ -248,7 +251,8 @@ async function showReplay(roundId, currency, tableId) {
       // A decision the timer took when the decision time ran out says so (the sheet's auto decision).
       if (op.type === "action") return `${op.player}: ${op.action}, ${where}${op.by === "timer" ? " (by the timer: time ran out)" : ""}`;
       if (op.type === "settled") {
-        const what = op.item === "hand" ? where.replace(/^h/, "H") : `${op.item === "insurance" ? "Insurance" : sideName(op.item)}, ${where}`;
+        const what = op.item === "hand" ? where.replace(/^h/, "H")
+          : `${op.item === "insurance" ? "Insurance" : sideName(op.item)}, ${place(op.seat, op.hand, true)}`;
         return `${what}: ${op.result}, returned ${money(op.returned, currency)}`;
       }
       if (op.type === "bets") {  // the side bets too: before, a replay named the main bet alone (found by a trial)

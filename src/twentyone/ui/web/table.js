@@ -559,7 +559,8 @@ async function controlNow(path, body) {
     // another table), which a refusal such as "Doubling every bet needs £2,000.00 but the balance is £1,000.00."
     // tells of; the table is read again, so BALANCE is the server's. Before, the old one stayed until the next read
     // (found by a trial). The words stay: a read clears none.
-    if (error.status === 409 && state.table && state.table.table.id === tableId) {
+    // A 403 too: a bet past the daily loss limit's room says what it leaves now, and the bar reads it again.
+    if ((error.status === 409 || error.status === 403) && state.table && state.table.table.id === tableId) {
       await refreshTable(tableId);
       return;
     }
