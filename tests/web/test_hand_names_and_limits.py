@@ -96,6 +96,13 @@ def test_the_slip_says_what_the_daily_loss_limit_leaves_and_refuses_a_bet_past_i
         "Your daily loss limit leaves $3.00 to stake today: these bets would stake $4.00.")
     expect(page.locator("#total-bet")).to_have_text("TOTAL BET $3.00")
     expect(page.locator("#balance")).to_have_text("BALANCE $997.00")
+    # Nothing more is offered that the limit would refuse: no chip, no x2 (before, each was lit and refused).
+    expect(page.locator("#loss-room")).to_have_text(
+        " · Your daily loss limit leaves $3.00 to stake today, $0.00 more than the bets on the slip.")
+    for amount in (100, 500, 2500, 10000):
+        expect(page.locator(f"button.chip[data-chip='{amount}']")).to_be_disabled()
+    expect(page.locator("#double-bets")).to_be_disabled()
+    expect(page.locator("#deal")).to_be_enabled()
     close(page, problems, refused="403")
 
 
@@ -143,8 +150,78 @@ def test_a_self_exclusion_ends_in_the_players_own_time_and_the_loss_limit_is_in_
     amounts = {"USD": "$50.00", "EUR": "€50.00", "GBP": "£50.00"}
     assert currencies <= set(amounts), currencies
     expect(page.get_by_text("Daily loss limit, in each currency: 50.00")).to_contain_text(
-        " or ".join(amounts[currency] for currency in sorted(currencies)) + " a day")
+        "50.00 a day (" + ", ".join(amounts[currency] for currency in sorted(currencies)) + ")")
     page.goto(live_server.url + "/#/table/classic")
     expect(page.locator("#bet-status")).to_have_text(re.compile(
         rf"^You have excluded yourself from play until {utc_words}\. That is {local} your time\.$"))
     close(page, problems)
+
+
+def test_a_replay_numbers_a_split_circles_hands_from_the_split_on_in_the_felts_words(browser: Any,
+                                                                                    live_server: LiveServer) -> None:
+    """8,8 on circle 2 (with Perfect Pairs) is split; 10,9 on circle 3. The replay called every card of circle 2 "hand
+    2.1" from its first card on, and wrote the engine's words ("no-insurance", "colored"); the history's results too
+    (a trial of players)."""
+    live_server.service.stacked.append(["8S", "TS", "9H", "8C", "9D", "7C", "3D", "2C"])  # 16 under the dealer's 9
+    page, _, problems = table_page(browser, live_server, "first-person")
+    chip(page, 100)
+    bet(page, 2)
+    bet(page, 2, side="perfect_pairs")
+    bet(page, 3)
+    deal(page)
+    for action in ("split", "stand", "stand", "stand"):
+        button = page.locator(f"button[data-action='{action}']")
+        expect(button).to_be_enabled()
+        button.click()
+    expect(page.locator("#result")).to_be_visible()
+    page.goto(live_server.url + "/#/history")
+    bets = page.locator("td[data-label='Your bets']").first
+    expect(bets).to_contain_text("Hand 2.1: 8♠ 3♦ $1.00 (")
+    expect(bets).to_contain_text("Hand 2.2: 8♣ 2♣ $1.00 (")
+    expect(bets).to_contain_text("Perfect Pairs (hand 2) $1.00 (coloured pair)")
+    page.locator("button[data-replay]").first.click()
+    steps = page.locator("#replay ol.operations li")
+    expect(steps.first).to_be_visible()
+    lines = steps.all_inner_texts()
+    split_at = next(index for index, line in enumerate(lines) if re.search(r": split \$1\.00, hand 2$", line))
+    assert "card 8♠ → hand 2" in lines[:split_at] and "card 8♣ → hand 2" in lines[:split_at], lines
+    assert "card 3♦ → hand 2.1" in lines[split_at:] and "card 2♣ → hand 2.2" in lines[split_at:], lines
+    assert "Perfect Pairs, hand 2: coloured pair, returned $13.00" in lines, lines
+    assert any(re.fullmatch(r"Hand 3: (win|lose|push), returned \$\d+\.\d\d", line) for line in lines), lines
+    assert not [line for line in lines[:split_at + 1] if "2.1" in line], lines  # the split itself: "hand 2"
+    close(page, problems)
+
+
+def test_a_shared_rounds_replay_names_each_hand_by_its_player(browser: Any, live_server: LiveServer) -> None:
+    """Two players at multiplayer: a replay's lines said "seat 2 hand 1: push" and a player had to work out which seat
+    was theirs from the bets at the top (a trial of players). They say "your hand" and "ann's hand", as the felt."""
+    live_server.service.stacked.append(["TS", "9H", "7D", "TC", "8C", "9S"])  # no Ace, no blackjack: both stand
+    seated = [table_page(browser, live_server, "multiplayer") for _ in range(2)]
+    try:
+        for page, _, _ in seated:
+            chip(page, 100)
+            bet(page)
+            page.locator("#deal").click()
+            expect(page.locator("#bet-status")).to_contain_text("Your bets are in")
+        live_server.service.close_betting("multiplayer")
+        for page, _, _ in seated:
+            stand = page.locator("button[data-action='stand']")
+            expect(stand).to_be_enabled()
+            stand.click()
+        (page, me, problems), other = seated[0], seated[1][1]
+        expect(page.locator("#result")).to_be_visible()
+        page.goto(live_server.url + "/#/history")
+        page.locator("button[data-replay]").first.click()
+        steps = page.locator("#replay ol.operations li")
+        expect(steps.first).to_be_visible()
+        lines = steps.all_inner_texts()
+        assert f"{me} bets $1.00 at seat 1" in lines and f"{other} bets $1.00 at seat 2" in lines, lines
+        assert [line for line in lines if line.endswith("→ your hand")] and \
+            [line for line in lines if line.endswith(f"→ {other}'s hand")], lines
+        assert any(re.fullmatch(r"Your hand: (win|lose|push), returned \$\d+\.\d\d", line) for line in lines), lines
+        assert any(line.startswith(f"{other}'s hand: ") for line in lines), lines
+        assert not [line for line in lines if "seat" in line and " bets " not in line], lines
+        assert not problems, problems
+    finally:
+        for page, _, _ in seated:
+            page.context.close()

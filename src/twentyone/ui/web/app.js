@@ -4,7 +4,7 @@
 import { cardText } from "./cards.js";
 import { announce, api, el, exclusionLine, localTime, sessionOverLine, showError, state, utc, view } from "./dom.js";
 import { money } from "./money.js";
-import { sideTitle, spotsOf } from "./round.js";
+import { OUTCOMES, sideLine, sideTitle, spotsOf } from "./round.js";
 import { closeSocket, currentTableId, leaveRound, leaveTable, openTable } from "./table.js";
 
 // ------------------------------------------------------------- session
@@ -163,8 +163,11 @@ const STATUS_WORDS = { settled: "played", void: "void (refunded)", playing: "in 
 // bet and insurance by the hand it was on ("21+3 (hand 3)"): before, a round of three hands and two side bets listed
 // them unnamed (a trial of players).
 function stakesLine(round, currency) {
-  const titles = (state.tables[round.table_id] || {}).side_bet_titles || {};
-  const outcome = (word) => ` (${word || "…"})`;
+  const table = state.tables[round.table_id] || {};
+  const titles = table.side_bet_titles || {};
+  // In the felt's words: "(coloured pair)", "(cashed out)", where the engine's read "(colored)", "(cash-out)" (a trial).
+  const outcome = (word) => ` (${word ? (OUTCOMES[word] || word).toLowerCase() : "…"})`;
+  const sideOutcome = (side) => ` (${side.result ? sideLine(side.name, side.result, (table.side_bet_lines || {})[side.name] || {}) : "…"})`;
   const spot = spotsOf(round.hands, round.bets || []);
   const several = new Set(round.hands.map((h) => h.seat)).size > 1;
   const split = (h) => (h.from_split ? `.${h.hand}` : "");
@@ -173,24 +176,40 @@ function stakesLine(round, currency) {
   const on = (seat) => (several ? ` (hand ${spot(seat)})` : "");
   return [
     ...round.hands.map((h) => `${hand(h)}${h.cards.map(cardText).join(" ")} ${money(h.stake, currency)}${outcome(h.outcome)}`),
-    ...(round.side_bets || []).map((s) => `${sideTitle(s.name, titles)}${on(s.seat)} ${money(s.stake, currency)}${outcome(s.result)}`),
+    ...(round.side_bets || []).map((s) => `${sideTitle(s.name, titles)}${on(s.seat)} ${money(s.stake, currency)}${sideOutcome(s)}`),
     ...(round.insurance || []).map((i) => `Insurance${on(i.seat)} ${money(i.stake, currency)}${outcome(i.result)}`),
     ...(round.insurance_taken || []).map((i) => `Insurance${on(i.seat)} ${money(i.stake, currency)}${outcome(null)}`),
   ].join("; ");
 }
 
-/** How a replay names a hand: at a private table by the circle its bet was on, as the felt does ("hand 3", a split's
- * "hand 3.2"), where the round's seat ("seat 1 hand 1") read as another hand (a trial of players); at a shared table
- * by the round's seat, which every player's replay numbers alike. `operations` are the replay's. */
-function replayPlaces(operations, shared) {
-  const spots = new Map(operations.filter((op) => op.type === "bets" && op.spot).map((op) => [op.seat, op.spot]));
-  const splitSeats = new Set(operations.filter((op) => op.hand > 1).map((op) => op.seat));
-  // `whole`: the seat's circle as a whole (a side bet, insurance), which a split does not number.
-  return (seat, hand, whole = false) => {
-    if (shared || !spots.has(seat)) return `seat ${seat} hand ${hand}`;
-    return `hand ${spots.get(seat)}${splitSeats.has(seat) && !whole ? `.${hand}` : ""}`;
+/** How a replay names a hand, read in the replay's order: at a private table by the circle its bet was on, as the felt
+ * does ("hand 3"; once the circle is split, "hand 3.2"), where the round's seat ("seat 1 hand 1") read as another hand
+ * (a trial of players); at a shared table by its player, as the felt names it ("your hand", "ann's hand 2").
+ * Before, a circle's cards were numbered as split from its first card on, and a shared round's lines said "seat 3
+ * hand 1" with no word of whose (a trial of players). `operations` are the replay's; `me` the viewer's name. */
+function replayNamer(operations, shared, me) {
+  const bets = operations.filter((op) => op.type === "bets");
+  const spots = new Map(bets.filter((op) => op.spot).map((op) => [op.seat, op.spot]));
+  const owners = new Map(bets.map((op) => [op.seat, op.player]));
+  const split = new Set();  // the seats split so far
+  return {
+    // `whole`: the seat's circle as a whole (a side bet, insurance), which a split does not number.
+    name(seat, hand, whole = false) {
+      const splitHere = split.has(seat) && !whole;
+      if (shared && owners.has(seat)) {
+        const owner = owners.get(seat);
+        return `${owner === me ? "your" : `${owner}'s`} hand${splitHere ? ` ${hand}` : ""}`;
+      }
+      if (shared || !spots.has(seat)) return `seat ${seat} hand ${hand}`;
+      return `hand ${spots.get(seat)}${splitHere ? `.${hand}` : ""}`;
+    },
+    passed(op) { if (op.type === "action" && op.action === "split") split.add(op.seat); },
   };
 }
+
+// Action and result words as a player reads them: "no insurance", "cashed out", not the engine's "no-insurance".
+const actionWords = (action) => action.replace(/-/g, " ");
+const capital = (line) => line.replace(/^(hand|your|seat)/, (word) => word[0].toUpperCase() + word.slice(1));
 
 async function renderHistory(trail = []) {
   if (!(await ensureMe())) { location.hash = "#/"; return; }
@@ -236,24 +255,30 @@ async function showReplay(roundId, currency, tableId) {
   const target = document.getElementById("replay");
   // Side bets by the names the table gives them ("21+3"), as the felt shows them.
   const titles = (state.tables[tableId] || {}).side_bet_titles || {};
+  const sideLines = (state.tables[tableId] || {}).side_bet_lines || {};
   const sideName = (name) => sideTitle(name, titles);
   try {
     const replay = await api("GET", `/rounds/${roundId}/replay`);
     // The round's own word where the server gives it: a table removed since, or made private, is not the round's.
     const shared = replay.shared ?? Boolean((state.tables[tableId] || {}).shared);
-    const place = replayPlaces(replay.operations, shared);
-    const lines = replay.operations.map((op) => {
-      const where = place(op.seat, op.hand);
+    const namer = replayNamer(replay.operations, shared, state.me && state.me.name);
+    const describe = (op, where) => {
       if (op.type === "card") {
         const to = op.seat === undefined || op.seat <= 0 ? op.to : where;  // the dealer, every hand of a common draw
         return `card ${cardText(op.card)} → ${to}${op.face_up ? "" : " (face down)"}`;
       }
-      // A decision the timer took when the decision time ran out says so (the sheet's auto decision).
-      if (op.type === "action") return `${op.player}: ${op.action}, ${where}${op.by === "timer" ? " (by the timer: time ran out)" : ""}`;
+      // A decision the timer took when the decision time ran out says so (the sheet's auto decision); one that
+      // staked more says how much ("insurance $2.50").
+      if (op.type === "action") {
+        const staked = op.amount > 0 ? ` ${money(op.amount, currency)}` : "";
+        return `${op.player}: ${actionWords(op.action)}${staked}, ${where}${op.by === "timer" ? " (by the timer: time ran out)" : ""}`;
+      }
       if (op.type === "settled") {
-        const what = op.item === "hand" ? where.replace(/^h/, "H")
-          : `${op.item === "insurance" ? "Insurance" : sideName(op.item)}, ${place(op.seat, op.hand, true)}`;
-        return `${what}: ${op.result}, returned ${money(op.returned, currency)}`;
+        const what = op.item === "hand" ? capital(where)
+          : `${op.item === "insurance" ? "Insurance" : sideName(op.item)}, ${namer.name(op.seat, op.hand, true)}`;
+        const result = op.item === "hand" ? (OUTCOMES[op.result] || op.result).toLowerCase()
+          : op.item === "insurance" ? op.result : sideLine(op.item, op.result, sideLines[op.item] || {});
+        return `${what}: ${result}, returned ${money(op.returned, currency)}`;
       }
       if (op.type === "bets") {  // the side bets too: before, a replay named the main bet alone (found by a trial)
         const sides = Object.entries(op.side_bets || {}).filter(([, amount]) => amount > 0)
@@ -264,6 +289,11 @@ async function showReplay(roundId, currency, tableId) {
       if (op.type === "peek") return `dealer checks for blackjack: ${op.blackjack ? "blackjack" : "none"}`;
       if (op.type === "hole") return `dealer turns over ${cardText(op.card)}`;
       return op.type;
+    };
+    const lines = replay.operations.map((op) => {
+      const line = describe(op, namer.name(op.seat, op.hand));
+      namer.passed(op);  // a split numbers the circle's hands from the next line on
+      return line;
     });
     const verify = el("p", { id: "verification" });
     // The count of steps says how long the list is: in a scrolling box on a phone, round #18 looked as if it ended
@@ -310,7 +340,7 @@ async function renderLimits() {
   // €50.00 a day"), where "50.00" alone named no currency (a trial of players).
   const currencies = [...new Set(Object.values(state.tables).map((table) => table.currency))].sort();
   const inMoney = (amount) => (currencies.length
-    ? ` · ${currencies.map((currency) => money(amount, currency)).join(" or ")} a day` : "");
+    ? ` a day (${currencies.map((currency) => money(amount, currency)).join(", ")})` : " a day");
   // A raise waiting out its day: " (raised to 50.00 from 2026-12-01 17:00 UTC)".
   const waiting = (name, text) => {
     const change = (limits.pending || {})[name];
@@ -332,8 +362,8 @@ async function renderLimits() {
       + "never shorter."),
     el("ul", {},
       el("li", {}, `Daily loss limit, in each currency: ${limits.daily_loss_limit === undefined ? "none"
-        : (limits.daily_loss_limit / 100).toFixed(2)}${waiting("daily_loss_limit", (v) => (v / 100).toFixed(2))}`
-        + (limits.daily_loss_limit === undefined ? "" : inMoney(limits.daily_loss_limit))),
+        : (limits.daily_loss_limit / 100).toFixed(2) + inMoney(limits.daily_loss_limit)}`
+        + waiting("daily_loss_limit", (v) => (v / 100).toFixed(2))),
       el("li", {}, `Session time limit: ${limits.session_minutes ? minutesText(limits.session_minutes) : "none"}`
         + waiting("session_minutes", minutesText)),
       el("li", {}, `Self-exclusion: ${limits.excluded_until

@@ -75,6 +75,11 @@ export function bettingBar(table, slip, { forming, seated, playing, canBet, excl
         onSlip ? " The bets on the slip are not dealt: UNDO or CLEAR takes them back." : ""),
       controls.length ? el("div", { class: "controls" }, ...controls) : null);
   }
+  // What the daily loss limit leaves beyond the slip (null: no limit): a chip, x2 or REBET past it is not offered, as
+  // one past the balance is not; before, they were lit and each press refused (a trial of players).
+  const limited = lossRoom !== null && lossRoom !== undefined;
+  const roomLeft = limited ? lossRoom - slip.total : null;
+  const pastRoom = (amount) => limited && amount > roomLeft;
   let line = state.finished ? "Place your bets for the next round" : "Place your bets";
   if (forming && seated) line = "Your bets are in. Round starts in";
   else if (forming) line = "Round starts in";
@@ -93,9 +98,11 @@ export function bettingBar(table, slip, { forming, seated, playing, canBet, excl
   const timer = forming && !short ? el("span", { class: "timer", id: "window" }) : null;
   // What the daily loss limit leaves (the table's `loss_room`), said while betting: a bet past it is refused when
   // placed. Before, the slip took any bet and DEAL refused them all (a trial of players).
-  const room = canBet && !short && lossRoom !== null && lossRoom !== undefined
+  const beyond = slip.total === 0 ? "" : roomLeft >= 0 ? `, ${money(roomLeft, table.currency)} more than the bets on the slip`
+    : ", less than the bets on the slip: DEAL would be refused";
+  const room = canBet && !short && limited
     ? el("span", { class: "loss-room", id: "loss-room" },
-      ` · Your daily loss limit leaves ${money(lossRoom, table.currency)} to stake today.`) : null;
+      ` · Your daily loss limit leaves ${money(lossRoom, table.currency)} to stake today${beyond}.`) : null;
   const statusLine = el("p", { class: "status-line", id: "bet-status" }, line, timer ? " " : "", timer,
     full ? ` — all ${table.seats} seats are taken: bet once it is dealt` : forming && !seated && !short ? " — bet to join" : "",
     room);
@@ -105,7 +112,7 @@ export function bettingBar(table, slip, { forming, seated, playing, canBet, excl
   const chosen = (chip) => canBet && chip === inHand;
   const chips = el("div", { class: "chips", role: "group", "aria-label": "Chips" },
     ...table.chips.map((chip) => el("button", { type: "button", class: `chip chip-${chipColour(chip)}${chosen(chip) ? " selected" : ""}`,
-      "data-chip": chip, "data-focus": `chip-${chip}`, disabled: !canBet || !slip.enabled_chips.includes(chip),
+      "data-chip": chip, "data-focus": `chip-${chip}`, disabled: !canBet || !slip.enabled_chips.includes(chip) || pastRoom(chip),
       "aria-pressed": chosen(chip) ? "true" : "false", "aria-label": `Chip ${money(chip, table.currency)}`,
       onclick: () => act.control("chip", { chip }) }, chipLabel(chip, table.currency))));
   if (seated) return el("div", { class: "betting" }, statusLine);
@@ -114,9 +121,11 @@ export function bettingBar(table, slip, { forming, seated, playing, canBet, excl
   // slip's `rebet_total`): before, it was offered whenever there were last bets, and refused "The balance does not
   // cover the previous round's bets." (found by a trial). Else DEAL, disabled, with the chips. x2 is offered while
   // what is left covers the slip once more.
-  const rebetCovered = available === null || available === undefined || (slip.rebet_total || 0) <= available;
+  const rebetCovered = (available === null || available === undefined || (slip.rebet_total || 0) <= available)
+    && !(limited && (slip.rebet_total || 0) > lossRoom);
   const rebetInstead = empty && slip.can_rebet && canBet && !short && rebetCovered;
   const doubleShort = !empty && available !== null && available !== undefined && available < slip.total;
+  const doublePast = !empty && pastRoom(slip.total);
   const controls = el("div", { class: "controls" },
     state.finished ? button("next-round", "NEW BETS", "n", () => act.nextRound(), { id: "next-round" }) : null,
     // UNDO stays while every seat is taken: bets on the slip then come back at the close, or may be taken back now.
@@ -126,9 +135,11 @@ export function bettingBar(table, slip, { forming, seated, playing, canBet, excl
     // is; none once the bets are in a forming round, where UNDO is not offered either (the bar above).
     empty ? null
       : button("clear", "CLEAR", null, () => act.control("clear"), { id: "clear", disabled: !canBet && !full }),
-    button("double-bets", "x2", "x", () => act.control("double"), { id: "double-bets", disabled: empty || !canBet || doubleShort,
+    button("double-bets", "x2", "x", () => act.control("double"), { id: "double-bets",
+      disabled: empty || !canBet || doubleShort || doublePast,
       ...(doubleShort && canBet ? { title: `x2 needs ${money(slip.total, table.currency)} more; the balance left is `
-        + `${money(available, table.currency)}` } : {}) }),
+        + `${money(available, table.currency)}` } : doublePast && canBet ? { title: `x2 needs ${money(slip.total, table.currency)}`
+        + ` more; your daily loss limit leaves ${money(Math.max(0, roomLeft), table.currency)} more today` } : {}) }),
     rebetInstead
       ? button("rebet", table.same_bet_deals ? "SAME BET" : "REBET", "r", () => act.control("rebet"), { id: "rebet", class: "primary" })
       : button("deal", "DEAL", "d", () => act.control("deal"), { id: "deal", class: "primary",
@@ -201,8 +212,9 @@ function offerHints(seat, hand, kind) {
   if (!ranked || !ranked.length) return null;
   const evs = Object.fromEntries(ranked.map((a) => [a.action, a.ev]));
   const { accept, decline } = answers(kind);
-  if (!(accept in evs) || !(decline in evs)) return null;
-  return { yes: evs[accept], no: evs[decline], best: ranked[0].action === accept ? "yes" : "no" };
+  if (!(decline in evs)) return null;
+  // YES left out of the ranking (past the daily loss limit): NO's EV is still said (before, neither: a trial).
+  return { yes: accept in evs ? evs[accept] : null, no: evs[decline], best: ranked[0].action === accept ? "yes" : "no" };
 }
 
 /** The hand's actions that add a stake and that the server left out of its legal ones: it prices each one the game
@@ -245,7 +257,8 @@ export function offerPanel(round, dealing = false) {
     const hinted = offerHints(offer.seat, offer.hand, offer.kind);
     return el("li", { class: "offer-row" },
       el("span", {}, `${name}: ${what}`),
-      hinted ? el("span", { class: "ev", "data-offer-ev": key }, `${evText(hinted.yes)} yes, ${evText(hinted.no)} no`)
+      hinted ? el("span", { class: "ev", "data-offer-ev": key },
+        `${hinted.yes === null ? "" : `${evText(hinted.yes)} yes, `}${evText(hinted.no)} no`)
         : null,
       el("button", { type: "button", class: chosen ? "choice on" : "choice", "data-offer": key, "data-focus": `offer-${key}`,
         "aria-pressed": chosen ? "true" : "false", disabled: offerRefused(round, offer), onclick: () => {
@@ -264,6 +277,7 @@ export function offerPanel(round, dealing = false) {
   const hinted = single ? offerHints(pending[0].seat, pending[0].hand, pending[0].kind) : null;
   const withEv = (node, which) => {
     if (!hinted) return node;
+    if (hinted[which] === null) return node;
     node.append(el("span", { class: "ev" }, evText(hinted[which])));
     if (hinted.best === which) node.classList.add("best");
     return node;

@@ -25,10 +25,10 @@ export function sideTitle(name, titles = tableInfo().side_bet_titles) {
   return titles[name] || name.replace(/_/g, " ");
 }
 
-function sideLine(name, result) {
+// `lines`: the table's words for the side bet's results, where the page is not at its table (the history's).
+export function sideLine(name, result, lines = tableInfo().side_bet_lines[name] || {}) {
   if (result === "lose") return "lost";
   if (result === "push") return "push";
-  const lines = tableInfo().side_bet_lines[name] || {};
   return lines[result] || result.replace(/_/g, " ");
 }
 
