@@ -225,3 +225,19 @@ def test_a_shared_rounds_replay_names_each_hand_by_its_player(browser: Any, live
     finally:
         for page, _, _ in seated:
             page.context.close()
+
+
+def test_side_bets_that_wrap_leave_the_circles_on_the_tables_curve(browser: Any, live_server: LiveServer) -> None:
+    """First person's five circles follow the table's curve: the ends highest, the middle lowest. A side bet's amount
+    wrapped the spot's buttons onto a second line, and the spot rose out of the curve (a trial of players)."""
+    page, _, problems = table_page(browser, live_server, "first-person")
+    chip(page, 100)
+    bet(page, 2)
+    bet(page, 2, side="perfect_pairs")
+    bet(page, 3)
+    bet(page, 3, side="perfect_pairs")
+    bet(page, 3, side="21+3")
+    top = {spot: page.locator(f"button.circle[data-spot='{spot}']").bounding_box()["y"] for spot in range(1, 6)}
+    assert abs(top[1] - top[5]) < 1 and abs(top[2] - top[4]) < 1, top
+    assert top[1] < top[2] < top[3], top
+    close(page, problems)
