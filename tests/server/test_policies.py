@@ -409,6 +409,7 @@ def test_a_daily_loss_limit_is_enforced(guest: Client, service: GameService) -> 
     """A bet that takes the slip past what the limit leaves is refused when placed (before, the slip took it and DEAL
     refused the whole slip: a trial of players), and the table says what is left; bets placed before the limit was
     made stricter are refused at the deal."""
+    assert guest.get("/me").json()["loss_room"] is None  # no limit
     guest.put("/me/limits", {"daily_loss_limit": 1000})
     assert guest.get("/tables/classic").json()["loss_room"] == 1000
     service.stacked.append(["TS", "6H", "6D", "TC", "KC"])  # 16 hits a K: bust, lose 500
@@ -416,6 +417,7 @@ def test_a_daily_loss_limit_is_enforced(guest: Client, service: GameService) -> 
     round_id = guest.post("/tables/classic/deal").json()["id"]
     guest.act(round_id, "hit")
     assert guest.get("/tables/classic").json()["loss_room"] == 500
+    assert guest.get("/me").json()["loss_room"] == {"USD": 500, "EUR": 1000, "GBP": 1000}  # each currency's own
     guest.bet("classic", 500)
     balance = guest.balance()
     past = guest.post("/tables/classic/bets", {"spot": 2, "type": "main", "chip": 100})

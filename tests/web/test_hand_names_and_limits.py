@@ -149,6 +149,8 @@ def test_a_self_exclusion_ends_in_the_players_own_time_and_the_loss_limit_is_in_
     currencies = {table["currency"] for table in httpx.get(live_server.url + "/tables").json()["tables"]}
     amounts = {"USD": "$50.00", "EUR": "€50.00", "GBP": "£50.00"}
     assert currencies <= set(amounts), currencies
+    expect(page.locator("#loss-left")).to_have_text("Left to stake today: " + ", ".join(
+        amounts[currency] for currency in sorted(currencies)))
     expect(page.get_by_text("Daily loss limit, in each currency: 50.00")).to_contain_text(
         "50.00 a day (" + ", ".join(amounts[currency] for currency in sorted(currencies)) + ")")
     page.goto(live_server.url + "/#/table/classic")

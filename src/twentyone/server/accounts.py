@@ -393,9 +393,17 @@ class Accounts:
             # could not learn who was signed in (found by an integrator's trial).
             balances = held_balances(lambda currency: self._balance_or_refusal(session, player.id, currency),
                                      CURRENCIES)
-            limits = limits_in_force(player.limits, self.clock())
+            now = self.clock()
+            limits = limits_in_force(player.limits, now)
+            # What the daily loss limit leaves to stake today in each currency, as a stake is checked (null without
+            # a limit): the limits page said the limit and not what was left of it (a trial of players).
+            limit = limits.get("daily_loss_limit")
+            midnight = now.replace(hour=0, minute=0, second=0, microsecond=0)
+            room = None if limit is None else {
+                currency: max(0, int(limit) - net_losses_since(session, [player.id], currency, midnight)[player.id])
+                for currency in CURRENCIES}
             return {"id": player.id, "name": player.name, "guest": player.guest, "role": player.role,
-                    "settings": {**SETTINGS_DEFAULTS, **player.settings}, "limits": limits,
+                    "settings": {**SETTINGS_DEFAULTS, **player.settings}, "limits": limits, "loss_room": room,
                     "session": session_json(*session_times(session, player, limits)), "balances": balances}
 
     def _balance_or_refusal(self, session: Session, player_id: int, currency: str) -> int | WalletError:

@@ -364,6 +364,10 @@ async function renderLimits() {
       el("li", {}, `Daily loss limit, in each currency: ${limits.daily_loss_limit === undefined ? "none"
         : (limits.daily_loss_limit / 100).toFixed(2) + inMoney(limits.daily_loss_limit)}`
         + waiting("daily_loss_limit", (v) => (v / 100).toFixed(2))),
+      // What is left of it today, in each currency the casino's tables play in (GET /me's `loss_room`).
+      state.me.loss_room ? el("li", { id: "loss-left" }, "Left to stake today: " + (currencies.length ? currencies
+        : Object.keys(state.me.loss_room)).filter((currency) => currency in state.me.loss_room)
+        .map((currency) => money(state.me.loss_room[currency], currency)).join(", ")) : null,
       el("li", {}, `Session time limit: ${limits.session_minutes ? minutesText(limits.session_minutes) : "none"}`
         + waiting("session_minutes", minutesText)),
       el("li", {}, `Self-exclusion: ${limits.excluded_until
