@@ -398,10 +398,8 @@ class Accounts:
             # What the daily loss limit leaves to stake today in each currency, as a stake is checked (null without
             # a limit): the limits page said the limit and not what was left of it (a trial of players).
             limit = limits.get("daily_loss_limit")
-            midnight = now.replace(hour=0, minute=0, second=0, microsecond=0)
             room = None if limit is None else {
-                currency: max(0, int(limit) - net_losses_since(session, [player.id], currency, midnight)[player.id])
-                for currency in CURRENCIES}
+                currency: room_under(session, player.id, int(limit), currency, now) for currency in CURRENCIES}
             return {"id": player.id, "name": player.name, "guest": player.guest, "role": player.role,
                     "settings": {**SETTINGS_DEFAULTS, **player.settings}, "limits": limits, "loss_room": room,
                     "session": session_json(*session_times(session, player, limits)), "balances": balances}
@@ -565,6 +563,13 @@ def session_over(started: datetime | None, last_round: datetime | None, now: dat
 
 
 COOLING_OFF = timedelta(hours=24)  # a looser limit waits this long; a stricter one applies at once
+def room_under(session: Session, player_id: int, limit: int, currency: str, now: datetime) -> int:
+    """What a daily loss ``limit`` leaves the player to stake today in ``currency``, as a stake is checked
+    (:meth:`Accounts.check_limits`: today's losses and the stake within the limit), never below 0."""
+    midnight = now.replace(hour=0, minute=0, second=0, microsecond=0)
+    return max(0, limit - net_losses_since(session, [player_id], currency, midnight)[player_id])
+
+
 EASED_LATER = ("daily_loss_limit", "session_minutes")  # lower is stricter for both
 
 

@@ -33,7 +33,7 @@ from twentyone.core.operations import (
 from twentyone.core.round import Phase
 from twentyone.core.round import Round as Engine
 from twentyone.core.view import Decision, RoundView, dealer_json, hand_json, operation_json
-from twentyone.server.accounts import limits_in_force
+from twentyone.server.accounts import limits_in_force, room_under
 from twentyone.server.config import TableSpec
 from twentyone.server.context import Caller, ServiceError, SnapshotBehind, aware, iso
 from twentyone.server.direct import run
@@ -42,7 +42,6 @@ from twentyone.server.models import OPEN_STATUSES, PLAYERS, ROUND_SEATS, ROUNDS,
 from twentyone.server.models import Shoe as ShoeRow
 from twentyone.server.store import Store
 from twentyone.server.tables import TableRegistry, bets_total, commitment_of, revealed_of, table_json
-from twentyone.server.wallet import net_losses_since
 
 OPEN = OPEN_STATUSES
 # A player's rounds open at some tables (Views.closed_tables, Views.open_rounds), oldest first: driven from the rounds
@@ -339,11 +338,7 @@ def loss_room(session: Session, caller: Caller, currency: str, now: datetime) ->
     # The limit in force now, as the stake's check reads it: the caller's copy is up to a minute old (review).
     limits = session.scalar(select(PLAYERS.c.limits).where(PLAYERS.c.id == caller.id))
     limit = limits_in_force(limits or {}, now).get("daily_loss_limit")
-    if limit is None:
-        return None
-    midnight = now.replace(hour=0, minute=0, second=0, microsecond=0)
-    lost = net_losses_since(session, [caller.id], currency, midnight)[caller.id]
-    return max(0, int(limit) - lost)
+    return None if limit is None else room_under(session, caller.id, int(limit), currency, now)
 
 
 def page_of_rounds(statuses: tuple[str, ...] | None, table: str | None, before: int | None,
