@@ -414,6 +414,28 @@ def test_a_field_a_game_request_does_not_take_is_422_and_moves_nothing(guest: Cl
     assert guest.get(f"/rounds/{round_id}").json() == view
 
 
+@pytest.mark.parametrize("body", [b'{"bets": [{"spot": 1, "amount": 100000}]}', b'{"x": 1}', b"[]", b'"x"', b"5",
+                                  b"{bad"])
+def test_a_body_sent_where_none_is_taken_is_422_and_deals_nothing(guest: Client, http: TestClient,
+                                                                   body: bytes) -> None:
+    """DEAL, UNDO, x2, REBET, CLEAR and the reconnection take no body: before, one sent was dropped in silence and the
+    deal went ahead (an attacker's trial). Nothing, ``{}`` or ``null`` are no body."""
+    guest.bet("classic", 100)
+    balance = guest.balance()
+    for path in ("/tables/classic/deal", "/tables/classic/undo", "/tables/classic/double", "/tables/classic/rebet",
+                 "/tables/classic/clear", "/me/reconnect"):
+        refused = http.post(path, content=body, headers={**guest.headers, "Idempotency-Key": f"{path}{body!r}",
+                                                         "Content-Type": "application/json"})
+        assert refused.status_code == 422 and refused.json()["detail"] == "This request takes no body: send none.", \
+            (path, refused.json())
+    assert http.post("/auth/guest", content=body).status_code == 422
+    assert guest.get("/tables/classic").json()["slip"]["total"] == 100 and guest.balance() == balance
+    for empty in (b"", b"{}", b" null "):
+        assert http.post("/tables/classic/double", content=empty, headers={
+            **guest.headers, "Idempotency-Key": f"x2{empty!r}", "Content-Type": "application/json"}).status_code == 200
+    assert guest.get("/tables/classic").json()["slip"]["total"] == 800
+
+
 def test_a_wrong_value_is_told_in_plain_words(guest: Client) -> None:
     """A validator's own error reads as its message, without pydantic's "Value error, " in front."""
     response = guest.post("/tables/classic/bets", {"spot": "1"})

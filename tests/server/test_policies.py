@@ -470,7 +470,8 @@ def test_a_double_that_could_take_losses_past_the_daily_limit_is_refused(guest: 
     refused = guest.act(dealt["id"], "double")  # 500 at stake already, 500 more: past 900
     assert refused.status_code == 403 and "daily limit of $9.00" in refused.json()["detail"]
     assert refused.json()["amounts"] == {"limit": 900, "lost": 500, "stake": 500}
-    assert "stand" in refused.json()["legal_actions"]
+    # The legal actions the limit leaves, as the view lists them: the refusal listed the double (an attacker's trial).
+    assert refused.json()["legal_actions"] == dealt["legal_actions"] == ["hit", "stand"]
     assert guest.get("/me").json()["balances"]["USD"] == balance  # nothing staked
     assert guest.act(dealt["id"], "hit").json()["hands"][0]["cards"] == ["5S", "6D", "KC"]  # play goes on
 
@@ -517,6 +518,7 @@ def test_insurance_past_the_daily_loss_limit_is_not_offered_nor_hinted(http: Tes
     assert [entry["action"] for entry in ann.get(f"/rounds/{dealt['id']}/hint").json()["actions"]] == ["no-insurance"]
     refused = ann.act(dealt["id"], "insurance")  # sent all the same: refused, as before
     assert refused.status_code == 403 and "daily limit of $6.00" in refused.json()["detail"]
+    assert refused.json()["legal_actions"] == ["no-insurance"]
     assert ann.act(dealt["id"], "no-insurance").json()["decision"]["kind"] == "play"
 
 

@@ -243,3 +243,35 @@ def test_side_bets_that_wrap_leave_the_circles_on_the_tables_curve(browser: Any,
     assert abs(top[1] - top[5]) < 1 and abs(top[2] - top[4]) < 1, top
     assert top[1] < top[2] < top[3], top
     close(page, problems)
+
+
+def test_insurance_on_two_hands_shares_what_the_loss_limit_leaves(browser: Any, live_server: LiveServer) -> None:
+    """$2.50 a day to lose, $1.00 on each of two hands against an Ace: $0.50 left, one insurance of $0.50. Each row was
+    offered on its own and the second refused (an attacker's trial); once one is chosen the other is not offered, and
+    YES TO ALL is not."""
+    live_server.service.stacked.append(["TS", "9H", "AH", "9D", "9C", "7C", "5S"])  # no blackjack under the Ace
+    token, _ = guest_token(live_server)
+    httpx.put(live_server.url + "/me/limits", json={"daily_loss_limit": 250},
+              headers={"Authorization": f"Bearer {token}", "Idempotency-Key": "limit"}).raise_for_status()
+    page = signed_in_context(browser, token).new_page()
+    page.set_default_timeout(15000)
+    problems = watch_console(page)
+    open_table(page, live_server, "classic")
+    chip(page, 100)
+    bet(page, 1)
+    bet(page, 2)
+    page.locator("#deal").click()
+    first, second = page.locator("button[data-offer='1.1']"), page.locator("button[data-offer='2.1']")
+    expect(first).to_be_enabled()
+    expect(second).to_be_enabled()
+    expect(page.locator("[data-focus='offer-yes']")).to_be_disabled()  # both: $1.00 past the $0.50 left
+    first.click()
+    expect(first).to_have_attribute("aria-pressed", "true")
+    expect(second).to_be_disabled()
+    first.click()  # taken back: the other may be chosen instead
+    expect(second).to_be_enabled()
+    second.click()
+    expect(first).to_be_disabled()
+    page.locator("#offer-confirm").click()
+    expect(page.locator("#side-results")).to_contain_text("Insurance (hand 2) lost: the dealer has no blackjack")
+    close(page, problems)

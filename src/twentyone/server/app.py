@@ -190,6 +190,20 @@ async def given_once(request: Request) -> None:
 
 GivenOnce = Annotated[None, Depends(given_once)]
 
+# What a client may send as "no body" to an endpoint that takes none: nothing, or JSON's empty object or null.
+NO_BODY = frozenset({b"", b"{}", b"null"})
+
+
+async def no_body(request: Request) -> None:
+    """An endpoint that takes no body refuses one (422), as one with a body model refuses a field it does not take:
+    before, ``POST /tables/{id}/deal`` with ``{"bets": [...]}`` dealt the slip and dropped the body in silence (an
+    attacker's trial). Every body-less write takes this (:data:`NoBody`)."""
+    if b"".join((await request.body()).split()) not in NO_BODY:
+        raise ServiceError(422, "This request takes no body: send none.")
+
+
+NoBody = Annotated[None, Depends(no_body)]
+
 
 def client_address(request: Request) -> str:
     """The client's address, as the limits on new accounts and on wrong passwords count it."""
@@ -419,7 +433,7 @@ def create_app(settings: Settings, operator_wallet: OperatorWallet | None = None
         return {"token": token, "player": {"id": who.id, "name": who.name}, "returned_bets": returned}
 
     @app.post("/auth/guest", status_code=201)
-    def guest(request: Request) -> dict[str, Any]:
+    def guest(request: Request, _none: NoBody) -> dict[str, Any]:
         address = client_address(request)
         guests.check(address)
         who, token = service.guest(address)
@@ -454,7 +468,7 @@ def create_app(settings: Settings, operator_wallet: OperatorWallet | None = None
         return service.history(who, query.page, query.size, query.before)
 
     @app.post("/me/reconnect")
-    def reconnect(who: Me) -> dict[str, Any]:
+    def reconnect(who: Me, _none: NoBody) -> dict[str, Any]:
         return {"returned_bets": service.reconnect(who)}
 
     # ---------------------------------------------------------- tables
@@ -528,7 +542,8 @@ def create_app(settings: Settings, operator_wallet: OperatorWallet | None = None
 
     for control in ("undo", "double", "rebet", "clear"):
         def make(name: str) -> Callable[..., Any]:
-            async def handler(who: Me, table_id: str, request: Request, key: Key = None) -> JSONResponse:
+            async def handler(who: Me, table_id: str, request: Request, _none: NoBody,
+                              key: Key = None) -> JSONResponse:
                 return await once(who, key, request, {}, at_open_table(
                     who, table_id, lambda: service.bet_control(who, table_id, name)))
             handler.__name__ = f"bet_{name}"
@@ -537,7 +552,7 @@ def create_app(settings: Settings, operator_wallet: OperatorWallet | None = None
         app.post(f"/tables/{{table_id}}/{control}", name=f"bet_{control}")(make(control))
 
     @app.post("/tables/{table_id}/deal")
-    async def deal(who: Me, table_id: str, request: Request, key: Key = None) -> JSONResponse:
+    async def deal(who: Me, table_id: str, request: Request, _none: NoBody, key: Key = None) -> JSONResponse:
         return await once(who, key, request, {}, at_open_table(who, table_id, lambda: service.deal(who, table_id)))
 
     # ---------------------------------------------------------- rounds
@@ -572,13 +587,15 @@ def create_app(settings: Settings, operator_wallet: OperatorWallet | None = None
                           lambda: service.create_table(who, table_id, spec), status=201)
 
     @app.delete("/admin/tables/{table_id}")
-    async def remove_table(who: Operator, table_id: str, request: Request, key: Key = None) -> JSONResponse:
+    async def remove_table(who: Operator, table_id: str, request: Request, _none: NoBody,
+                           key: Key = None) -> JSONResponse:
         """Take a table the operator made out of the configuration: what was played there stays readable, a round
         dealt there is played out (docs/server.md, "Changing a table")."""
         return await once(who, key, request, {}, lambda: service.remove_table(who, table_id))
 
     @app.post("/admin/tables/{table_id}/close-betting")
-    async def close_betting(who: Operator, table_id: str, request: Request, key: Key = None) -> JSONResponse:
+    async def close_betting(who: Operator, table_id: str, request: Request, _none: NoBody,
+                            key: Key = None) -> JSONResponse:
         """Close a shared table's betting window now and deal (what the timer does when it runs out)."""
 
         def work() -> dict[str, Any]:

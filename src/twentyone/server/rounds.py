@@ -745,6 +745,7 @@ class Rounds:
                     except IllegalActionError as error:
                         raise ServiceError(409, error.plain, legal_actions=legal) from None
                     cost = engine.cost_of(action, decision.player)
+                    costs = costs_of(engine, decision.player, legal)
                     step = engine.step
                     seat = own if own is not None and own.player_id == int(decision.player) else \
                         _seat_record(session, round_id, int(decision.player))
@@ -759,7 +760,7 @@ class Rounds:
                     if cost:
                         if not table.shared:
                             self.wallet.lock(session, seat.player_id, table.currency)
-                        self._afford(session, table, seat, action, cost, legal, source)
+                        self._afford(session, table, seat, action, cost, legal, source, costs=costs)
                         debited = self._take_ahead(session, ahead, _stake_key(round_row, seat), cost)
                         if not table.shared:
                             self._stake(session, table, round_row, seat, cost, debited)
@@ -783,7 +784,7 @@ class Rounds:
                         # Spent elsewhere since? (An operator's wallet keeps its balances itself, unlocked by
                         # this: its debit refuses what the balance does not cover, so it is not asked twice.)
                         self._afford(session, table, seat, action, cost, legal, source,
-                                     check_balance=self.wallet.keeps_balances)
+                                     check_balance=self.wallet.keeps_balances, costs=costs)
                         self._stake(session, table, round_row, seat, cost, debited)
                     defer(session, LOG_ACTION, {"round_id": round_id, "seq": round_row.version,
                                                 "player_id": int(decision.player), "action": str(action),
@@ -857,7 +858,8 @@ class Rounds:
                 cost = engine.cost_of(action, decision.player)
                 if cost:
                     legal = [str(a) for a in engine.legal_actions(decision.player)]
-                    self._afford(session, table, seat, action, cost, legal, source)
+                    self._afford(session, table, seat, action, cost, legal, source,
+                                 costs=costs_of(engine, decision.player, legal))
         except (ServiceError, WalletError, IllegalActionError):
             return None
         if not cost:
@@ -927,14 +929,22 @@ class Rounds:
         else:
             self.live.forget(round_row.id)
 
-    def _check_limits(self, session: Session, player_id: int, currency: str, stake: int, legal: list[str]) -> None:
-        """Refuse (403, with the legal actions) a stake added mid-round that the player's limits forbid."""
+    def _check_limits(self, session: Session, player_id: int, currency: str, stake: int, legal: list[str],
+                      costs: dict[str, int]) -> None:
+        """Refuse (403, with the legal actions) a stake added mid-round that the player's limits forbid. The legal
+        actions are those the limits leave, as the round's view lists them (:func:`without_new_stakes`): the refusal
+        listed the refused action among them, and a client drawn from it offered it again (an attacker's trial).
+        ``costs``: what each legal action would stake."""
         player = session.get(Player, player_id)
         assert player is not None
         try:
             self.accounts.check_limits(session, player, currency, stake)
         except ServiceError as error:
-            error.extra.setdefault("legal_actions", legal)
+            amounts = error.extra.get("amounts", {})
+            # Past the daily loss limit: what it leaves is the room; kept from play (an exclusion, a session's
+            # limit): no new stake at all.
+            room = amounts["limit"] - amounts["lost"] if "limit" in amounts and "lost" in amounts else 0
+            error.extra.setdefault("legal_actions", [action for action in legal if costs.get(action, 0) <= room])
             raise
 
     def _balance_ahead(self, caller: Caller, round_id: int, action: str) -> AbstractContextManager[None]:
@@ -950,11 +960,11 @@ class Rounds:
         return self.wallet.balance_known(caller.id, self.tables.of_round(round_row).currency)
 
     def _afford(self, session: Session, table: TableSpec, seat: RoundSeat, action: str, cost: int, legal: list[str],
-                source: str, check_balance: bool = True) -> None:
+                source: str, check_balance: bool = True, costs: dict[str, int] | None = None) -> None:
         """Refuse (with the legal actions) a decision's added stake that the player's limits or balance forbid
-        (``check_balance=False``: the limits alone)."""
+        (``check_balance=False``: the limits alone). ``costs``: what each legal action would stake."""
         if source == "player":  # a double, split or insurance is a bet: the player's limits apply
-            self._check_limits(session, seat.player_id, table.currency, cost, legal)
+            self._check_limits(session, seat.player_id, table.currency, cost, legal, costs or {action: cost})
         if not check_balance:
             return
         balance = self.wallet.balance(session, seat.player_id, table.currency)
@@ -1221,6 +1231,11 @@ def close_answer(round_id: int | None) -> dict[str, Any]:
     {'round_id': 7}
     """
     return {"round_id": round_id}
+
+
+def costs_of(engine: Engine, player: str, legal: list[str]) -> dict[str, int]:
+    """What each of ``legal`` (the player's legal actions now) would stake, for those that stake at all."""
+    return {action: engine.cost_of(action, player) for action in legal if action in COSTLY_ACTIONS}
 
 
 def _stake_key(round_row: Round, seat: RoundSeat) -> str:

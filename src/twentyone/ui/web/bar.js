@@ -261,7 +261,7 @@ export function offerPanel(round, dealing = false) {
         `${hinted.yes === null ? "" : `${evText(hinted.yes)} yes, `}${evText(hinted.no)} no`)
         : null,
       el("button", { type: "button", class: chosen ? "choice on" : "choice", "data-offer": key, "data-focus": `offer-${key}`,
-        "aria-pressed": chosen ? "true" : "false", disabled: offerRefused(round, offer), onclick: () => {
+        "aria-pressed": chosen ? "true" : "false", disabled: !chosen && offerRefused(round, offer), onclick: () => {
           state.offerChoices[key] = !chosen;
           act.redraw();
         } }, chosen ? "YES" : "NO"));
@@ -299,11 +299,23 @@ export function offerPanel(round, dealing = false) {
  * another kind (insurance beside an even money asked first) by what the player's limits leave. Before, every row
  * was judged by the legal actions of the kind asked, and a hand's insurance could not be chosen beside another's
  * even money (a trial of players). */
+// Insurance on several hands is answered at once and takes from one room under the daily loss limit: a row is
+// refused where its cost is past what the limit leaves once the other rows chosen YES are counted (an attacker's
+// trial: three insurances each within the room were offered, and the second was refused). `offer` without a seat
+// stands for every hand at once (YES TO ALL).
 function offerRefused(round, offer) {
-  if (offer.kind === round.decision.kind) return !round.legal_actions.includes(answers(offer.kind).accept);
-  if (offer.kind !== "insurance") return false;  // even money stakes nothing
   const room = (round.me || {}).loss_room;
-  return Boolean(sessionOverLine() || exclusionLine()) || (room !== undefined && room !== null && offer.cost > room);
+  const limited = room !== undefined && room !== null;
+  const pending = (round.offers.pending || []).filter((o) => o.kind === "insurance");
+  const every = offer.seat === undefined;
+  const others = every ? pending : pending.filter((o) => (o.seat !== offer.seat || o.hand !== offer.hand)
+    && state.offerChoices[`${o.seat}.${o.hand}`]);
+  const cost = every ? 0 : offer.cost || 0;
+  const pastRoom = limited && offer.kind === "insurance"
+    && cost + others.reduce((sum, o) => sum + (o.cost || 0), 0) > room;
+  if (offer.kind === round.decision.kind) return !round.legal_actions.includes(answers(offer.kind).accept) || pastRoom;
+  if (offer.kind !== "insurance") return false;  // even money stakes nothing
+  return Boolean(sessionOverLine() || exclusionLine()) || pastRoom;
 }
 
 // ------------------------------------------------------------------ keys
