@@ -170,6 +170,9 @@ def test_play_sits_at_the_games_table_in_its_currency() -> None:
     assert "Goodbye. Final balance £1,000.00 after 0 rounds." in single.stdout
     power = run("play", "power", "--seed", "2", "--currency", "chf", stdin="q")
     assert "Balance 1,000.00 CHF" in power.stdout
+    # A currency without a minor unit: --balance 50 is ¥50, where it was played as ¥5,000 (a terminal player's trial).
+    yen = run("play", "classic", "--seed", "2", "--currency", "JPY", "--balance", "50", stdin="q")
+    assert "Goodbye. Final balance ¥50 after 0 rounds." in yen.stdout
     assert_one_line_error(run("play", "--currency", "12"), "three-letter code")
     assert_one_line_error(run("play", "--currency", ""), "three-letter code")  # not the default in silence
 

@@ -208,6 +208,20 @@ def test_quitting_mid_round_declines_the_offer_then_stands_every_hand() -> None:
     assert game.message.startswith("You quit mid-round: 2 open hands stood and 2 offers declined")
 
 
+def test_ctrl_c_mid_round_settles_the_round_and_says_goodbye_as_q_does() -> None:
+    """Before, Ctrl-C left the round unsettled with the screen frozen and no word (a trial of a terminal player)."""
+    def keys_then_ctrl_c():  # type: ignore[no-untyped-def]
+        yield from "bd"
+        raise KeyboardInterrupt
+
+    game = table("classic", ["TS", "6H", "9D", "TC", "8C"])
+    game.run(keys_then_ctrl_c())
+    assert game.game is not None and game.game.hands[0].outcome == "win" and game.rounds == 1
+    assert game.balance == 100000 + 100
+    assert game.message.startswith("You quit (Ctrl-C) mid-round: 1 open hand stood")
+    assert "Goodbye. Final balance $1,001.00 after 1 round." in game.console.export_text()
+
+
 def test_quitting_between_rounds_settles_nothing() -> None:
     game = table("classic", ["TS", "6H", "9D", "TC", "8C"])
     game.run(iter("bdsq"))

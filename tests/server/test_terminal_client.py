@@ -228,6 +228,40 @@ def test_a_double_the_balance_cannot_cover_is_shown_short_on_the_keys_line(http:
     assert covered.my_turn() and "is short" not in screen(covered).split("Dealer")[-1]
 
 
+def test_a_key_the_daily_loss_limit_leaves_out_says_so(http: TestClient, service: GameService) -> None:
+    """$1.20 a day to lose and $1.00 on the hand: the $0.50 insurance is left out of the legal actions. The key said
+    only "Key 'y' is not an action here" (a terminal trial); it names the limit and what it leaves."""
+    table = played(http, "classic", "")
+    http.put("/me/limits", json={"daily_loss_limit": 120},
+             headers={"Authorization": f"Bearer {table.api.token}", "Idempotency-Key": "limit"}).raise_for_status()
+    service.stacked.append(["TS", "AH", "9D", "7C", "5S"])  # 19 against an Ace, no blackjack under it
+    for key in "bd":
+        table.press(key)
+    table.press("y")
+    assert table.message == "Your daily loss limit leaves $0.20 to stake today: insurance would stake $0.50."
+    assert table.round is not None and table.round["decision"]["kind"] == "insurance"  # nothing was sent
+    table.press("n")
+    assert table.round["decision"]["kind"] == "play"
+
+
+def test_a_server_that_did_not_answer_is_said_until_a_read_answers(http: TestClient, monkeypatch: Any) -> None:
+    """Words of an answer that never came stayed on screen 15-20 s after the server was back, till a key was pressed,
+    with the socket's "[Errno 111]" (a terminal trial)."""
+    table = played(http, "classic", "")
+    answers = table.api.http.request
+
+    def refused(*args: Any, **kwargs: Any) -> Any:
+        raise httpx.ConnectError("[Errno 111] Connection refused")
+
+    monkeypatch.setattr(table.api.http, "request", refused)
+    monkeypatch.setattr(table.api, "sleep", lambda seconds: None)
+    table._read_table()
+    assert table.message == "The server at http://testserver did not answer (connection refused)."
+    monkeypatch.setattr(table.api.http, "request", answers)
+    table._read_table()
+    assert table.message == ""
+
+
 def test_insurance_taken_is_on_screen_before_it_is_settled(http: TestClient, service: GameService) -> None:
     """Single deck settles insurance with the hands (no peek): the screen says it was taken, and for how much, while
     the hand is played. Before, it showed only at the round's end (a terminal trial)."""

@@ -238,16 +238,19 @@ def play(
         fail(f"{'--name' if name is not None else '--new-guest'} signs in at a server: give --server URL too.")
     if seed is not None and seed < 0:  # as rng-dump's and simulate's: -3 would deal the games of 3
         fail(f"--seed must be 0 or more, got {seed}.")
-    from twentyone.core.money import MAX_AMOUNT
+    from twentyone.core.money import MAX_AMOUNT, minor_units
     from twentyone.core.rules import RulesError
     from twentyone.ui.terminal import play as play_terminal
     from twentyone.variants import resolve_rules
 
+    # Whole units of the currency played in: ¥50 is 50 minor units, $50 is 5,000 (before, ¥50 was played as ¥5,000:
+    # a trial of a terminal player).
+    unit = minor_units(currency) if currency else 100
     balance = 1000 if balance is None else balance
     if balance < 1:
         fail(f"--balance must be at least 1, got {balance}.")
-    if balance * 100 > MAX_AMOUNT:
-        fail(f"--balance is at most {MAX_AMOUNT // 100} whole units (amounts are capped at 10^15 minor units), "
+    if balance * unit > MAX_AMOUNT:
+        fail(f"--balance is at most {MAX_AMOUNT // unit} whole units (amounts are capped at 10^15 minor units), "
              f"got {balance}.")
     try:
         rules = resolve_rules(variant, rules_file)
@@ -262,7 +265,7 @@ def play(
     code = (currency if currency is not None else (table.currency if table else "USD")).upper()
     if not (len(code) == 3 and code.isascii() and code.isalpha()):
         fail(f"--currency must be a three-letter code like USD or GBP, got {currency!r}.")
-    play_terminal(rules, balance * 100, seed, currency=code, chips=table.chips if table else None,
+    play_terminal(rules, balance * minor_units(code), seed, currency=code, chips=table.chips if table else None,
                   limits=table.bet_limits if table else None)
 
 

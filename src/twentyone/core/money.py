@@ -27,6 +27,16 @@ _NO_MINOR_UNIT = frozenset({"JPY", "KRW", "ISK", "CLP", "VND"})
 MINUS = "\N{MINUS SIGN}"
 
 
+def minor_units(currency: str) -> int:
+    """How many minor units make one whole unit of ``currency``: 100 (cents, pence), or 1 for a currency without a
+    minor unit (ISO 4217), whose amounts are whole units.
+
+    >>> minor_units("USD"), minor_units("jpy")
+    (100, 1)
+    """
+    return 1 if currency.upper() in _NO_MINOR_UNIT else 100
+
+
 def format_money(amount_minor: int, currency: str, *, signed: bool = False) -> str:
     """``amount_minor`` (minor units) as a price in ``currency``, with thousands separators.
 
@@ -53,4 +63,4 @@ def format_money(amount_minor: int, currency: str, *, signed: bool = False) -> s
     return f"+{text}" if signed and amount_minor > 0 else text
 
 
-__all__ = ["INT64_MAX", "MAX_AMOUNT", "format_money"]
+__all__ = ["INT64_MAX", "MAX_AMOUNT", "format_money", "minor_units"]

@@ -19,6 +19,7 @@ from __future__ import annotations
 import contextlib
 import json
 import queue
+import re
 import sys
 import threading
 import time
@@ -86,9 +87,11 @@ class _TableClosed(_Quit):
 class ServerError(Exception):
     """The server refused a request (its ``detail``) or could not be reached: one line for the player."""
 
-    def __init__(self, message: str, status: int | None = None, token_refused: bool = False) -> None:
+    def __init__(self, message: str, status: int | None = None, token_refused: bool = False,
+                 unanswered: bool = False) -> None:
         super().__init__(message)
         self.status = status
+        self.unanswered = unanswered  # no answer at all: the server could not be reached
         # The token is not taken now (a 401, or a 429 past the address's limit of wrong tokens): sign in anew.
         self.token_refused = token_refused or status == 401
 
@@ -135,8 +138,8 @@ class Api:
                 answer = self.http.request(method, path, json=body, headers=headers)
             except httpx.TransportError as error:
                 if attempt == TRIES - 1:
-                    raise ServerError(f"The server at {self.http.base_url} did not answer ({error or type(error)})."
-                                      ) from error
+                    raise ServerError(f"The server at {self.http.base_url} did not answer ({_why(error)}).",
+                                      unanswered=True) from error
             else:
                 if answer.status_code != 503:
                     return _answer(answer)
@@ -145,6 +148,16 @@ class Api:
                 wait = min(_retry_after(answer, wait), MOST_WAIT)
             self.sleep(wait)
         raise AssertionError("unreachable")  # pragma: no cover: the last try returns or raises
+
+
+def _why(error: Exception) -> str:
+    """A transport error as a player reads it: "connection refused", not "[Errno 111] Connection refused" (a trial).
+
+    >>> _why(httpx.ConnectError("[Errno 111] Connection refused")), _why(httpx.ReadTimeout(""))
+    ('connection refused', 'ReadTimeout')
+    """
+    words = re.sub(r"^\[Errno -?\d+\]\s*", "", str(error)).strip()
+    return (words[:1].lower() + words[1:]) if words else type(error).__name__
 
 
 def _retry_after(answer: httpx.Response, otherwise: float) -> float:
@@ -408,6 +421,7 @@ class RemoteTable:
     message: str = ""
     # The words a key got while a round was open, and the round's step then (_step): cleared once it moves on.
     said_at_step: tuple[str, tuple[Any, ...]] | None = None
+    unanswered: str | None = None  # the words said of a read the server did not answer, till one answers
     selected_spot: int = 1
     rounds: int = 0
     state: dict[str, Any] = field(default_factory=dict)  # GET /tables/{id}
@@ -524,7 +538,8 @@ class RemoteTable:
 
     def _read_table(self) -> None:
         """Read what the screen shows again: the player's round while it is open (its end is told), else the
-        table (a round of others forming or in play, the balance)."""
+        table (a round of others forming or in play, the balance). A server that did not answer is said until a
+        read answers: before, the words stayed until the next key, long after it was back (a terminal trial)."""
         try:
             if self.round_open():
                 self._read_round()
@@ -532,6 +547,11 @@ class RemoteTable:
                 self.refresh()
         except ServerError as error:  # the next read tries again; the screen says why it did not move
             self.message = str(error)
+            self.unanswered = str(error) if error.unanswered else None
+            return
+        if self.unanswered is not None and self.message == self.unanswered:
+            self.message = ""
+        self.unanswered = None
 
     def _leave_if_closed(self) -> None:
         """At a table taken out, once this player's round there is over (and shown): the table takes no bets, so
@@ -757,6 +777,10 @@ class RemoteTable:
             self.message = "Cash out is hidden by your settings (the web page's Settings shows it again)."
             return
         if key not in keys or keys[key] not in legal:
+            past = self._past_loss_room(keys.get(key))
+            if past is not None:
+                self.message = past
+                return
             short_of = self._short_of()  # legal, but the balance cannot cover it: said so here too (a trial)
             choices = ", ".join(f"[{k}] {action}" + (" (the balance is short)" if action in short_of else "")
                                 for k, action in keys.items()
@@ -1015,6 +1039,19 @@ class RemoteTable:
         me = (self.round or {}).get("me") or {}
         before = me.get("balance_before")
         return None if before is None else int(before) - int(me.get("staked", 0))
+
+    def _past_loss_room(self, action: str | None) -> str | None:
+        """Why ``action``, which adds a stake, is not among the round's legal actions where the player's daily loss
+        limit left it out (the server's ``me.loss_room``); else None. Before, the key was "not an action here" with
+        no word of the limit (a terminal trial)."""
+        round_ = self.round or {}
+        room = (round_.get("me") or {}).get("loss_room")
+        offers = round_.get("offers") or {}
+        cost = offers.get("insurance") if action == "insurance" else (offers.get("costs") or {}).get(action or "")
+        if room is None or cost is None or int(cost) <= int(room):
+            return None
+        return (f"Your daily loss limit leaves {self.money(int(room))} to stake today: {action} would stake "
+                f"{self.money(int(cost))}.")
 
     def _short_of(self) -> dict[str, int]:
         """The legal actions that add a stake (double, triple, quadruple, split) the balance cannot cover, each with

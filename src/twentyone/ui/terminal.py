@@ -418,11 +418,14 @@ class TerminalTable:
         """Play until ``q`` or the end of the keys; a round still open then stands and settles."""
         self.draw()
         reason = "The input ended"
-        for key in keys:
-            if not self.press(key):
-                reason = "You quit"
-                break
-            self.draw()
+        try:
+            for key in keys:
+                if not self.press(key):
+                    reason = "You quit"
+                    break
+                self.draw()
+        except KeyboardInterrupt:  # as q does: before, Ctrl-C left the round unsettled and said nothing (a trial)
+            reason = "You quit (Ctrl-C)"
         if self.finish_round(reason):
             self.draw()
         rounds = f"{self.rounds} round{'s' if self.rounds != 1 else ''}"
