@@ -260,11 +260,15 @@ def hand_cells(hand: Mapping[str, Any], currency: str) -> tuple[Text, str, str]:
     >>> [hand_cells({"cards": ["AS", "8H"], "total": 19, "soft": True, "stake": 100, "status": status,
     ...              "outcome": None, "returned": None}, "USD")[1] for status in ("playing", "stood")]
     ['9/19', '19']
+    >>> hand_cells({"cards": ["AS", "KH"], "total": 21, "soft": True, "stake": 100, "status": "even-money",
+    ...             "outcome": "even-money", "returned": 200}, "USD")[1:]
+    ('BJ', 'even-money +$1.00')
     """
     value = HandValue(int(hand["total"]), bool(hand["soft"]))
     # A soft total reads as two numbers (7/17) while the hand is played; a hand done counts its best one.
-    total = "BJ" if hand["status"] == "blackjack" else format_total(value) if hand["status"] == "playing" else \
-        str(value.total)
+    # Even money is taken on a blackjack alone: that hand is one still (it read "21": a terminal trial).
+    total = "BJ" if hand["status"] in ("blackjack", "even-money") else format_total(value) \
+        if hand["status"] == "playing" else str(value.total)
     if value.bust:
         total = f"BUST {total}"
     result = ""
