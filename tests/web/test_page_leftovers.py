@@ -233,7 +233,7 @@ def test_a_history_row_lists_every_stake_so_that_it_adds_up_to_staked(browser: A
     page.goto(live_server.url + "/#/history")
     row = page.locator("table.history tbody tr").first
     expect(row.locator("td").nth(3)).to_have_text(re.compile(
-        r"^(10|[2-9AJQK])[♠♥♦♣] (10|[2-9AJQK])[♠♥♦♣] \$5\.00 \((win|lose|push)\); Perfect Pairs \$1\.00 \(lose\)$"))
+        r"^(10|[2-9AJQK])[♠♥♦♣] (10|[2-9AJQK])[♠♥♦♣] \$5\.00 \((win|lose|push)\); Perfect Pairs \$1\.00 \(lost\)$"))
     expect(row.locator("td").nth(5)).to_have_text("$6.00")
     shot(page, "leftover-history-stakes")
     page.context.close()

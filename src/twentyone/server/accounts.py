@@ -563,6 +563,8 @@ def session_over(started: datetime | None, last_round: datetime | None, now: dat
 
 
 COOLING_OFF = timedelta(hours=24)  # a looser limit waits this long; a stricter one applies at once
+
+
 def room_under(session: Session, player_id: int, limit: int, currency: str, now: datetime) -> int:
     """What a daily loss ``limit`` leaves the player to stake today in ``currency``, as a stake is checked
     (:meth:`Accounts.check_limits`: today's losses and the stake within the limit), never below 0."""
