@@ -745,7 +745,7 @@ class Rounds:
                     except IllegalActionError as error:
                         raise ServiceError(409, error.plain, legal_actions=legal) from None
                     cost = engine.cost_of(action, decision.player)
-                    costs = costs_of(engine, decision.player, legal)
+                    costs = costs_of(engine, decision.player, legal) if cost else {}  # read by a refusal alone
                     step = engine.step
                     seat = own if own is not None and own.player_id == int(decision.player) else \
                         _seat_record(session, round_id, int(decision.player))
