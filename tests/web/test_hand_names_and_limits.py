@@ -22,6 +22,25 @@ def deal(page: Any) -> None:
     expect(page.locator("#action-bar [data-action], #action-bar .offer, #result:not([hidden])").first).to_be_visible()
 
 
+def play_out(page: Any, actions: list[str]) -> None:
+    """Press each decision in turn, each once it is offered, and wait for the round's result."""
+    for action in actions:
+        button = page.locator(f"button[data-action='{action}']")
+        expect(button).to_be_enabled()
+        button.click()
+    expect(page.locator("#result")).to_be_visible()
+
+
+def history_and_replay(page: Any, server: LiveServer) -> tuple[Any, list[str]]:
+    """The newest history row's "Your bets" cell, and the lines of its replay."""
+    page.goto(server.url + "/#/history")
+    bets = page.locator("td[data-label='Your bets']").first
+    page.locator("button[data-replay]").first.click()
+    steps = page.locator("#replay ol.operations li")
+    expect(steps.first).to_be_visible()
+    return bets, steps.all_inner_texts()
+
+
 def close(page: Any, problems: list[str], refused: str | None = None) -> None:
     """Close the page's context; no console problem but the one refusal (a status) the test expected."""
     page.context.close()
@@ -54,20 +73,11 @@ def test_the_history_and_the_replay_name_hands_by_their_circles(browser: Any, li
     bet(page, 4, side="perfect_pairs")
     deal(page)
     expect(page.locator(".hands.mine .hand .owner")).to_have_text(["Hand 2", "Hand 4"])
-    for _ in range(2):
-        stand = page.locator("button[data-action='stand']")
-        expect(stand).to_be_enabled()
-        stand.click()
-    expect(page.locator("#result")).to_be_visible()
-    page.goto(live_server.url + "/#/history")
-    bets = page.locator("td[data-label='Your bets']").first
+    play_out(page, ["stand", "stand"])
+    bets, lines = history_and_replay(page, live_server)
     expect(bets).to_contain_text("Hand 2: 10♠ 9♦ $1.00 (")
     expect(bets).to_contain_text("Hand 4: 8♠ 8♣ $1.00 (")
     expect(bets).to_contain_text("Perfect Pairs (hand 4) $1.00 (")
-    page.locator("button[data-replay]").first.click()
-    steps = page.locator("#replay ol.operations li")
-    expect(steps.first).to_be_visible()
-    lines = steps.all_inner_texts()
     assert any(line.endswith("bets $1.00 on hand 2") for line in lines), lines
     assert any("bets $1.00 on hand 4, Perfect Pairs $1.00" in line for line in lines), lines
     assert "card 10♠ → hand 2" in lines and "card 8♠ → hand 4" in lines, lines
@@ -171,20 +181,11 @@ def test_a_replay_numbers_a_split_circles_hands_from_the_split_on_in_the_felts_w
     bet(page, 2, side="perfect_pairs")
     bet(page, 3)
     deal(page)
-    for action in ("split", "stand", "stand", "stand"):
-        button = page.locator(f"button[data-action='{action}']")
-        expect(button).to_be_enabled()
-        button.click()
-    expect(page.locator("#result")).to_be_visible()
-    page.goto(live_server.url + "/#/history")
-    bets = page.locator("td[data-label='Your bets']").first
+    play_out(page, ["split", "stand", "stand", "stand"])
+    bets, lines = history_and_replay(page, live_server)
     expect(bets).to_contain_text("Hand 2.1: 8♠ 3♦ $1.00 (")
     expect(bets).to_contain_text("Hand 2.2: 8♣ 2♣ $1.00 (")
     expect(bets).to_contain_text("Perfect Pairs (hand 2) $1.00 (coloured pair)")
-    page.locator("button[data-replay]").first.click()
-    steps = page.locator("#replay ol.operations li")
-    expect(steps.first).to_be_visible()
-    lines = steps.all_inner_texts()
     split_at = next(index for index, line in enumerate(lines) if re.search(r": split \$1\.00, hand 2$", line))
     assert "card 8♠ → hand 2" in lines[:split_at] and "card 8♣ → hand 2" in lines[:split_at], lines
     assert "card 3♦ → hand 2.1" in lines[split_at:] and "card 2♣ → hand 2.2" in lines[split_at:], lines
