@@ -14,12 +14,23 @@ import httpx
 from playwright.sync_api import expect
 from web_helpers import LiveServer, bet, chip, guest_token, open_table, signed_in_context, table_page, watch_console
 
-HEADERS = {"Idempotency-Key": "setting"}
-
 
 def deal(page: Any) -> None:
     page.locator("#deal").click()
     expect(page.locator("#action-bar [data-action], #action-bar .offer, #result:not([hidden])").first).to_be_visible()
+
+
+def guest_at_classic(browser: Any, server: LiveServer, path: str, body: dict[str, Any]) -> tuple[Any, list[str]]:
+    """A new guest whose ``body`` is put to ``path`` first (``/me/limits``, ``/me/settings``), at classic: (page,
+    console problems)."""
+    token, _ = guest_token(server)
+    httpx.put(server.url + path, json=body,
+              headers={"Authorization": f"Bearer {token}", "Idempotency-Key": path}).raise_for_status()
+    page = signed_in_context(browser, token).new_page()
+    page.set_default_timeout(15000)
+    problems = watch_console(page)
+    open_table(page, server, "classic")
+    return page, problems
 
 
 def play_out(page: Any, actions: list[str]) -> None:
@@ -89,13 +100,7 @@ def test_the_slip_says_what_the_daily_loss_limit_leaves_and_refuses_a_bet_past_i
                                                                                    live_server: LiveServer) -> None:
     """$3.00 a day to lose: the bar says so while betting; a third $1.00 chip is placed, a fourth refused in words,
     and the slip and the balance stay as they were."""
-    token, _ = guest_token(live_server)
-    httpx.put(live_server.url + "/me/limits", json={"daily_loss_limit": 300},
-              headers={"Authorization": f"Bearer {token}", "Idempotency-Key": "limit"}).raise_for_status()
-    page = signed_in_context(browser, token).new_page()
-    page.set_default_timeout(15000)
-    problems = watch_console(page)
-    open_table(page, live_server, "classic")
+    page, problems = guest_at_classic(browser, live_server, "/me/limits", {"daily_loss_limit": 300})
     expect(page.locator("#loss-room")).to_have_text(" · Your daily loss limit leaves $3.00 to stake today.")
     chip(page, 100)
     for spot in (1, 2, 2):
@@ -120,13 +125,7 @@ def test_insurance_on_two_hands_shows_each_rows_own_evs(browser: Any, live_serve
     """Hints on, 10,9 and 9,9 against an Ace: each row prints its EVs, where the second row printed none; insurance,
     which pays on the one hole card, is worth the same at both."""
     live_server.service.stacked.append(["TS", "9H", "AH", "9D", "9C", "7C", "5S"])
-    token, _ = guest_token(live_server)
-    httpx.put(live_server.url + "/me/settings", json={"hints": True},
-              headers={"Authorization": f"Bearer {token}", **HEADERS}).raise_for_status()
-    page = signed_in_context(browser, token).new_page()
-    page.set_default_timeout(15000)
-    problems = watch_console(page)
-    open_table(page, live_server, "classic")
+    page, problems = guest_at_classic(browser, live_server, "/me/settings", {"hints": True})
     chip(page, 100)
     bet(page, 1)
     bet(page, 2)
@@ -251,13 +250,7 @@ def test_insurance_on_two_hands_shares_what_the_loss_limit_leaves(browser: Any, 
     offered on its own and the second refused (an attacker's trial); once one is chosen the other is not offered, and
     YES TO ALL is not."""
     live_server.service.stacked.append(["TS", "9H", "AH", "9D", "9C", "7C", "5S"])  # no blackjack under the Ace
-    token, _ = guest_token(live_server)
-    httpx.put(live_server.url + "/me/limits", json={"daily_loss_limit": 250},
-              headers={"Authorization": f"Bearer {token}", "Idempotency-Key": "limit"}).raise_for_status()
-    page = signed_in_context(browser, token).new_page()
-    page.set_default_timeout(15000)
-    problems = watch_console(page)
-    open_table(page, live_server, "classic")
+    page, problems = guest_at_classic(browser, live_server, "/me/limits", {"daily_loss_limit": 250})
     chip(page, 100)
     bet(page, 1)
     bet(page, 2)
