@@ -9,6 +9,7 @@ import json
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import replace
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
@@ -204,10 +205,10 @@ def test_a_round_that_cannot_be_read_holds_up_no_other_timer(
         ids.append(player.post("/tables/classic/deal").json()["id"])
     decide = service.rounds.auto_decide
 
-    def failing_for_ann(round_id: int, version: int) -> int:
+    def failing_for_ann(round_id: int, version: int, since: datetime | None) -> int:
         if round_id == ids[0]:
             raise RuntimeError("this round cannot be read")
-        return decide(round_id, version)
+        return decide(round_id, version, since)
 
     monkeypatch.setattr(service.rounds, "auto_decide", failing_for_ann)
     clock.advance(20 * 60 + 1)

@@ -40,6 +40,7 @@ from twentyone.server.config import Settings, TableSpec
 from twentyone.server.context import Busy, Caller, ServiceError
 from twentyone.server.db import Database, migrate, worker_threads
 from twentyone.server.direct import READING
+from twentyone.server.downtime import BEAT_SECONDS
 from twentyone.server.events import DROPPED_CODE
 from twentyone.server.guards import (
     BodyLimit,
@@ -751,12 +752,17 @@ async def _timers(service: GameService, readiness: Readiness) -> None:
     """
     limiter = CapacityLimiter(TIMER_THREADS)
     running: dict[str, asyncio.Task[None]] = {}
+    beaten: float | None = None  # the loop's clock at this process's last beat: the first is before the first look
     try:
         while True:
             # The repeats of an outage's 503s, told as their window ends; before the look below, which an outage
             # can hold up until the pool's time-out.
             service.store.busy_lines.flush()
             try:
+                if beaten is None or asyncio.get_running_loop().time() - beaten >= BEAT_SECONDS:
+                    # Before the look: a downtime's clocks are given back before any timer judges them due.
+                    await run_in_threadpool(service.beat)
+                    beaten = asyncio.get_running_loop().time()
                 due = await run_in_threadpool(service.timers_due)
                 readiness.looked()
             except Busy:  # storage contention, logged as one line where it arose: the next tick tries again

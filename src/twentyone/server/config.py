@@ -42,6 +42,9 @@ class Settings:
     demo: bool = True
     demo_balance: int = 100_000  # minor units given to a guest or a new demo player
     tick_seconds: float = 1.0  # how often timers (decisions, betting windows, wallet retries) are checked
+    # The heartbeat's age past which the floor counts as having been down, its time given back to every open round's
+    # clock (server/downtime.py); None never gives it back (tests whose clock jumps while timers run).
+    down_after_seconds: float | None = 10.0
     guests_per_minute: int = 120  # new accounts (guests and sign-ups) from one address a minute, all processes (429)
     token_days: int = 30  # a sign-in's token is refused this long after it was issued: sign in again
     sockets_per_address: int = 256  # WebSockets open at once from one address, per process (4429 past it)

@@ -248,6 +248,17 @@ class TablesFile(Base):
     given: Mapped[bool] = mapped_column(Boolean, default=False, server_default=false())
 
 
+class Heartbeat(Base):
+    """When a server process last showed the floor was served: one row, written by each process's timers every
+    :data:`~twentyone.server.downtime.BEAT_SECONDS`. A beat that finds the last one older than
+    ``Settings.down_after_seconds`` knows that no process answered since, and moves every decision
+    clock and betting window on by that time (migration 0020; :mod:`twentyone.server.downtime`)."""
+
+    __tablename__ = "heartbeat"
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)  # always 1, made by the migration
+    beat_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True), nullable=True)  # None: never yet
+
+
 class GuestArrival(Base):
     """A guest account created from an address, kept a minute: the limit on new guests, shared by every process.
 
@@ -297,6 +308,7 @@ LEDGER = cast(Table, LedgerEntry.__table__)
 PLAYERS = cast(Table, Player.__table__)
 SHOES = cast(Table, Shoe.__table__)
 ROUNDS = cast(Table, Round.__table__)
+HEARTBEAT = cast(Table, Heartbeat.__table__)
 OPEN_STATUSES = ("betting", "playing")  # a round open: taking bets (forming), or dealt and being played
 ROUND_ACTIONS = cast(Table, RoundAction.__table__)
 ROUND_SEATS = cast(Table, RoundSeat.__table__)

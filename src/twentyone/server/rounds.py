@@ -702,12 +702,14 @@ class Rounds:
 
     # ---------------------------------------------------------- decisions
     def act(self, caller: Caller, round_id: int, action: str, source: str = "player",
-            player: str | None = None, expected_version: int | None = None) -> dict[str, Any]:
+            player: str | None = None, expected_version: int | None = None,
+            expected_since: datetime | None = None) -> dict[str, Any]:
         """Take a decision; an illegal or out-of-turn one is answered 409 with the legal actions.
 
         ``player`` (the timer's use) names whose decision the operator takes. ``expected_version``:
         the timer's auto decision applies only to the round as it judged it timed out; if a decision
-        (in any process) moved the round on since, it is refused.
+        (in any process) moved the round on since, it is refused; so it is if the round's clock was moved on since
+        ``expected_since`` (a downtime given back).
         """
         # An operator's balance is asked before the round's lock and the transaction: neither waits on the network.
         # On SQLite so is its debit, judged and sent under the round's lock, before the transaction (_decision_ahead).
@@ -728,7 +730,8 @@ class Rounds:
                     if round_row.status != "playing":
                         raise ServiceError(409, f"Round {round_id} is {round_row.status}: no decision is pending.",
                                            legal_actions=[])
-                    if expected_version is not None and round_row.version != expected_version:
+                    if (expected_version is not None and round_row.version != expected_version) or (
+                            expected_since is not None and aware(round_row.decision_since) != aware(expected_since)):
                         raise ServiceError(409, f"Round {round_id} moved on: its timer starts again.",
                                            legal_actions=[])
                     engine = self.live.engine(session, round_row)
@@ -871,7 +874,7 @@ class Rounds:
             refused.extra.setdefault("legal_actions", legal)
             raise refused from None
 
-    def auto_decide(self, round_id: int, version: int | None = None) -> int:
+    def auto_decide(self, round_id: int, version: int | None = None, since: datetime | None = None) -> int:
         """Stand for the waiting hand (decline an offer) after the timeout: the sheets' auto decision.
 
         Where players decide together (a common draw's step, the offers before the peek) the time-out is the
@@ -884,7 +887,8 @@ class Rounds:
         stood and the player's next hand had a clock of its own: a first-person round of five hands left after the
         deal settled after 100 minutes (a trial of players).
         ``version``: the round's version when the timeout was judged; a round moved on since (a
-        decision here or in another process) is not timed out.
+        decision here or in another process) is not timed out. ``since``: its clock's start as judged; a clock moved
+        on since (the floor was down: :mod:`~twentyone.server.downtime`) is not timed out either.
         """
         timer = Caller(0, "timer", "operator")
         decided = 0
@@ -914,7 +918,7 @@ class Rounds:
             action = Action.STAND if decision.kind == DecisionKind.PLAY else OFFER_ANSWERS[decision.kind][1]
             try:
                 self.act(timer, round_id, str(action), source="timeout", player=decision.player,
-                         expected_version=expected)
+                         expected_version=expected, expected_since=None if decided else since)
             except ServiceError:
                 return decided
             decided += 1

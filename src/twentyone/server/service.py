@@ -33,6 +33,8 @@ from twentyone.server.cluster import OUTBOX, TABLES_CHANNEL, LocalOwnership, Tim
 from twentyone.server.config import CURRENCIES, Settings, TableSpec
 from twentyone.server.context import Busy, Caller, ServiceError, aware, iso, utcnow
 from twentyone.server.db import Database
+from twentyone.server.downtime import Downtime
+from twentyone.server.downtime import beat as beat_in
 from twentyone.server.events import Broadcaster
 from twentyone.server.journal import JOURNALS, DebitJournal
 from twentyone.server.live import LiveRounds
@@ -277,6 +279,24 @@ class GameService:
         return body
 
     # ------------------------------------------------------------- timers
+    def beat(self) -> Downtime | None:
+        """Show the floor served now; after a downtime (no beat for longer than ``Settings.down_after_seconds``),
+        give every open round's decision clock and betting window the time back, and tell the tables, whose players
+        then read their clocks anew. The server's timers beat before their first look and every
+        :data:`~twentyone.server.downtime.BEAT_SECONDS` (``app._timers``).
+        """
+        with self.store.write_apart() as session:
+            after = self.settings.down_after_seconds
+            down = beat_in(session, self.clock(), None if after is None else timedelta(seconds=after))
+        if down is None:
+            return None
+        log.warning("no server process served the floor for %.0f s (since %s): the decision clocks and betting "
+                    "windows of %d open rounds moved on by it", down.length.total_seconds(), iso(down.since),
+                    len(down.rounds))
+        for round_id, table_id in down.rounds:
+            self.events.publish(table_id, {"type": "round", "round_id": round_id})
+        return down
+
     def tick(self) -> dict[str, int]:
         """Run every timer that is due, one after the other: betting windows, decision timeouts (auto Stand), wallet
         retries (:meth:`timers_due`). The server runs them apart instead (``app._timers``: each table's and the
@@ -328,7 +348,7 @@ class GameService:
             if (since is None or now - since < timedelta(seconds=table.decision_timeout)
                     or table_timers(row.table_id) not in owned):
                 continue
-            due.setdefault(table_timers(row.table_id), []).append(self._timing_out(row.id, row.version))
+            due.setdefault(table_timers(row.table_id), []).append(self._timing_out(row.id, row.version, since))
         timers = [(key, self._in_turn(works)) for key, works in due.items()]
         if OUTBOX in owned:
             timers.append((OUTBOX, self._retry_wallet_calls))
@@ -354,10 +374,10 @@ class GameService:
             return {"dealt": 0}
         return close
 
-    def _timing_out(self, round_id: int, version: int) -> Callable[[], dict[str, int]]:
+    def _timing_out(self, round_id: int, version: int, since: datetime) -> Callable[[], dict[str, int]]:
         def decide() -> dict[str, int]:
             with self._alone_failing(f"the timer's decision in round {round_id}"):
-                return {"auto": self.rounds.auto_decide(round_id, version)}
+                return {"auto": self.rounds.auto_decide(round_id, version, since)}
             return {"auto": 0}
         return decide
 

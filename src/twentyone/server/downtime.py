@@ -1,0 +1,113 @@
+"""Time no server process answered is no player's time to decide.
+
+Each process's timers beat every :data:`BEAT_SECONDS` (:func:`beat`): the floor's one heartbeat row is locked,
+read and set to now. A beat that finds the last one older than ``Settings.down_after_seconds`` (10 s) knows that no
+process served the floor since: every process was down (a crash, a deploy), or the database was away from all of
+them. Whatever the cause, no player's request could have been answered, so every open round's decision clock, and
+every betting window, is moved on by the time since the last beat (:func:`moved_on`): a player who had 15 of their
+20 seconds left when the floor went down has 15 seconds when it is back, where before the timer stood their hand at
+once.
+
+Only the downtime is given back, never the time served: a worker that crashes every few seconds beats while it is
+up, so a shared table still times out its slow player (resetting every clock at each start would let a
+crash-looping process hold a table open for ever). Clocks started after the last beat (a process serving without
+timers) are left as they are. The row lock makes one beat count each downtime, whichever process beats first.
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+
+from sqlalchemy import bindparam, select, update
+from sqlalchemy.orm import Session
+
+from twentyone.server.context import aware
+from twentyone.server.models import HEARTBEAT, ROUNDS
+
+log = logging.getLogger("twentyone.server")
+
+BEAT_SECONDS = 2.0  # how often each process's timers beat
+# A floor not beaten for longer than this was down (``Settings.down_after_seconds``, 10 s): several beats' worth, so
+# that a tick late under load (a busy machine, a slow commit) does not count as downtime.
+
+LAST_BEAT = select(HEARTBEAT.c.beat_at).where(HEARTBEAT.c.id == 1).with_for_update()
+BEAT = update(HEARTBEAT).where(HEARTBEAT.c.id == 1).values(beat_at=bindparam("now"))
+OPEN_CLOCKS = select(ROUNDS.c.id, ROUNDS.c.table_id, ROUNDS.c.status, ROUNDS.c.decision_since,
+                     ROUNDS.c.betting_closes_at).where(ROUNDS.c.status.in_(("betting", "playing")))
+MOVE_DECISION_CLOCK = update(ROUNDS).where(ROUNDS.c.id == bindparam("round_id")) \
+    .values(decision_since=bindparam("moved"))
+MOVE_BETTING_WINDOW = update(ROUNDS).where(ROUNDS.c.id == bindparam("round_id")) \
+    .values(betting_closes_at=bindparam("moved"))
+
+
+@dataclass(frozen=True)
+class Downtime:
+    """The floor was down from ``since`` (its last beat) to ``until``; ``rounds``: the (round id, table id) of each
+    round whose clock was moved on."""
+
+    since: datetime
+    until: datetime
+    rounds: tuple[tuple[int, str], ...]
+
+    @property
+    def length(self) -> timedelta:
+        return self.until - self.since
+
+
+def moved_on(clock: datetime | None, last_beat: datetime, now: datetime, *, window: bool = False) -> datetime | None:
+    """A round's clock after the floor was down from ``last_beat`` to ``now``; None where it stays as it is.
+
+    A decision clock started before the last beat ran while nobody could answer: it moves on by the downtime. A
+    betting window still open at the last beat (``window``) is given the downtime too; one that was already due
+    then was the timers' to close while the floor was served.
+
+    >>> from datetime import UTC
+    >>> down, up = datetime(2026, 12, 7, 12, 0, 0, tzinfo=UTC), datetime(2026, 12, 7, 12, 5, 0, tzinfo=UTC)
+    >>> moved_on(datetime(2026, 12, 7, 11, 59, 55, tzinfo=UTC), down, up).time()  # 5 s into a decision
+    datetime.time(12, 4, 55)
+    >>> moved_on(datetime(2026, 12, 7, 12, 5, 0, tzinfo=UTC), down, up) is None  # started since, when served
+    True
+    >>> moved_on(datetime(2026, 12, 7, 12, 0, 10, tzinfo=UTC), down, up, window=True).time()  # closed while down
+    datetime.time(12, 5, 10)
+    >>> moved_on(datetime(2026, 12, 7, 11, 59, 0, tzinfo=UTC), down, up, window=True) is None  # due when served
+    True
+    """
+    clock = aware(clock)
+    if clock is None:
+        return None
+    if window:
+        return clock + (now - last_beat) if clock > last_beat else None
+    return clock + (now - last_beat) if clock <= last_beat else None
+
+
+def beat(session: Session, now: datetime, down_after: timedelta | None) -> Downtime | None:
+    """Beat for this process in ``session``'s write transaction; where the last beat is older than ``down_after``
+    (None: never), move every open round's clock on by the downtime (:func:`moved_on`) and say so.
+
+    A beat earlier than the last (another process's clock a little ahead) leaves the row as it is.
+    """
+    last = aware(session.execute(LAST_BEAT).scalar_one_or_none())
+    if last is not None and now <= last:
+        return None
+    session.execute(BEAT, {"now": now})
+    if last is None or down_after is None or now - last <= down_after:
+        return None
+    clocks: list[dict[str, object]] = []
+    windows: list[dict[str, object]] = []
+    moved: list[tuple[int, str]] = []
+    for row in session.execute(OPEN_CLOCKS):
+        if row.status == "playing" and (since := moved_on(row.decision_since, last, now)) is not None:
+            clocks.append({"round_id": row.id, "moved": since})
+        elif row.status == "betting" and (
+                closes := moved_on(row.betting_closes_at, last, now, window=True)) is not None:
+            windows.append({"round_id": row.id, "moved": closes})
+        else:
+            continue
+        moved.append((row.id, row.table_id))
+    if clocks:
+        session.execute(MOVE_DECISION_CLOCK, clocks)
+    if windows:
+        session.execute(MOVE_BETTING_WINDOW, windows)
+    return Downtime(last, now, tuple(moved))

@@ -1,0 +1,166 @@
+"""Time no server process served the floor is given back to the players deciding (``server/downtime.py``).
+
+A trial of a terminal player found a server down while they decided used up their clock: after the restart the
+timer stood their hand at once. Each process's timers now beat; a beat after a downtime moves every open round's
+clock on by it. Time served is never given back, so a worker that keeps crashing cannot hold a table open.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from datetime import datetime, timedelta
+from typing import Any
+
+from fastapi.testclient import TestClient
+from server_helpers import Client, Clock, eventually, joined_shared_round, new_guest
+from sqlalchemy import select
+
+from twentyone.server.app import create_app
+from twentyone.server.cluster import table_timers
+from twentyone.server.config import Settings
+from twentyone.server.context import aware
+from twentyone.server.downtime import BEAT_SECONDS
+from twentyone.server.models import HEARTBEAT
+from twentyone.server.service import GameService
+
+# The player 10 and 8 (18) against the dealer's 7: a decision waits, no offer before it.
+EIGHTEEN_AGAINST_SEVEN = ["TS", "7D", "8S", "9C"]
+
+
+def deadline(player: Client, round_id: int) -> datetime:
+    return datetime.fromisoformat(player.get(f"/rounds/{round_id}").json()["deadline"])
+
+
+def last_beat(service: GameService) -> datetime | None:
+    with service.store.read() as session:
+        return aware(session.execute(select(HEARTBEAT.c.beat_at)).scalar_one())
+
+
+def served(service: GameService, clock: Clock, seconds: float) -> None:
+    """The floor served for ``seconds``: a beat every :data:`BEAT_SECONDS`, as each process's timers beat."""
+    for _ in range(int(seconds / BEAT_SECONDS)):
+        clock.advance(BEAT_SECONDS)
+        assert service.beat() is None  # never a downtime while beaten
+    clock.advance(seconds % BEAT_SECONDS)
+
+
+def dealt_classic(guest: Client, service: GameService) -> int:
+    service.stacked.append(EIGHTEEN_AGAINST_SEVEN)
+    guest.bet("classic", 500)
+    round_id = int(guest.post("/tables/classic/deal").json()["id"])
+    assert guest.get(f"/rounds/{round_id}").json()["status"] == "playing"
+    return round_id
+
+
+def test_a_decision_clock_stands_still_while_no_process_serves_the_floor(
+        guest: Client, service: GameService, clock: Clock) -> None:
+    round_id = dealt_classic(guest, service)
+    timeout = service.table("classic").decision_timeout
+    assert service.beat() is None  # the floor's first beat: nothing to give back
+    served(service, clock, 100)
+    before = deadline(guest, round_id)
+    clock.advance(3600)  # every process down for an hour, past the 20-minute clock
+    down = service.beat()
+    assert down is not None and down.length == timedelta(seconds=3600) and down.rounds == ((round_id, "classic"),)
+    assert deadline(guest, round_id) == before + timedelta(seconds=3600)
+    assert service.tick()["auto"] == 0  # before: the hand stood at the first tick
+    served(service, clock, timeout - 100 - 2 * BEAT_SECONDS)  # the 100 s used before the downtime count
+    assert service.tick()["auto"] == 0 and guest.get(f"/rounds/{round_id}").json()["status"] == "playing"
+    served(service, clock, 3 * BEAT_SECONDS)
+    assert service.tick()["auto"] == 1
+    assert guest.get(f"/rounds/{round_id}").json()["status"] == "settled"
+
+
+def test_time_served_is_never_given_back_so_a_worker_crashing_every_few_seconds_still_times_out(
+        guest: Client, service: GameService, clock: Clock) -> None:
+    """Resetting the clocks at every start would let a process that crashes every few seconds (each start a beat)
+    keep a table's slow player from ever timing out."""
+    round_id = dealt_classic(guest, service)
+    timeout = service.table("classic").decision_timeout
+    service.beat()
+    assert service.settings.down_after_seconds is not None
+    gap = service.settings.down_after_seconds - 1  # restarts quicker than the heartbeat counts as downtime
+    for _ in range(int(timeout // gap) + 1):
+        clock.advance(gap)
+        assert service.beat() is None
+    assert service.tick()["auto"] == 1
+    assert guest.get(f"/rounds/{round_id}").json()["status"] == "settled"
+
+
+def test_a_timer_that_judged_a_round_due_before_its_clock_moved_on_does_not_act(
+        guest: Client, service: GameService, clock: Clock) -> None:
+    """A tick's look and its timers are apart (its threads): a beat in between that gives a downtime back leaves the
+    round's version as it was, so the auto decision also carries the clock's start it judged due."""
+    round_id = dealt_classic(guest, service)
+    service.beat()
+    clock.advance(service.table("classic").decision_timeout + 60)
+    due = service.timers_due()
+    assert [key for key, _ in due] == [table_timers("classic")]
+    assert service.beat() is not None  # the floor had been down: the clock moves on after the look
+    assert [timer() for _, timer in due] == [{"auto": 0}]
+    assert guest.get(f"/rounds/{round_id}").json()["status"] == "playing"
+
+
+def test_a_betting_window_open_when_the_floor_went_down_keeps_its_time(
+        http: TestClient, service: GameService, clock: Clock) -> None:
+    players = [new_guest(http) for _ in range(2)]
+    window = service.table("multiplayer").betting_window
+    players[0].bet("multiplayer", 500)
+    players[0].post("/tables/multiplayer/deal")
+    service.beat()
+    closes = datetime.fromisoformat(players[0].get("/tables/multiplayer").json()["round"]["betting_closes_at"])
+    clock.advance(window + 30)  # down past the window's end
+    down = service.beat()
+    assert down is not None and len(down.rounds) == 1
+    assert service.tick()["dealt"] == 0  # before: dealt at the first tick, the second player left out
+    forming = players[1].get("/tables/multiplayer").json()["round"]
+    assert datetime.fromisoformat(forming["betting_closes_at"]) == closes + timedelta(seconds=window + 30)
+    players[1].bet("multiplayer", 500)
+    assert players[1].post("/tables/multiplayer/deal").status_code == 200
+    clock.advance(window)
+    assert service.tick()["dealt"] == 1
+    assert len(players[1].get(f"/rounds/{forming['id']}").json()["seats"]) == 2
+
+
+def test_a_window_that_was_due_while_the_floor_was_served_is_not_reopened(
+        http: TestClient, service: GameService, clock: Clock) -> None:
+    players = [new_guest(http) for _ in range(1)]
+    joined_shared_round(service, clock, players, "multiplayer")  # the window ran out, nobody closed it yet
+    service.beat()
+    clock.advance(60)
+    down = service.beat()
+    assert down is not None and down.rounds == ()
+    assert service.tick()["dealt"] == 1
+
+
+def test_a_restart_after_the_floor_was_down_gives_the_clock_back_before_its_first_tick(
+        settings: Settings) -> None:
+    """The server's own timers: a process serves and beats, every process stops, and one starts again an hour later
+    (a clock the test moves). Its timers beat before their first look, so the hand is not stood at once."""
+    clock = Clock()
+    fast = dataclasses.replace(settings, tick_seconds=0.05)
+    with TestClient(create_app(fast, clock=clock)) as http:
+        service: GameService = http.app.state.service  # type: ignore[attr-defined]
+        guest = new_guest(http)
+        round_id = dealt_classic(guest, service)
+        eventually(lambda: last_beat(service) == clock.now, 10, "the first beat")
+        before = deadline(guest, round_id)
+    clock.advance(3600)
+    app = create_app(fast, clock=clock)
+    service = app.state.service
+    looks: list[list[str]] = []  # what each of the timers' looks found due
+    look = service.timers_due
+
+    def looked() -> list[Any]:
+        due = look()
+        looks.append([key for key, _ in due])
+        return due
+
+    service.timers_due = looked
+    with TestClient(app) as http:
+        guest = Client(http, guest.token, guest.name)
+        eventually(lambda: len(looks) >= 5, 10, "the timers' looks")
+        assert looks[:5] == [[]] * 5  # before, the first look found the hand an hour past its clock, and stood it
+        assert deadline(guest, round_id) == before + timedelta(seconds=3600)
+        view = guest.get(f"/rounds/{round_id}").json()
+        assert view["status"] == "playing" and view["me"]["timed_out"] == 0
