@@ -292,3 +292,17 @@ def test_a_hole_card_dealt_first_turns_over_in_place() -> None:
 def dealer_line(game: TerminalTable) -> str:
     """The dealer's cards as the screen shows them now (the console records every screen: the last one's)."""
     return [line for line in screen(game).splitlines() if "Dealer  " in line][-1]
+
+
+def test_insurance_taken_at_single_deck_is_on_the_screen_until_it_settles_with_the_hands() -> None:
+    """Single deck does not peek: insurance taken is settled with the hands, and until then the local table said
+    nothing of it, though the balance had paid for it (a trial of a terminal player; the server's client showed it)."""
+    game = table("single-deck", ["TS", "AH", "9D", "7C", "TD"])
+    press(game, "bd")
+    assert "Insurance for $0.50 on hand 1? [y]es [n]o" in screen(game)
+    press(game, "y")
+    assert game.game is not None and game.game.phase == "player-turns"
+    assert "Insurance #1: taken, $0.50, paid 2:1 on a dealer blackjack" in screen(game)
+    press(game, "s")  # the dealer's A 7 stands on 18: no blackjack, the insurance lost, the 19 wins
+    text = screen(game)
+    assert "Insurance #1: no dealer blackjack, −$0.50" in text and "taken" not in text

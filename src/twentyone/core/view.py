@@ -139,6 +139,19 @@ class RoundView:
     def viewer_to_act(self) -> bool:
         return self.decision is not None and self.decision.player == self.viewer
 
+    @property
+    def insurance_taken(self) -> tuple[tuple[int, int], ...]:
+        """The viewer's insurance taken and not yet settled, as (seat, stake): where the dealer does not peek
+        (single deck's European deal) it is settled with the hands, and until then only this says the balance paid
+        for it. Read only under an Ace, the one card insurance is offered under: a crowded round's operations are
+        not read for it otherwise."""
+        if not self.dealer_cards or self.dealer_cards[0].rank != "A":
+            return ()
+        settled = {op.seat for op in self.settlements if op.item == "insurance" and op.player == self.viewer}
+        return tuple((op.seat, op.amount) for op in self.operations
+                     if isinstance(op, ActionTaken) and op.action == Action.INSURANCE and op.player == self.viewer
+                     and op.seat not in settled)
+
 
 def mask_operations(operations: tuple[Operation, ...] | list[Operation]) -> tuple[VisibleOperation, ...]:
     """The log with every face-down card hidden until the log shows it turned over.

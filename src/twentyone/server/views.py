@@ -25,7 +25,6 @@ from twentyone.core.operations import (
     COSTLY_ACTIONS,
     OFFER_ANSWERS,
     Action,
-    ActionTaken,
     BetsPlaced,
     CardDealt,
     DecisionKind,
@@ -175,7 +174,7 @@ def round_json(session: Session, round_row: Round, table: TableSpec, player_id: 
             int(player) for player in names if engine.decision(player) is not None]
     view.update(_cards_json(seen, names, str(player_id)))
     if round_row.status == "playing":  # settled or void: every insurance is in ``insurance``, settled
-        view["insurance_taken"] = _insurance_taken(seen, str(player_id))
+        view["insurance_taken"] = [{"seat": seat, "stake": stake} for seat, stake in seen.insurance_taken]
     view["others_withheld"], view["drawing"] = seen.others_withheld, seen.drawing
     since = aware(round_row.decision_since)
     deadline = since + timedelta(seconds=table.decision_timeout) if since and round_row.status == "playing" else None
@@ -247,19 +246,6 @@ def _cards_json(seen: RoundView, names: dict[str, str], viewer: str) -> dict[str
         elif op.item != "hand":
             result["side_bets"].append({**entry, "name": op.item})
     return result
-
-
-def _insurance_taken(seen: RoundView, viewer: str) -> list[dict[str, Any]]:
-    """The viewer's insurance taken and not yet settled, a seat each (``seat``, ``stake``): where the dealer does
-    not peek (single deck's European deal), it is settled with the hands, and until then nothing on screen said the
-    balance had paid for it (a terminal trial). Only under an Ace, the one card insurance is offered under: the
-    operations of a crowded round are not read for it otherwise."""
-    if not seen.dealer_cards or seen.dealer_cards[0].rank != "A":
-        return []
-    settled = {op.seat for op in seen.settlements if op.item == "insurance" and op.player == viewer}
-    return [{"seat": op.seat, "stake": op.amount} for op in seen.operations
-            if isinstance(op, ActionTaken) and op.action == Action.INSURANCE and op.player == viewer
-            and op.seat not in settled]
 
 
 def unseen_cards(shoe: list[Card], earlier_rounds: list[Card], seen: RoundView) -> list[Card]:

@@ -49,6 +49,7 @@ from twentyone.ui.terminal import (
     dealer_text,
     discard_typed_ahead,
     hand_cells,
+    insurance_taken_text,
     is_terminal,
     key_ready,
     key_waiting,
@@ -963,8 +964,7 @@ class RemoteTable:
                          f"{net_text(int(bet['returned']) - int(bet['stake']), self.currency)}")
         for bet in seen.get("insurance_taken", []):  # a server before it sends none
             odds = (self.table.get("pays") or {}).get("insurance")  # what the game pays, where the server says
-            lines.append(f"Insurance #{bet['seat']}: taken, {self.money(int(bet['stake']))}"
-                         + (f", paid {odds} on a dealer blackjack" if odds else ""))
+            lines.append(insurance_taken_text(int(bet["seat"]), self.money(int(bet["stake"])), odds))
         for bet in seen.get("insurance", []):
             if bet["player_id"] == mine:
                 words = INSURANCE_WORDS.get(bet["result"], bet["result"])

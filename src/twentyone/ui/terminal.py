@@ -81,6 +81,16 @@ def result_words(line_titles: Mapping[str, str], result: str) -> str:
     return {"lose": "no win", "push": "stake returned"}.get(str(result), str(result).replace("_", " "))
 
 
+def insurance_taken_text(seat: int, stake: str, odds: str | None) -> str:
+    """An insurance taken and not yet settled (single deck settles it with the hands), as the round shows it:
+    before, the local table said nothing of it until the round settled, though the balance had paid for it.
+
+    >>> insurance_taken_text(1, "$2.50", "2:1")
+    'Insurance #1: taken, $2.50, paid 2:1 on a dealer blackjack'
+    """
+    return f"Insurance #{seat}: taken, {stake}" + (f", paid {odds} on a dealer blackjack" if odds else "")
+
+
 def balance_text(balance: int, on_table: int, currency: str) -> str:
     """The header's balance, less the bets on the table not yet taken from it (the slip's, or those held in a round
     still forming), said beside it, as the web page's header says them. Before, the terminal showed the balance
@@ -630,6 +640,8 @@ class TerminalTable:
             else:
                 continue
             sides.append(f"{title} #{s.seat}: {words}, {net_text(s.returned - s.stake, self.currency)}")
+        odds = "{}:{}".format(*game.rules.insurance.payout)
+        sides += [insurance_taken_text(seat, self.money(stake), odds) for seat, stake in seen.insurance_taken]
         parts: list[RenderableType] = [Panel(dealer, title="Dealer", border_style="green"), table]
         if sides:
             parts.append(Text("  ".join(sides), style="magenta"))
