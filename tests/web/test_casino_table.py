@@ -258,8 +258,12 @@ def test_insurance_is_asked_once_for_every_hand_with_a_choice_per_hand(browser: 
     offer = page.locator(".offer")
     expect(offer.locator(".offer-row")).to_have_count(3)
     expect(offer).to_contain_text("Hand 2: insurance for $0.50")
+    # Each hand's box reads what ticking it takes: it read "NO" beside NO TO ALL, and was taken for an answer.
+    expect(offer.locator("button[data-offer]")).to_have_text(["☐ INSURE"] * 3)
     offer.locator("button[data-offer]").nth(1).click()  # insure hand 2 only
     expect(offer.locator("button[data-offer]").nth(1)).to_have_attribute("aria-pressed", "true")
+    expect(offer.locator("button[data-offer]")).to_have_text(["☐ INSURE", "☑ INSURE", "☐ INSURE"])
+    expect(offer.get_by_role("button", name="Hand 2: insurance for $0.50")).to_have_attribute("aria-pressed", "true")
     page.wait_for_timeout(900)  # the cards have landed
     shot(page, "first-person-insurance-for-three-hands")
     page.locator("#view").focus()

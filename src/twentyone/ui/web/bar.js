@@ -12,6 +12,8 @@ export const ACTIONS = [
   ["cash-out", "CASH OUT", "c"],
 ];
 export const OFFER_TITLES = { insurance: "Insurance", "even-money": "Even money", surrender: "Surrender" };
+// A hand's box to tick among several offers: what ticking it takes.
+const OFFER_TICKS = { insurance: "INSURE", "even-money": "EVEN MONEY", surrender: "SURRENDER" };
 
 export function answers(kind) {
   const given = tableInfo().offer_answers[kind];
@@ -260,11 +262,14 @@ export function offerPanel(round, dealing = false) {
       hinted ? el("span", { class: "ev", "data-offer-ev": key },
         `${hinted.yes === null ? "" : `${evText(hinted.yes)} yes, `}${evText(hinted.no)} no`)
         : null,
+      // A box to tick, named by what it takes: it read "NO" or "YES", beside NO TO ALL and YES TO ALL, and was taken
+      // for an answer of its own (a trial of players). CONFIRM answers every hand as ticked.
       el("button", { type: "button", class: chosen ? "choice on" : "choice", "data-offer": key, "data-focus": `offer-${key}`,
-        "aria-pressed": chosen ? "true" : "false", disabled: !chosen && offerRefused(round, offer), onclick: () => {
+        "aria-pressed": chosen ? "true" : "false", "aria-label": `${name}: ${what}`,
+        disabled: !chosen && offerRefused(round, offer), onclick: () => {
           state.offerChoices[key] = !chosen;
           act.redraw();
-        } }, chosen ? "YES" : "NO"));
+        } }, `${chosen ? "☑" : "☐"} ${OFFER_TICKS[offer.kind] || OFFER_TITLES[offer.kind].toUpperCase()}`));
   });
   const single = pending.length === 1;
   // Insurance the server would refuse (past the daily loss limit, or kept from play): YES is greyed, with why. Before,
