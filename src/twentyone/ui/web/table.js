@@ -328,11 +328,14 @@ function showResult(round) {
     delete banner.dataset.round;
     return;
   }
-  const { title, items, net } = resultSummary(round);
+  const { title, items, net, onFelt = 0 } = resultSummary(round);
   banner.hidden = false;
   banner.dataset.round = round.id;
   banner.className = `result ${net > 0 ? "won" : net < 0 ? "lost" : "even"}`;
-  banner.replaceChildren(el("strong", {}, title), el("ul", {}, ...items.map((item) => el("li", {}, item))));
+  // The hands' own lines say what the felt says under each hand: a phone leaves them out (style.css), where a round
+  // of five hands with side bets pushed the last hands below the bar (a trial of players).
+  banner.replaceChildren(el("strong", {}, title),
+    el("ul", {}, ...items.map((item, at) => el("li", at < onFelt ? { class: "on-felt" } : {}, item))));
 }
 
 const SIGNED_OUT = 4401;  // the server closed the socket because its sign-in ended
