@@ -306,3 +306,18 @@ def test_insurance_taken_at_single_deck_is_on_the_screen_until_it_settles_with_t
     press(game, "s")  # the dealer's A 7 stands on 18: no blackjack, the insurance lost, the 19 wins
     text = screen(game)
     assert "Insurance #1: no dealer blackjack, −$0.50" in text and "taken" not in text
+
+
+def test_question_mark_while_betting_names_each_side_bets_paying_hands() -> None:
+    """The pays line gives the odds alone ("Bust It 250/100/25/8/2/1:1"): nothing said which hand paid what (a trial
+    of a terminal player). ``?`` while betting names them, from the rules' own paytables (sheet 004's)."""
+    game = table("power")
+    assert "[?] paytables" in screen(game)
+    press(game, "?")
+    assert game.message == (
+        "Any Pair: suited pair 20:1, pair 7:1 · 21+3: suited trips 100:1, straight flush 35:1, three of a kind 25:1, "
+        "straight 8:1, flush 5:1 · Hot 3: 7-7-7 100:1, suited 21 20:1, total 21 4:1, total 20 2:1, total 19 1:1 · "
+        "Bust It: dealer busts with 8 or more cards 250:1, dealer busts with 7 cards 100:1, dealer busts with 6 cards "
+        "25:1, dealer busts with 5 cards 8:1, dealer busts with 4 cards 2:1, dealer busts with 3 cards 1:1"), \
+        game.message
+    assert "[?] paytables" not in screen(table("classic"))  # no side bets there

@@ -77,8 +77,13 @@ def test_the_servers_refusals_are_shown_in_its_words_and_change_nothing(http: Te
 def test_the_betting_screen_says_what_each_bet_pays_as_the_server_settles_it(http: TestClient) -> None:
     """The server's paytables (``GET /tables``' ``pays``), each under its bet's column: sheet 000's Perfect Pairs and
     21+3 (a player's trial found them nowhere before a bet)."""
-    table = played(http, "first-person", "q")
-    assert "Pays  BJ 3:2 · Perfect Pairs 25/12/6:1 · 21+3 100/40/30/10/5:1" in screen(table), screen(table)
+    shown = screen(played(http, "first-person", "q"))
+    assert "Pays  BJ 3:2 · Perfect Pairs 25/12/6:1 · 21+3 100/40/30/10/5:1" in shown, shown
+    assert "· [?] paytables" in shown  # wrapped onto a line of its own at 80 columns, never split
+    # Which hand pays what: the odds alone did not say which of 21+3's hands paid 100 (a terminal trial).
+    named = played(http, "first-person", "?q")
+    assert named.message == ("Perfect Pairs: perfect pair 25:1, coloured pair 12:1, mixed pair 6:1 · 21+3: suited "
+                             "trips 100:1, straight flush 40:1, three of a kind 30:1, straight 10:1, flush 5:1")
 
 
 def test_a_credit_made_while_betting_shows_at_the_next_bet_control(http: TestClient, operator: Client) -> None:

@@ -57,6 +57,7 @@ from twentyone.ui.terminal import (
     net_text,
     pays_line,
     pays_text,
+    paytable_text,
     read_keys,
     result_words,
     short_money,
@@ -711,6 +712,11 @@ class RemoteTable:
                     self.message = self._capped_text(before)
         elif key == "d":
             self._dealt(self.api.post(f"{path}/deal"))
+        elif key == "?" and self._sides():
+            pays = (self.table.get("pays") or {}).get("side_bets") or {}  # a server before pays sends none
+            self.message = " · ".join(paytable_text(self._side_title(name), pays[name],
+                                                    self.table["side_bet_lines"].get(name, {}))
+                                      for name in self._sides() if name in pays)
         else:
             self.message = f"Key {key!r} does nothing while betting; see the keys below."
 

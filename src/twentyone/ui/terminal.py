@@ -150,6 +150,19 @@ def pays_text(lines: Sequence[Sequence[Any]]) -> str:
     return "/".join(str(pays) for _, pays in lines) + ":1"
 
 
+def paytable_text(title: str, lines: Sequence[Sequence[Any]], line_titles: Mapping[str, str]) -> str:
+    """A side bet's paytable with each line named, best first, as ``?`` tells it while betting: the pays line under
+    the bets gives the odds alone ("21+3 100/40/30/10/5:1"), and nothing said which hand paid 100 (a terminal trial).
+
+    >>> paytable_text("Perfect Pairs", [("perfect", 25), ("colored", 12)], {"perfect": "perfect pair"})
+    'Perfect Pairs: perfect pair 25:1, colored 12:1'
+    """
+    return f"{title}: " + ", ".join(f"{result_words(line_titles, line)} {pays}:1" for line, pays in lines)
+
+
+PAYTABLES_KEY = "[?] paytables"  # the betting keys' own, where the table has side bets
+
+
 @dataclass(frozen=True)
 class PaysLine:
     """Entries on a line, `` · `` between them, wrapped between entries and never inside one (a bet's name and its
@@ -170,19 +183,21 @@ class PaysLine:
 
 
 def pays_line(blackjack: str, side_pays: Sequence[tuple[str, str]]) -> Padding:
-    """What each bet pays, on a line under the bets: a blackjack, then each side bet's lines, best first. A line,
-    not a row under the columns, so that it wraps between bets: as a row, the longer paytables were cut at 80
-    columns ("100/35/25/8/5:…") and folded mid-number at 60; wrapped as words, a bet's name was left at a line's end
-    and its odds on the next (terminal trials).
+    """What each bet pays, on a line under the bets: a blackjack, then each side bet's lines, best first, and where
+    there are side bets the key that names their lines (:data:`PAYTABLES_KEY`). A line, not a row under the columns,
+    so that it wraps between bets: as a row, the longer paytables were cut at 80 columns ("100/35/25/8/5:…") and
+    folded mid-number at 60; wrapped as words, a bet's name was left at a line's end and its odds on the next
+    (terminal trials).
 
     >>> console = Console(width=40, color_system=None)
     >>> with console.capture() as shown:
     ...     console.print(pays_line("3:2", [("21+3", "100/40/30/10/5:1"), ("Perfect Pairs", "30/10/5:1")]))
     >>> print("\\n".join(line.rstrip() for line in shown.get().splitlines()))
      Pays  BJ 3:2 · 21+3 100/40/30/10/5:1
-     · Perfect Pairs 30/10/5:1
+     · Perfect Pairs 30/10/5:1 · [?] paytables
     """
-    entries = (f"Pays  BJ {blackjack}", *(f"{title} {pays}" for title, pays in side_pays))
+    entries = (f"Pays  BJ {blackjack}", *(f"{title} {pays}" for title, pays in side_pays),
+               *([PAYTABLES_KEY] if side_pays else []))
     return Padding(PaysLine(entries), (0, 1))  # in line with the table's cells, wrapped lines too
 
 
@@ -509,6 +524,10 @@ class TerminalTable:
             slip.rebet(self.last_bets)
         elif key == "d":
             self._deal()
+        elif key == "?" and self.rules.side_bets:
+            self.message = " · ".join(paytable_text(side_bet_title(side.kind), side.pays(),
+                                                    SIDE_BETS[side.kind].line_titles)
+                                      for side in self.rules.side_bets.values())
         else:
             self.message = f"Key {key!r} does nothing while betting; see the keys below."
         return True
