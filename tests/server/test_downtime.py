@@ -11,6 +11,7 @@ import dataclasses
 from datetime import datetime, timedelta
 from typing import Any
 
+import pytest
 from fastapi.testclient import TestClient
 from server_helpers import Client, Clock, eventually, joined_shared_round, new_guest
 from sqlalchemy import select
@@ -18,7 +19,7 @@ from sqlalchemy import select
 from twentyone.server.app import create_app
 from twentyone.server.cluster import table_timers
 from twentyone.server.config import Settings
-from twentyone.server.context import aware
+from twentyone.server.context import Busy, aware
 from twentyone.server.downtime import BEAT_SECONDS
 from twentyone.server.models import HEARTBEAT
 from twentyone.server.service import GameService
@@ -52,43 +53,89 @@ def dealt_classic(guest: Client, service: GameService) -> int:
     return round_id
 
 
+def restarted(settings: Settings, clock: Clock) -> GameService:
+    """A server process started on the same database: every process that served before is gone."""
+    return create_app(settings, clock=clock, timers=False).state.service  # type: ignore[no-any-return]
+
+
 def test_a_decision_clock_stands_still_while_no_process_serves_the_floor(
-        guest: Client, service: GameService, clock: Clock) -> None:
+        guest: Client, service: GameService, settings: Settings, clock: Clock) -> None:
     round_id = dealt_classic(guest, service)
     timeout = service.table("classic").decision_timeout
     assert service.beat() is None  # the floor's first beat: nothing to give back
     served(service, clock, 100)
     before = deadline(guest, round_id)
     clock.advance(3600)  # every process down for an hour, past the 20-minute clock
-    down = service.beat()
+    later = restarted(settings, clock)
+    down = later.beat()
     assert down is not None and down.length == timedelta(seconds=3600) and down.rounds == ((round_id, "classic"),)
     assert deadline(guest, round_id) == before + timedelta(seconds=3600)
-    assert service.tick()["auto"] == 0  # before: the hand stood at the first tick
-    served(service, clock, timeout - 100 - 2 * BEAT_SECONDS)  # the 100 s used before the downtime count
-    assert service.tick()["auto"] == 0 and guest.get(f"/rounds/{round_id}").json()["status"] == "playing"
-    served(service, clock, 3 * BEAT_SECONDS)
-    assert service.tick()["auto"] == 1
+    assert later.tick()["auto"] == 0  # before: the hand stood at the first tick
+    served(later, clock, timeout - 100 - 2 * BEAT_SECONDS)  # the 100 s used before the downtime count
+    assert later.tick()["auto"] == 0 and guest.get(f"/rounds/{round_id}").json()["status"] == "playing"
+    served(later, clock, 3 * BEAT_SECONDS)
+    assert later.tick()["auto"] == 1
     assert guest.get(f"/rounds/{round_id}").json()["status"] == "settled"
+
+
+def test_a_clock_started_after_the_last_beat_starts_again_when_the_floor_is_back(
+        guest: Client, service: GameService, settings: Settings, clock: Clock) -> None:
+    """A decision in the last second before the floor went down, which no beat followed (a review): its clock
+    started after the last beat, and was stood at the first tick after the restart."""
+    service.beat()
+    clock.advance(1)
+    round_id = dealt_classic(guest, service)
+    clock.advance(3600)
+    later = restarted(settings, clock)
+    assert later.beat() is not None
+    assert deadline(guest, round_id) == clock.now + timedelta(seconds=service.table("classic").decision_timeout)
+    assert later.tick()["auto"] == 0
 
 
 def test_time_served_is_never_given_back_so_a_worker_crashing_every_few_seconds_still_times_out(
-        guest: Client, service: GameService, clock: Clock) -> None:
+        guest: Client, service: GameService, settings: Settings, clock: Clock) -> None:
     """Resetting the clocks at every start would let a process that crashes every few seconds (each start a beat)
-    keep a table's slow player from ever timing out."""
+    keep a table's slow player from ever timing out. Two processes beat in turn here, each just under the
+    heartbeat's limit after the other."""
     round_id = dealt_classic(guest, service)
     timeout = service.table("classic").decision_timeout
+    other = restarted(settings, clock)
     service.beat()
-    assert service.settings.down_after_seconds is not None
-    gap = service.settings.down_after_seconds - 1  # restarts quicker than the heartbeat counts as downtime
-    for _ in range(int(timeout // gap) + 1):
+    assert settings.down_after_seconds is not None
+    gap = settings.down_after_seconds - 1
+    for turn in range(int(timeout // gap) + 1):
         clock.advance(gap)
-        assert service.beat() is None
+        assert (other if turn % 2 == 0 else service).beat() is None
     assert service.tick()["auto"] == 1
     assert guest.get(f"/rounds/{round_id}").json()["status"] == "settled"
 
 
+def test_a_process_late_to_beat_is_no_downtime_unless_its_beats_failed(
+        guest: Client, service: GameService, clock: Clock, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A process slow to beat (a busy machine, a queue for SQLite's write lock) was up, answering its players: its
+    own late beat gives nothing back (a review found a stall of 10 s taken for downtime). A beat that failed (the
+    database away) is counted from the floor's last beat once one succeeds."""
+    round_id = dealt_classic(guest, service)
+    service.beat()
+    clock.advance(60)
+    assert service.beat() is None
+    before = deadline(guest, round_id)
+
+    def away() -> Any:
+        raise Busy()
+
+    with monkeypatch.context() as patched:
+        patched.setattr(service.store, "write_apart", away)
+        with pytest.raises(Busy):
+            service.beat()
+    clock.advance(60)
+    down = service.beat()
+    assert down is not None and down.length == timedelta(seconds=60)
+    assert deadline(guest, round_id) == before + timedelta(seconds=60)
+
+
 def test_a_timer_that_judged_a_round_due_before_its_clock_moved_on_does_not_act(
-        guest: Client, service: GameService, clock: Clock) -> None:
+        guest: Client, service: GameService, settings: Settings, clock: Clock) -> None:
     """A tick's look and its timers are apart (its threads): a beat in between that gives a downtime back leaves the
     round's version as it was, so the auto decision also carries the clock's start it judged due."""
     round_id = dealt_classic(guest, service)
@@ -96,13 +143,28 @@ def test_a_timer_that_judged_a_round_due_before_its_clock_moved_on_does_not_act(
     clock.advance(service.table("classic").decision_timeout + 60)
     due = service.timers_due()
     assert [key for key, _ in due] == [table_timers("classic")]
-    assert service.beat() is not None  # the floor had been down: the clock moves on after the look
+    assert restarted(settings, clock).beat() is not None  # the floor had been down: the clock moves after the look
     assert [timer() for _, timer in due] == [{"auto": 0}]
     assert guest.get(f"/rounds/{round_id}").json()["status"] == "playing"
 
 
+def test_a_private_rounds_clock_moved_on_is_told_to_its_player_alone(
+        guest: Client, service: GameService, settings: Settings, clock: Clock,
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """Every page at a private table heard every round's news and re-read the table (round_news): a review."""
+    round_id = dealt_classic(guest, service)
+    service.beat()
+    clock.advance(60)
+    later = restarted(settings, clock)
+    told: list[tuple[str, dict[str, Any]]] = []
+    monkeypatch.setattr(later.events, "publish", lambda table_id, event: told.append((table_id, event)))
+    assert later.beat() is not None
+    assert told == [("classic", {"type": "round", "round_id": round_id, "private": True,
+                                 "player_id": guest.player_id()})]
+
+
 def test_a_betting_window_open_when_the_floor_went_down_keeps_its_time(
-        http: TestClient, service: GameService, clock: Clock) -> None:
+        http: TestClient, service: GameService, settings: Settings, clock: Clock) -> None:
     players = [new_guest(http) for _ in range(2)]
     window = service.table("multiplayer").betting_window
     players[0].bet("multiplayer", 500)
@@ -110,27 +172,29 @@ def test_a_betting_window_open_when_the_floor_went_down_keeps_its_time(
     service.beat()
     closes = datetime.fromisoformat(players[0].get("/tables/multiplayer").json()["round"]["betting_closes_at"])
     clock.advance(window + 30)  # down past the window's end
-    down = service.beat()
+    later = restarted(settings, clock)
+    down = later.beat()
     assert down is not None and len(down.rounds) == 1
-    assert service.tick()["dealt"] == 0  # before: dealt at the first tick, the second player left out
+    assert later.tick()["dealt"] == 0  # before: dealt at the first tick, the second player left out
     forming = players[1].get("/tables/multiplayer").json()["round"]
     assert datetime.fromisoformat(forming["betting_closes_at"]) == closes + timedelta(seconds=window + 30)
     players[1].bet("multiplayer", 500)
     assert players[1].post("/tables/multiplayer/deal").status_code == 200
     clock.advance(window)
-    assert service.tick()["dealt"] == 1
+    assert later.tick()["dealt"] == 1
     assert len(players[1].get(f"/rounds/{forming['id']}").json()["seats"]) == 2
 
 
 def test_a_window_that_was_due_while_the_floor_was_served_is_not_reopened(
-        http: TestClient, service: GameService, clock: Clock) -> None:
+        http: TestClient, service: GameService, settings: Settings, clock: Clock) -> None:
     players = [new_guest(http) for _ in range(1)]
     joined_shared_round(service, clock, players, "multiplayer")  # the window ran out, nobody closed it yet
     service.beat()
     clock.advance(60)
-    down = service.beat()
+    later = restarted(settings, clock)
+    down = later.beat()
     assert down is not None and down.rounds == ()
-    assert service.tick()["dealt"] == 1
+    assert later.tick()["dealt"] == 1
 
 
 def test_a_restart_after_the_floor_was_down_gives_the_clock_back_before_its_first_tick(

@@ -752,17 +752,23 @@ async def _timers(service: GameService, readiness: Readiness) -> None:
     """
     limiter = CapacityLimiter(TIMER_THREADS)
     running: dict[str, asyncio.Task[None]] = {}
-    beaten: float | None = None  # the loop's clock at this process's last beat: the first is before the first look
+    # The heartbeat (server/downtime.py), in a thread of its own, never one of the requests' or the timers': the first
+    # beat is awaited before the first look, so that the clocks of a downtime before this start are given back before
+    # any timer judges them due; the later ones run beside the looks, one at a time (a late one is judged by its
+    # clock, and a timer judged before a clock moved does not act: Rounds.act's expected_since).
+    beats = CapacityLimiter(1)
+    beating: asyncio.Task[Any] | None = None
     try:
+        await _beat(service, beats)
+        beaten = asyncio.get_running_loop().time()
         while True:
             # The repeats of an outage's 503s, told as their window ends; before the look below, which an outage
             # can hold up until the pool's time-out.
             service.store.busy_lines.flush()
+            now = asyncio.get_running_loop().time()
+            if (beating is None or beating.done()) and now - beaten >= BEAT_SECONDS:
+                beating, beaten = asyncio.create_task(_beat(service, beats)), now
             try:
-                if beaten is None or asyncio.get_running_loop().time() - beaten >= BEAT_SECONDS:
-                    # Before the look: a downtime's clocks are given back before any timer judges them due.
-                    await run_in_threadpool(service.beat)
-                    beaten = asyncio.get_running_loop().time()
                 due = await run_in_threadpool(service.timers_due)
                 readiness.looked()
             except Busy:  # storage contention, logged as one line where it arose: the next tick tries again
@@ -777,10 +783,22 @@ async def _timers(service: GameService, readiness: Readiness) -> None:
                     running[key] = asyncio.create_task(_run_timer(timer, limiter))
             await asyncio.sleep(service.settings.tick_seconds)
     finally:  # at the stop: the timers under way end (their threads finish) before the database closes
-        for task in list(running.values()):
+        for task in [*running.values(), *([beating] if beating is not None else [])]:
             task.cancel()
-        await asyncio.gather(*running.values(), return_exceptions=True)
+        await asyncio.gather(*running.values(), *([beating] if beating is not None else []), return_exceptions=True)
+        # The last beat: a floor stopped whole (a deploy) counts its downtime from now, not from up to a beat ago.
+        await _beat(service, beats)
         service.store.busy_lines.flush(every=True)  # repeats counted in the last window are not lost
+
+
+async def _beat(service: GameService, limiter: CapacityLimiter) -> None:
+    """One beat of the heartbeat (:meth:`GameService.beat`); one that fails is logged, and the next tries again."""
+    try:
+        await to_thread.run_sync(service.beat, limiter=limiter)
+    except Busy:  # storage contention, logged as one line where it arose
+        pass
+    except Exception:
+        log.exception("the heartbeat failed; it beats again at the next tick")
 
 
 async def _run_timer(timer: Callable[[], dict[str, int]], limiter: CapacityLimiter) -> None:

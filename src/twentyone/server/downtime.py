@@ -10,35 +10,41 @@ once.
 
 Only the downtime is given back, never the time served: a worker that crashes every few seconds beats while it is
 up, so a shared table still times out its slow player (resetting every clock at each start would let a
-crash-looping process hold a table open for ever). Clocks started after the last beat (a process serving without
-timers) are left as they are. The row lock makes one beat count each downtime, whichever process beats first.
+crash-looping process hold a table open for ever). A process's own late beat is no downtime either: it was up and
+answering, only slow to beat (:func:`beat`'s ``ours``). The row lock makes one beat count each downtime,
+whichever process beats first. The measure is the beats': a floor down for less than ``down_after_seconds`` is
+not counted, and a clock started in the last seconds before it went down starts again (:func:`moved_on`). Like
+every clock of the game, it takes the processes' clocks to agree (NTP).
 """
 
 from __future__ import annotations
 
-import logging
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
-from sqlalchemy import bindparam, select, update
+from sqlalchemy import bindparam, insert, select, update
 from sqlalchemy.orm import Session
 
 from twentyone.server.context import aware
 from twentyone.server.models import HEARTBEAT, ROUNDS
 
-log = logging.getLogger("twentyone.server")
-
 BEAT_SECONDS = 2.0  # how often each process's timers beat
-# A floor not beaten for longer than this was down (``Settings.down_after_seconds``, 10 s): several beats' worth, so
-# that a tick late under load (a busy machine, a slow commit) does not count as downtime.
 
-LAST_BEAT = select(HEARTBEAT.c.beat_at).where(HEARTBEAT.c.id == 1).with_for_update()
+# SKIP LOCKED: a row another process holds is being beaten, so the floor is served (PostgreSQL; SQLite's writes
+# are one at a time anyway). Waiting on it could hold every process's timers behind one slow beat.
+LAST_BEAT = select(HEARTBEAT.c.beat_at).where(HEARTBEAT.c.id == 1).with_for_update(skip_locked=True)
+HAS_ROW = select(HEARTBEAT.c.id).where(HEARTBEAT.c.id == 1)
+FIRST_BEAT = insert(HEARTBEAT).values(id=1, beat_at=bindparam("now"))
 BEAT = update(HEARTBEAT).where(HEARTBEAT.c.id == 1).values(beat_at=bindparam("now"))
 OPEN_CLOCKS = select(ROUNDS.c.id, ROUNDS.c.table_id, ROUNDS.c.status, ROUNDS.c.decision_since,
                      ROUNDS.c.betting_closes_at).where(ROUNDS.c.status.in_(("betting", "playing")))
-MOVE_DECISION_CLOCK = update(ROUNDS).where(ROUNDS.c.id == bindparam("round_id")) \
+# Each moved only as read: a decision or a close committed meanwhile in another process (PostgreSQL reads the rounds
+# without locking them) set a clock of its own, which is kept.
+MOVE_DECISION_CLOCK = update(ROUNDS).where(ROUNDS.c.id == bindparam("round_id"), ROUNDS.c.status == "playing",
+                                           ROUNDS.c.decision_since == bindparam("was")) \
     .values(decision_since=bindparam("moved"))
-MOVE_BETTING_WINDOW = update(ROUNDS).where(ROUNDS.c.id == bindparam("round_id")) \
+MOVE_BETTING_WINDOW = update(ROUNDS).where(ROUNDS.c.id == bindparam("round_id"), ROUNDS.c.status == "betting",
+                                           ROUNDS.c.betting_closes_at == bindparam("was")) \
     .values(betting_closes_at=bindparam("moved"))
 
 
@@ -59,15 +65,19 @@ class Downtime:
 def moved_on(clock: datetime | None, last_beat: datetime, now: datetime, *, window: bool = False) -> datetime | None:
     """A round's clock after the floor was down from ``last_beat`` to ``now``; None where it stays as it is.
 
-    A decision clock started before the last beat ran while nobody could answer: it moves on by the downtime. A
-    betting window still open at the last beat (``window``) is given the downtime too; one that was already due
-    then was the timers' to close while the floor was served.
+    A decision clock started before the last beat ran while nobody could answer: it moves on by the downtime. One
+    started after it (a decision in the last seconds before the floor went down, which no beat followed) starts
+    again now: it loses what it ran before the floor went down, at most a beat's interval. A betting window still
+    open at the last beat (``window``) is given the downtime; one already due then was the timers' to close while
+    the floor was served.
 
     >>> from datetime import UTC
     >>> down, up = datetime(2026, 12, 7, 12, 0, 0, tzinfo=UTC), datetime(2026, 12, 7, 12, 5, 0, tzinfo=UTC)
     >>> moved_on(datetime(2026, 12, 7, 11, 59, 55, tzinfo=UTC), down, up).time()  # 5 s into a decision
     datetime.time(12, 4, 55)
-    >>> moved_on(datetime(2026, 12, 7, 12, 5, 0, tzinfo=UTC), down, up) is None  # started since, when served
+    >>> moved_on(datetime(2026, 12, 7, 12, 0, 1, tzinfo=UTC), down, up).time()  # a second after the last beat
+    datetime.time(12, 5)
+    >>> moved_on(up, down, up) is None  # started now: nothing to give back
     True
     >>> moved_on(datetime(2026, 12, 7, 12, 0, 10, tzinfo=UTC), down, up, window=True).time()  # closed while down
     datetime.time(12, 5, 10)
@@ -79,30 +89,41 @@ def moved_on(clock: datetime | None, last_beat: datetime, now: datetime, *, wind
         return None
     if window:
         return clock + (now - last_beat) if clock > last_beat else None
-    return clock + (now - last_beat) if clock <= last_beat else None
+    if clock <= last_beat:
+        return clock + (now - last_beat)
+    return now if clock < now else None
 
 
-def beat(session: Session, now: datetime, down_after: timedelta | None) -> Downtime | None:
+def beat(session: Session, now: datetime, down_after: timedelta | None, ours: datetime | None) -> Downtime | None:
     """Beat for this process in ``session``'s write transaction; where the last beat is older than ``down_after``
     (None: never), move every open round's clock on by the downtime (:func:`moved_on`) and say so.
 
+    ``ours``: this process's own last beat, where no beat of its own has failed since. A last beat that is still
+    ours is no downtime, however late this one is: the process was up, only slow to beat (a busy machine, a queue
+    for SQLite's write lock), and its players were being answered. A beat that failed (the database away) or a
+    process just started counts the time since the floor's last beat, whoever wrote it.
     A beat earlier than the last (another process's clock a little ahead) leaves the row as it is.
     """
-    last = aware(session.execute(LAST_BEAT).scalar_one_or_none())
-    if last is not None and now <= last:
+    last = session.execute(LAST_BEAT).one_or_none()
+    if last is None:  # held by another process's beat; or, in a database made by hand, never made
+        if session.execute(HAS_ROW).one_or_none() is None:
+            session.execute(FIRST_BEAT, {"now": now})
+        return None
+    last_beat = aware(last.beat_at)
+    if last_beat is not None and now <= last_beat:
         return None
     session.execute(BEAT, {"now": now})
-    if last is None or down_after is None or now - last <= down_after:
+    if last_beat is None or down_after is None or now - last_beat <= down_after or last_beat == ours:
         return None
     clocks: list[dict[str, object]] = []
     windows: list[dict[str, object]] = []
     moved: list[tuple[int, str]] = []
     for row in session.execute(OPEN_CLOCKS):
-        if row.status == "playing" and (since := moved_on(row.decision_since, last, now)) is not None:
-            clocks.append({"round_id": row.id, "moved": since})
+        if row.status == "playing" and (since := moved_on(row.decision_since, last_beat, now)) is not None:
+            clocks.append({"round_id": row.id, "was": row.decision_since, "moved": since})
         elif row.status == "betting" and (
-                closes := moved_on(row.betting_closes_at, last, now, window=True)) is not None:
-            windows.append({"round_id": row.id, "moved": closes})
+                closes := moved_on(row.betting_closes_at, last_beat, now, window=True)) is not None:
+            windows.append({"round_id": row.id, "was": row.betting_closes_at, "moved": closes})
         else:
             continue
         moved.append((row.id, row.table_id))
@@ -110,4 +131,4 @@ def beat(session: Session, now: datetime, down_after: timedelta | None) -> Downt
         session.execute(MOVE_DECISION_CLOCK, clocks)
     if windows:
         session.execute(MOVE_BETTING_WINDOW, windows)
-    return Downtime(last, now, tuple(moved))
+    return Downtime(last_beat, now, tuple(moved))

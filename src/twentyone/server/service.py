@@ -38,8 +38,8 @@ from twentyone.server.downtime import beat as beat_in
 from twentyone.server.events import Broadcaster
 from twentyone.server.journal import JOURNALS, DebitJournal
 from twentyone.server.live import LiveRounds
-from twentyone.server.models import Player, Round
-from twentyone.server.rounds import Rounds
+from twentyone.server.models import Player, Round, RoundSeat
+from twentyone.server.rounds import Rounds, round_news
 from twentyone.server.slips import Slips
 from twentyone.server.store import Store
 from twentyone.server.tables import Shoes, TableRegistry
@@ -70,6 +70,8 @@ class GameService:
         self.db = db
         self.settings = settings
         self.clock = clock
+        # This process's last beat, while none of its beats has failed since (downtime.beat's ``ours``).
+        self._own_beat: datetime | None = None
         self.events = events or Broadcaster()
         # Which tables' timers run here: all of them in one process; on PostgreSQL, those whose lock we hold.
         self.ownership: TimerOwnership = ownership or LocalOwnership()
@@ -285,16 +287,28 @@ class GameService:
         then read their clocks anew. The server's timers beat before their first look and every
         :data:`~twentyone.server.downtime.BEAT_SECONDS` (``app._timers``).
         """
-        with self.store.write_apart() as session:
-            after = self.settings.down_after_seconds
-            down = beat_in(session, self.clock(), None if after is None else timedelta(seconds=after))
+        now, after = self.clock(), self.settings.down_after_seconds
+        try:
+            with self.store.write_apart() as session:
+                down = beat_in(session, now, None if after is None else timedelta(seconds=after), self._own_beat)
+        except BaseException:
+            self._own_beat = None  # the database away, say: the time until a beat succeeds may be the floor's down
+            raise
+        self._own_beat = now
         if down is None:
             return None
         log.warning("no server process served the floor for %.0f s (since %s): the decision clocks and betting "
                     "windows of %d open rounds moved on by it", down.length.total_seconds(), iso(down.since),
                     len(down.rounds))
+        tables = self.tables()
+        private = [round_id for round_id, table_id in down.rounds if table_id in tables and not tables[table_id].shared]
+        with self.store.read() as session:  # a private round's news is its player's alone (round_news)
+            players = dict(session.execute(select(RoundSeat.round_id, RoundSeat.player_id)
+                                           .where(RoundSeat.round_id.in_(private))).all()) if private else {}
         for round_id, table_id in down.rounds:
-            self.events.publish(table_id, {"type": "round", "round_id": round_id})
+            table = tables.get(table_id)
+            news = {"type": "round", "round_id": round_id}
+            self.events.publish(table_id, news if table is None else round_news(table, news, players.get(round_id)))
         return down
 
     def tick(self) -> dict[str, int]:
