@@ -228,3 +228,43 @@ def test_a_restart_after_the_floor_was_down_gives_the_clock_back_before_its_firs
         assert deadline(guest, round_id) == before + timedelta(seconds=3600)
         view = guest.get(f"/rounds/{round_id}").json()
         assert view["status"] == "playing" and view["me"]["timed_out"] == 0
+
+
+def test_after_a_beat_storage_refused_no_timer_looks_until_a_beat_gives_the_time_back(
+        settings: Settings, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The database away from a running process for an hour: its beats are refused, and so would its looks be. When
+    it is back, the first look must come after a beat that gives the hour back, or it stands the hand at once."""
+    clock = Clock()
+    app = create_app(dataclasses.replace(settings, tick_seconds=0.05), clock=clock)
+    service: GameService = app.state.service
+    looks: list[list[str]] = []
+    look = service.timers_due
+
+    def looked() -> list[Any]:
+        due = look()
+        looks.append([key for key, _ in due])
+        return due
+
+    service.timers_due = looked  # type: ignore[method-assign]
+    refused: list[int] = []
+    write_apart = service.store.write_apart
+
+    def away() -> Any:
+        refused.append(1)
+        raise Busy()
+
+    with TestClient(app) as http:
+        guest = new_guest(http)
+        round_id = dealt_classic(guest, service)
+        eventually(lambda: last_beat(service) == clock.now and len(looks) > 2, 10, "beats and looks")
+        before = deadline(guest, round_id)
+        monkeypatch.setattr(service.store, "write_apart", away)
+        eventually(lambda: len(refused) >= 1, 10, "a beat refused")
+        clock.advance(3600)  # the database is away for an hour
+        eventually(lambda: len(refused) >= 3, 10, "more beats refused")
+        seen = len(looks)
+        monkeypatch.setattr(service.store, "write_apart", write_apart)  # the database is back
+        eventually(lambda: len(looks) >= seen + 3, 10, "looks again")
+        assert looks[seen:] == [[]] * (len(looks) - seen)  # none found the hand an hour past its clock
+        assert deadline(guest, round_id) == before + timedelta(seconds=3600)
+        assert guest.get(f"/rounds/{round_id}").json()["status"] == "playing"

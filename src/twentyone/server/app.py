@@ -756,21 +756,28 @@ async def _timers(service: GameService, readiness: Readiness) -> None:
     # beat is awaited before the first look, so that the clocks of a downtime before this start are given back before
     # any timer judges them due; the later ones run beside the looks, one at a time (a late one is judged by its
     # clock, and a timer judged before a clock moved does not act: Rounds.act's expected_since).
+    # After a beat that storage refused (the database away), the next is awaited before any look, and no look is made
+    # until one succeeds: the time the database was away is given back before a timer judges a clock due.
     beats = CapacityLimiter(1)
-    beating: asyncio.Task[Any] | None = None
+    beating: asyncio.Task[bool] | None = None
     try:
-        await _beat(service, beats)
+        answered = await _beat(service, beats)
         beaten = asyncio.get_running_loop().time()
         while True:
             # The repeats of an outage's 503s, told as their window ends; before the look below, which an outage
             # can hold up until the pool's time-out.
             service.store.busy_lines.flush()
+            if beating is not None and beating.done():
+                answered, beating = beating.result(), None
             now = asyncio.get_running_loop().time()
-            if (beating is None or beating.done()) and now - beaten >= BEAT_SECONDS:
+            if not answered:
+                answered, beaten = await _beat(service, beats), now
+            elif beating is None and now - beaten >= BEAT_SECONDS:
                 beating, beaten = asyncio.create_task(_beat(service, beats)), now
             try:
-                due = await run_in_threadpool(service.timers_due)
-                readiness.looked()
+                due = await run_in_threadpool(service.timers_due) if answered else []
+                if answered:
+                    readiness.looked()
             except Busy:  # storage contention, logged as one line where it arose: the next tick tries again
                 due = []
             except Exception:  # a failing look must not stop the timers; it is logged and tried again
@@ -791,14 +798,17 @@ async def _timers(service: GameService, readiness: Readiness) -> None:
         service.store.busy_lines.flush(every=True)  # repeats counted in the last window are not lost
 
 
-async def _beat(service: GameService, limiter: CapacityLimiter) -> None:
-    """One beat of the heartbeat (:meth:`GameService.beat`); one that fails is logged, and the next tries again."""
+async def _beat(service: GameService, limiter: CapacityLimiter) -> bool:
+    """One beat of the heartbeat (:meth:`GameService.beat`): whether storage answered it. One that fails is logged
+    (storage's refusal as one line where it arose), and the next tries again; one that fails otherwise (a fault of
+    its own) holds up no timer."""
     try:
         await to_thread.run_sync(service.beat, limiter=limiter)
-    except Busy:  # storage contention, logged as one line where it arose
-        pass
+    except Busy:
+        return False
     except Exception:
         log.exception("the heartbeat failed; it beats again at the next tick")
+    return True
 
 
 async def _run_timer(timer: Callable[[], dict[str, int]], limiter: CapacityLimiter) -> None:
