@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 from fastapi.testclient import TestClient
-from server_helpers import Client, Clock, eventually, joined_shared_round, new_guest
+from server_helpers import Client, Clock, dealt_shared_round, eventually, joined_shared_round, new_guest
 from sqlalchemy import select
 
 from twentyone.server.app import create_app
@@ -54,8 +54,9 @@ def dealt_classic(guest: Client, service: GameService) -> int:
 
 
 def restarted(settings: Settings, clock: Clock) -> GameService:
-    """A server process started on the same database: every process that served before is gone."""
-    return create_app(settings, clock=clock, timers=False).state.service  # type: ignore[no-any-return]
+    """A server process started on the same database: every process that served before is gone (so it takes no
+    advisory lock for its timers: the gone ones would still hold theirs here)."""
+    return create_app(settings, clock=clock, timers=False, cluster=False).state.service  # type: ignore[no-any-return]
 
 
 def test_a_decision_clock_stands_still_while_no_process_serves_the_floor(
@@ -69,9 +70,10 @@ def test_a_decision_clock_stands_still_while_no_process_serves_the_floor(
     later = restarted(settings, clock)
     down = later.beat()
     assert down is not None and down.length == timedelta(seconds=3600) and down.rounds == ((round_id, "classic"),)
-    assert deadline(guest, round_id) == before + timedelta(seconds=3600)
+    # All of it but a beat's interval, which the floor may have served after its last beat.
+    assert deadline(guest, round_id) == before + timedelta(seconds=3600 - BEAT_SECONDS)
     assert later.tick()["auto"] == 0  # before: the hand stood at the first tick
-    served(later, clock, timeout - 100 - 2 * BEAT_SECONDS)  # the 100 s used before the downtime count
+    served(later, clock, timeout - 100 - 3 * BEAT_SECONDS)  # the 100 s used before the downtime count, and 2 s
     assert later.tick()["auto"] == 0 and guest.get(f"/rounds/{round_id}").json()["status"] == "playing"
     served(later, clock, 3 * BEAT_SECONDS)
     assert later.tick()["auto"] == 1
@@ -88,7 +90,9 @@ def test_a_clock_started_after_the_last_beat_starts_again_when_the_floor_is_back
     clock.advance(3600)
     later = restarted(settings, clock)
     assert later.beat() is not None
-    assert deadline(guest, round_id) == clock.now + timedelta(seconds=service.table("classic").decision_timeout)
+    # It ran 1 s before the last beat's interval ended: that second is counted as served, no more.
+    assert deadline(guest, round_id) == clock.now - timedelta(seconds=1) + timedelta(
+        seconds=service.table("classic").decision_timeout)
     assert later.tick()["auto"] == 0
 
 
@@ -108,6 +112,28 @@ def test_time_served_is_never_given_back_so_a_worker_crashing_every_few_seconds_
         assert (other if turn % 2 == 0 else service).beat() is None
     assert service.tick()["auto"] == 1
     assert guest.get(f"/rounds/{round_id}").json()["status"] == "settled"
+
+
+def test_a_process_killed_within_a_beat_of_each_start_still_times_a_player_out(
+        http: TestClient, service: GameService, settings: Settings, clock: Clock) -> None:
+    """Each life of a crash-looping process costs the clock a beat's interval at least: given back whole, a process
+    killed 1.2 s after each start and restarted 11 s later kept a multiplayer player's 15 s clock frozen for good (a
+    trial of an operator, with real processes)."""
+    service.stacked.append(["9S", "6H", "7D", "TC", "2S", "2H", "2D", "2C", "3S", "3H"])  # the hand stays in play
+    player = new_guest(http)
+    round_id = dealt_shared_round(service, clock, [player], "multiplayer")
+    timeout = service.table("multiplayer").decision_timeout
+    lives = 0
+    while player.get(f"/rounds/{round_id}").json()["status"] == "playing":
+        life = restarted(settings, clock)
+        life.beat()
+        life.tick()
+        clock.advance(1.2)  # killed
+        clock.advance(11)  # restarted after more than the heartbeat's 10 s
+        lives += 1
+        # The first life's beat is the floor's first (nothing to count); each after it costs a beat's interval.
+        assert lives <= timeout / BEAT_SECONDS + 2, "the clock never runs out"
+    assert lives >= timeout / BEAT_SECONDS  # and no life cost more than that
 
 
 def test_a_process_late_to_beat_is_no_downtime_unless_its_beats_failed(
@@ -131,7 +157,7 @@ def test_a_process_late_to_beat_is_no_downtime_unless_its_beats_failed(
     clock.advance(60)
     down = service.beat()
     assert down is not None and down.length == timedelta(seconds=60)
-    assert deadline(guest, round_id) == before + timedelta(seconds=60)
+    assert deadline(guest, round_id) == before + timedelta(seconds=60 - BEAT_SECONDS)
 
 
 def test_a_timer_that_judged_a_round_due_before_its_clock_moved_on_does_not_act(
@@ -177,7 +203,8 @@ def test_a_betting_window_open_when_the_floor_went_down_keeps_its_time(
     assert down is not None and len(down.rounds) == 1
     assert later.tick()["dealt"] == 0  # before: dealt at the first tick, the second player left out
     forming = players[1].get("/tables/multiplayer").json()["round"]
-    assert datetime.fromisoformat(forming["betting_closes_at"]) == closes + timedelta(seconds=window + 30)
+    given = timedelta(seconds=window + 30 - BEAT_SECONDS)
+    assert datetime.fromisoformat(forming["betting_closes_at"]) == closes + given
     players[1].bet("multiplayer", 500)
     assert players[1].post("/tables/multiplayer/deal").status_code == 200
     clock.advance(window)
@@ -225,7 +252,7 @@ def test_a_restart_after_the_floor_was_down_gives_the_clock_back_before_its_firs
         guest = Client(http, guest.token, guest.name)
         eventually(lambda: len(looks) >= 5, 10, "the timers' looks")
         assert looks[:5] == [[]] * 5  # before, the first look found the hand an hour past its clock, and stood it
-        assert deadline(guest, round_id) == before + timedelta(seconds=3600)
+        assert deadline(guest, round_id) == before + timedelta(seconds=3600 - BEAT_SECONDS)
         view = guest.get(f"/rounds/{round_id}").json()
         assert view["status"] == "playing" and view["me"]["timed_out"] == 0
 
@@ -266,5 +293,5 @@ def test_after_a_beat_storage_refused_no_timer_looks_until_a_beat_gives_the_time
         monkeypatch.setattr(service.store, "write_apart", write_apart)  # the database is back
         eventually(lambda: len(looks) >= seen + 3, 10, "looks again")
         assert looks[seen:] == [[]] * (len(looks) - seen)  # none found the hand an hour past its clock
-        assert deadline(guest, round_id) == before + timedelta(seconds=3600)
+        assert deadline(guest, round_id) == before + timedelta(seconds=3600 - BEAT_SECONDS)
         assert guest.get(f"/rounds/{round_id}").json()["status"] == "playing"

@@ -4,17 +4,17 @@ Each process's timers beat every :data:`BEAT_SECONDS` (:func:`beat`): the floor'
 read and set to now. A beat that finds the last one older than ``Settings.down_after_seconds`` (10 s) knows that no
 process served the floor since: every process was down (a crash, a deploy), or the database was away from all of
 them. Whatever the cause, no player's request could have been answered, so every open round's decision clock, and
-every betting window, is moved on by the time since the last beat (:func:`moved_on`): a player who had 15 of their
-20 seconds left when the floor went down has 15 seconds when it is back, where before the timer stood their hand at
-once.
+every betting window, is moved on by the time since the last beat, less one beat's interval that the floor may have
+served (:func:`given_back`): a player who had 15 of their 20 seconds left when the floor went down has 13 or more
+when it is back, where before the timer stood their hand at once.
 
 Only the downtime is given back, never the time served: a worker that crashes every few seconds beats while it is
 up, so a shared table still times out its slow player (resetting every clock at each start would let a
 crash-looping process hold a table open for ever). A process's own late beat is no downtime either: it was up and
 answering, only slow to beat (:func:`beat`'s ``ours``). The row lock makes one beat count each downtime,
 whichever process beats first. The measure is the beats': a floor down for less than ``down_after_seconds`` is
-not counted, and a clock started in the last seconds before it went down starts again (:func:`moved_on`). Like
-every clock of the game, it takes the processes' clocks to agree (NTP).
+not counted, and each downtime counts a beat's interval as served, so each life of a crash-looping process costs a
+clock that much at least. Like every clock of the game, it takes the processes' clocks to agree (NTP).
 """
 
 from __future__ import annotations
@@ -61,37 +61,52 @@ class Downtime:
     def length(self) -> timedelta:
         return self.until - self.since
 
+    @property
+    def given_back(self) -> timedelta:
+        """What each clock was given back (:func:`given_back`)."""
+        return given_back(self.since, self.until)
+
+
+def given_back(last_beat: datetime, now: datetime) -> timedelta:
+    """The time a downtime from ``last_beat`` to ``now`` gives back: all of it but one beat's interval, which the
+    floor may have served after its last beat (a process killed a second after it beat answered for that second).
+    Counting it served errs by at most :data:`BEAT_SECONDS` against a player, and makes every life of a crash-looping
+    process cost a clock at least that much: given back whole, a process killed within 2 s of each start, restarted
+    after more than 10 s, kept a player's clock frozen for good (a trial of an operator).
+
+    >>> from datetime import UTC
+    >>> given_back(datetime(2026, 12, 7, 12, 0, tzinfo=UTC), datetime(2026, 12, 7, 12, 1, tzinfo=UTC)).total_seconds()
+    58.0
+    """
+    return max(now - last_beat - timedelta(seconds=BEAT_SECONDS), timedelta(0))
+
 
 def moved_on(clock: datetime | None, last_beat: datetime, now: datetime, *, window: bool = False) -> datetime | None:
     """A round's clock after the floor was down from ``last_beat`` to ``now``; None where it stays as it is.
 
-    A decision clock started before the last beat ran while nobody could answer: it moves on by the downtime. One
-    started after it (a decision in the last seconds before the floor went down, which no beat followed) starts
-    again now: it loses what it ran before the floor went down, at most a beat's interval. A betting window still
-    open at the last beat (``window``) is given the downtime; one already due then was the timers' to close while
-    the floor was served.
+    A decision clock ran while nobody could answer: it moves on by what the downtime gives back (:func:`given_back`),
+    never past now (a clock started in the last moments before the floor went down). A betting window still open at
+    the last beat (``window``) is given as much; one already due then was the timers' to close while the floor was
+    served.
 
     >>> from datetime import UTC
     >>> down, up = datetime(2026, 12, 7, 12, 0, 0, tzinfo=UTC), datetime(2026, 12, 7, 12, 5, 0, tzinfo=UTC)
-    >>> moved_on(datetime(2026, 12, 7, 11, 59, 55, tzinfo=UTC), down, up).time()  # 5 s into a decision
-    datetime.time(12, 4, 55)
+    >>> moved_on(datetime(2026, 12, 7, 11, 59, 55, tzinfo=UTC), down, up).time()  # 5 s into a decision, 2 s served
+    datetime.time(12, 4, 53)
     >>> moved_on(datetime(2026, 12, 7, 12, 0, 1, tzinfo=UTC), down, up).time()  # a second after the last beat
-    datetime.time(12, 5)
+    datetime.time(12, 4, 59)
     >>> moved_on(up, down, up) is None  # started now: nothing to give back
     True
     >>> moved_on(datetime(2026, 12, 7, 12, 0, 10, tzinfo=UTC), down, up, window=True).time()  # closed while down
-    datetime.time(12, 5, 10)
+    datetime.time(12, 5, 8)
     >>> moved_on(datetime(2026, 12, 7, 11, 59, 0, tzinfo=UTC), down, up, window=True) is None  # due when served
     True
     """
     clock = aware(clock)
-    if clock is None:
+    if clock is None or clock >= now or (window and clock <= last_beat):
         return None
-    if window:
-        return clock + (now - last_beat) if clock > last_beat else None
-    if clock <= last_beat:
-        return clock + (now - last_beat)
-    return now if clock < now else None
+    moved = clock + given_back(last_beat, now)
+    return moved if window else min(moved, now)
 
 
 def beat(session: Session, now: datetime, down_after: timedelta | None, ours: datetime | None) -> Downtime | None:

@@ -297,9 +297,15 @@ class GameService:
         self._own_beat = now
         if down is None:
             return None
-        log.warning("no server process served the floor for %.0f s (since %s): the decision clocks and betting "
-                    "windows of %d open rounds moved on by it", down.length.total_seconds(), iso(down.since),
-                    len(down.rounds))
+        gone = f"no server process served the floor for {down.length.total_seconds():.0f} s (since {iso(down.since)})"
+        if not down.rounds:  # a stop and a start with nothing open: no player's time to give back
+            log.info("%s: no round's clock was running", gone)
+            return down
+        count = len(down.rounds)
+        clocks = "1 open round's clock" if count == 1 else f"{count} open rounds' clocks"
+        rounds = ", ".join(f"{table_id} round {round_id}" for round_id, table_id in down.rounds[:10])
+        log.warning("%s: %s given %.0f s back (%s%s)", gone, clocks, down.given_back.total_seconds(), rounds,
+                    ", ..." if count > 10 else "")
         tables = self.tables()
         private = [round_id for round_id, table_id in down.rounds if table_id in tables and not tables[table_id].shared]
         with self.store.read() as session:  # a private round's news is its player's alone (round_news)
