@@ -60,7 +60,8 @@ def restarted(settings: Settings, clock: Clock) -> GameService:
 
 
 def test_a_decision_clock_stands_still_while_no_process_serves_the_floor(
-        guest: Client, service: GameService, settings: Settings, clock: Clock) -> None:
+        guest: Client, service: GameService, settings: Settings, clock: Clock,
+        caplog: pytest.LogCaptureFixture) -> None:
     round_id = dealt_classic(guest, service)
     timeout = service.table("classic").decision_timeout
     assert service.beat() is None  # the floor's first beat: nothing to give back
@@ -68,7 +69,11 @@ def test_a_decision_clock_stands_still_while_no_process_serves_the_floor(
     before = deadline(guest, round_id)
     clock.advance(3600)  # every process down for an hour, past the 20-minute clock
     later = restarted(settings, clock)
-    down = later.beat()
+    with caplog.at_level("INFO", "twentyone.server"):
+        down = later.beat()
+    assert [record.getMessage() for record in caplog.records if "served the floor" in record.getMessage()] == [
+        "no server process served the floor for 3600 s (since 2026-11-29T12:01:40+00:00): 1 open round's clock given "
+        f"3598 s back (classic round {round_id})"]
     assert down is not None and down.length == timedelta(seconds=3600) and down.rounds == ((round_id, "classic"),)
     # All of it but a beat's interval, which the floor may have served after its last beat.
     assert deadline(guest, round_id) == before + timedelta(seconds=3600 - BEAT_SECONDS)
