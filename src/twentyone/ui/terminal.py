@@ -194,7 +194,8 @@ def pays_line(blackjack: str, side_pays: Sequence[tuple[str, str]]) -> Padding:
     ...     console.print(pays_line("3:2", [("21+3", "100/40/30/10/5:1"), ("Perfect Pairs", "30/10/5:1")]))
     >>> print("\\n".join(line.rstrip() for line in shown.get().splitlines()))
      Pays  BJ 3:2 · 21+3 100/40/30/10/5:1
-     · Perfect Pairs 30/10/5:1 · [?] paytables
+     · Perfect Pairs 30/10/5:1
+     · [?] paytables
     """
     entries = (f"Pays  BJ {blackjack}", *(f"{title} {pays}" for title, pays in side_pays),
                *([PAYTABLES_KEY] if side_pays else []))
