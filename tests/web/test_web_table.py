@@ -302,6 +302,16 @@ def test_settings_hints_and_limits_are_saved(page: Any, live_server: LiveServer)
     page.locator("#deal").click()
     expect(page.locator("button.best .ev")).to_be_visible()
     expect(page.locator("button[data-action='cash-out']")).to_have_count(0)
+    # The suggested move with the keyboard's focus shows the focus ring, the suggestion inside it: its dashed outline
+    # took the ring's place (a trial of a keyboard player).
+    best = page.locator("button.best")
+    expect(best).to_be_enabled()  # the cards have landed
+    best.focus()
+    page.keyboard.press("Shift+Tab")
+    page.keyboard.press("Tab")  # by the keyboard: :focus-visible
+    expect(best).to_be_focused()
+    ring = best.evaluate("b => [getComputedStyle(b).outlineStyle, getComputedStyle(b).boxShadow]")
+    assert ring[0] == "solid" and "inset" in ring[1], ring
     page.get_by_role("link", name="Responsible gaming").click()
     page.get_by_label("Daily loss limit").fill("50")
     page.get_by_role("button", name="Save limits").click()

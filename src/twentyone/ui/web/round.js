@@ -255,8 +255,7 @@ export function timedOut(times) {
   return `Time ran out: the auto decision (Stand, or no to an offer) was made for you${times > 1 ? ` ${times} times` : ""}.`;
 }
 
-/** The result of a finished round, item by item, in the round's currency: the banner tied to its id. `onFelt`: how
- * many of the first items the felt shows too, under each hand (a phone's banner leaves them out: table.js). */
+/** The result of a finished round, item by item, in the round's currency: the banner tied to its id. */
 export function resultSummary(round) {
   const currency = round.currency;
   if (round.status === "void") {
@@ -282,5 +281,5 @@ export function resultSummary(round) {
   if (round.me && round.me.timed_out) items.push(timedOut(round.me.timed_out));
   const net = round.me ? round.me.returned - round.me.staked : 0;
   const verdict = net > 0 ? `you won ${money(net, currency)}` : net < 0 ? `you lost ${money(-net, currency)}` : "even";
-  return { title: `Round #${round.id}: ${verdict}`, items, net, onFelt: mine.length };
+  return { title: `Round #${round.id}: ${verdict}`, items, net };
 }

@@ -328,14 +328,15 @@ function showResult(round) {
     delete banner.dataset.round;
     return;
   }
-  const { title, items, net, onFelt = 0 } = resultSummary(round);
+  const { title, items, net } = resultSummary(round);
+  const fresh = banner.dataset.round !== String(round.id);
   banner.hidden = false;
   banner.dataset.round = round.id;
   banner.className = `result ${net > 0 ? "won" : net < 0 ? "lost" : "even"}`;
-  // The hands' own lines say what the felt says under each hand: a phone leaves them out (style.css), where a round
-  // of five hands with side bets pushed the last hands below the bar (a trial of players).
-  banner.replaceChildren(el("strong", {}, title),
-    el("ul", {}, ...items.map((item, at) => el("li", at < onFelt ? { class: "on-felt" } : {}, item))));
+  banner.replaceChildren(el("strong", {}, title), el("ul", {}, ...items.map((item) => el("li", {}, item))));
+  // A round's result is brought into view as it ends: on a phone the page had followed the active hand down, and the
+  // banner above it was out of sight when the round ended (a trial of players).
+  if (fresh && banner.getBoundingClientRect().top < 0) banner.scrollIntoView({ block: "start" });
 }
 
 const SIGNED_OUT = 4401;  // the server closed the socket because its sign-in ended
