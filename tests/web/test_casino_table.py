@@ -485,3 +485,22 @@ def test_cards_dealt_onto_a_phone_never_widen_the_page(browser: Any, live_server
     bar = page.locator("#action-bar").bounding_box()
     assert bar is not None and bar["x"] >= 0 and bar["x"] + bar["width"] <= 360, bar
     close(page, problems)
+
+
+def test_the_circles_and_the_chips_print_their_keys(browser: Any, live_server: LiveServer) -> None:
+    """The number keys took the circles and C the next chip, and nothing on the page said so, where every other
+    control prints its key (a trial of a keyboard player)."""
+    page, _, problems = table_page(browser, live_server, "first-person")
+    expect(page.locator("button.circle[data-spot='2'] kbd")).to_have_text("2")
+    expect(page.locator(".chips kbd")).to_have_text("C")
+    chosen = page.locator("button.chip[aria-pressed='true']")
+    before = chosen.get_attribute("data-chip")
+    page.locator("#view").focus()
+    page.keyboard.press("c")
+    expect(chosen).not_to_have_attribute("data-chip", before or "")
+    amount = int(chosen.get_attribute("data-chip") or 0)
+    page.keyboard.press("2")
+    expect(page.locator("#total-bet strong")).to_have_text(f"${amount / 100:.2f}")
+    expect(page.locator("button.circle[data-spot='2'] kbd")).to_have_text("2")  # beside the amount now
+    shot(page, "first-person-keys")
+    close(page, problems)

@@ -116,7 +116,9 @@ export function bettingBar(table, slip, { forming, seated, playing, canBet, excl
     ...table.chips.map((chip) => el("button", { type: "button", class: `chip chip-${chipColour(chip)}${chosen(chip) ? " selected" : ""}`,
       "data-chip": chip, "data-focus": `chip-${chip}`, disabled: !canBet || !slip.enabled_chips.includes(chip) || pastRoom(chip),
       "aria-pressed": chosen(chip) ? "true" : "false", "aria-label": `Chip ${money(chip, table.currency)}`,
-      onclick: () => act.control("chip", { chip }) }, chipLabel(chip, table.currency))));
+      "aria-keyshortcuts": "c", onclick: () => act.control("chip", { chip }) }, chipLabel(chip, table.currency))),
+    // C takes the next chip: printed as every control's key is (nothing said so: a trial of a keyboard player).
+    el("kbd", { class: "chip-key", title: "C: the next chip", "aria-hidden": "true" }, "C"));
   if (seated) return el("div", { class: "betting" }, statusLine);
   const empty = slip.total === 0;
   // REBET (single-deck's SAME BET, which deals too) is offered while the balance covers what it would stake (the

@@ -4,8 +4,8 @@ import { OFFER_TITLES, answers, bettingBar, chipInHand, closedBar, decisions, of
   from "./bar.js";
 import { chipStack } from "./chips.js";
 import {
-  announce, api, el, exclusionLine, isSessionOver, sessionBreakLeft, sessionEndsIn, sessionOverLine, showError, state,
-  view,
+  announce, api, el, exclusionLine, isSessionOver, keyed, sessionBreakLeft, sessionEndsIn, sessionOverLine, showError,
+  state, view,
 } from "./dom.js";
 import { betsTotal, money, signed } from "./money.js";
 import {
@@ -890,7 +890,9 @@ function spots(table, slip, canBet, seatedBets, currency) {
         "aria-keyshortcuts": table.hands_per_player > 1 ? String(spot) : null,
         onclick: () => control("bets", { spot, type: "main" }) },
       main ? chipStack(main, table.chips, currency) : null,
-      el("span", { class: "amount" }, main ? money(main, currency) : label)),
+      // Its key printed as every control's is (the number keys took the circles, and nothing said so: a trial).
+      el("span", { class: "amount" }, ...keyed(main ? money(main, currency) : label,
+        table.hands_per_player > 1 ? String(spot) : null))),
       sideNames.length ? el("div", { class: "sides" }, ...sideNames.map((name) => {
         const amount = bets[`${spot}|${name}`] || 0;
         return el("button", { type: "button", class: `side${amount ? " has-bet" : ""}`, "data-spot": spot, "data-side": name,
