@@ -90,7 +90,7 @@ def test_tables_from_the_shipped_config(http: TestClient) -> None:
     power = tables["power"]
     assert power["side_bet_titles"] == {"any_pair": "Any Pair", "21+3": "21+3", "hot_3": "Hot 3", "bust_it": "Bust It"}
     assert power["side_bet_lines"]["bust_it"]["bust_4"] == "dealer busts with 4 cards"
-    assert tables["first-person"]["side_bet_lines"]["perfect_pairs"]["colored"] == "coloured pair"
+    assert tables["first-person"]["side_bet_lines"]["perfect_pairs"]["colored"] == "colored pair"
     assert power["offer_answers"]["insurance"] == {"accept": "insurance", "decline": "no-insurance"}
     assert tables["classic"]["side_bet_titles"] == {}
 

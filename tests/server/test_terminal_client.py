@@ -82,7 +82,7 @@ def test_the_betting_screen_says_what_each_bet_pays_as_the_server_settles_it(htt
     assert "· [?] paytables" in shown  # wrapped onto a line of its own at 80 columns, never split
     # Which hand pays what: the odds alone did not say which of 21+3's hands paid 100 (a terminal trial).
     named = played(http, "first-person", "?q")
-    assert named.message == ("Perfect Pairs: perfect pair 25:1, coloured pair 12:1, mixed pair 6:1 · 21+3: suited "
+    assert named.message == ("Perfect Pairs: perfect pair 25:1, colored pair 12:1, mixed pair 6:1 · 21+3: suited "
                              "trips 100:1, straight flush 40:1, three of a kind 30:1, straight 10:1, flush 5:1")
 
 

@@ -218,7 +218,7 @@ def test_the_payouts_panel_shows_what_each_bet_pays_before_it_is_placed(browser:
                                                                          table: str) -> None:
     """Every side bet the table takes, each line with what the rules it is settled by pay; blackjack, a win and
     insurance; cash out's range where the game has it. Before, what a side bet paid was learnt from a result alone
-    (a player's trial: a coloured pair's 12 to 1 was nowhere on the page)."""
+    (a player's trial: a colored pair's 12 to 1 was nowhere on the page)."""
     from twentyone.core.sidebets import SIDE_BETS
     from twentyone.variants import builtin_rules
 

@@ -51,7 +51,7 @@ def test_a_round_dealt_in_dollars_is_shown_in_dollars_after_the_table_turned_to_
         browser: Any, live_server: LiveServer, restart: Restart) -> None:
     """Its stakes, side bet, cash-out offer, total bet and result in the round's currency; the chips for the next
     round in the table's new one. Before, every amount of the round read in euros."""
-    # A pair of eights (a coloured pair: Perfect Pairs pays 12:1) against a 9; the dealer's 16 draws a ten and busts.
+    # A pair of eights (a colored pair: Perfect Pairs pays 12:1) against a 9; the dealer's 16 draws a ten and busts.
     live_server.service.stacked.append(["8S", "9H", "8C", "7D", "TS"])
     token, _ = guest_token(live_server)
     post = poster(live_server, token)
@@ -63,7 +63,7 @@ def test_a_round_dealt_in_dollars_is_shown_in_dollars_after_the_table_turned_to_
     mine = page.locator(".hands.mine .hand")
     expect(mine.locator(".amount")).to_have_text("$25.00")
     expect(page.locator("#total-bet strong")).to_have_text("$26.00")
-    expect(page.locator("#side-results")).to_have_text("Perfect Pairs: coloured pair, +$12.00")
+    expect(page.locator("#side-results")).to_have_text("Perfect Pairs: colored pair, +$12.00")
     expect(page.locator("button[data-action='cash-out']")).to_contain_text("CASH OUT $")
     expect(page.locator("#balance strong")).to_have_text("€1,000.00")  # the table's: the next round's bets
     page.wait_for_timeout(1000)  # the deal's animation

@@ -184,11 +184,11 @@ def test_a_replay_numbers_a_split_circles_hands_from_the_split_on_in_the_felts_w
     bets, lines = history_and_replay(page, live_server)
     expect(bets).to_contain_text("Hand 2.1: 8♠ 3♦ $1.00 (")
     expect(bets).to_contain_text("Hand 2.2: 8♣ 2♣ $1.00 (")
-    expect(bets).to_contain_text("Perfect Pairs (hand 2) $1.00 (coloured pair)")
+    expect(bets).to_contain_text("Perfect Pairs (hand 2) $1.00 (colored pair)")
     split_at = next(index for index, line in enumerate(lines) if re.search(r": split \$1\.00, hand 2$", line))
     assert "card 8♠ → hand 2" in lines[:split_at] and "card 8♣ → hand 2" in lines[:split_at], lines
     assert "card 3♦ → hand 2.1" in lines[split_at:] and "card 2♣ → hand 2.2" in lines[split_at:], lines
-    assert "Perfect Pairs, hand 2: coloured pair, returned $13.00" in lines, lines
+    assert "Perfect Pairs, hand 2: colored pair, returned $13.00" in lines, lines
     assert any(re.fullmatch(r"Hand 3: (win|lose|push), returned \$\d+\.\d\d", line) for line in lines), lines
     assert not [line for line in lines[:split_at + 1] if "2.1" in line], lines  # the split itself: "hand 2"
     close(page, problems)

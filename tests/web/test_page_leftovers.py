@@ -338,7 +338,7 @@ def test_a_rounds_result_is_in_view_as_it_ends_and_short_enough_on_a_phone(
         expect(stand).to_be_enabled()
         stand.click()
     banner = page.locator("#result")
-    expect(banner).to_contain_text("Perfect Pairs (hand 5): coloured pair, +$12.00")
+    expect(banner).to_contain_text("Perfect Pairs (hand 5): colored pair, +$12.00")
     lines = banner.locator("li")
     expect(lines).to_have_count(10)
     expect(lines.first).to_have_text("Hand 1: Lose −$1.00")

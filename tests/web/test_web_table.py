@@ -96,6 +96,7 @@ def test_lobby_guest_and_a_full_classic_round_with_history(page: Any, live_serve
     expect(row.locator("td").nth(1)).to_have_text("Classic Blackjack")
     expect(row.locator("td").nth(2)).to_have_text("played")
     expect(row.locator("td").nth(3)).to_have_text(re.compile(r"^(10|[2-9AJQK])[♠♥♦♣] (10|[2-9AJQK])[♠♥♦♣]"))
+    expect(row.locator("td").nth(3)).to_contain_text("$5.00 (won)")  # in the past, as a side bet's "(lost)"
     page.locator("button[data-replay]").click()
     expect(page.locator(".operations li").nth(1)).to_have_text(re.compile(r"^card (10|[2-9AJQK])[♠♥♦♣] → "))
     expect(page.locator(".operations li").first).to_contain_text("bets $5.00 on hand 1")
@@ -118,14 +119,14 @@ def test_first_person_side_bets_insurance_and_cash_out(page: Any, live_server: L
     expect(page.locator("[data-focus='offer-no']")).to_be_enabled()  # once the cards have landed: a key before is
     # dropped
     page.keyboard.press("n")
-    expect(page.locator("#side-results")).to_contain_text("Perfect Pairs: coloured pair, +$12.00")
+    expect(page.locator("#side-results")).to_contain_text("Perfect Pairs: colored pair, +$12.00")
     cash_out = page.locator("button[data-action='cash-out']")
     expect(cash_out).to_contain_text("CASH OUT $")
     amount = float(re.search(r"\$(\d+\.\d\d)", cash_out.inner_text()).group(1))
     cash_out.click()
     expect(page.locator(".outcome")).to_contain_text("CASHED OUT")
     expect(page.locator("#balance strong")).to_have_text(f"${1000 - 1 - 1 + 13 + amount:,.2f}")
-    expect(page.locator("#result")).to_contain_text("Perfect Pairs: coloured pair, +$12.00")
+    expect(page.locator("#result")).to_contain_text("Perfect Pairs: colored pair, +$12.00")
     # The replay names the side bet where it was placed and where it was paid: before, "bets $1.00 at seat 1" alone,
     # and "perfect_pairs" as the code names it (found by a trial).
     page.get_by_role("link", name="History").click()

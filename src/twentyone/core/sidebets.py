@@ -147,7 +147,8 @@ _BUST_LINES = ("bust_8_plus", "bust_7", "bust_6", "bust_5", "bust_4", "bust_3")
 # The one registry of side-bet kinds: engine, analysis, server and both user interfaces read it.
 SIDE_BETS: dict[str, SideBetKind] = {spec.kind: spec for spec in (
     SideBetKind("perfect_pairs", "Perfect Pairs", ("perfect", "colored", "mixed"),
-                {"perfect": "perfect pair", "colored": "coloured pair", "mixed": "mixed pair"},
+                # As sheets 000 and 003 spell it ("Colored Pair"): the tables read "coloured pair" (a trial).
+                {"perfect": "perfect pair", "colored": "colored pair", "mixed": "mixed pair"},
                 Settles.ON_DEAL, lambda first, second, _up: perfect_pairs(first, second)),
     SideBetKind("21+3", "21+3", ("suited_trips", "straight_flush", "three_of_a_kind", "straight", "flush"),
                 {"suited_trips": "suited trips", "straight_flush": "straight flush",

@@ -162,11 +162,14 @@ const STATUS_WORDS = { settled: "played", void: "void (refunded)", playing: "in 
 // Where the player had several hands, each is named by its circle as the table named it ("Hand 3: ..."), and each side
 // bet and insurance by the hand it was on ("21+3 (hand 3)"): before, a round of three hands and two side bets listed
 // them unnamed (a trial of players).
+const PAST = { win: "won", lose: "lost" };
+
 function stakesLine(round, currency) {
   const table = state.tables[round.table_id] || {};
   const titles = table.side_bet_titles || {};
-  // In the felt's words: "(coloured pair)", "(cashed out)", where the engine's read "(colored)", "(cash-out)" (a trial).
-  const outcome = (word) => ` (${word ? (OUTCOMES[word] || word).toLowerCase() : "…"})`;
+  // In the felt's words: "(colored pair)", "(cashed out)", where the engine's read "(colored)", "(cash-out)" (a trial);
+  // a won or lost hand and insurance in the past, as a side bet's "(lost)" beside them (a trial read "(lose)").
+  const outcome = (word) => ` (${word ? (PAST[word] || OUTCOMES[word] || word).toLowerCase() : "…"})`;
   const sideOutcome = (side) => ` (${side.result ? sideLine(side.name, side.result, (table.side_bet_lines || {})[side.name] || {}) : "…"})`;
   const spot = spotsOf(round.hands, round.bets || []);
   const several = new Set(round.hands.map((h) => h.seat)).size > 1;
