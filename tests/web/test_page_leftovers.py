@@ -233,7 +233,7 @@ def test_a_history_row_lists_every_stake_so_that_it_adds_up_to_staked(browser: A
     page.goto(live_server.url + "/#/history")
     row = page.locator("table.history tbody tr").first
     expect(row.locator("td").nth(3)).to_have_text(re.compile(
-        r"^(10|[2-9AJQK])[♠♥♦♣] (10|[2-9AJQK])[♠♥♦♣] \$5\.00 \((win|lose|push)\); Perfect Pairs \$1\.00 \(lost\)$"))
+        r"^(10|[2-9AJQK])[♠♥♦♣] (10|[2-9AJQK])[♠♥♦♣] \$5\.00 \((won|lost|push)\); Perfect Pairs \$1\.00 \(lost\)$"))
     expect(row.locator("td").nth(5)).to_have_text("$6.00")
     shot(page, "leftover-history-stakes")
     page.context.close()
@@ -350,4 +350,28 @@ def test_a_rounds_result_is_in_view_as_it_ends_and_short_enough_on_a_phone(
     assert len(hand_rows) <= 3, hand_rows  # two or three hands to a row, even on a phone
     if viewport is PHONE:
         shot(page, "phone-five-hands-result")
+    close(page, problems)
+
+
+def test_a_split_circles_hands_read_in_order_on_a_phone(browser: Any, live_server: LiveServer) -> None:
+    """Five hands on a phone, the second split: its hands were stacked in one column, "Hand 2.1" alone above Hand 1
+    (a trial of players). Each dealt hand now takes its own place in the rows, which read 1, 2.1, 2.2, 3, 4, 5."""
+    live_server.service.stacked.append(["TS", "8S", "9S", "TD", "9H", "6H", "7S", "8D", "8C", "7D", "8H", "TC",
+                                        "3C", "2C", "5C", "4C", "5D"])
+    page, _, problems = table_page(browser, live_server, "first-person", PHONE)
+    chip(page, 100)
+    for spot in range(1, 6):
+        bet(page, spot)
+    page.locator("#deal").click()
+    for action in ("stand", "split"):
+        button = page.locator(f"button[data-action='{action}']")
+        expect(button).to_be_enabled()
+        button.click()
+    hands = page.locator(".hands.mine .hand")
+    expect(hands).to_have_count(6)
+    page.wait_for_timeout(800)  # the cards have landed
+    placed = sorted((round(box["y"]), round(box["x"]), hand.locator(".owner").inner_text())
+                    for hand in hands.all() if (box := hand.bounding_box()) is not None)
+    assert [name for _, _, name in placed] == ["Hand 1", "Hand 2.1", "Hand 2.2", "Hand 3", "Hand 4", "Hand 5"], placed
+    shot(page, "phone-split-hands-in-order")
     close(page, problems)

@@ -891,7 +891,7 @@ function spots(table, slip, canBet, seatedBets, currency) {
         onclick: () => control("bets", { spot, type: "main" }) },
       main ? chipStack(main, table.chips, currency) : null,
       // Its key printed as every control's is (the number keys took the circles, and nothing said so: a trial).
-      el("span", { class: "amount" }, ...keyed(main ? money(main, currency) : label,
+      el("span", { class: "label" }, ...keyed(el("span", { class: "amount" }, main ? money(main, currency) : label),
         table.hands_per_player > 1 ? String(spot) : null))),
       sideNames.length ? el("div", { class: "sides" }, ...sideNames.map((name) => {
         const amount = bets[`${spot}|${name}`] || 0;
