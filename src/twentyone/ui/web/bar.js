@@ -116,7 +116,7 @@ export function bettingBar(table, slip, { forming, seated, playing, canBet, excl
     ...table.chips.map((chip) => el("button", { type: "button", class: `chip chip-${chipColour(chip)}${chosen(chip) ? " selected" : ""}`,
       "data-chip": chip, "data-focus": `chip-${chip}`, disabled: !canBet || !slip.enabled_chips.includes(chip) || pastRoom(chip),
       "aria-pressed": chosen(chip) ? "true" : "false", "aria-label": `Chip ${money(chip, table.currency)}`,
-      "aria-keyshortcuts": "c", onclick: () => act.control("chip", { chip }) }, chipLabel(chip, table.currency))),
+      onclick: () => act.control("chip", { chip }) }, chipLabel(chip, table.currency))),
     // C takes the next chip: printed as every control's key is (nothing said so: a trial of a keyboard player).
     el("kbd", { class: "chip-key", title: "C: the next chip", "aria-hidden": "true" }, "C"));
   if (seated) return el("div", { class: "betting" }, statusLine);
@@ -267,11 +267,15 @@ export function offerPanel(round, dealing = false) {
       // A box to tick, named by what it takes: it read "NO" or "YES", beside NO TO ALL and YES TO ALL, and was taken
       // for an answer of its own (a trial of players). CONFIRM answers every hand as ticked.
       el("button", { type: "button", class: chosen ? "choice on" : "choice", "data-offer": key, "data-focus": `offer-${key}`,
-        "aria-pressed": chosen ? "true" : "false", "aria-label": `${name}: ${what}`,
+        // Its name begins with the word it shows ("Insure hand 2 ($0.50)"), for a voice that says what it reads; the
+        // box glyphs as text, never as an emoji (U+FE0E).
+        "aria-pressed": chosen ? "true" : "false",
+        "aria-label": `${OFFER_TICKS[offer.kind].toLowerCase().replace(/^./, (c) => c.toUpperCase())} ${name.toLowerCase()}`
+          + (offer.cost ? ` (${money(offer.cost, currency)})` : ""),
         disabled: !chosen && offerRefused(round, offer), onclick: () => {
           state.offerChoices[key] = !chosen;
           act.redraw();
-        } }, `${chosen ? "☑" : "☐"} ${OFFER_TICKS[offer.kind] || OFFER_TITLES[offer.kind].toUpperCase()}`));
+        } }, `${chosen ? "\u2611\uFE0E" : "\u2610\uFE0E"} ${OFFER_TICKS[offer.kind]}`));
   });
   const single = pending.length === 1;
   // Insurance the server would refuse (past the daily loss limit, or kept from play): YES is greyed, with why. Before,

@@ -334,9 +334,12 @@ function showResult(round) {
   banner.dataset.round = round.id;
   banner.className = `result ${net > 0 ? "won" : net < 0 ? "lost" : "even"}`;
   banner.replaceChildren(el("strong", {}, title), el("ul", {}, ...items.map((item) => el("li", {}, item))));
-  // A round's result is brought into view as it ends: on a phone the page had followed the active hand down, and the
-  // banner above it was out of sight when the round ended (a trial of players).
-  if (fresh && banner.getBoundingClientRect().top < 0) banner.scrollIntoView({ block: "start" });
+  // The player's own round's result is brought into view as it ends, at its table: on a phone the page had followed
+  // the active hand down, and the banner above it was out of sight when the round ended (a trial of players). A round
+  // only watched is left where the player is (betting, say), and so is any other page.
+  if (fresh && round.me && currentTableId() === round.table_id && banner.getBoundingClientRect().top < 0) {
+    banner.scrollIntoView({ block: "start" });
+  }
 }
 
 const SIGNED_OUT = 4401;  // the server closed the socket because its sign-in ended
@@ -892,7 +895,7 @@ function spots(table, slip, canBet, seatedBets, currency) {
       main ? chipStack(main, table.chips, currency) : null,
       // Its key printed as every control's is (the number keys took the circles, and nothing said so: a trial).
       el("span", { class: "label" }, ...keyed(el("span", { class: "amount" }, main ? money(main, currency) : label),
-        table.hands_per_player > 1 ? String(spot) : null))),
+        table.hands_per_player > 1 && !main ? String(spot) : null))),  // an empty circle's: an amount needs the room
       sideNames.length ? el("div", { class: "sides" }, ...sideNames.map((name) => {
         const amount = bets[`${spot}|${name}`] || 0;
         return el("button", { type: "button", class: `side${amount ? " has-bet" : ""}`, "data-spot": spot, "data-side": name,
