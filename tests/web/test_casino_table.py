@@ -274,6 +274,12 @@ def test_insurance_is_asked_once_for_every_hand_with_a_choice_per_hand(browser: 
     expect(banner).to_contain_text("Insurance (hand 2): paid 2:1, +$1.00")
     expect(banner.locator("li", has_text="Insurance")).to_have_count(1)
     expect(banner).to_contain_text("you lost $2.00")
+    # The replay says each result in the past, as the history does ("won", "lost"; it read "win" beside "(won)").
+    page.get_by_role("link", name="History").click()
+    page.locator("button[data-replay]").click()
+    operations = page.locator(".operations li")
+    expect(operations.filter(has_text=re.compile(r"^Insurance, "))).to_have_text(["Insurance, hand 2: won, returned $1.50"])
+    expect(operations.filter(has_text="returned $0.00").first).to_have_text("Hand 1: lost, returned $0.00")
     close(page, problems)
 
 

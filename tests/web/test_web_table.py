@@ -101,7 +101,7 @@ def test_lobby_guest_and_a_full_classic_round_with_history(page: Any, live_serve
     expect(page.locator(".operations li").nth(1)).to_have_text(re.compile(r"^card (10|[2-9AJQK])[♠♥♦♣] → "))
     expect(page.locator(".operations li").first).to_contain_text("bets $5.00 on hand 1")
     expect(page.locator(".operations li").nth(5)).to_have_text(re.compile(r"^guest-\w+: stand, hand 1$"))
-    expect(page.locator(".operations li").last).to_have_text("Hand 1: win, returned $10.00")
+    expect(page.locator(".operations li").last).to_have_text("Hand 1: won, returned $10.00")
     page.locator("#verify").click()
     expect(page.locator("#verification")).to_contain_text("Verified")
     page.get_by_role("link", name="Lobby").click()

@@ -163,13 +163,15 @@ const STATUS_WORDS = { settled: "played", void: "void (refunded)", playing: "in 
 // bet and insurance by the hand it was on ("21+3 (hand 3)"): before, a round of three hands and two side bets listed
 // them unnamed (a trial of players).
 const PAST = { win: "won", lose: "lost" };
+/** A settled hand's or insurance's result as the history and the replay say it: "won", "lost", "push", "blackjack". */
+const pastOutcome = (word) => (PAST[word] || OUTCOMES[word] || word).toLowerCase();
 
 function stakesLine(round, currency) {
   const table = state.tables[round.table_id] || {};
   const titles = table.side_bet_titles || {};
   // In the felt's words: "(colored pair)", "(cashed out)", where the engine's read "(colored)", "(cash-out)" (a trial);
   // a won or lost hand and insurance in the past, as a side bet's "(lost)" beside them (a trial read "(lose)").
-  const outcome = (word) => ` (${word ? (PAST[word] || OUTCOMES[word] || word).toLowerCase() : "…"})`;
+  const outcome = (word) => ` (${word ? pastOutcome(word) : "…"})`;
   const sideOutcome = (side) => ` (${side.result ? sideLine(side.name, side.result, (table.side_bet_lines || {})[side.name] || {}) : "…"})`;
   const spot = spotsOf(round.hands, round.bets || []);
   const several = new Set(round.hands.map((h) => h.seat)).size > 1;
@@ -279,8 +281,9 @@ async function showReplay(roundId, currency, tableId) {
       if (op.type === "settled") {
         const what = op.item === "hand" ? capital(where)
           : `${op.item === "insurance" ? "Insurance" : sideName(op.item)}, ${namer.name(op.seat, op.hand, true)}`;
-        const result = op.item === "hand" ? (OUTCOMES[op.result] || op.result).toLowerCase()
-          : op.item === "insurance" ? op.result : sideLine(op.item, op.result, sideLines[op.item] || {});
+        // In the past, as the history says it ("won", "lost"): the replay read "Hand 1: win" beside it (a trial).
+        const result = op.item === "hand" || op.item === "insurance" ? pastOutcome(op.result)
+          : sideLine(op.item, op.result, sideLines[op.item] || {});
         return `${what}: ${result}, returned ${money(op.returned, currency)}`;
       }
       if (op.type === "bets") {  // the side bets too: before, a replay named the main bet alone (found by a trial)
