@@ -189,7 +189,7 @@ def test_a_replay_numbers_a_split_circles_hands_from_the_split_on_in_the_felts_w
     assert "card 8♠ → hand 2" in lines[:split_at] and "card 8♣ → hand 2" in lines[:split_at], lines
     assert "card 3♦ → hand 2.1" in lines[split_at:] and "card 2♣ → hand 2.2" in lines[split_at:], lines
     assert "Perfect Pairs, hand 2: colored pair, returned $13.00" in lines, lines
-    assert any(re.fullmatch(r"Hand 3: (win|lose|push), returned \$\d+\.\d\d", line) for line in lines), lines
+    assert any(re.fullmatch(r"Hand 3: (won|lost|push), returned \$\d+\.\d\d", line) for line in lines), lines
     assert not [line for line in lines[:split_at + 1] if "2.1" in line], lines  # the split itself: "hand 2"
     close(page, problems)
 
@@ -220,7 +220,7 @@ def test_a_shared_rounds_replay_names_each_hand_by_its_player(browser: Any, live
         assert f"{me} bets $1.00 at seat 1" in lines and f"{other} bets $1.00 at seat 2" in lines, lines
         assert [line for line in lines if line.endswith("→ your hand")] and \
             [line for line in lines if line.endswith(f"→ {other}'s hand")], lines
-        assert any(re.fullmatch(r"Your hand: (win|lose|push), returned \$\d+\.\d\d", line) for line in lines), lines
+        assert any(re.fullmatch(r"Your hand: (won|lost|push), returned \$\d+\.\d\d", line) for line in lines), lines
         assert any(line.startswith(f"{other}'s hand: ") for line in lines), lines
         assert not [line for line in lines if "seat" in line and " bets " not in line], lines
         assert not problems, problems

@@ -1,6 +1,6 @@
 """Page defects left over from the trials, each fixed: the session time limit passing while the table is open (and a
 round in play then), the bets on the slip in the break after it, REBET the balance does not cover, BALANCE after a
-refusal caused elsewhere, and the header's currencies on a narrow desktop."""
+refusal caused elsewhere, and the header's currencies on a narrow desktop and each page opening at its top."""
 
 from __future__ import annotations
 
@@ -377,3 +377,25 @@ def test_a_split_circles_hands_read_in_order_on_a_phone(browser: Any, live_serve
     assert [name for _, _, name in placed] == ["Hand 1", "Hand 2.1", "Hand 2.2", "Hand 3", "Hand 4", "Hand 5"], placed
     shot(page, "phone-split-hands-in-order")
     close(page, problems)
+
+
+def test_each_page_opens_at_its_top_with_the_focus_on_it(browser: Any, live_server: LiveServer) -> None:
+    """On a phone the landing page sat 36 px down (focusing the view scrolled it under the header), the lobby stayed
+    there after signing in with the focus on nothing, and a page opened from a scrolled one stayed as far down."""
+    context = browser.new_context(viewport=PHONE)
+    page = context.new_page()
+    problems = watch_console(page)
+    page.goto(f"{live_server.url}/")
+    expect(page.get_by_role("button", name="Play as guest")).to_be_visible()
+    assert page.evaluate("scrollY") == 0
+    page.get_by_role("button", name="Play as guest").click()
+    expect(page.locator("#lobby-who")).to_contain_text("guest-")
+    assert page.evaluate("[scrollY, document.activeElement.id]") == [0, "view"]
+    assert page.evaluate("document.documentElement.scrollHeight > innerHeight")  # the lobby is longer than a phone
+    page.evaluate("scrollTo(0, document.documentElement.scrollHeight)")
+    page.wait_for_function("scrollY > 100")
+    page.evaluate("location.hash = '#/history'")
+    expect(page.get_by_role("heading", name="Game history")).to_be_visible()
+    assert page.evaluate("[scrollY, document.activeElement.id]") == [0, "view"]
+    context.close()
+    assert not problems, problems

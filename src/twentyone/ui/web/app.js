@@ -93,6 +93,7 @@ async function renderLobby() {
           announce(`Bets returned: ${returnedTotals(answer.returned_bets)}.`);
         }
         renderLobby();
+        atTop();
       } catch (failure) { error.textContent = failure.message; }
     };
     root.append(el("section", { class: "panel" },
@@ -103,6 +104,7 @@ async function renderLobby() {
           const answer = await api("POST", "/auth/guest");
           await signedIn(answer.token);
           renderLobby();
+          atTop();
         } catch (failure) { error.textContent = failure.message; }
       } }, "Play as guest"),
       el("form", { class: "inline", onsubmit: (event) => signIn(event, "/auth/login") },
@@ -426,7 +428,15 @@ async function route() {
     else await renderLobby();
     if (left) announce(left.words + (left.toPlay ? " Go back to the table to play it." : ""));
   } catch (error) { showError(error); }
-  if (!table) view().focus();
+  if (!table) atTop();  // a table's page places itself (renderTable)
+}
+
+/** A page opens at its top, focused for a screen reader to read from there. A plain focus() scrolled the page by the
+ * header's height on a phone (the view is taller than the screen), a page opened from a scrolled one stayed as far
+ * down, and after signing in the focus was left on nothing (a trial of players). */
+function atTop() {
+  view().focus({ preventScroll: true });
+  window.scrollTo(0, 0);
 }
 
 function forgetSignIn() {
