@@ -58,12 +58,16 @@ def test_integers_beyond_64_bits_in_every_path_and_query_int_are_422(guest: Clie
 
 def test_every_admin_endpoint_is_a_403_to_a_player_before_anything_of_the_request_is_read(
         http: TestClient, guest: Client) -> None:
-    """A player's request to an operator's endpoint is told it is not theirs, whatever its body's fields or its query
-    (a body that is not JSON at all is a 422 to anyone). Before, a malformed one was a 422 naming what its body or
-    query lacked (found by a trial of an operator)."""
+    """A player's request to an operator's endpoint is told it is not theirs, whatever its body's fields or its query,
+    and a stranger's that they are not signed in, even where the body is not JSON at all; the operator's own body
+    that is not JSON is a 422. Before, a malformed one was a 422 naming what its body or query lacked (found by a
+    trial of an operator), and one not JSON was a 422 to anyone (an integrator's trial)."""
     routes = [(method, route.path) for route in http.app.routes  # type: ignore[attr-defined]
               for method in getattr(route, "methods", ()) or () if route.path.startswith("/admin")]
     assert len(routes) >= 9, routes
+    reading_a_body = {route.path for route in http.app.routes  # type: ignore[attr-defined]
+                      if route.path.startswith("/admin") and getattr(route, "body_field", None) is not None}
+    assert len(reading_a_body) >= 3, reading_a_body  # a table's creation, a credit, a debit
     for method, path in routes:
         url = path.replace("{table_id}", "classic").replace("{name}", "x" * 300)
         for query in ({}, {"size": "lots", "since": "yesterday", "status": "won"}):
@@ -71,6 +75,15 @@ def test_every_admin_endpoint_is_a_403_to_a_player_before_anything_of_the_reques
                                   headers=guest.headers)
             assert (answer.status_code, answer.json()) == (403, {"detail": "Only the operator can do this."}), (
                 method, url, query, answer.text)
+        garbled, sent = b"{bad", {"Content-Type": "application/json", "Idempotency-Key": "g"}
+        answer = http.request(method, url, content=garbled, headers={**sent, **guest.headers})
+        assert (answer.status_code, answer.json()) == (403, {"detail": "Only the operator can do this."}), (method, url)
+        answer = http.request(method, url, content=garbled, headers=sent)
+        assert answer.status_code == 401, (method, url, answer.text)
+        if path in reading_a_body:  # the operator is told it is not JSON
+            answer = http.request(method, url, content=garbled, headers={**sent, "Authorization": f"Bearer {OPERATOR}"})
+            assert (answer.status_code, answer.json()) == (422, {"detail": "The body is not valid JSON (UTF-8)."}), (
+                method, url, answer.text)
 
 
 @pytest.mark.parametrize("body", [

@@ -328,6 +328,18 @@ def test_a_name_that_differs_from_a_players_only_in_case_is_taken(http: TestClie
     assert taken.status_code == 409 and taken.json()["detail"] == "The name 'ann' is taken."
 
 
+def test_a_name_signs_in_in_any_case_as_it_is_taken_in_any_case(http: TestClient) -> None:
+    """Before, "Ann" was refused at sign-up as taken by "ann", and then told at sign-in that the name or password was
+    wrong (an integrator's trial)."""
+    new_player(http, "ann")
+    for name in ("Ann", "ANN", "ann"):
+        signed_in = login(http, name)
+        assert signed_in.status_code == 200, signed_in.text
+        me = http.get("/me", headers={"Authorization": f"Bearer {signed_in.json()['token']}"}).json()
+        assert me["name"] == "ann"
+    assert login(http, "ANN", "guess").status_code == 401
+
+
 def test_password_hashes_run_one_at_a_time_and_a_crowd_past_the_queue_is_told_to_come_back(
         http: TestClient, service: GameService, monkeypatch: pytest.MonkeyPatch) -> None:
     """Forty sign-ins at once, each hash slowed to 50 ms: never two hashes at once in the process, the queue's

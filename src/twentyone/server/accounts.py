@@ -250,7 +250,12 @@ class Accounts:
         address = address[:64]
         with self.store.read() as session:
             refuse_guessing(session, name, address, self.clock())
-            player = session.scalars(select(Player).where(Player.name == name)).first()
+            # A name in any case, as sign-ups take it (one that differs from a player's only in case is taken): before,
+            # "Ann" was refused at sign-up as taken by "ann" and then told her password was wrong (an integrator's
+            # trial). The name as written first, for players who signed up before that rule, in two cases.
+            player = (session.scalars(select(Player).where(Player.name == name)).first()
+                      or session.scalars(select(Player).where(func.lower(Player.name) == name.lower())
+                                         .order_by(Player.id)).first())
             stored_hash = player.password_hash if player is not None else None
         try:
             if player is None or stored_hash is None:

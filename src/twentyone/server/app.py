@@ -72,6 +72,7 @@ from twentyone.server.shapes import (
     TableCreate,
     WalletCallsQuery,
 )
+from twentyone.server.store import KEY_MALFORMED
 from twentyone.server.tables import table_json
 from twentyone.server.wallet import OperatorWallet, record_wallet_mode, wallet_name
 
@@ -354,11 +355,27 @@ def create_app(settings: Settings, operator_wallet: OperatorWallet | None = None
     async def service_error(_request: Request, error: ServiceError) -> JSONResponse:
         return Answer({"detail": error.detail, **error.extra}, status_code=error.status, headers=error.headers)
 
+    async def not_json(request: Request) -> JSONResponse:
+        """A body that is not JSON: a 422, after the caller of an ``/admin`` endpoint is found to be the operator.
+        FastAPI decodes the body before it solves any dependency, so a player's or a stranger's unparseable body to
+        ``/admin`` was a 422 where the operator check answers every other request of theirs 403 or 401 (found by an
+        integrator's trial)."""
+        if request.url.path.startswith("/admin"):
+            try:
+                await operator(await caller(request, request.headers.get("authorization")))
+            except ServiceError as refused:
+                return await service_error(request, refused)
+        return Answer({"detail": NOT_JSON}, status_code=422)
+
     @app.exception_handler(RequestValidationError)
-    async def validation_error(_request: Request, error: RequestValidationError) -> JSONResponse:
+    async def validation_error(request: Request, error: RequestValidationError) -> JSONResponse:
         first = error.errors()[0] if error.errors() else {"loc": (), "msg": "invalid request"}
         if first.get("type") == "json_invalid":  # its "loc" is a character offset, not a field
-            return Answer({"detail": NOT_JSON}, status_code=422)
+            return await not_json(request)
+        if [str(part).lower() for part in first["loc"]] == ["header", "idempotency-key"]:
+            # The store's 400 and words for any malformed key: one too long was a 422 of the header's schema, which a
+            # client's retry layer reads as a key reused on another request (an integrator's trial).
+            return Answer({"detail": KEY_MALFORMED}, status_code=400)
         # The field alone ("since: …"), not where FastAPI found it ("query.since: …"); a header keeps "header.".
         where = ".".join(str(part) for part in first["loc"] if part not in ("body", "query", "path")) or "request"
         message = str(first["msg"]).removeprefix("Value error, ")  # pydantic's prefix for a validator's own ValueError
@@ -369,7 +386,7 @@ def create_app(settings: Settings, operator_wallet: OperatorWallet | None = None
         # FastAPI answers a body it cannot decode (not UTF-8) with a 400 of its own words; here 400 means a
         # missing Idempotency-Key, and malformed input is a 422 like any other.
         if error.status_code == 400 and error.detail == "There was an error parsing the body":
-            return Answer({"detail": NOT_JSON}, status_code=422)
+            return await not_json(request)
         return await http_exception_handler(request, error)
 
     async def once(who: Caller, key: str | None, request: Request, body: Any,

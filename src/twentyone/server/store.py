@@ -33,6 +33,7 @@ from twentyone.server.repeats import RepeatedLines, first_line
 
 log = logging.getLogger(__name__)
 MAX_KEY = 128
+KEY_MALFORMED = f"An Idempotency-Key is 1 to {MAX_KEY} printable ASCII characters."
 STORED = (select(IDEMPOTENCY.c.request, IDEMPOTENCY.c.status_code, IDEMPOTENCY.c.response)
           .where(IDEMPOTENCY.c.player_id == bindparam("player_id"), IDEMPOTENCY.c.key == bindparam("key")))
 SEEN = select(IDEMPOTENCY.c.player_id).where(IDEMPOTENCY.c.player_id == bindparam("player_id"),
@@ -293,7 +294,7 @@ class Store:
         if key is None:
             raise ServiceError(400, "Send an Idempotency-Key header with every request that changes state.")
         if not 1 <= len(key) <= MAX_KEY or not key.isascii() or not key.isprintable():
-            raise ServiceError(400, f"An Idempotency-Key is 1 to {MAX_KEY} printable ASCII characters.")
+            raise ServiceError(400, KEY_MALFORMED)
         # No look-up before the work: its first write transaction checks the key under the write lock (a
         # request seen before raises AlreadyApplied there), which spares every new request a connection
         # and a query. A request that writes nothing is looked up below.
