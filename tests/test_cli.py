@@ -208,6 +208,21 @@ def test_rtp_says_which_figures_differ_beyond_the_published_rounding_and_where_t
     assert json.loads(run("rtp", "first-person", "--json").stdout)["beyond_rounding"] == []
 
 
+def test_rtp_marks_the_figures_met_by_construction() -> None:
+    """An analyst's trial read "published 96.09, difference +0.0028" as a check, where the sheet prints no paytable
+    and ours was chosen to meet its figure. Those rows are marked, and said so under the table; the others are not."""
+    power = run("rtp", "power")
+    assert power.returncode == 0
+    marked = [line.split("│")[1].strip() for line in power.stdout.splitlines() if line.rstrip().endswith("* │")]
+    assert marked == ["Side bet any_pair", "Side bet 21+3", "Side bet hot_3", "Side bet bust_it"]
+    assert "* Met by construction, not a check" in power.stdout
+    assert json.loads(run("rtp", "first-person", "--json").stdout)["met_by_construction"] == [
+        "Side bet perfect_pairs", "Side bet 21+3", "Always take the first cash out"]
+    classic = run("rtp", "classic")
+    assert "Met by construction" not in classic.stdout
+    assert json.loads(run("rtp", "classic", "--json").stdout)["met_by_construction"] == []
+
+
 def test_rtp_table_and_rules_file(tmp_path: Path) -> None:
     result = run("rtp", "first-person")
     assert result.returncode == 0 and "Always take the first cash out" in result.stdout and "99.29" in result.stdout

@@ -96,7 +96,27 @@ def test_the_docs_reference_names_every_field_of_a_rules_file() -> None:
     reference = text[text.index("## Rules file reference"):]
     listed = {line.split("`")[1] for line in reference.splitlines() if line.startswith("| `")}
     fields = {f"{section}.{key}" for section, keys in _SECTION_KEYS.items() for key in keys}
-    assert fields | {"id", "name", "summary", "seed", "side_bets.NAME", "published.NAME"} == listed
+    assert fields | {"id", "name", "summary", "seed", "side_bets.NAME", "published.NAME", "published.fitted"} == listed
+
+
+@pytest.mark.parametrize(("fitted", "error"), [
+    ('"main"', "expected a list of published returns' names, got 'main'"),
+    ("[1]", "expected a list of published returns' names, got [1]"),
+    ('["cash_out"]', "'cash_out' is not a published return of this rules file"),
+])
+def test_published_returns_met_by_construction_name_published_ones(fitted: str, error: str) -> None:
+    text = f'id = "x"\nname = "X"\n[shoe]\ndecks = 6\n[published]\nmain = 99.5\nfitted = {fitted}\n'
+    with pytest.raises(RulesError, match=re.escape(f"published.fitted: {error}")):
+        rules_from_toml(text)
+    assert rules_from_toml(text.replace(f"fitted = {fitted}", 'fitted = ["main"]')).fitted == {"main"}
+
+
+def test_the_published_returns_met_by_construction_are_those_the_sheets_print_no_paytable_for() -> None:
+    """Sheets 000 and 004 print no side-bet paytable, and 000 no cash-out margin: the files' were chosen to meet the
+    published returns. Sheet 003 prints its paytables (and no return); 001 and 002 have no side bets."""
+    assert builtin_rules("first-person").fitted == {"perfect_pairs", "21+3", "cash_out"}
+    assert builtin_rules("power").fitted == {"any_pair", "21+3", "hot_3", "bust_it"}
+    assert [builtin_rules(game).fitted for game in ("classic", "single-deck", "multiplayer")] == [frozenset()] * 3
 
 
 def test_the_defaults_the_docs_reference_states() -> None:

@@ -278,7 +278,8 @@ def test_insurance_is_asked_once_for_every_hand_with_a_choice_per_hand(browser: 
     page.get_by_role("link", name="History").click()
     page.locator("button[data-replay]").click()
     operations = page.locator(".operations li")
-    expect(operations.filter(has_text=re.compile(r"^Insurance, "))).to_have_text(["Insurance, hand 2: won, returned $1.50"])
+    insured = operations.filter(has_text=re.compile(r"^Insurance, "))
+    expect(insured).to_have_text(["Insurance, hand 2: won, returned $1.50"])
     expect(operations.filter(has_text="returned $0.00").first).to_have_text("Hand 1: lost, returned $0.00")
     close(page, problems)
 

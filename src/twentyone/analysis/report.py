@@ -46,7 +46,8 @@ def rtp_report(rules: Rules, analysis: GameAnalysis | None = None, split_strateg
         "cash_out": None,
         "published": {"main": published.get("main"),
                       "side_bets": {name: published[name] for name in rules.side_bets if name in published},
-                      "cash_out": published.get("cash_out")},
+                      "cash_out": published.get("cash_out"),
+                      "fitted": sorted(rules.fitted)},
     }
     if "main" in published:
         report["main"]["published"] = published["main"]
@@ -82,6 +83,24 @@ def rounds_to(computed: float, published: float) -> bool:
     (True, False, True)
     """
     return abs(computed - published) <= 0.005 + 1e-9
+
+
+def met_by_construction(report: dict[str, Any]) -> list[str]:
+    """The labels of :func:`comparison_rows` whose published figure the rules were chosen to meet (``[published]
+    fitted`` in the rules file: a paytable or cash-out margin the sheet does not print), so that their agreement is
+    no check of the maths.
+
+    >>> met_by_construction({"published": {"fitted": ["21+3", "cash_out"], "side_bets": {"21+3": 96.3}},
+    ...                      "side_bets": {"21+3": 96.3, "perfect_pairs": 95.9}, "cash_out": 96.8})
+    ['Side bet 21+3', 'Always take the first cash out']
+    """
+    fitted = set(report["published"].get("fitted", ()))
+    labels = [f"Side bet {name}" for name in report["side_bets"] if name in fitted]
+    if "cash_out" in fitted and report["cash_out"] is not None:
+        labels.append("Always take the first cash out")
+    if "main" in fitted:
+        labels += ["Main game, optimal play", "Main game, basic strategy"]
+    return labels
 
 
 def comparison_rows(report: dict[str, Any]) -> list[tuple[str, float, float | None]]:

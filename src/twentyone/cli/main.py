@@ -342,7 +342,7 @@ def rtp(
     """Exact return to player: main game (optimal and basic), side bets, cash out, beside the published."""
     # Only light modules until a report must be computed: a cached one is served without numpy or numba.
     from twentyone.analysis import cache
-    from twentyone.analysis.report import comparison_rows, rounds_to
+    from twentyone.analysis.report import comparison_rows, met_by_construction, rounds_to
 
     rules = _rules(variant, rules_file)
     if split_strategy not in ("cdz-", "cdp1", "cdp"):
@@ -361,8 +361,9 @@ def rtp(
             cache.store(key, report)
     rows = comparison_rows(report)
     beyond = [label for label, value, published in rows if published is not None and not rounds_to(value, published)]
+    fitted = met_by_construction(report)
     if as_json:
-        typer.echo(json.dumps({**report, "beyond_rounding": beyond}, indent=2))
+        typer.echo(json.dumps({**report, "beyond_rounding": beyond, "met_by_construction": fitted}, indent=2))
         return
     from rich.console import Console
     from rich.table import Table
@@ -371,13 +372,17 @@ def rtp(
     for column in ("", "computed %", "published %", "difference"):
         table.add_column(column, justify="right" if column else "left")
     for label, value, published in rows:
-        difference = "" if published is None else f"{value - published:+.4f}"
+        difference = "" if published is None else f"{value - published:+.4f}" + (" *" if label in fitted else "")
         table.add_row(label, f"{value:.4f}", "" if published is None else f"{published:.2f}", difference)
     console = Console()
     console.print(table)
     if beyond:  # a trial of an analyst: the table showed them with no word of why
         console.print(f"Beyond the published figure's rounding: {'; '.join(beyond)}. docs/maths.md (\"Results\") "
                       "gives the reading of the sheet kept and the readings that would meet the published figure.",
+                      highlight=False)
+    if fitted:  # an analyst's trial read these as checks: the sheet prints no paytable (or margin) for them
+        console.print("* Met by construction, not a check: the sheet prints no paytable (or cash-out margin) for "
+                      "these rows, and the rules file's were chosen to meet its published returns (docs/maths.md).",
                       highlight=False)
     by_up = report["main"]["by_up_optimal"]
     console.print("Contribution of each dealer up card to the main game's expected value (optimal, %): "

@@ -399,6 +399,9 @@ class Rules:
     summary: str = ""
     # Returns the operator publishes (percent), kept only as references to compare computed ones with.
     published: Mapping[str, float] = field(default_factory=dict)
+    # Those of them the rules were chosen to meet, where the sheet prints no paytable (or cash-out margin): their
+    # agreement is by construction, not a check of the maths (an analyst's trial read it as one).
+    fitted: frozenset[str] = frozenset()
 
     def surrender_refusal(self, cards: int, from_split: bool) -> str | None:
         """Why a hand may not surrender as a play now (late surrender), or None when it may.
@@ -545,10 +548,24 @@ def _parse_cash_out(data: Mapping[str, Any], tables: Mapping[str, Mapping[str, A
 def _parse_published(data: Mapping[str, Any]) -> dict[str, float]:
     published = {}
     for name, value in _section(data, "published").items():
+        if name == FITTED:
+            continue
         if isinstance(value, bool) or not isinstance(value, int | float) or not 0 < value < 200:
             raise RulesError(f"published.{name}: expected a percentage like 99.29, got {value!r}.")
         published[name] = float(value)
     return published
+
+
+FITTED = "fitted"  # [published] fitted = [...]: the names of the published returns the rules were chosen to meet
+
+
+def _parse_fitted(data: Mapping[str, Any], published: Mapping[str, float]) -> frozenset[str]:
+    fitted = _section(data, "published").get(FITTED, [])
+    if not isinstance(fitted, list) or not all(isinstance(name, str) for name in fitted):
+        raise RulesError(f"published.{FITTED}: expected a list of published returns' names, got {fitted!r}.")
+    if unknown := [name for name in fitted if name not in published]:
+        raise RulesError(f"published.{FITTED}: {unknown[0]!r} is not a published return of this rules file.")
+    return frozenset(fitted)
 
 
 def rules_from_mapping(
@@ -645,6 +662,7 @@ def rules_from_mapping(
         cash_out=_parse_cash_out(data, tables),
         side_bets=_parse_side_bets(data),
         published=_parse_published(data),
+        fitted=_parse_fitted(data, _parse_published(data)),
     )
     for name in rules.published:
         if name not in ("main", "cash_out") and name not in rules.side_bets:
