@@ -426,7 +426,7 @@ def strategy(
 
 @app.command()
 def hint(
-    variant: Annotated[str, typer.Argument(help="A built-in game, or any name with --rules.")],
+    variant: Annotated[str, typer.Argument(help="A built-in game; left out with --rules.", show_default=False)],
     cards: Annotated[list[str], typer.Argument(help="The player's cards, like 8S 3D.")],
     dealer: Annotated[str, typer.Option("--dealer", help="The dealer's up card, like KH.")],
     rules_file: RulesOption = None,
@@ -441,7 +441,14 @@ def hint(
     from twentyone.analysis.hints import hint_decisions
     from twentyone.core.cards import CardError, parse_card, parse_cards
 
-    rules = _rules(None if rules_file else variant, rules_file)
+    game: str | None = variant
+    if rules_file is not None:
+        # With --rules the game is the file, as at rtp and strategy: the first word is then the first card. Before,
+        # it was taken for a game's name and dropped ("hint --rules FILE AS 7D" was a hand of one card, and
+        # "hint classic --rules FILE" played the file's game without a word: an analyst's trial).
+        with contextlib.suppress(CardError):
+            cards, game = [str(parse_card(variant)), *cards], None
+    rules = _rules(game, rules_file)
     try:
         hand = parse_cards(cards)
         up = parse_card(dealer)
@@ -472,6 +479,11 @@ def hint(
         for position, (action, value) in enumerate(decisions[decision]):
             marker = "best" if position == 0 else ""
             typer.echo(f"{action:<15}{value:+.4f}  {marker}".rstrip())
+    if up.value in (1, 10):  # whether the plays' values already know the dealer has no blackjack (an analyst's trial)
+        peeked = rules.deal.hole_card and rules.dealer.peeks_under(up.rank)
+        typer.echo("The plays' EVs are given that the dealer has no blackjack: it checks under this card first."
+                   if peeked else "The dealer does not check for blackjack under this card: the plays' EVs count "
+                   "its chance of one.")
 
 
 @app.command("cash-out-table")
