@@ -351,7 +351,7 @@ def test_a_common_draw_shows_nobody_the_cards_another_player_drew_until_it_settl
                 assert all(hand["cards"] == ["2D", "3S"] and hand["outcome"] is None for hand in others), others
                 assert set(view["deciding"]) <= {ids[name]}, view["deciding"]
                 replay = players[name].get(f"/rounds/{round_id}/replay").json()
-                assert replay.get("actions", []) == [] or {a["player"] for a in replay["actions"]} == {ids[name]}
+                assert replay.get("actions", []) == [] or {a["player_id"] for a in replay["actions"]} == {ids[name]}
         return events
 
     with contextlib.ExitStack() as stack:
@@ -390,7 +390,7 @@ def test_a_common_draw_shows_nobody_the_cards_another_player_drew_until_it_settl
     assert settled["status"] == "settled" and not settled["others_withheld"]
     anns = next(hand for hand in settled["hands"] if hand["player_id"] == ids["ann"])
     assert anns["cards"] == ["2D", "3S", *drawn_cards(service, round_id)[ids["ann"]]] and anns["outcome"]
-    assert {a["player"] for a in bob.get(f"/rounds/{round_id}/replay").json()["actions"]} == {ids["ann"], ids["bob"]}
+    assert {a["player_id"] for a in bob.get(f"/rounds/{round_id}/replay").json()["actions"]} == {ids["ann"], ids["bob"]}
     assert checked > 60
 
 

@@ -41,6 +41,26 @@ def test_openapi_schema_lists_every_resource(http: TestClient) -> None:
     assert len(ids) == len(set(ids)), sorted(ids)
 
 
+
+def test_openapi_names_every_field_a_refusal_carries(http: TestClient, guest: Client) -> None:
+    """A refused decision's ``legal_actions``, a bet past its maximum, a refusal's amounts: the schema named ``detail``
+    alone (an integrator's trial). Each field a real refusal carries is in it, typed."""
+    error = http.get("/openapi.json").json()["components"]["schemas"]["Error"]["properties"]
+    assert set(error) == {"detail", "legal_actions", "maximum", "amounts", "currency", "token_refused"}
+    guest.post("/tables/classic/chip", {"chip": 10000})
+    carried: set[str] = set()
+    for _ in range(4):  # $100 a chip: the fourth passes the maximum, $300
+        answer = guest.post("/tables/classic/bets", {"spot": 1, "type": "main"})
+        if answer.status_code != 200:
+            carried |= set(answer.json())
+    assert "maximum" in carried
+    dealt = guest.post("/tables/first-person/bets", {"spot": 1, "type": "main", "chip": 100})
+    assert dealt.status_code == 200, dealt.text
+    round_id = guest.post("/tables/first-person/deal").json()["id"]
+    carried |= set(guest.act(round_id, "split").json())  # no pair: refused with the decisions open
+    assert {"detail", "legal_actions", "maximum", "amounts", "currency"} <= carried <= set(error), carried
+
+
 def test_the_web_table_placeholder_is_served_at_the_root(http: TestClient) -> None:
     page = http.get("/")
     assert page.status_code == 200 and "twentyone" in page.text

@@ -28,6 +28,9 @@ from twentyone.server.context import Caller, ServiceError
 from twentyone.server.models import Account, LedgerEntry, Player
 from twentyone.server.service import GameService
 
+# Bets returned as every answer lists a bet: $5.00 on spot 1's main bet.
+FIVE_ON_SPOT_1 = [{"spot": 1, "type": "main", "amount": 500}]
+
 
 @contextmanager
 def pages(http: TestClient, table: str, *players: Client) -> Iterator[list[Any]]:
@@ -45,7 +48,7 @@ def test_a_bet_placed_but_not_dealt_is_returned_on_reconnection(http: TestClient
     balance = ann.balance()
     ann.bet("classic", 500)
     login = http.post("/auth/login", json={"name": "ann", "password": "correct horse"}).json()
-    assert login["returned_bets"] == [{"table_id": "classic", "bets": {"1|main": 500}, "total": 500}]
+    assert login["returned_bets"] == [{"table_id": "classic", "bets": FIVE_ON_SPOT_1, "total": 500}]
     assert ann.get("/tables/classic").json()["slip"]["total"] == 0
     assert ann.balance() == balance  # it was held, never debited
 
@@ -89,7 +92,7 @@ def test_bets_returned_on_reconnection_are_told_to_the_players_own_pages_at_that
         assert anns.receive_json()["type"] == "hello" and bobs.receive_json()["type"] == "hello"
         ann.bet("classic", 500)
         login = http.post("/auth/login", json={"name": "ann", "password": "correct horse"})
-        assert login.json()["returned_bets"] == [{"table_id": "classic", "bets": {"1|main": 500}, "total": 500}]
+        assert login.json()["returned_bets"] == [{"table_id": "classic", "bets": FIVE_ON_SPOT_1, "total": 500}]
         assert anns.receive_json() == {"type": "bets-returned", "table_id": "classic", "player_id": ann.player_id(),
                                        "total": 500, "reason": "You connected again before they were dealt.",
                                        "private": True}
@@ -114,7 +117,7 @@ def test_a_second_page_while_the_first_is_open_returns_nothing_and_one_after_it_
                 assert second.receive_json() == {"type": "hello", "table_id": table, "returned_bets": []}
         assert ann.get("/tables/classic").json()["slip"]["total"] == 500
     with http.websocket_connect(f"/ws/tables/power?token={ann.token}") as back:
-        assert back.receive_json()["returned_bets"] == [{"table_id": "classic", "bets": {"1|main": 500},
+        assert back.receive_json()["returned_bets"] == [{"table_id": "classic", "bets": FIVE_ON_SPOT_1,
                                                          "total": 500}]
     assert ann.get("/tables/classic").json()["slip"]["total"] == 0
 
@@ -531,7 +534,7 @@ def test_self_exclusion_blocks_play_and_sign_in(http: TestClient) -> None:
         excluded = ann.put("/me/limits", {"exclude_days": 7}).json()
         # The bet on her slip is returned at once, and her page at the table is told (noted by a trial: bets were
         # taken until DEAL refused them).
-        assert excluded["returned_bets"] == [{"table_id": "classic", "bets": {"1|main": 500}, "total": 500}]
+        assert excluded["returned_bets"] == [{"table_id": "classic", "bets": FIVE_ON_SPOT_1, "total": 500}]
         assert page.receive_json() == {"type": "bets-returned", "table_id": "classic", "player_id": ann.player_id(),
                                        "total": 500, "reason": "You excluded yourself from play.", "private": True}
     for table in ("classic", "power"):  # with no bet at all, the refusal is still the exclusion, not the slip
@@ -579,7 +582,7 @@ def test_a_self_exclusion_takes_the_players_seat_out_of_a_forming_round_and_only
         balance = ann.balance()
         excluded = ann.put("/me/limits", {"exclude_days": 7}).json()
         assert excluded["returned_bets"] == [{"table_id": "multiplayer", "round_id": round_id,
-                                              "bets": {"1|main": 500}, "total": 500, "currency": "USD"}]
+                                              "bets": FIVE_ON_SPOT_1, "total": 500, "currency": "USD"}]
         assert anns.receive_json()["type"] == "bets-returned"
         assert bobs.receive_json() == {"type": "round", "table_id": "multiplayer", "round_id": round_id}
         assert [seat["name"] for seat in bob.get(f"/rounds/{round_id}").json()["seats"]] == ["bob"]
@@ -1294,7 +1297,7 @@ def test_a_power_round_recorded_before_lockstep_still_replays_as_it_was_played(
     again = bob.get(f"/rounds/{round_id}")
     assert again.status_code == 200 and again.json()["hands"] == settled["hands"]
     replay = bob.get(f"/rounds/{round_id}/replay").json()
-    assert [(a["player"], a["action"]) for a in replay["actions"]] == [
+    assert [(a["player_id"], a["action"]) for a in replay["actions"]] == [
         (ann.player_id(), "hit"), (ann.player_id(), "stand"), (bob.player_id(), "hit"), (bob.player_id(), "stand")]
 
 

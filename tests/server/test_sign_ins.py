@@ -31,6 +31,9 @@ from twentyone.server.context import Busy
 from twentyone.server.models import SignInFailure, Token
 from twentyone.server.service import GameService
 
+# Bets returned as every answer lists a bet: $5.00 on spot 1's main bet.
+FIVE_ON_SPOT_1 = [{"spot": 1, "type": "main", "amount": 500}]
+
 
 def signed_in_again(http: TestClient, player: Client) -> Client:
     response = http.post("/auth/login", json={"name": player.name, "password": "correct horse"})
@@ -56,7 +59,7 @@ def test_signing_out_refuses_that_token_and_the_last_sign_in_to_end_returns_unde
     assert ann.post("/auth/logout").status_code == 401  # a second sign-out of the same token: it is gone
     assert phone.get("/tables/classic").json()["slip"]["total"] == 500
     last = phone.post("/auth/logout")
-    assert last.json() == {"signed_out": 1, "returned_bets": [{"table_id": "classic", "bets": {"1|main": 500},
+    assert last.json() == {"signed_out": 1, "returned_bets": [{"table_id": "classic", "bets": FIVE_ON_SPOT_1,
                                                                "total": 500}]}
     again = signed_in_again(http, ann)
     assert again.balance() == balance and again.get("/tables/classic").json()["slip"]["total"] == 0
@@ -75,7 +78,7 @@ def test_the_last_sign_out_takes_the_players_seat_out_of_a_shared_round_still_ta
         round_id = bob.get("/tables/multiplayer").json()["round"]["id"]
         balance = ann.balance()
         answer = ann.post("/auth/logout").json()
-        assert answer["returned_bets"] == [{"table_id": "multiplayer", "round_id": round_id, "bets": {"1|main": 500},
+        assert answer["returned_bets"] == [{"table_id": "multiplayer", "round_id": round_id, "bets": FIVE_ON_SPOT_1,
                                             "total": 500, "currency": "USD"}]
         news = bobs_page.receive_json()
         while news.get("type") != "round":
@@ -100,7 +103,7 @@ def test_a_sign_in_that_expired_does_not_keep_the_players_bets_when_the_last_liv
     assert ann.get("/me").status_code == 401 and phone.get("/me").status_code == 200
     phone.bet("classic", 500)
     answer = phone.post("/auth/logout")
-    assert answer.json() == {"signed_out": 1, "returned_bets": [{"table_id": "classic", "bets": {"1|main": 500},
+    assert answer.json() == {"signed_out": 1, "returned_bets": [{"table_id": "classic", "bets": FIVE_ON_SPOT_1,
                                                                  "total": 500}]}, answer.json()
 
 

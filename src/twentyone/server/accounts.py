@@ -36,6 +36,7 @@ from twentyone.server.context import (
 from twentyone.server.models import GuestArrival, KnownAddress, Player, Round, RoundSeat, SignInFailure, Slip, Token
 from twentyone.server.money import refusal
 from twentyone.server.store import Store
+from twentyone.server.tables import bet_list
 from twentyone.server.wallet import Wallet, WalletError, held_balances, net_losses_since
 
 NAME = re.compile(r"^[A-Za-z0-9_.-]{3,32}$")
@@ -671,10 +672,10 @@ def leave_forming_rounds(session: Session, player_id: int) -> list[dict[str, Any
             continue
         # Each bet on the spot it was placed on (kept with it since rounds kept it; before, its place in the seat).
         spots = [(entry.get("spot", index), entry) for index, entry in enumerate(seat.bets, start=1)]
-        bets = {f"{spot}|{MAIN}": entry["bet"] for spot, entry in spots}
-        bets |= {f"{spot}|{name}": amount for spot, entry in spots for name, amount in entry["side_bets"].items()}
+        bets = {(spot, MAIN): entry["bet"] for spot, entry in spots}
+        bets |= {(spot, name): amount for spot, entry in spots for name, amount in entry["side_bets"].items()}
         # In the round's currency, which a table changed since it formed no longer tells (found by a helper).
-        returned.append({"table_id": round_row.table_id, "round_id": round_row.id, "bets": bets,
+        returned.append({"table_id": round_row.table_id, "round_id": round_row.id, "bets": bet_list(bets),
                          "total": sum(bets.values()), "currency": round_row.currency})
         session.delete(seat)
     return returned
@@ -685,6 +686,6 @@ def return_undealt_bets(session: Session, player_id: int) -> list[dict[str, Any]
     returned = []
     for slip in session.scalars(select(Slip).where(Slip.player_id == player_id)).all():
         if slip.bets:
-            returned.append({"table_id": slip.table_id, "bets": slip.bets, "total": sum(slip.bets.values())})
+            returned.append({"table_id": slip.table_id, "bets": bet_list(slip.bets), "total": sum(slip.bets.values())})
             slip.bets, slip.history = {}, []
     return returned

@@ -439,8 +439,18 @@ def document_errors(app: FastAPI) -> None:
             return app.openapi_schema
         spec = get_openapi(title=app.title, version=app.version, description=app.description, routes=app.routes)
         components = spec.setdefault("components", {}).setdefault("schemas", {})
-        components["Error"] = {"type": "object", "required": ["detail"], "additionalProperties": True,
-                               "properties": {"detail": {"type": "string"}}}
+        # The fields a refusal may carry beside its sentence (docs/server.md, "Errors"): an integrator's trial found
+        # them in the docs alone, the schema naming ``detail``.
+        components["Error"] = {"type": "object", "required": ["detail"], "additionalProperties": True, "properties": {
+            "detail": {"type": "string", "description": "One sentence, for the player."},
+            "legal_actions": {"type": "array", "items": {"type": "string"},
+                              "description": "A refused decision's: the decisions open now."},
+            "maximum": {"type": "boolean", "description": "A bet refused past its maximum."},
+            "amounts": {"type": "object", "additionalProperties": {"type": "integer"},
+                        "description": "A refusal about money: the sentence's amounts, in minor units."},
+            "currency": {"type": "string", "description": "The currency of ``amounts``."},
+            "token_refused": {"type": "boolean",
+                              "description": "The token sent is not taken here now: sign in again."}}}
         components.pop("HTTPValidationError", None)
         components.pop("ValidationError", None)
         error = {"content": {"application/json": {"schema": {"$ref": "#/components/schemas/Error"}}}}

@@ -169,9 +169,11 @@ def caught_up(session: Session, round_row: Round, version: int, engine: Engine) 
 
 
 def round_actions(session: Session, round_id: int) -> list[dict[str, Any]]:
-    """The round's decisions in the order they were taken: who, what, and whether a player or the timer."""
+    """The round's decisions in the order they were taken: who (``player_id``, as every answer names a player by id;
+    it was ``player`` beside the operations' ``player``, a name: an integrator's trial), what, and whether the player
+    or the timer took it (``source``: ``player`` or ``timeout``, the log's own words)."""
     rows = run(session, ACTIONS, {"round_id": round_id}).all()
-    return [{"player": player_id, "action": action, "source": source} for player_id, action, source in rows]
+    return [{"player_id": player_id, "action": action, "source": source} for player_id, action, source in rows]
 
 
 def was_dealt(round_row: Round) -> bool:
@@ -214,5 +216,5 @@ def replayed(session: Session, round_row: Round) -> tuple[int, Engine]:
         return 0, engine
     actions = round_actions(session, round_row.id)
     for entry in actions:
-        engine.act(entry["action"], str(entry["player"]))
+        engine.act(entry["action"], str(entry["player_id"]))
     return len(actions), engine

@@ -584,6 +584,7 @@ class Rounds:
         returned: list[Returned] = []
         voided: str | None = None  # why its transaction voided the round (told once it committed: void_reason)
         void_reason: str | None = None
+        status = "void"  # the round's once betting closed, told with it
         try:
             with self.store.write() as session:
                 round_row = session.scalars(select(Round).where(Round.table_id == table.id, Round.status == "betting")
@@ -667,6 +668,7 @@ class Rounds:
                     engine = self._deal_engine(round_row, shoe, dealt)
                     self.shoes.following(session, table, dealt[0].player_id, shoe)
                     self._after_change(session, round_row, engine, table, dealt)
+                    status = round_row.status  # playing, or settled where nobody had a decision
                     # The operator's close-betting request's answer, with its deal: a retry of it that waited for this
                     # close's turn finds it (close_betting), whichever process it reached.
                     self.store.answer(session, close_answer(round_id))
@@ -679,6 +681,7 @@ class Rounds:
             if round_id is None:
                 raise
             log.exception("round %s malfunctioned during the deal", round_id)
+            status = "void"
             self.void(round_id, VOID_AT_DEAL)
             # The void's transaction is its own and records no answer: the request's is kept now, before the turn
             # ends, so that a retry waiting for the turn finds it (and deals no round formed since).
@@ -697,7 +700,8 @@ class Rounds:
         if void_reason is not None:  # as a void in play is told (void): the round, and why (before, nothing was)
             self.events.publish(table.id, round_news(table, {"type": "void", "round_id": round_id,
                                                              "reason": void_reason}, None))
-        self.events.publish(table.id, {"type": "round", "round_id": round_id})
+        # With its status, as every other round event (an integrator's trial found this one without).
+        self.events.publish(table.id, {"type": "round", "round_id": round_id, "status": status})
         return round_id
 
     # ---------------------------------------------------------- decisions

@@ -517,8 +517,20 @@ def bet_slip(slip: SlipRecord | None, table: TableSpec, balance: int) -> BetSlip
     return result
 
 
+def bet_list(bets: Mapping[tuple[int, str], int] | Mapping[str, int]) -> list[dict[str, Any]]:
+    """Bets as the API lists them everywhere (a slip, the bets a sign-in returned): by spot, then kind. Keys are
+    (spot, kind) or as a slip stores them ("1|main"): returned bets were listed by those, where every other answer
+    lists a bet as here (an integrator's trial).
+
+    >>> bet_list({"2|main": 500, "1|21+3": 100})
+    [{'spot': 1, 'type': '21+3', 'amount': 100}, {'spot': 2, 'type': 'main', 'amount': 500}]
+    """
+    keyed = {_key(key) if isinstance(key, str) else key: amount for key, amount in bets.items()}
+    return [{"spot": spot, "type": kind, "amount": amount} for (spot, kind), amount in sorted(keyed.items())]
+
+
 def slip_view(slip: SlipRecord | None, slip_state: BetSlip) -> dict[str, Any]:
-    return {"bets": [{"spot": s, "type": t, "amount": v} for (s, t), v in sorted(slip_state.bets.items())],
+    return {"bets": bet_list(slip_state.bets),
             "total": slip_state.total, "chip": slip_state.chip, "enabled_chips": list(slip_state.enabled_chips()),
             "can_rebet": bool(slip is not None and slip.previous),
             # What REBET would stake, so that a page can leave it out where the balance does not cover it.

@@ -479,7 +479,7 @@ class Views:
                 "currency": view["currency"], "status": round_row.status, "created_at": iso(round_row.created_at),
                 "settled_at": iso(round_row.settled_at), "bets": seat.bets, "dealer": view["dealer"],
                 "hands": [hand for hand in view["hands"] if hand["player_id"] == player_id],
-                "decisions": [a["action"] for a in round_actions(session, round_row.id) if a["player"] == player_id],
+                "decisions": [a["action"] for a in round_actions(session, round_row.id) if a["player_id"] == player_id],
                 "side_bets": [s for s in view["side_bets"] if s["player_id"] == player_id],
                 "insurance": [s for s in view["insurance"] if s["player_id"] == player_id],
                 # Insurance paid for in a round still in play, not yet settled: without it the stakes listed fell
@@ -501,7 +501,7 @@ class Views:
             names = {str(seat.player_id): name for seat, name in seats}
             actions = round_actions(session, round_id)
             if seen.others_withheld:  # a common draw in play: the others' decisions tell of this player's cards
-                actions = [action for action in actions if action["player"] == caller.id]
+                actions = [action for action in actions if action["player_id"] == caller.id]
             operations = [operation_json(op, names) for op in seen.operations]
             # ``shared``: whether its bets were taken in a window (a shared table's), as the page names its hands by
             # it; the table's present setting is not the round's, and a removed table has none (a review).
