@@ -276,6 +276,14 @@ def test_SELECTAMT_player_selects_a_chip_amount() -> None:
     assert slip.enabled_chips() == (2500, 10000)  # the 500 chip is beyond the balance
     with pytest.raises(BetSlipError, match="does not cover"):
         slip.select_chip(50000)
+    slip.place(1)  # £100 of the £200 on the slip: a £100 chip is still covered, one of £500 never was
+    with pytest.raises(BetSlipError, match="does not cover"):
+        slip.select_chip(50000)
+    slip.place(2)
+    with pytest.raises(BetSlipError) as short:  # the bets leave too little: said so, not that the balance is short
+        slip.select_chip(10000)
+    assert short.value.sentence(lambda amount: f"£{amount // 100}") == (
+        "Your bets of £200 leave £0 of your balance: not enough for a £100 chip.")
 
 
 def test_BETEBJ_clicking_a_bet_circle_places_the_chip_and_total_bet_increases() -> None:

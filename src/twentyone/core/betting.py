@@ -97,6 +97,10 @@ class BetSlip:
         if value not in self.chips:
             raise BetSlipError("There is no {chip} chip at this table.", chip=value)
         if value not in self.enabled_chips():
+            if self.total and value <= self.balance:  # the bets on the slip leave too little: said so (it read as if
+                raise BetSlipError(  # the balance itself were short: an integrator's trial)
+                    "Your bets of {total} leave {left} of your balance: not enough for a {chip} chip.",
+                    total=self.total, left=self.balance - self.total, chip=value)
             raise BetSlipError("The balance does not cover a {chip} chip.", chip=value)
         self.chip = value
 
