@@ -685,6 +685,24 @@ def test_a_looser_limit_waits_a_day_a_stricter_one_applies_at_once(guest: Client
     assert lowered == {"daily_loss_limit": 100_000, "session_minutes": 45}
 
 
+def test_a_limit_given_as_null_is_removed_after_a_day_as_a_raise_is(guest: Client, clock: Clock) -> None:
+    """Before, null changed nothing and no request could remove a limit (an integrator's trial). A limit left out of
+    the body stays; one given as null waits out the day, then is gone; a lower one meanwhile cancels the removal."""
+    guest.put("/me/limits", {"daily_loss_limit": 500, "session_minutes": 60})
+    removing = guest.put("/me/limits", {"daily_loss_limit": None}).json()["limits"]
+    assert removing["daily_loss_limit"] == 500 and removing["session_minutes"] == 60
+    assert removing["pending"] == {"daily_loss_limit": {"value": None, "from": removing["pending"][
+        "daily_loss_limit"]["from"]}}
+    assert guest.get("/tables/classic").json()["loss_room"] == 500  # still in force
+    clock.advance(24 * 3600 + 60)
+    assert guest.get("/me").json()["limits"] == {"session_minutes": 60}
+    assert guest.get("/me").json()["loss_room"] is None
+    # A removal waiting is dropped by a stricter limit, as a raise is; null where there is no limit changes nothing.
+    guest.put("/me/limits", {"session_minutes": None})
+    assert guest.put("/me/limits", {"session_minutes": 30}).json()["limits"] == {"session_minutes": 30}
+    assert guest.put("/me/limits", {"daily_loss_limit": None}).json()["limits"] == {"session_minutes": 30}
+
+
 def test_shared_table_bets_meet_the_limits_again_when_the_round_is_dealt(http: TestClient, service: GameService,
                                                                           clock: Clock) -> None:
     """Bets joined into a forming round are staked only when betting closes: losses or an exclusion since count."""

@@ -12,7 +12,17 @@ from typing import Any
 
 import httpx
 from playwright.sync_api import expect
-from web_helpers import LiveServer, bet, chip, guest_token, open_table, signed_in_context, table_page, watch_console
+from web_helpers import (
+    LiveServer,
+    bet,
+    chip,
+    guest_token,
+    open_table,
+    shot,
+    signed_in_context,
+    table_page,
+    watch_console,
+)
 
 
 def deal(page: Any) -> None:
@@ -268,4 +278,26 @@ def test_insurance_on_two_hands_shares_what_the_loss_limit_leaves(browser: Any, 
     expect(first).to_be_disabled()
     page.locator("#offer-confirm").click()
     expect(page.locator("#side-results")).to_contain_text("Insurance (hand 2) lost: the dealer has no blackjack")
+    close(page, problems)
+
+
+def test_a_limit_is_removed_from_the_limits_page_after_a_day(browser: Any, live_server: LiveServer) -> None:
+    """No request could remove a limit, nor anything on the page (an integrator's trial): each limit set has a Remove
+    button, which asks for its removal, said with when it applies; a limit not set has none."""
+    token, _ = guest_token(live_server)
+    headers = {"Authorization": f"Bearer {token}", "Idempotency-Key": "limits"}
+    httpx.put(live_server.url + "/me/limits", json={"daily_loss_limit": 5000}, headers=headers).raise_for_status()
+    page = signed_in_context(browser, token).new_page()
+    page.set_default_timeout(15000)
+    problems = watch_console(page)
+    page.goto(live_server.url + "/#/limits")
+    expect(page.locator("button[data-remove]")).to_have_count(1)  # the session limit is not set: nothing to remove
+    shot(page, "limits-remove")
+    page.locator("button[data-remove='daily_loss_limit']").click()
+    expect(page.locator("#announce")).to_have_text("Limits saved. The daily loss limit is removed in 24 hours.")
+    expect(page.get_by_text("Daily loss limit, in each currency: 50.00")).to_contain_text(
+        re.compile(r"\(removed from \d{4}-\d\d-\d\d \d\d:\d\d UTC\)$"))
+    expect(page.locator("button[data-remove]")).to_have_count(0)
+    pending = httpx.get(live_server.url + "/me", headers=headers).json()["limits"]["pending"]
+    assert pending["daily_loss_limit"]["value"] is None
     close(page, problems)

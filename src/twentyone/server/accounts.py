@@ -7,7 +7,7 @@ import re
 import secrets
 import threading
 from collections import OrderedDict
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Collection, Sequence
 from datetime import datetime, timedelta
 from functools import cached_property
 from typing import Any, cast
@@ -423,14 +423,15 @@ class Accounts:
             return self.store.answer(session, {"settings": dict(player.settings)})
 
     def update_limits(self, caller: Caller, daily_loss_limit: int | None, session_minutes: int | None,
-                      exclude_days: int | None) -> dict[str, Any]:
+                      exclude_days: int | None, removed: Collection[str] = ()) -> dict[str, Any]:
         """Change the player's limits (:func:`changed_limits`). A self-exclusion takes effect at once: the player's
         undealt bets are returned (``returned_bets``), and their bet controls are refused from now on in this
         process, and in any other within :data:`TOKEN_TTL`; a round in play goes on. Before, an excluded player's
         bets were taken until DEAL refused them (noted by a trial)."""
         with self.store.write() as session:
             player = self._player(session, caller)
-            limits = changed_limits(player.limits, self.clock(), daily_loss_limit, session_minutes, exclude_days)
+            limits = changed_limits(player.limits, self.clock(), daily_loss_limit, session_minutes, exclude_days,
+                                    removed)
             body: dict[str, Any] = {"limits": limits}
             if exclude_days is not None:  # rounds first, in the order every writer locks: the round, then the rest
                 body["returned_bets"] = leave_forming_rounds(session, player.id) + return_undealt_bets(session,
@@ -596,19 +597,23 @@ def limits_in_force(limits: dict[str, Any], now: datetime) -> dict[str, Any]:
     waiting = {}
     for name, change in limits.get("pending", {}).items():
         if datetime.fromisoformat(change["from"]) <= now:
-            current[name] = change["value"]
+            if change["value"] is None:  # a removal, in force: no limit
+                current.pop(name, None)
+            else:
+                current[name] = change["value"]
         else:
             waiting[name] = change
     return {**current, "pending": waiting} if waiting else current
 
 
 def changed_limits(limits: dict[str, Any], now: datetime, daily_loss_limit: int | None, session_minutes: int | None,
-                   exclude_days: int | None) -> dict[str, Any]:
+                   exclude_days: int | None, removed: Collection[str] = ()) -> dict[str, Any]:
     """A player's limits after they change them, as responsible-gaming rules have it.
 
     A stricter limit (lower, or one where there was none) applies at once and drops a raise
     still waiting; a looser one applies after :data:`COOLING_OFF`, so that it is not set in
-    the heat of a losing session. Self-exclusion can be made longer, never shorter.
+    the heat of a losing session, and so does a limit ``removed`` (the loosest: before, none could be, an
+    integrator's trial). Self-exclusion can be made longer, never shorter.
 
     >>> from datetime import UTC
     >>> now = datetime(2026, 12, 1, 9, tzinfo=UTC)
@@ -616,6 +621,8 @@ def changed_limits(limits: dict[str, Any], now: datetime, daily_loss_limit: int 
     {'daily_loss_limit': 1000, 'pending': {'daily_loss_limit': {'value': 5000, 'from': '2026-12-02T09:00:00+00:00'}}}
     >>> changed_limits(_, now, 500, 30, None)
     {'daily_loss_limit': 500, 'session_minutes': 30}
+    >>> changed_limits(_, now, None, None, None, removed={"session_minutes"})["pending"]
+    {'session_minutes': {'value': None, 'from': '2026-12-02T09:00:00+00:00'}}
     >>> changed_limits({"excluded_until": "2036-11-28T09:00:00+00:00"}, now, None, None, 1)
     Traceback (most recent call last):
     ...
@@ -624,6 +631,9 @@ def changed_limits(limits: dict[str, Any], now: datetime, daily_loss_limit: int 
     changed = limits_in_force(limits, now)
     waiting = dict(changed.pop("pending", {}))
     for name, value in zip(EASED_LATER, (daily_loss_limit, session_minutes), strict=True):
+        if name in removed and changed.get(name) is not None:
+            waiting[name] = {"value": None, "from": (now + COOLING_OFF).isoformat()}
+            continue
         if value is None:
             continue
         if changed.get(name) is None or value <= changed[name]:

@@ -34,7 +34,7 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from twentyone.core.shoe import RandomBits
-from twentyone.server.accounts import session_id
+from twentyone.server.accounts import EASED_LATER, session_id
 from twentyone.server.cluster import AdvisoryOwnership, PostgresBroadcaster, is_postgres
 from twentyone.server.config import Settings, TableSpec
 from twentyone.server.context import Busy, Caller, ServiceError
@@ -477,8 +477,10 @@ def create_app(settings: Settings, operator_wallet: OperatorWallet | None = None
 
     @app.put("/me/limits")
     async def limits_update(who: Me, body: LimitsUpdate, request: Request, key: Key = None) -> JSONResponse:
-        return await once(who, key, request, body.model_dump(), lambda: service.update_limits(
-            who, body.daily_loss_limit, body.session_minutes, body.exclude_days))
+        # A limit given as null is to be removed, as a looser limit is (after the cooling-off); one left out stays.
+        removed = {name for name in EASED_LATER if name in body.model_fields_set and getattr(body, name) is None}
+        return await once(who, key, request, body.model_dump(exclude_unset=True), lambda: service.update_limits(
+            who, body.daily_loss_limit, body.session_minutes, body.exclude_days, removed))
 
     @app.get("/me/history")
     def history(who: Me, _once: GivenOnce, query: Annotated[HistoryQuery, Query()]) -> dict[str, Any]:

@@ -17,7 +17,7 @@ the wallet, in the same transaction as the round change it belongs to.
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Collection, Iterator
 from contextlib import contextmanager
 from datetime import datetime, timedelta
 from typing import Any
@@ -128,10 +128,10 @@ class GameService:
         return {"signed_out": len(ended), "returned_bets": returned}
 
     def update_limits(self, caller: Caller, daily_loss_limit: int | None, session_minutes: int | None,
-                      exclude_days: int | None) -> dict[str, Any]:
+                      exclude_days: int | None, removed: Collection[str] = ()) -> dict[str, Any]:
         """Change the player's limits (:meth:`Accounts.update_limits`); the bets a self-exclusion returned are told
         to the tables they lay on, so that a page open there shows them gone."""
-        body = self.accounts.update_limits(caller, daily_loss_limit, session_minutes, exclude_days)
+        body = self.accounts.update_limits(caller, daily_loss_limit, session_minutes, exclude_days, removed)
         self._tell_returned(caller.id, body.get("returned_bets", []), SELF_EXCLUDED)
         return body
 

@@ -349,10 +349,26 @@ async function renderLimits() {
   const currencies = [...new Set(Object.values(state.tables).map((table) => table.currency))].sort();
   const inMoney = (amount) => (currencies.length
     ? ` a day (${currencies.map((currency) => money(amount, currency)).join(", ")})` : " a day");
-  // A raise waiting out its day: " (raised to 50.00 from 2026-12-01 17:00 UTC)".
+  // A raise or a removal waiting out its day: " (raised to 50.00 from 2026-12-01 17:00 UTC)", " (removed from ...)".
   const waiting = (name, text) => {
     const change = (limits.pending || {})[name];
-    return change ? ` (raised to ${text(change.value)} from ${utc(change.from)})` : "";
+    if (!change) return "";
+    return change.value === null ? ` (removed from ${utc(change.from)})`
+      : ` (raised to ${text(change.value)} from ${utc(change.from)})`;
+  };
+  // A limit set, and not already on its way out, may be removed: after 24 hours, as a raise. Before, none could be
+  // (an integrator's trial): a limit set once stayed for good, however high it was raised.
+  const removal = (name, words) => {
+    const change = (limits.pending || {})[name];
+    if (limits[name] === undefined || limits[name] === null || (change && change.value === null)) return [];
+    return [" ", el("button", { type: "button", class: "inline-action", "data-remove": name, onclick: async () => {
+      try {
+        await api("PUT", "/me/limits", { [name]: null });
+        await ensureMe();
+        renderLimits();
+        announce(`Limits saved. The ${words} is removed in 24 hours.`);
+      } catch (error) { message.textContent = error.message; }
+    } }, "Remove")];
   };
   const message = el("p", { role: "status" });
   // "Limits saved." is about the limits as saved: an edit after it clears it (before, it stayed: a trial).
@@ -366,18 +382,18 @@ async function renderLimits() {
     el("h1", {}, "Responsible gaming"),
     el("p", {}, "Gambling should be entertainment. Set limits that the server enforces for you; for help, contact a "
       + "support service in your country."),
-    el("p", {}, "A lower limit applies at once; a higher one after 24 hours. Self-exclusion can be made longer, "
-      + "never shorter."),
+    el("p", {}, "A lower limit applies at once; a higher one, or removing one, after 24 hours. Self-exclusion can "
+      + "be made longer, never shorter."),
     el("ul", {},
       el("li", {}, `Daily loss limit, in each currency: ${limits.daily_loss_limit === undefined ? "none"
         : (limits.daily_loss_limit / 100).toFixed(2) + inMoney(limits.daily_loss_limit)}`
-        + waiting("daily_loss_limit", (v) => (v / 100).toFixed(2))),
+        + waiting("daily_loss_limit", (v) => (v / 100).toFixed(2)), ...removal("daily_loss_limit", "daily loss limit")),
       // What is left of it today, in each currency the casino's tables play in (GET /me's `loss_room`).
       state.me.loss_room ? el("li", { id: "loss-left" }, "Left to stake today: " + (currencies.length ? currencies
         : Object.keys(state.me.loss_room)).filter((currency) => currency in state.me.loss_room)
         .map((currency) => money(state.me.loss_room[currency], currency)).join(", ")) : null,
       el("li", {}, `Session time limit: ${limits.session_minutes ? minutesText(limits.session_minutes) : "none"}`
-        + waiting("session_minutes", minutesText)),
+        + waiting("session_minutes", minutesText), ...removal("session_minutes", "session time limit")),
       el("li", {}, `Self-exclusion: ${limits.excluded_until
         ? `until ${utc(limits.excluded_until)} (${localTime(limits.excluded_until)} your time)` : "none"}`)),
     // The limit reached is said here too, with when play resumes: before, this page said nothing of it while every
