@@ -175,3 +175,21 @@ def test_while_insurance_is_offered_an_answer_to_an_offer_this_game_never_makes_
         with pytest.raises(IllegalActionError) as refused:
             game.act(action, "ann")
         assert refused.value.plain.startswith(f"You cannot {ACTION_WORDS[Action(action)]} now: {reason}. "), action
+
+
+def test_the_readings_the_sheet_leaves_open_are_worth_what_docs_variants_says() -> None:
+    """Sheet 003 is silent on the peek and on split aces; docs/variants.md gives what each reading is worth, and this
+    computes it (an analyst's trial found the two readings, both the player's way, worth about 0.28 %)."""
+    from dataclasses import replace
+    from pathlib import Path
+
+    from twentyone.analysis.game import GameAnalysis
+
+    rules = builtin_rules(V)
+    one_card = replace(rules, split=replace(rules.split, aces_one_card=True))
+    peek_ace = replace(one_card, dealer=replace(one_card.dealer, peek="ace"))
+    text = " ".join((Path(__file__).parents[1] / "docs" / "variants.md").read_text().split())
+    figures = [f"{GameAnalysis(game).optimal_return() * 100:.4f} %" for game in (rules, one_card, peek_ace)]
+    assert figures[2] == f"{GameAnalysis(builtin_rules('first-person')).optimal_return() * 100:.4f} %"
+    assert (f"one card to split aces gives {figures[1]} (optimal, against {figures[0]}), and with the peek under an "
+            f"Ace alone as well, {figures[2]}, first person's figure") in text, figures

@@ -140,6 +140,8 @@ def describe(rules: Rules) -> str:
     >>> from twentyone.variants import builtin_rules
     >>> describe(builtin_rules("single-deck"))
     '1 deck · S17 · no hole card · double 9-11 · no DAS · no resplit · BJ 3:2 · insurance · even money'
+    >>> describe(builtin_rules("multiplayer")).split(" · ")[2:7]
+    ['peek ace-ten', 'double any', 'no DAS', 'no resplit', 'split aces hit']
     """
     shoe = rules.shoe
     decks = f"{shoe.decks} deck{'s' if shoe.decks > 1 else ''}"
@@ -154,6 +156,8 @@ def describe(rules: Rules) -> str:
     parts.append(f"double {rules.double.totals}" if doubles == "x2" else f"{doubles} {rules.double.totals}")
     parts.append("DAS" if rules.double.after_split else "no DAS")
     parts.append("no resplit" if rules.split.max_hands <= 2 else f"split to {rules.split.max_hands}")
+    if not rules.split.aces_one_card:  # worth about 0.1 % at multiplayer, whose sheet is silent (an analyst's trial)
+        parts.append("split aces hit")
     if rules.surrender != "none":
         parts.append(f"{rules.surrender} surrender")
     parts.append(f"BJ {rules.blackjack_payout}")
