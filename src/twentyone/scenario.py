@@ -205,8 +205,10 @@ def round_result(game: Round) -> dict[str, Any]:
                   "returned": s["returned"]} for s in settled if s["item"] == "insurance"]
     return {
         "variant": game.rules.id,
+        # The up card named: multiplayer deals the hole card first, and the cards alone did not say which was up
+        # (an analyst's trial). None where the round ended before the dealer had one.
         "dealer": {"cards": [str(card) for card in seen.dealer_cards], "total": seen.dealer_value.total,
-                   "blackjack": seen.dealer_blackjack},
+                   "blackjack": seen.dealer_blackjack, "up_card": str(game.dealer_up) if seen.dealer_cards else None},
         "hands": hands,
         "side_bets": side_bets,
         "insurance": insurance,
