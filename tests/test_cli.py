@@ -208,6 +208,19 @@ def test_rtp_says_which_figures_differ_beyond_the_published_rounding_and_where_t
     assert json.loads(run("rtp", "first-person", "--json").stdout)["beyond_rounding"] == []
 
 
+def test_rtp_of_a_rules_file_says_its_published_figures_are_the_files(tmp_path: Path) -> None:
+    """A copy of classic's file at H17 keeps the sheet's 99.52: the note names the file's figures, not docs/maths.md's
+    explanation of the sheet's (an analyst's trial)."""
+    classic = Path(__file__).parents[1] / "src" / "twentyone" / "variants_data" / "classic.toml"
+    copy = tmp_path / "h17.toml"
+    copy.write_text(classic.read_text().replace("hits_soft_17 = false", "hits_soft_17 = true")
+                    .replace('name = "Classic Blackjack"', 'name = "Classic [H17]"'))
+    said = " ".join(run("rtp", "--rules", str(copy)).stdout.split())
+    assert said.startswith("Classic [H17]: return to player")  # its brackets printed, not taken for a style
+    assert "Beyond the rounding of the figure the rules file publishes ([published]): Main game, optimal play" in said
+    assert "docs/maths.md" not in said
+
+
 def test_rtp_marks_the_figures_met_by_construction() -> None:
     """An analyst's trial read "published 96.09, difference +0.0028" as a check, where the sheet prints no paytable
     and ours was chosen to meet its figure. Those rows are marked, and said so under the table; the others are not."""

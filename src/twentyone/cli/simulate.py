@@ -112,12 +112,14 @@ def _run_with_progress(rules: Any, rounds: int, strategy: str, options: Any, see
 
 def _report(result: SimulationResult) -> None:
     from rich.console import Console
+    from rich.markup import escape
     from rich.table import Table
 
     console = Console()
     data = result.as_dict()
     rules = result.game.rules
-    console.print(f"[bold]{rules.name}[/bold]: {data['rounds']:,} rounds x {data['hands']} hand(s), "
+    # A rules file's name is the user's text: escaped, a "[...]" in it is printed, not taken for a style.
+    console.print(f"[bold]{escape(rules.name)}[/bold]: {data['rounds']:,} rounds x {data['hands']} hand(s), "
                   f"{result.strategy} strategy, seed {result.seed}, {result.chunks} chunks on {result.workers} "
                   f"worker(s), {data['seconds']:.2f} s ({data['rounds_per_second']:,.0f} rounds/s)", highlight=False)
     table = Table(title="Return to player (%)", title_justify="left")
