@@ -238,6 +238,8 @@ def test_rtp_gives_basic_strategy_taking_even_money_where_that_pays_more(tmp_pat
     assert main["basic_with_even_money"] == pytest.approx(taking, abs=1e-9)
     assert "Basic strategy, taking even money" in run("rtp", "--rules", str(rules)).stdout
     assert "basic_with_even_money" not in json.loads(run("rtp", "classic", "--json").stdout)["main"]
+    maths = " ".join((Path(__file__).parents[1] / "docs" / "maths.md").read_text().split())
+    assert f"6:5, return {main['basic_with_even_money']:.4f} % so against basic's {main['basic']:.4f} %" in maths
 
 
 def test_rtp_marks_the_figures_met_by_construction() -> None:
