@@ -152,7 +152,7 @@ def test_the_selected_chip_stays_selected_for_the_next_round() -> None:
 def test_bet_refusals_write_their_amounts_as_money() -> None:
     game = table("classic", balance=250)
     press(game, "bbb")
-    assert game.message == "The balance does not cover another $1.00."
+    assert game.message == "Your bets of $2.00 leave $0.50 of your balance: not enough for another $1.00."
     press(game, "x")
     assert game.message == "Doubling every bet needs $4.00 but the balance is $2.50."
 

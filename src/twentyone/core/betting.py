@@ -93,15 +93,29 @@ class BetSlip:
         """Only chips that the balance left over can cover are enabled."""
         return tuple(chip for chip in self.chips if chip <= self.balance - self.total)
 
+    def _short(self, amount: int, what: str) -> BetSlipError:
+        """The refusal of ``amount`` (``what`` names it) that the balance left beside the slip's bets does not cover.
+        Where the balance alone would, the bets on the slip are named: "does not cover a $1.00 chip" read as if the
+        balance were short (an integrator's trial). A balance spent elsewhere below the slip's total is simply short.
+
+        >>> slip = BetSlip(BetLimits({"main": (100, 10000)}), chips=(100,), balance=150, spots=1)
+        >>> slip.place(1)
+        >>> slip._short(100, "a {amount} chip").sentence(lambda amount: f"${amount / 100:.2f}")
+        'Your bets of $1.00 leave $0.50 of your balance: not enough for a $1.00 chip.'
+        >>> slip.balance = 50  # spent at another table since
+        >>> slip._short(100, "another {amount}").sentence(lambda amount: f"${amount / 100:.2f}")
+        'The balance does not cover another $1.00.'
+        """
+        if 0 < self.total <= self.balance and amount <= self.balance:
+            return BetSlipError(f"Your bets of {{total}} leave {{left}} of your balance: not enough for {what}.",
+                                total=self.total, left=self.balance - self.total, amount=amount)
+        return BetSlipError(f"The balance does not cover {what}.", amount=amount)
+
     def select_chip(self, value: int) -> None:
         if value not in self.chips:
             raise BetSlipError("There is no {chip} chip at this table.", chip=value)
         if value not in self.enabled_chips():
-            if self.total and value <= self.balance:  # the bets on the slip leave too little: said so (it read as if
-                raise BetSlipError(  # the balance itself were short: an integrator's trial)
-                    "Your bets of {total} leave {left} of your balance: not enough for a {chip} chip.",
-                    total=self.total, left=self.balance - self.total, chip=value)
-            raise BetSlipError("The balance does not cover a {chip} chip.", chip=value)
+            raise self._short(value, "a {amount} chip")
         self.chip = value
 
     def place(self, spot: int, bet_type: str = MAIN) -> None:
@@ -119,7 +133,7 @@ class BetSlip:
             raise BetSlipError(f"The maximum {named} is {{maximum}} on this spot.", maximum=high)
         amount = min(self.chip, high - current)
         if amount > self.balance - self.total:
-            raise BetSlipError("The balance does not cover another {amount}.", amount=amount)
+            raise self._short(amount, "another {amount}")
         self._remember()
         self.bets[(spot, bet_type)] = current + amount
 

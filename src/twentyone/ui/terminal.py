@@ -495,8 +495,9 @@ class TerminalTable:
             if key == "q":
                 return False
             self._playing_key(key)
-        except BetSlipError as error:
-            self.message = amounts_in_currency(str(error), self.currency)
+        except BetSlipError as error:  # its amounts written in the currency, any left bare in its words too
+            self.message = amounts_in_currency(error.sentence(lambda amount: format_money(amount, self.currency)),
+                                               self.currency)
         except IllegalActionError as error:
             self.message = error.plain
         return True
