@@ -113,9 +113,10 @@ _EXPIRED_FAILURES = (select(SignInFailure.id).where(SignInFailure.failed_at <= b
                      .limit(100).with_for_update(skip_locked=True))
 
 
-def refuse_guessing(session: Session, name: str, address: str, now: datetime) -> None:
+def refuse_guessing(session: Session, name: str, address: str, now: datetime, player_id: int | None) -> None:
     """Refuse (429) a sign-in to a name, or from an address, that gave too many wrong passwords lately: before its
-    password is hashed, so guessing costs the server a read, not a hash (:func:`count_failure`)."""
+    password is hashed, so guessing costs the server a read, not a hash (:func:`count_failure`). ``player_id``: the
+    player the name signs in as (:func:`player_named`), whose own addresses pass a name's lockout."""
     cutoff = now - FAILURE_WINDOW
     minutes = f"{FAILURE_WINDOW.seconds // 60} minutes"
     wait = {"Retry-After": str(FAILURE_WINDOW.seconds)}
@@ -124,20 +125,32 @@ def refuse_guessing(session: Session, name: str, address: str, now: datetime) ->
     if of_name_here >= FAILURES_PER_NAME_FROM_ADDRESS:
         raise ServiceError(429, f"Too many wrong passwords for this name from this address: try again in {minutes}.",
                            wait)
-    if of_name >= FAILURES_PER_NAME and not _known(session, name, address, now):
+    if of_name >= FAILURES_PER_NAME and not (player_id is not None and _known(session, player_id, address, now)):
         raise ServiceError(429, f"Too many wrong passwords for this name: try again in {minutes}.", wait)
     if (session.scalar(_FAILURES_FROM, {"address": address, "cutoff": cutoff}) or 0) >= FAILURES_PER_ADDRESS:
         raise ServiceError(429, f"Too many wrong passwords from this address: try again in {minutes}.", wait)
 
 
-_KNOWN = (select(KnownAddress.id).join(Player, Player.id == KnownAddress.player_id)
-          .where(Player.name == bindparam("name"), KnownAddress.address == bindparam("address"),
-                 KnownAddress.last_at > bindparam("since")).limit(1))
+_KNOWN = (select(KnownAddress.id).where(KnownAddress.player_id == bindparam("player_id"),
+                                         KnownAddress.address == bindparam("address"),
+                                         KnownAddress.last_at > bindparam("since")).limit(1))
 
 
-def _known(session: Session, name: str, address: str, now: datetime) -> bool:
-    """Whether the player of ``name`` signed in (or signed up) from ``address`` within :data:`KNOWN_FOR`."""
-    return session.scalar(_KNOWN, {"name": name, "address": address, "since": now - KNOWN_FOR}) is not None
+def _known(session: Session, player_id: int, address: str, now: datetime) -> bool:
+    """Whether the player signed in (or signed up) from ``address`` within :data:`KNOWN_FOR`. By the player, not the
+    name typed: failures are counted by the name in any case, and "Ann" at her own address was locked out by a
+    flood on "ann" (review)."""
+    return session.scalar(_KNOWN, {"player_id": player_id, "address": address,
+                                   "since": now - KNOWN_FOR}) is not None
+
+
+def player_named(session: Session, name: str) -> Player | None:
+    """The player a sign-in of ``name`` is: in any case, as sign-ups take names (one differing from a player's only in
+    case is taken), along the index on ``lower(name)`` (migration 0021). The name as written first, for two players
+    who signed up in two cases before that rule. Before, "Ann" was refused at sign-up as taken by "ann" and then told
+    at sign-in that her password was wrong (an integrator's trial)."""
+    return session.scalars(select(Player).where(func.lower(Player.name) == name.lower())
+                           .order_by(Player.name != name, Player.id).limit(1)).first()
 
 
 def remember_address(session: Session, player_id: int, address: str, now: datetime) -> None:
@@ -250,13 +263,8 @@ class Accounts:
         every player's requests (found by a trial)."""
         address = address[:64]
         with self.store.read() as session:
-            refuse_guessing(session, name, address, self.clock())
-            # A name in any case, as sign-ups take it (one that differs from a player's only in case is taken): before,
-            # "Ann" was refused at sign-up as taken by "ann" and then told her password was wrong (an integrator's
-            # trial). The name as written first, for players who signed up before that rule, in two cases.
-            player = (session.scalars(select(Player).where(Player.name == name)).first()
-                      or session.scalars(select(Player).where(func.lower(Player.name) == name.lower())
-                                         .order_by(Player.id)).first())
+            player = player_named(session, name)
+            refuse_guessing(session, name, address, self.clock(), player.id if player is not None else None)
             stored_hash = player.password_hash if player is not None else None
         try:
             if player is None or stored_hash is None:

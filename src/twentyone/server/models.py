@@ -23,6 +23,7 @@ from sqlalchemy import (
     Text,
     UniqueConstraint,
     false,
+    text,
 )
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
 
@@ -33,6 +34,8 @@ class Base(DeclarativeBase):
 
 class Player(Base):
     __tablename__ = "players"
+    # Names are one to a player in any case: sign-ups and sign-ins compare them in lower case (migration 0021).
+    __table_args__ = (Index("ix_players_name_lower", text("lower(name)")),)
     id: Mapped[int] = mapped_column(Integer, primary_key=True)
     name: Mapped[str] = mapped_column(String(64), unique=True)
     password_hash: Mapped[str | None] = mapped_column(String(255), nullable=True)
