@@ -694,7 +694,12 @@ def test_a_limit_given_as_null_is_removed_after_a_day_as_a_raise_is(guest: Clien
     assert removing["pending"] == {"daily_loss_limit": {"value": None, "from": removing["pending"][
         "daily_loss_limit"]["from"]}}
     assert guest.get("/tables/classic").json()["loss_room"] == 500  # still in force
-    clock.advance(24 * 3600 + 60)
+    clock.advance(3600)  # asked again an hour later: a day from then, never sooner than the first ask said
+    again = guest.put("/me/limits", {"daily_loss_limit": None}).json()["limits"]
+    assert again["pending"]["daily_loss_limit"]["from"] >= removing["pending"]["daily_loss_limit"]["from"]
+    clock.advance(23 * 3600 - 60)
+    assert guest.get("/me").json()["limits"]["daily_loss_limit"] == 500
+    clock.advance(3600 + 60)
     assert guest.get("/me").json()["limits"] == {"session_minutes": 60}
     assert guest.get("/me").json()["loss_room"] is None
     # A removal waiting is dropped by a stricter limit, as a raise is; null where there is no limit changes nothing.

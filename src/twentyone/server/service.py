@@ -246,7 +246,7 @@ class GameService:
 
     def player(self, caller: Caller, player_name: str, balances: bool = True) -> dict[str, Any]:
         """The operator's look at a player, found by name as a credit finds them (:func:`player_named`): who they are,
-        their balances, their limits (those in force, and ``pending`` the raises still cooling off), whether they
+        their balances, their limits (those in force, and ``pending`` the raises and removals still cooling off), whether they
         are signed in now (a sign-in neither ended nor expired), and their last :data:`PLAYER_ROUNDS` rounds as
         their own history shows them (:meth:`Views.history_entries`: the player's view, no card hidden from them).
 

@@ -128,9 +128,13 @@ class SettingsUpdate(BaseModel):
 class LimitsUpdate(BaseModel):
     model_config = FORBID_EXTRA  # a misspelt limit must not leave a player believing it is set
 
-    daily_loss_limit: LossLimit | None = None
-    session_minutes: Minutes | None = None
-    exclude_days: Days | None = None
+    # A limit left out stays as it is; null removes it after the cooling-off, as a raise (the schema says so: a client
+    # sending every field with null for "unchanged" would ask for removals, noted by review).
+    daily_loss_limit: LossLimit | None = Field(None, description=(
+        "Minor units a day, in each currency. Left out: unchanged; null: removed after 24 hours, as a raise is."))
+    session_minutes: Minutes | None = Field(None, description=(
+        "Minutes of play in a session. Left out: unchanged; null: removed after 24 hours, as a raise is."))
+    exclude_days: Days | None = Field(None, description="Days of self-exclusion from now. Null is as left out.")
 
 
 class TableCreate(BaseModel):
