@@ -21,7 +21,7 @@ from starlette.websockets import WebSocketDisconnect
 
 from twentyone.server.app import create_app
 from twentyone.server.config import Settings, shipped_definitions
-from twentyone.server.context import Caller
+from twentyone.server.context import Busy, Caller
 from twentyone.server.models import ROUNDS, SHOES
 
 Restart = Callable[..., tuple[TestClient, Any]]
@@ -754,3 +754,25 @@ def test_a_file_published_before_0019_is_kept_once_a_start_gives_it(http: TestCl
         rows = session.execute(select(TABLES_FILES.c.given).order_by(TABLES_FILES.c.id)).scalars().all()
     assert rows == [False, True], rows  # the shipped tables of the first start, then the file, marked given
     assert plain.tables()["classic"].variant == "single-deck"
+
+
+def test_a_socket_opened_while_storage_is_busy_is_told_to_try_again_not_that_the_table_is_gone(
+        http: TestClient, service: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A 503 at the socket's handshake closed it 4404, which the terminal takes for good (no such table) and stopped
+    following the table over a busy moment (review). It is 1013, try again later, as for a client too slow; a table
+    nobody has is still 4404."""
+    ann = new_player(http, "ann")
+
+    def busy(table_id: str, player_id: int) -> Any:
+        raise Busy()
+
+    monkeypatch.setattr(service.registry, "seen_by", busy)
+    with http.websocket_connect(f"/ws/tables/classic?token={ann.token}") as socket:
+        with pytest.raises(WebSocketDisconnect) as closed:
+            socket.receive_json()
+    assert closed.value.code == 1013
+    monkeypatch.undo()
+    with http.websocket_connect(f"/ws/tables/nowhere?token={ann.token}") as socket:
+        with pytest.raises(WebSocketDisconnect) as closed:
+            socket.receive_json()
+    assert closed.value.code == 4404

@@ -674,7 +674,9 @@ def create_app(settings: Settings, operator_wallet: OperatorWallet | None = None
             await websocket.accept()
             # A token refused past the limit of wrong ones closes as a signed-out one: the page then stops, where on
             # 4429 it tried again every few seconds, each try a wrong token more (review).
-            code = SIGNED_OUT_CODE if error.status in (401, 429) else 4404
+            # Storage busy (a 503) is 1013, try again later, as a client too slow is: 4404 told the terminal to give
+            # up for good during a busy moment (review). 4404 is a table this caller cannot reach.
+            code = SIGNED_OUT_CODE if error.status in (401, 429) else DROPPED_CODE if error.status == 503 else 4404
             await websocket.close(code=code, reason=error.detail[:120])
             return
         await websocket.accept()
@@ -715,12 +717,13 @@ def create_app(settings: Settings, operator_wallet: OperatorWallet | None = None
 
         async def forward() -> None:
             while (event := await subscription.next()) is not None:
-                if event["type"] == "signed-out" and event["player_id"] == who.id:
+                if event["type"] == "signed-out":  # the server's own news: no client's, the operator's neither
                     ended = event.get("sessions")  # absent from an event cut to fit NOTIFY: ask the database
-                    if signed_in in ended if ended is not None else not await still_signed_in():
+                    if event["player_id"] == who.id and (
+                            signed_in in ended if ended is not None else not await still_signed_in()):
                         await signed_out()  # this sign-in ended: its socket ends with it
                         return
-                    continue  # another sign-in of the player's ended: nothing this page needs to know
+                    continue  # another sign-in ended (the player's, or anyone's at the operator's socket)
                 await websocket.send_json(event)
 
         async def watch_sign_in() -> None:
