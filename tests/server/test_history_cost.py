@@ -139,13 +139,13 @@ def test_the_migrations_build_the_schema_the_models_declare(service: GameService
 def test_a_name_in_any_case_is_found_along_its_index(service: GameService, http: TestClient) -> None:
     """A sign-in typed in another case, and a guess at a name nobody has, read the players' names in lower case along
     migration 0021's index, not every player (review)."""
-    from twentyone.server.accounts import player_named
+    from twentyone.server.accounts import signing_in_as
 
     for name in ("ann", "bob", "cyd"):
         new_player(http, name)
     with service.store.read() as session:
-        assert player_named(session, "ANN").name == "ann"
-        assert player_named(session, "nobody") is None
+        assert signing_in_as(session, "ANN").name == "ann"
+        assert signing_in_as(session, "nobody") is None
         query = select(Player).where(func.lower(Player.name) == "ann").order_by(Player.name != "Ann", Player.id)
         sql = str(query.compile(session.get_bind(), compile_kwargs={"literal_binds": True}))
         if session.get_bind().dialect.name == "sqlite":

@@ -767,12 +767,12 @@ def test_a_socket_opened_while_storage_is_busy_is_told_to_try_again_not_that_the
         raise Busy()
 
     monkeypatch.setattr(service.registry, "seen_by", busy)
-    with http.websocket_connect(f"/ws/tables/classic?token={ann.token}") as socket:
-        with pytest.raises(WebSocketDisconnect) as closed:
-            socket.receive_json()
+    with http.websocket_connect(f"/ws/tables/classic?token={ann.token}") as socket, \
+            pytest.raises(WebSocketDisconnect) as closed:
+        socket.receive_json()
     assert closed.value.code == 1013
     monkeypatch.undo()
-    with http.websocket_connect(f"/ws/tables/nowhere?token={ann.token}") as socket:
-        with pytest.raises(WebSocketDisconnect) as closed:
-            socket.receive_json()
+    with http.websocket_connect(f"/ws/tables/nowhere?token={ann.token}") as socket, \
+            pytest.raises(WebSocketDisconnect) as closed:
+        socket.receive_json()
     assert closed.value.code == 4404

@@ -116,7 +116,7 @@ _EXPIRED_FAILURES = (select(SignInFailure.id).where(SignInFailure.failed_at <= b
 def refuse_guessing(session: Session, name: str, address: str, now: datetime, player_id: int | None) -> None:
     """Refuse (429) a sign-in to a name, or from an address, that gave too many wrong passwords lately: before its
     password is hashed, so guessing costs the server a read, not a hash (:func:`count_failure`). ``player_id``: the
-    player the name signs in as (:func:`player_named`), whose own addresses pass a name's lockout."""
+    player the name signs in as (:func:`signing_in_as`), whose own addresses pass a name's lockout."""
     cutoff = now - FAILURE_WINDOW
     minutes = f"{FAILURE_WINDOW.seconds // 60} minutes"
     wait = {"Retry-After": str(FAILURE_WINDOW.seconds)}
@@ -144,7 +144,7 @@ def _known(session: Session, player_id: int, address: str, now: datetime) -> boo
                                    "since": now - KNOWN_FOR}) is not None
 
 
-def player_named(session: Session, name: str) -> Player | None:
+def signing_in_as(session: Session, name: str) -> Player | None:
     """The player a sign-in of ``name`` is: in any case, as sign-ups take names (one differing from a player's only in
     case is taken), along the index on ``lower(name)`` (migration 0021). The name as written first, for two players
     who signed up in two cases before that rule. Before, "Ann" was refused at sign-up as taken by "ann" and then told
@@ -263,7 +263,7 @@ class Accounts:
         every player's requests (found by a trial)."""
         address = address[:64]
         with self.store.read() as session:
-            player = player_named(session, name)
+            player = signing_in_as(session, name)
             refuse_guessing(session, name, address, self.clock(), player.id if player is not None else None)
             stored_hash = player.password_hash if player is not None else None
         try:

@@ -246,9 +246,10 @@ class GameService:
 
     def player(self, caller: Caller, player_name: str, balances: bool = True) -> dict[str, Any]:
         """The operator's look at a player, found by name as a credit finds them (:func:`player_named`): who they are,
-        their balances, their limits (those in force, and ``pending`` the raises and removals still cooling off), whether they
-        are signed in now (a sign-in neither ended nor expired), and their last :data:`PLAYER_ROUNDS` rounds as
-        their own history shows them (:meth:`Views.history_entries`: the player's view, no card hidden from them).
+        their balances, their limits (those in force, and ``pending`` the raises and removals still cooling off),
+        whether they are signed in now (a sign-in neither ended nor expired), and their last :data:`PLAYER_ROUNDS`
+        rounds as their own history shows them (:meth:`Views.history_entries`: the player's view, no card hidden from
+        them).
 
         Balances come from where they live: the built-in ledger, read in the same snapshot; an operator's wallet,
         asked after the read (no transaction waits on the network, and a read made again does not ask twice): a
