@@ -63,6 +63,7 @@ FOUR_HANDS = {"split": SplitRules(max_hands=4)}
 CHANGES: dict[str, tuple[object, dict[str, object]]] = {
     "id": ("other", {}), "name": ("Other", {}), "seed": ("009", {}), "summary": ("text", {}),
     "published": ({"main": 99.0}, {}),
+    "fitted": (frozenset({"main"}), {}),
     "shoe.decks": (2, {}),
     "shoe.removed_ranks": (frozenset({"2"}), {}),
     "shoe.reshuffle": ("cut-card", {}),

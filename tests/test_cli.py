@@ -348,6 +348,8 @@ def test_hint_with_a_rules_file_takes_no_game(tmp_path: Path) -> None:
     assert json.loads(played.stdout)[0]["action"] == "double"  # A,7 doubles against a 2 at H17 (stands at S17)
     assert_one_line_error(run("hint", "classic", "--rules", str(rules), "AS", "7D", "--dealer", "2H"),
                           "name a game or give --rules FILE, not both")
+    assert_one_line_error(run("hint", "--rules", str(rules), "AX", "7D", "--dealer", "2H"),
+                          "Cannot parse card 'AX'", "with --rules FILE the first word is the player's first card")
 
 
 def test_hint_offers_no_hit_on_a_21_the_engine_stands() -> None:

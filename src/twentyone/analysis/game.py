@@ -185,7 +185,7 @@ class GameAnalysis:
         return ranks
 
     def _peeks(self, rank: str) -> bool:
-        return self.rules.deal.hole_card and self.rules.dealer.peeks_under(rank)
+        return self.rules.checks_for_blackjack(rank)
 
     def variants(self, up: int) -> list[UpVariant]:
         """The up card's peek variants (a ten-valued up card may be a T or a face card)."""

@@ -105,37 +105,40 @@ def rounds_to(computed: float, published: float) -> bool:
     return abs(computed - published) <= 0.005 + 1e-9
 
 
+def _sourced_rows(report: dict[str, Any]) -> list[tuple[str, float, float | None, str]]:
+    """:func:`comparison_rows`, each with the name of the published figure it is set against (``[published]``)."""
+    published = report["published"]
+    rows: list[tuple[str, float, float | None, str]] = [
+        ("Main game, optimal play", report["main"]["optimal"], published["main"], "main"),
+        ("Main game, basic strategy", report["main"]["basic"], published["main"], "main"),
+    ]
+    if report["main"].get("basic_with_even_money") is not None:  # only where taking it is worth more than declining
+        rows.append(("Basic strategy, taking even money", report["main"]["basic_with_even_money"], published["main"],
+                     "main"))
+    for name, value in report["side_bets"].items():
+        rows.append((f"Side bet {name}", value, published["side_bets"].get(name), name))
+    if report["cash_out"] is not None:
+        rows.append(("Always take the first cash out", report["cash_out"], published["cash_out"], "cash_out"))
+    if report.get("cash_out_optimal") is not None:  # the sheet's optimal figure is for the game as played: cash out too
+        rows.append(("Optimal play with cash out", report["cash_out_optimal"], published["main"], "main"))
+    return rows
+
+
+def comparison_rows(report: dict[str, Any]) -> list[tuple[str, float, float | None]]:
+    """(label, computed %, published % or None) for the table the CLI prints."""
+    return [(label, value, published) for label, value, published, _ in _sourced_rows(report)]
+
+
 def met_by_construction(report: dict[str, Any]) -> list[str]:
     """The labels of :func:`comparison_rows` whose published figure the rules were chosen to meet (``[published]
     fitted`` in the rules file: a paytable or cash-out margin the sheet does not print), so that their agreement is
     no check of the maths.
 
-    >>> met_by_construction({"published": {"fitted": ["21+3", "cash_out"], "side_bets": {"21+3": 96.3}},
-    ...                      "side_bets": {"21+3": 96.3, "perfect_pairs": 95.9}, "cash_out": 96.8})
+    >>> met_by_construction({"main": {"optimal": 99.3, "basic": 99.2}, "cash_out": 96.8,
+    ...                      "published": {"main": 99.29, "fitted": ["21+3", "cash_out"], "cash_out": 96.8,
+    ...                                    "side_bets": {"21+3": 96.3}}, "side_bets": {"21+3": 96.3, "pp": 95.9}})
     ['Side bet 21+3', 'Always take the first cash out']
     """
     fitted = set(report["published"].get("fitted", ()))
-    labels = [f"Side bet {name}" for name in report["side_bets"] if name in fitted]
-    if "cash_out" in fitted and report["cash_out"] is not None:
-        labels.append("Always take the first cash out")
-    if "main" in fitted:
-        labels += ["Main game, optimal play", "Main game, basic strategy"]
-    return labels
-
-
-def comparison_rows(report: dict[str, Any]) -> list[tuple[str, float, float | None]]:
-    """(label, computed %, published % or None) for the table the CLI prints."""
-    published = report["published"]
-    rows: list[tuple[str, float, float | None]] = [
-        ("Main game, optimal play", report["main"]["optimal"], published["main"]),
-        ("Main game, basic strategy", report["main"]["basic"], published["main"]),
-    ]
-    if report["main"].get("basic_with_even_money") is not None:  # only where taking it is worth more than declining
-        rows.append(("Basic strategy, taking even money", report["main"]["basic_with_even_money"], published["main"]))
-    for name, value in report["side_bets"].items():
-        rows.append((f"Side bet {name}", value, published["side_bets"].get(name)))
-    if report["cash_out"] is not None:
-        rows.append(("Always take the first cash out", report["cash_out"], published["cash_out"]))
-    if report.get("cash_out_optimal") is not None:  # the sheet's optimal figure is for the game as played: cash out too
-        rows.append(("Optimal play with cash out", report["cash_out_optimal"], published["main"]))
-    return rows
+    return [label for label, _, published, source in _sourced_rows(report) if published is not None
+            and source in fitted]

@@ -28,6 +28,7 @@ FIELDS: dict[str, str] = {
     "seed": LABEL,
     "summary": LABEL,
     "published": LABEL,
+    "fitted": LABEL,
     "shoe.decks": "modelled",
     "shoe.removed_ranks": "modelled",
     "shoe.reshuffle": FRESH_SHOE + " (hints take the live shoe's unseen cards)",

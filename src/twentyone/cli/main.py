@@ -458,8 +458,11 @@ def hint(
         # With --rules the game is the file, as at rtp and strategy: the first word is then the first card. Before,
         # it was taken for a game's name and dropped ("hint --rules FILE AS 7D" was a hand of one card, and
         # "hint classic --rules FILE" played the file's game without a word: an analyst's trial).
-        with contextlib.suppress(CardError):
+        try:
             cards, game = [str(parse_card(variant)), *cards], None
+        except CardError as error:
+            if variant not in VARIANTS:  # neither a card nor a game: a card mistyped ("AX"), as review found
+                fail(f"{error} (with --rules FILE the first word is the player's first card).")
     rules = _rules(game, rules_file)
     try:
         hand = parse_cards(cards)
@@ -492,7 +495,7 @@ def hint(
             marker = "best" if position == 0 else ""
             typer.echo(f"{action:<15}{value:+.4f}  {marker}".rstrip())
     if up.value in (1, 10):  # whether the plays' values already know the dealer has no blackjack (an analyst's trial)
-        peeked = rules.deal.hole_card and rules.dealer.peeks_under(up.rank)
+        peeked = rules.checks_for_blackjack(up.rank)
         typer.echo("The plays' EVs are given that the dealer has no blackjack: it checks under this card first."
                    if peeked else "The dealer does not check for blackjack under this card: the plays' EVs count "
                    "its chance of one.")

@@ -978,7 +978,7 @@ class Round:
 
         Returns True when the peek found a blackjack and the round is settled.
         """
-        if not self.rules.deal.hole_card or not self.rules.dealer.peeks_under(self.dealer_up.rank):
+        if not self.rules.checks_for_blackjack(self.dealer_up.rank):
             return False
         blackjack = is_natural(self._dealer)
         self._checked_blackjack = True

@@ -403,6 +403,16 @@ class Rules:
     # agreement is by construction, not a check of the maths (an analyst's trial read it as one).
     fitted: frozenset[str] = frozenset()
 
+    def checks_for_blackjack(self, up_rank: str) -> bool:
+        """Whether the dealer looks at a hole card for blackjack before the players act, with this up card: a hole
+        card dealt, and a peek under this card. The engine, the maths, the simulator and ``hint`` each asked both.
+
+        >>> from twentyone.variants import builtin_rules
+        >>> [builtin_rules(game).checks_for_blackjack("K") for game in ("classic", "multiplayer", "single-deck")]
+        [False, True, False]
+        """
+        return self.deal.hole_card and self.dealer.peeks_under(up_rank)
+
     def surrender_refusal(self, cards: int, from_split: bool) -> str | None:
         """Why a hand may not surrender as a play now (late surrender), or None when it may.
 
@@ -661,8 +671,8 @@ def rules_from_mapping(
         auto_stand=_setting(player_t, "auto_stand", AutoStand, "player", AutoStand.TWENTY_ONE),
         cash_out=_parse_cash_out(data, tables),
         side_bets=_parse_side_bets(data),
-        published=_parse_published(data),
-        fitted=_parse_fitted(data, _parse_published(data)),
+        published=(published := _parse_published(data)),
+        fitted=_parse_fitted(data, published),
     )
     for name in rules.published:
         if name not in ("main", "cash_out") and name not in rules.side_bets:

@@ -168,7 +168,7 @@ def _optimal_action(game: Round, tables: OptimalTables, cards: tuple[Card, ...],
     """The optimal tables' action for a hand, found by walking its cards from the first one or two."""
     up = game.dealer_up
     rules = game.rules
-    peeked = int(rules.deal.hole_card and rules.dealer.peeks_under(up.rank))
+    peeked = int(rules.checks_for_blackjack(up.rank))
     if from_split:
         state = int(tables.split[up.value, peeked, cards[0].value, min(spot_hands - 1, tables.split.shape[3] - 1)])
         rest = cards[1:]
