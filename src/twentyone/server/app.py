@@ -360,7 +360,8 @@ def create_app(settings: Settings, operator_wallet: OperatorWallet | None = None
         FastAPI decodes the body before it solves any dependency, so a player's or a stranger's unparseable body to
         ``/admin`` was a 422 where the operator check answers every other request of theirs 403 or 401 (found by an
         integrator's trial)."""
-        if request.url.path.startswith("/admin"):
+        route = getattr(request.scope.get("route"), "path", request.url.path)  # the route's, behind any root_path
+        if route.startswith("/admin/") or route == "/admin":
             try:
                 await operator(await caller(request, request.headers.get("authorization")))
             except ServiceError as refused:
