@@ -296,7 +296,7 @@ def test_a_limit_is_removed_from_the_limits_page_after_a_day(browser: Any, live_
     page.locator("button[data-remove='daily_loss_limit']").click()
     expect(page.locator("#announce")).to_have_text("Limits saved. The daily loss limit is removed in 24 hours.")
     expect(page.get_by_text("Daily loss limit, in each currency: 50.00")).to_contain_text(
-        re.compile(r"\(removed from \d{4}-\d\d-\d\d \d\d:\d\d UTC\)$"))
+        re.compile(r"\(to be removed at \d{4}-\d\d-\d\d \d\d:\d\d UTC\)$"))
     expect(page.locator("button[data-remove]")).to_have_count(0)
     pending = httpx.get(live_server.url + "/me", headers=headers).json()["limits"]["pending"]
     assert pending["daily_loss_limit"]["value"] is None

@@ -320,7 +320,7 @@ def test_settings_hints_and_limits_are_saved(page: Any, live_server: LiveServer)
     page.get_by_label("Daily loss limit").fill("80")  # higher: in force only after a day
     page.get_by_role("button", name="Save limits").click()
     expect(page.get_by_text(re.compile(r"Daily loss limit, in each currency: 50\.00 a day \([^)]*\$50\.00[^)]*\) "
-                                       r"\(raised to 80\.00 from "
+                                       r"\(to be raised to 80\.00 at "
                                        r"\d{4}-\d\d-\d\d \d\d:\d\d UTC\)"))).to_be_visible()
     shot(page, "limits-raise-waiting")
     page.get_by_label("Session minutes").fill("1")  # one minute, in the singular (found by a trial of an operator)

@@ -349,12 +349,13 @@ async function renderLimits() {
   const currencies = [...new Set(Object.values(state.tables).map((table) => table.currency))].sort();
   const inMoney = (amount) => (currencies.length
     ? ` a day (${currencies.map((currency) => money(amount, currency)).join(", ")})` : " a day");
-  // A raise or a removal waiting out its day: " (raised to 50.00 from 2026-12-01 17:00 UTC)", " (removed from ...)".
+  // A raise or a removal waiting out its day: " (to be raised to 50.00 at 2026-12-01 17:00 UTC)".
   const waiting = (name, text) => {
     const change = (limits.pending || {})[name];
     if (!change) return "";
-    return change.value === null ? ` (removed from ${utc(change.from)})`
-      : ` (raised to ${text(change.value)} from ${utc(change.from)})`;
+    // Said as still to come: "(removed from ...)" read as done already (a trial of players).
+    return change.value === null ? ` (to be removed at ${utc(change.from)})`
+      : ` (to be raised to ${text(change.value)} at ${utc(change.from)})`;
   };
   // A limit set, and not already on its way out, may be removed: after 24 hours, as a raise. Before, none could be
   // (an integrator's trial): a limit set once stayed for good, however high it was raised.
@@ -385,15 +386,17 @@ async function renderLimits() {
     el("p", {}, "A lower limit applies at once; a higher one, or removing one, after 24 hours. Self-exclusion can "
       + "be made longer, never shorter."),
     el("ul", {},
-      el("li", {}, `Daily loss limit, in each currency: ${limits.daily_loss_limit === undefined ? "none"
+      // The words in a span of their own, the Remove button beside them.
+      el("li", {}, el("span", {}, `Daily loss limit, in each currency: ${limits.daily_loss_limit === undefined ? "none"
         : (limits.daily_loss_limit / 100).toFixed(2) + inMoney(limits.daily_loss_limit)}`
-        + waiting("daily_loss_limit", (v) => (v / 100).toFixed(2)), ...removal("daily_loss_limit", "daily loss limit")),
+        + waiting("daily_loss_limit", (v) => (v / 100).toFixed(2))), ...removal("daily_loss_limit", "daily loss limit")),
       // What is left of it today, in each currency the casino's tables play in (GET /me's `loss_room`).
       state.me.loss_room ? el("li", { id: "loss-left" }, "Left to stake today: " + (currencies.length ? currencies
         : Object.keys(state.me.loss_room)).filter((currency) => currency in state.me.loss_room)
         .map((currency) => money(state.me.loss_room[currency], currency)).join(", ")) : null,
-      el("li", {}, `Session time limit: ${limits.session_minutes ? minutesText(limits.session_minutes) : "none"}`
-        + waiting("session_minutes", minutesText), ...removal("session_minutes", "session time limit")),
+      el("li", {}, el("span", {}, `Session time limit: ${limits.session_minutes
+        ? minutesText(limits.session_minutes) : "none"}` + waiting("session_minutes", minutesText)),
+      ...removal("session_minutes", "session time limit")),
       el("li", {}, `Self-exclusion: ${limits.excluded_until
         ? `until ${utc(limits.excluded_until)} (${localTime(limits.excluded_until)} your time)` : "none"}`)),
     // The limit reached is said here too, with when play resumes: before, this page said nothing of it while every

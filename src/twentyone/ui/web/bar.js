@@ -112,10 +112,25 @@ export function bettingBar(table, slip, { forming, seated, playing, canBet, excl
   // said it was still the one a spot would take (a player's trial).
   const inHand = chipInHand(slip);
   const chosen = (chip) => canBet && chip === inHand;
+  // Why a chip is greyed out, in the server's words, on the chip itself (its title): a trial found it greyed out with
+  // no word why, the reason told only when the chip in hand was refused at a spot.
+  const greyed = (chip) => {
+    if (!canBet) return null;
+    const amount = money(chip, table.currency);
+    if (!slip.enabled_chips.includes(chip)) {
+      return slip.total && available !== null && available >= 0
+        ? `Your bets of ${money(slip.total, table.currency)} leave ${money(available, table.currency)} of your `
+          + `balance: not enough for a ${amount} chip.`
+        : `The balance does not cover a ${amount} chip.`;
+    }
+    return pastRoom(chip) ? `Your daily loss limit leaves ${money(Math.max(roomLeft, 0), table.currency)} more to `
+      + `stake today: not enough for a ${amount} chip.` : null;
+  };
   const chips = el("div", { class: "chips", role: "group", "aria-label": "Chips" },
     ...table.chips.map((chip) => el("button", { type: "button", class: `chip chip-${chipColour(chip)}${chosen(chip) ? " selected" : ""}`,
       "data-chip": chip, "data-focus": `chip-${chip}`, disabled: !canBet || !slip.enabled_chips.includes(chip) || pastRoom(chip),
       "aria-pressed": chosen(chip) ? "true" : "false", "aria-label": `Chip ${money(chip, table.currency)}`,
+      ...(greyed(chip) ? { title: greyed(chip) } : {}),
       onclick: () => act.control("chip", { chip }) }, chipLabel(chip, table.currency))),
     // C takes the next chip: printed as every control's key is (nothing said so: a trial of a keyboard player).
     el("kbd", { class: "chip-key", title: "C: the next chip", "aria-hidden": "true" }, "C"));
