@@ -42,7 +42,7 @@ def test_openapi_schema_lists_every_resource(http: TestClient) -> None:
 
 
 
-def test_openapi_names_every_field_a_refusal_carries(http: TestClient, guest: Client) -> None:
+def test_openapi_names_every_field_a_refusal_carries(http: TestClient, guest: Client, service: GameService) -> None:
     """A refused decision's ``legal_actions``, a bet past its maximum, a refusal's amounts: the schema named ``detail``
     alone (an integrator's trial). Each field a real refusal carries is in it, typed."""
     error = http.get("/openapi.json").json()["components"]["schemas"]["Error"]["properties"]
@@ -56,8 +56,11 @@ def test_openapi_names_every_field_a_refusal_carries(http: TestClient, guest: Cl
     assert "maximum" in carried
     dealt = guest.post("/tables/first-person/bets", {"spot": 1, "type": "main", "chip": 100})
     assert dealt.status_code == 200, dealt.text
+    service.stacked.append(["TS", "6H", "9D", "8C"])  # 10 and 9 against a 6: no pair, no offer
     round_id = guest.post("/tables/first-person/deal").json()["id"]
-    carried |= set(guest.act(round_id, "split").json())  # no pair: refused with the decisions open
+    refused = guest.act(round_id, "split")  # no pair: refused with the decisions open
+    assert refused.status_code == 409, refused.text
+    carried |= set(refused.json())
     assert {"detail", "legal_actions", "maximum", "amounts", "currency"} <= carried <= set(error), carried
 
 
