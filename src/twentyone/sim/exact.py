@@ -17,6 +17,7 @@ from __future__ import annotations
 from typing import Any
 
 from twentyone.analysis.game import GameAnalysis
+from twentyone.analysis.report import even_money_gain
 from twentyone.analysis.sidebets import side_bet_return
 from twentyone.core.rules import Rules
 from twentyone.sim.strategy import load_strategy
@@ -25,17 +26,15 @@ from twentyone.sim.tables import SimOptions
 
 def _offer_adjustment(rules: Rules, analysis: GameAnalysis, options: SimOptions) -> float:
     """What taking insurance or even money adds to the return, deal by deal (per unit bet)."""
-    payout = rules.blackjack_payout.numerator / rules.blackjack_payout.denominator
     insurance_pays = rules.insurance.payout.numerator / rules.insurance.payout.denominator
-    extra = 0.0
+    # Even money as rtp values it (its "Basic strategy, taking even money" row): one sum, not two.
+    extra = even_money_gain(rules, analysis) if rules.insurance.even_money and options.even_money else 0.0
     for up, cards, p in analysis.deals():
         if up != 1:
             continue
         natural = sorted(cards) == [1, 10]
         bj = analysis.hand_ev(cards, up).dealer_blackjack
-        if natural and rules.insurance.even_money:
-            if options.even_money:
-                extra += p * (1.0 - (1.0 - bj) * payout)
+        if natural and rules.insurance.even_money:  # offered even money, not insurance: counted above
             continue
         insurable = rules.insurance.offered and (not natural or rules.insurance.to_blackjack)
         if options.insurance and insurable:
